@@ -1,0 +1,223 @@
+//! The wire format: bounded, total encoding and decoding of MessagePack frames.
+//!
+//! Decoding untrusted bytes happens in two steps. First [`check_structure`] walks the
+//! bytes without allocating: it enforces the size cap and the nesting-depth cap, checks
+//! every declared length against the bytes actually present (so a claimed 4 GiB string
+//! in a 20-byte frame is refused before anything is allocated), requires the top level
+//! to be a map, and refuses trailing bytes. Only then does serde decode the frame.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::error::ErrorCode;
+use crate::messages::{ClientMsg, ServerMsg};
+
+/// Largest frame a server accepts from a client.
+pub const MAX_CLIENT_MESSAGE_BYTES: usize = 16 * 1024;
+/// Largest frame a client should accept from a server (snapshots of long games).
+pub const MAX_SERVER_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+/// Deepest nesting of maps and arrays accepted in any frame.
+pub const MAX_DEPTH: usize = 16;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("message of {size} bytes exceeds the limit of {limit}")]
+    TooLarge { size: usize, limit: usize },
+    #[error("nesting deeper than {MAX_DEPTH}")]
+    TooDeep,
+    #[error("truncated MessagePack")]
+    Truncated,
+    #[error("{0} trailing bytes after the message")]
+    TrailingBytes(usize),
+    #[error("byte 0x{0:02x} is not valid MessagePack here")]
+    InvalidMarker(u8),
+    #[error("a message must be a MessagePack map with a string `type` key")]
+    NotAMap,
+    #[error("unknown message type: {0}")]
+    UnknownType(String),
+    #[error("unknown field: {0}")]
+    UnknownField(String),
+    #[error("invalid message: {0}")]
+    Invalid(String),
+}
+
+impl DecodeError {
+    /// The error code a server answers with.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            DecodeError::TooLarge { .. } => ErrorCode::MessageTooLarge,
+            DecodeError::UnknownType(_) => ErrorCode::UnknownType,
+            DecodeError::UnknownField(_) => ErrorCode::UnknownField,
+            _ => ErrorCode::BadMessage,
+        }
+    }
+}
+
+/// Encode any message as a MessagePack map with string keys.
+pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
+    // Our message types contain nothing serde could fail on (no maps with non-string keys,
+    // no unsized sequences), so failure here is a bug in this crate, not bad input.
+    rmp_serde::to_vec_named(msg).expect("protocol messages always encode")
+}
+
+pub fn decode_client(bytes: &[u8]) -> Result<ClientMsg, DecodeError> {
+    decode(bytes, MAX_CLIENT_MESSAGE_BYTES)
+}
+
+pub fn decode_server(bytes: &[u8]) -> Result<ServerMsg, DecodeError> {
+    decode(bytes, MAX_SERVER_MESSAGE_BYTES)
+}
+
+/// Check the structure, then decode into `T`.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8], limit: usize) -> Result<T, DecodeError> {
+    check_structure(bytes, limit)?;
+    rmp_serde::from_slice(bytes).map_err(classify)
+}
+
+fn classify(err: rmp_serde::decode::Error) -> DecodeError {
+    let text = err.to_string();
+    if let Some(rest) = text.strip_prefix("unknown variant ") {
+        let name = rest.split(',').next().unwrap_or(rest);
+        return DecodeError::UnknownType(name.trim_matches('`').to_owned());
+    }
+    if let Some(rest) = text.strip_prefix("unknown field ") {
+        let name = rest.split(',').next().unwrap_or(rest);
+        return DecodeError::UnknownField(name.trim_matches('`').to_owned());
+    }
+    if text.contains("missing field `type`") {
+        return DecodeError::NotAMap;
+    }
+    DecodeError::Invalid(text)
+}
+
+/// Walk one MessagePack value spanning exactly `bytes`, without allocating.
+pub fn check_structure(bytes: &[u8], limit: usize) -> Result<(), DecodeError> {
+    if bytes.len() > limit {
+        return Err(DecodeError::TooLarge {
+            size: bytes.len(),
+            limit,
+        });
+    }
+    match bytes.first() {
+        Some(&m) if (0x80..=0x8f).contains(&m) || m == 0xde || m == 0xdf => {}
+        Some(_) => return Err(DecodeError::NotAMap),
+        None => return Err(DecodeError::Truncated),
+    }
+    let mut cursor = Cursor { bytes, pos: 0 };
+    // Values still to read at each open container level; iterative so that depth costs
+    // no stack.
+    let mut pending: Vec<u64> = Vec::with_capacity(MAX_DEPTH);
+    pending.push(1);
+    while let Some(top) = pending.last_mut() {
+        if *top == 0 {
+            pending.pop();
+            continue;
+        }
+        *top -= 1;
+        let children = cursor.skip_value()?;
+        if children > 0 {
+            if pending.len() >= MAX_DEPTH {
+                return Err(DecodeError::TooDeep);
+            }
+            // Every value takes at least one byte: a count beyond what is left is a lie.
+            if children > cursor.remaining() as u64 {
+                return Err(DecodeError::Truncated);
+            }
+            pending.push(children);
+        }
+    }
+    match cursor.remaining() {
+        0 => Ok(()),
+        n => Err(DecodeError::TrailingBytes(n)),
+    }
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+
+    fn take(&mut self, n: u64) -> Result<&[u8], DecodeError> {
+        if n > self.remaining() as u64 {
+            return Err(DecodeError::Truncated);
+        }
+        let start = self.pos;
+        self.pos += n as usize;
+        Ok(&self.bytes[start..self.pos])
+    }
+
+    fn be(&mut self, n: u64) -> Result<u64, DecodeError> {
+        Ok(self
+            .take(n)?
+            .iter()
+            .fold(0u64, |acc, b| (acc << 8) | *b as u64))
+    }
+
+    /// Skip one value's own bytes; return how many child values follow it (for
+    /// containers: array elements, or twice the map's entries).
+    fn skip_value(&mut self) -> Result<u64, DecodeError> {
+        let marker = self.take(1)?[0];
+        let skip = |c: &mut Self, n: u64| c.take(n).map(|_| 0);
+        match marker {
+            0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => Ok(0),
+            0x80..=0x8f => Ok(2 * (marker & 0x0f) as u64),
+            0x90..=0x9f => Ok((marker & 0x0f) as u64),
+            0xa0..=0xbf => skip(self, (marker & 0x1f) as u64),
+            0xc4 | 0xd9 => {
+                let n = self.be(1)?;
+                skip(self, n)
+            }
+            0xc5 | 0xda => {
+                let n = self.be(2)?;
+                skip(self, n)
+            }
+            0xc6 | 0xdb => {
+                let n = self.be(4)?;
+                skip(self, n)
+            }
+            0xc7 => {
+                let n = self.be(1)?;
+                skip(self, n + 1)
+            }
+            0xc8 => {
+                let n = self.be(2)?;
+                skip(self, n + 1)
+            }
+            0xc9 => {
+                let n = self.be(4)?;
+                skip(self, n + 1)
+            }
+            0xca => skip(self, 4),
+            0xcb => skip(self, 8),
+            0xcc | 0xd0 => skip(self, 1),
+            0xcd | 0xd1 => skip(self, 2),
+            0xce | 0xd2 => skip(self, 4),
+            0xcf | 0xd3 => skip(self, 8),
+            0xd4 => skip(self, 2),
+            0xd5 => skip(self, 3),
+            0xd6 => skip(self, 5),
+            0xd7 => skip(self, 9),
+            0xd8 => skip(self, 17),
+            0xdc => self.be(2),
+            0xdd => self.be(4),
+            0xde => Ok(2 * self.be(2)?),
+            0xdf => Ok(2 * self.be(4)?),
+            0xc1 => Err(DecodeError::InvalidMarker(marker)),
+        }
+    }
+}
+
+/// Encode a server message (what a server sends).
+pub fn encode_server(msg: &ServerMsg) -> Vec<u8> {
+    encode(msg)
+}
+
+/// Encode a client message (what a client sends).
+pub fn encode_client(msg: &ClientMsg) -> Vec<u8> {
+    encode(msg)
+}

@@ -1,0 +1,106 @@
+//! Outboxes: how actors push frames to one connection's writer task.
+//!
+//! Every connection owns one bounded queue of encoded frames. Actors never wait on a
+//! connection: they `try_send`, and a queue that is full means the client stopped
+//! reading. What happens then is the sender's choice: a game kills a player's connection
+//! (the player resynchronises on reconnect), a game resynchronises or drops a spectator.
+
+use bytes::Bytes;
+use elementals_protocol::messages::ServerMsg;
+use elementals_protocol::wire;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Frames a connection may have queued before it counts as not reading. Large enough to
+/// absorb a burst (a snapshot plus a round's events), small enough to bound memory.
+pub const OUTBOX_CAPACITY: usize = 256;
+
+/// What a connection's writer task is asked to do.
+#[derive(Debug)]
+pub enum Outbound {
+    Frame(Bytes),
+    /// Send a close frame with this code and reason, then stop.
+    Close {
+        code: u16,
+        reason: String,
+    },
+}
+
+/// Why a frame could not be queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    Full,
+    Closed,
+}
+
+/// A cheap, cloneable sender to one connection.
+#[derive(Debug, Clone)]
+pub struct Outbox {
+    conn_id: u64,
+    tx: mpsc::Sender<Outbound>,
+    kill: CancellationToken,
+}
+
+impl Outbox {
+    /// A new outbox, the receiver its writer task drains, and the token that fires when
+    /// someone kills the connection.
+    pub fn new(conn_id: u64, capacity: usize) -> (Outbox, mpsc::Receiver<Outbound>) {
+        let (tx, rx) = mpsc::channel(capacity);
+        let outbox = Outbox {
+            conn_id,
+            tx,
+            kill: CancellationToken::new(),
+        };
+        (outbox, rx)
+    }
+
+    pub fn conn_id(&self) -> u64 {
+        self.conn_id
+    }
+
+    /// Fires when the connection must be dropped (it fell behind, or was superseded).
+    pub fn kill_token(&self) -> CancellationToken {
+        self.kill.clone()
+    }
+
+    pub fn send(&self, frame: Bytes) -> Result<(), SendError> {
+        self.tx
+            .try_send(Outbound::Frame(frame))
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => SendError::Full,
+                mpsc::error::TrySendError::Closed(_) => SendError::Closed,
+            })
+    }
+
+    /// Encode and queue one message for this connection alone.
+    pub fn send_msg(&self, msg: &ServerMsg) -> Result<(), SendError> {
+        self.send(Bytes::from(wire::encode(msg)))
+    }
+
+    /// Queue a frame; if the client is not keeping up, kill its connection. For players,
+    /// whose every event matters: they get a full snapshot when they come back.
+    pub fn send_or_kill(&self, frame: Bytes) {
+        if self.send(frame) == Err(SendError::Full) {
+            self.kill.cancel();
+        }
+    }
+
+    /// Ask the writer to close the connection with a close code.
+    pub fn close(&self, code: u16, reason: impl Into<String>) {
+        let close = Outbound::Close {
+            code,
+            reason: reason.into(),
+        };
+        if self.tx.try_send(close).is_err() {
+            self.kill.cancel();
+        }
+    }
+
+    pub fn kill(&self) {
+        self.kill.cancel();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed() || self.kill.is_cancelled()
+    }
+}

@@ -1,0 +1,166 @@
+//! The registry: who is online, which games are live, and who sits where.
+//!
+//! Shared, concurrently readable maps (dashmap). They hold handles and summaries, never
+//! game state: a game's state lives only in its actor. No lock here is held across an
+//! `.await`.
+
+use dashmap::DashMap;
+use elementals_protocol::messages::{GameId, LiveGame, SeatPair};
+use elementals_protocol::rules::{Seat, Variant};
+use elementals_protocol::TimeControl;
+
+use crate::game::GameHandle;
+use crate::outbox::Outbox;
+use crate::record::AccountId;
+
+/// A live game: its handle and the summary its actor last published.
+#[derive(Debug, Clone)]
+pub struct LiveEntry {
+    pub handle: GameHandle,
+    pub summary: LiveGame,
+}
+
+/// A finished game, remembered for rematch offers.
+#[derive(Debug, Clone)]
+pub struct FinishedGame {
+    pub players: SeatPair<AccountId>,
+    pub variant: Variant,
+    pub time_control: TimeControl,
+    pub rated: bool,
+    /// Seats that have offered a rematch.
+    pub rematch_offers: SeatPair<bool>,
+}
+
+/// An online, signed-in user's connection.
+#[derive(Debug, Clone)]
+pub struct OnlineUser {
+    pub name: String,
+    pub outbox: Outbox,
+}
+
+#[derive(Debug, Default)]
+pub struct Registry {
+    games: DashMap<GameId, LiveEntry>,
+    seated: DashMap<AccountId, (GameId, Seat)>,
+    online: DashMap<AccountId, OnlineUser>,
+    /// Lower-cased name to account, for online users only.
+    by_name: DashMap<String, AccountId>,
+    finished: DashMap<GameId, FinishedGame>,
+}
+
+/// How many finished games are remembered for rematches before the oldest are forgotten.
+const FINISHED_MEMORY: usize = 10_000;
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    // --- games ---
+
+    pub fn insert_game(&self, handle: GameHandle, summary: LiveGame, seats: SeatPair<AccountId>) {
+        let id = handle.game_id();
+        self.seated.insert(seats.one, (id, Seat::One));
+        self.seated.insert(seats.two, (id, Seat::Two));
+        self.games.insert(id, LiveEntry { handle, summary });
+    }
+
+    pub fn update_summary(&self, summary: LiveGame) {
+        if let Some(mut entry) = self.games.get_mut(&summary.game_id) {
+            entry.summary = summary;
+        }
+    }
+
+    /// Called by a game actor once its game has ended: frees both seats.
+    pub fn finish_game(&self, game_id: GameId, finished: FinishedGame) {
+        self.games.remove(&game_id);
+        for (account, _) in [
+            (finished.players.one, Seat::One),
+            (finished.players.two, Seat::Two),
+        ] {
+            self.seated.remove_if(&account, |_, (g, _)| *g == game_id);
+        }
+        if self.finished.len() >= FINISHED_MEMORY {
+            // Cheap eviction of an arbitrary entry; rematches are for the last few minutes.
+            if let Some(k) = self.finished.iter().next().map(|e| *e.key()) {
+                self.finished.remove(&k);
+            }
+        }
+        self.finished.insert(game_id, finished);
+    }
+
+    pub fn game(&self, game_id: &GameId) -> Option<GameHandle> {
+        self.games.get(game_id).map(|e| e.handle.clone())
+    }
+
+    pub fn live_games(&self) -> Vec<LiveGame> {
+        let mut games: Vec<LiveGame> = self.games.iter().map(|e| e.summary.clone()).collect();
+        games.sort_by(|a, b| {
+            b.spectators
+                .cmp(&a.spectators)
+                .then(a.game_id.cmp(&b.game_id))
+        });
+        games
+    }
+
+    pub fn live_game_count(&self) -> usize {
+        self.games.len()
+    }
+
+    /// The game and seat an account is playing, if any.
+    pub fn seat_of(&self, account: AccountId) -> Option<(GameHandle, Seat)> {
+        let (game_id, seat) = *self.seated.get(&account)?;
+        self.game(&game_id).map(|h| (h, seat))
+    }
+
+    pub fn is_seated(&self, account: AccountId) -> bool {
+        self.seated.contains_key(&account)
+    }
+
+    pub fn finished_game(&self, game_id: &GameId) -> Option<FinishedGame> {
+        self.finished.get(game_id).map(|e| e.clone())
+    }
+
+    /// Record a rematch offer; returns the game as it now stands.
+    pub fn offer_rematch(&self, game_id: &GameId, seat: Seat) -> Option<FinishedGame> {
+        let mut entry = self.finished.get_mut(game_id)?;
+        *entry.rematch_offers.get_mut(seat) = true;
+        Some(entry.clone())
+    }
+
+    pub fn forget_finished(&self, game_id: &GameId) {
+        self.finished.remove(game_id);
+    }
+
+    // --- users ---
+
+    /// Mark a user online on this connection; returns the connection it replaces.
+    pub fn set_online(&self, account: AccountId, user: OnlineUser) -> Option<OnlineUser> {
+        self.by_name.insert(user.name.to_lowercase(), account);
+        self.online.insert(account, user)
+    }
+
+    /// Mark a user offline, unless a newer connection has taken over.
+    pub fn set_offline(&self, account: AccountId, conn_id: u64) {
+        let removed = self
+            .online
+            .remove_if(&account, |_, u| u.outbox.conn_id() == conn_id);
+        if let Some((_, user)) = removed {
+            self.by_name
+                .remove_if(&user.name.to_lowercase(), |_, a| *a == account);
+        }
+    }
+
+    pub fn online(&self, account: AccountId) -> Option<OnlineUser> {
+        self.online.get(&account).map(|u| u.clone())
+    }
+
+    pub fn online_by_name(&self, name: &str) -> Option<(AccountId, OnlineUser)> {
+        let account = *self.by_name.get(&name.to_lowercase())?;
+        self.online(account).map(|u| (account, u))
+    }
+
+    pub fn online_count(&self) -> usize {
+        self.online.len()
+    }
+}
