@@ -1,9 +1,20 @@
 //! The Elementals game server as a library: `main.rs` only parses options and calls
 //! [`run`], so tests start the real server on `127.0.0.1:0`.
 
+pub mod auth;
+pub mod clock;
+pub mod config;
+pub mod connection;
 pub mod db;
 pub mod game;
+pub mod http;
+pub mod lobby;
 pub mod metrics;
 pub mod outbox;
 pub mod record;
 pub mod registry;
+pub mod server;
+pub mod session;
+
+pub use config::Config;
+pub use server::run;

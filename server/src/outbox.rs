@@ -39,6 +39,7 @@ pub struct Outbox {
     conn_id: u64,
     tx: mpsc::Sender<Outbound>,
     kill: CancellationToken,
+    flush: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Outbox {
@@ -50,6 +51,7 @@ impl Outbox {
             conn_id,
             tx,
             kill: CancellationToken::new(),
+            flush: Default::default(),
         };
         (outbox, rx)
     }
@@ -98,6 +100,17 @@ impl Outbox {
 
     pub fn kill(&self) {
         self.kill.cancel();
+    }
+
+    /// Stop the connection after the writer has sent what is already queued.
+    pub fn kill_after_flush(&self) {
+        self.flush.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.kill.cancel();
+    }
+
+    /// Whether the kill asked for queued frames to be sent first.
+    pub fn flush_requested(&self) -> bool {
+        self.flush.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn is_closed(&self) -> bool {

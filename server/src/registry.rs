@@ -5,7 +5,7 @@
 //! `.await`.
 
 use dashmap::DashMap;
-use elementals_protocol::messages::{GameId, LiveGame, SeatPair};
+use elementals_protocol::messages::{GameId, LiveGame, PlayerInfo, SeatPair};
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::TimeControl;
 
@@ -35,6 +35,8 @@ pub struct FinishedGame {
 #[derive(Debug, Clone)]
 pub struct OnlineUser {
     pub name: String,
+    /// As of sign-in; the lobby re-reads ratings where they matter.
+    pub info: PlayerInfo,
     pub outbox: Outbox,
 }
 

@@ -1,0 +1,265 @@
+//! Identity: name and password rules, argon2id hashing off the async workers, and
+//! session tokens (256 random bits, stored only as their SHA-256).
+
+use std::sync::Arc;
+
+use argon2::password_hash::phc::PasswordHash;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use argon2::{Algorithm, Argon2, Params, Version};
+use elementals_protocol::ErrorCode;
+use sha2::{Digest, Sha256};
+use tokio::sync::Semaphore;
+
+use crate::clock::unix_ms;
+use crate::db::{AccountRow, Db, DbError};
+
+pub const NAME_MIN: usize = 3;
+pub const NAME_MAX: usize = 20;
+pub const PASSWORD_MIN: usize = 8;
+pub const PASSWORD_MAX: usize = 128;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl AuthError {
+    fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        AuthError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<DbError> for AuthError {
+    fn from(e: DbError) -> Self {
+        match e {
+            DbError::NameTaken => AuthError::new(ErrorCode::NameTaken, "that name is taken"),
+            other => {
+                tracing::error!(error = %other, "database error during sign-in");
+                AuthError::new(ErrorCode::Internal, "could not reach the account store")
+            }
+        }
+    }
+}
+
+pub fn validate_name(name: &str) -> Result<(), AuthError> {
+    let ok_chars = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !(NAME_MIN..=NAME_MAX).contains(&name.len()) || !ok_chars {
+        return Err(AuthError::new(
+            ErrorCode::InvalidName,
+            "names are 3-20 characters: letters, digits, _ or -",
+        ));
+    }
+    if name.to_ascii_lowercase().starts_with("guest-") {
+        return Err(AuthError::new(
+            ErrorCode::InvalidName,
+            "names starting with guest- are reserved",
+        ));
+    }
+    Ok(())
+}
+
+pub fn validate_password(password: &str) -> Result<(), AuthError> {
+    if !(PASSWORD_MIN..=PASSWORD_MAX).contains(&password.len()) {
+        return Err(AuthError::new(
+            ErrorCode::InvalidPassword,
+            "passwords are 8-128 bytes",
+        ));
+    }
+    Ok(())
+}
+
+/// A new session token: its hex form for the client, and the hash we store.
+pub fn new_token() -> (String, [u8; 32]) {
+    let raw: [u8; 32] = rand::random();
+    (hex::encode(raw), hash_token_bytes(&raw))
+}
+
+fn hash_token_bytes(raw: &[u8]) -> [u8; 32] {
+    Sha256::digest(raw).into()
+}
+
+/// The stored hash of a token as a client presents it; `None` if it is not 64 hex digits.
+pub fn hash_token(token: &str) -> Option<[u8; 32]> {
+    let raw = hex::decode(token).ok()?;
+    (raw.len() == 32).then(|| hash_token_bytes(&raw))
+}
+
+/// Password hashing. argon2id is deliberately slow, so it runs on the blocking pool and
+/// at most `HASH_CONCURRENCY` at a time: a burst of logins cannot starve game tasks.
+#[derive(Clone)]
+pub struct Hasher {
+    params: Params,
+    permits: Arc<Semaphore>,
+}
+
+const HASH_CONCURRENCY: usize = 2;
+
+impl Hasher {
+    pub fn new(memory_kib: u32) -> Hasher {
+        let params = Params::new(memory_kib.max(Params::MIN_M_COST), 2, 1, None)
+            .unwrap_or_else(|_| Params::default());
+        Hasher {
+            params,
+            permits: Arc::new(Semaphore::new(HASH_CONCURRENCY)),
+        }
+    }
+
+    fn argon2(params: Params) -> Argon2<'static> {
+        Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+    }
+
+    pub async fn hash(&self, password: String) -> Result<String, AuthError> {
+        let _permit = self.permits.acquire().await.expect("never closed");
+        let params = self.params.clone();
+        tokio::task::spawn_blocking(move || {
+            Self::argon2(params)
+                .hash_password(password.as_bytes())
+                .map(|h| h.to_string())
+        })
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .ok_or_else(|| AuthError::new(ErrorCode::Internal, "could not hash the password"))
+    }
+
+    pub async fn verify(&self, password: String, phc: String) -> bool {
+        let _permit = self.permits.acquire().await.expect("never closed");
+        let params = self.params.clone();
+        tokio::task::spawn_blocking(move || {
+            let Ok(parsed) = PasswordHash::new(&phc) else {
+                return false;
+            };
+            Self::argon2(params)
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok()
+        })
+        .await
+        .unwrap_or(false)
+    }
+}
+
+/// Sign-in operations over the database.
+#[derive(Clone)]
+pub struct Auth {
+    pub db: Db,
+    pub hasher: Hasher,
+    pub token_ttl_ms: u64,
+}
+
+/// A signed-in account and its fresh token.
+pub struct SignedIn {
+    pub account: AccountRow,
+    pub token: String,
+    pub expires_at: u64,
+}
+
+impl Auth {
+    async fn issue(&self, account: AccountRow) -> Result<SignedIn, AuthError> {
+        let (token, hash) = new_token();
+        let expires_at = unix_ms() + self.token_ttl_ms;
+        self.db.insert_session(hash, account.id, expires_at).await?;
+        Ok(SignedIn {
+            account,
+            token,
+            expires_at,
+        })
+    }
+
+    pub async fn register(&self, name: String, password: String) -> Result<SignedIn, AuthError> {
+        validate_name(&name)?;
+        validate_password(&password)?;
+        if self.db.account_by_name(name.clone()).await?.is_some() {
+            return Err(AuthError::new(ErrorCode::NameTaken, "that name is taken"));
+        }
+        let hash = self.hasher.hash(password).await?;
+        let account = self.db.create_account(name, hash).await?;
+        self.issue(account).await
+    }
+
+    pub async fn login(&self, name: String, password: String) -> Result<SignedIn, AuthError> {
+        let bad = || AuthError::new(ErrorCode::BadCredentials, "unknown name or wrong password");
+        if name.len() > NAME_MAX || password.len() > PASSWORD_MAX {
+            return Err(bad());
+        }
+        let account = self.db.account_by_name(name).await?;
+        let Some((account, phc)) = account.and_then(|a| a.password_hash.clone().map(|h| (a, h)))
+        else {
+            return Err(bad());
+        };
+        if !self.hasher.verify(password, phc).await {
+            return Err(bad());
+        }
+        self.issue(account).await
+    }
+
+    pub async fn guest(&self) -> Result<SignedIn, AuthError> {
+        let account = self.db.create_guest().await?;
+        self.issue(account).await
+    }
+
+    /// Resume costs one hash of 32 bytes and one lookup: no password hashing.
+    pub async fn resume(&self, token: &str) -> Result<SignedIn, AuthError> {
+        let invalid =
+            || AuthError::new(ErrorCode::InvalidToken, "unknown, expired or revoked token");
+        let hash = hash_token(token).ok_or_else(invalid)?;
+        let session = self
+            .db
+            .session(hash, unix_ms())
+            .await?
+            .ok_or_else(invalid)?;
+        Ok(SignedIn {
+            account: session.account,
+            token: token.to_owned(),
+            expires_at: session.expires_at,
+        })
+    }
+
+    pub async fn logout(&self, token: &str) -> Result<(), AuthError> {
+        if let Some(hash) = hash_token(token) {
+            self.db.revoke_session(hash).await?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_passwords() {
+        assert!(validate_name("alice_1").is_ok());
+        assert!(validate_name("al").is_err());
+        assert!(validate_name("a".repeat(21).as_str()).is_err());
+        assert!(validate_name("bad name").is_err());
+        assert!(validate_name("Guest-12").is_err());
+        assert!(validate_password("12345678").is_ok());
+        assert!(validate_password("1234567").is_err());
+        assert!(validate_password(&"x".repeat(129)).is_err());
+    }
+
+    #[test]
+    fn tokens_are_random_and_hash_round_trips() {
+        let (t1, h1) = new_token();
+        let (t2, _) = new_token();
+        assert_ne!(t1, t2);
+        assert_eq!(t1.len(), 64);
+        assert_eq!(hash_token(&t1), Some(h1));
+        assert_eq!(hash_token("zz"), None);
+    }
+
+    #[tokio::test]
+    async fn argon2id_hash_verifies() {
+        let hasher = Hasher::new(Params::MIN_M_COST);
+        let phc = hasher.hash("correct horse".into()).await.unwrap();
+        assert!(phc.starts_with("$argon2id$"));
+        assert!(hasher.verify("correct horse".into(), phc.clone()).await);
+        assert!(!hasher.verify("wrong horse".into(), phc).await);
+    }
+}

@@ -1,0 +1,258 @@
+//! One WebSocket connection: a reader loop and a writer task.
+//!
+//! The reader only decodes, rate-limits and hands each message to the `Session`; the
+//! writer drains the connection's outbox, sends heartbeats and closes with a meaningful
+//! code. When one side ends, the other is stopped.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use elementals_protocol::messages::ServerMsg;
+use elementals_protocol::wire::{self, DecodeError};
+use elementals_protocol::ErrorCode;
+use futures::stream::{SplitSink, SplitStream};
+use futures::{SinkExt, StreamExt};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::outbox::{Outbound, Outbox, OUTBOX_CAPACITY};
+use crate::server::AppState;
+use crate::session::{After, Session};
+
+/// WebSocket close codes the server uses (also listed in PROTOCOL.md).
+pub mod close {
+    pub const NORMAL: u16 = 1000;
+    pub const GOING_AWAY: u16 = 1001;
+    pub const PROTOCOL: u16 = 1002;
+    pub const UNSUPPORTED_DATA: u16 = 1003;
+    pub const POLICY: u16 = 1008;
+    pub const TOO_BIG: u16 = 1009;
+    pub const INTERNAL: u16 = 1011;
+    pub const RESTART: u16 = 1012;
+    pub const SUPERSEDED: u16 = 4000;
+    pub const AUTH_TIMEOUT: u16 = 4001;
+    pub const HEARTBEAT_TIMEOUT: u16 = 4002;
+}
+
+/// A token bucket: `rate` messages per second, bursts of `2 * rate`.
+struct RateLimit {
+    rate: f64,
+    tokens: f64,
+    last: Instant,
+    strikes: u32,
+}
+
+impl RateLimit {
+    fn new(rate: u32) -> Self {
+        let rate = rate.max(1) as f64;
+        RateLimit {
+            rate,
+            tokens: 2.0 * rate,
+            last: Instant::now(),
+            strikes: 0,
+        }
+    }
+
+    fn allow(&mut self) -> bool {
+        let now = Instant::now();
+        let refill = now.duration_since(self.last).as_secs_f64() * self.rate;
+        self.tokens = (self.tokens + refill).min(2.0 * self.rate);
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            self.strikes = 0;
+            true
+        } else {
+            self.strikes += 1;
+            false
+        }
+    }
+}
+
+/// Messages refused for rate in a row before the connection is closed with 1008.
+const RATE_STRIKES_BEFORE_CLOSE: u32 = 20;
+
+pub async fn serve(socket: WebSocket, state: Arc<AppState>, peer: SocketAddr) {
+    let conn_id = state.next_conn_id.fetch_add(1, Relaxed);
+    let (outbox, rx) = Outbox::new(conn_id, OUTBOX_CAPACITY);
+    let (sink, stream) = socket.split();
+    state.metrics.connections.fetch_add(1, Relaxed);
+    state.metrics.connections_total.fetch_add(1, Relaxed);
+    tracing::debug!(conn_id, %peer, "connected");
+
+    let writer = tokio::spawn(write_loop(sink, rx, outbox.clone(), state.clone()));
+    let mut session = Session::new(state.clone(), outbox.clone(), peer);
+    read_loop(stream, &mut session, &outbox, &state).await;
+    session.end().await;
+    // The reader is done: let the writer flush what is queued (a close frame, say), then stop.
+    drop(session);
+    outbox.kill_after_flush();
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    state.metrics.connections.fetch_sub(1, Relaxed);
+    tracing::debug!(conn_id, "disconnected");
+}
+
+async fn read_loop(
+    mut stream: SplitStream<WebSocket>,
+    session: &mut Session,
+    outbox: &Outbox,
+    state: &AppState,
+) {
+    let mut limit = RateLimit::new(state.config.message_rate);
+    let auth_deadline = Instant::now() + state.config.auth_timeout();
+    let idle = state.config.idle_timeout();
+    let kill = outbox.kill_token();
+    loop {
+        let deadline = if session.is_authenticated() {
+            Instant::now() + idle
+        } else {
+            auth_deadline.min(Instant::now() + idle)
+        };
+        let frame = tokio::select! {
+            _ = kill.cancelled() => return,
+            f = tokio::time::timeout_at(deadline, stream.next()) => f,
+        };
+        let msg = match frame {
+            Err(_) if !session.is_authenticated() && Instant::now() >= auth_deadline => {
+                outbox.close(close::AUTH_TIMEOUT, "sign in within the time limit");
+                return;
+            }
+            Err(_) => {
+                outbox.close(close::HEARTBEAT_TIMEOUT, "no frames received: idle timeout");
+                return;
+            }
+            Ok(None) => return,
+            Ok(Some(Err(e))) => {
+                if is_too_big(&e) {
+                    let _ = outbox.send_msg(&ServerMsg::error(
+                        None,
+                        ErrorCode::MessageTooLarge,
+                        "message too large",
+                    ));
+                    outbox.close(close::TOO_BIG, "message too large");
+                }
+                return;
+            }
+            Ok(Some(Ok(msg))) => msg,
+        };
+        let bytes = match msg {
+            Message::Binary(bytes) => bytes,
+            Message::Text(_) => {
+                let _ = outbox.send_msg(&ServerMsg::error(
+                    None,
+                    ErrorCode::BadMessage,
+                    "text frames are not accepted: send binary MessagePack",
+                ));
+                outbox.close(close::UNSUPPORTED_DATA, "binary frames only");
+                return;
+            }
+            Message::Close(_) => return,
+            Message::Ping(_) | Message::Pong(_) => continue,
+        };
+        state.metrics.messages_in.fetch_add(1, Relaxed);
+        if !limit.allow() {
+            if limit.strikes >= RATE_STRIKES_BEFORE_CLOSE {
+                outbox.close(close::POLICY, "rate limit exceeded");
+                return;
+            }
+            let _ = outbox.send_msg(&ServerMsg::error(
+                None,
+                ErrorCode::RateLimited,
+                "too many messages; slow down",
+            ));
+            continue;
+        }
+        match wire::decode_client(&bytes) {
+            Ok(msg) => {
+                if let After::Close(code, reason) = session.handle(msg).await {
+                    outbox.close(code, reason);
+                    return;
+                }
+            }
+            Err(e) => {
+                let _ = outbox.send_msg(&ServerMsg::error(None, e.code(), e.to_string()));
+                if let DecodeError::TooLarge { .. } = e {
+                    outbox.close(close::TOO_BIG, "message too large");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn is_too_big(e: &axum::Error) -> bool {
+    let text = e.to_string().to_ascii_lowercase();
+    text.contains("too long")
+        || text.contains("too big")
+        || text.contains("capacity")
+        || text.contains("size")
+}
+
+async fn write_loop(
+    mut sink: SplitSink<WebSocket, Message>,
+    mut rx: mpsc::Receiver<Outbound>,
+    outbox: Outbox,
+    state: Arc<AppState>,
+) {
+    let kill = outbox.kill_token();
+    let mut heartbeat = tokio::time::interval(state.config.heartbeat());
+    heartbeat.reset();
+    let shutdown = state.shutdown.clone();
+    loop {
+        tokio::select! {
+            biased;
+            out = rx.recv() => match out {
+                Some(Outbound::Frame(bytes)) => {
+                    state.metrics.messages_out.fetch_add(1, Relaxed);
+                    if sink.send(Message::Binary(bytes)).await.is_err() {
+                        break;
+                    }
+                }
+                Some(Outbound::Close { code, reason }) => {
+                    let frame = CloseFrame { code, reason: Utf8Bytes::from(reason) };
+                    let _ = sink.send(Message::Close(Some(frame))).await;
+                    break;
+                }
+                None => break,
+            },
+            _ = kill.cancelled() => {
+                // Killed: either it fell behind or the reader ended. Drain what is already
+                // queued only if the reader asked for a flush.
+                if outbox.flush_requested() {
+                    while let Ok(out) = rx.try_recv() {
+                        match out {
+                            Outbound::Frame(bytes) => { let _ = sink.send(Message::Binary(bytes)).await; }
+                            Outbound::Close { code, reason } => {
+                                let frame = CloseFrame { code, reason: Utf8Bytes::from(reason) };
+                                let _ = sink.send(Message::Close(Some(frame))).await;
+                                break;
+                            }
+                        }
+                    }
+                } else {
+                    let frame = CloseFrame { code: close::POLICY, reason: Utf8Bytes::from_static("not reading fast enough") };
+                    let _ = sink.send(Message::Close(Some(frame))).await;
+                }
+                break;
+            }
+            _ = shutdown.cancelled() => {
+                let notice = ServerMsg::Notice { code: "shutting_down".into(), message: "the server is restarting; resume with your token".into() };
+                let _ = sink.send(Message::Binary(wire::encode(&notice).into())).await;
+                let frame = CloseFrame { code: close::RESTART, reason: Utf8Bytes::from_static("server restart") };
+                let _ = sink.send(Message::Close(Some(frame))).await;
+                break;
+            }
+            _ = heartbeat.tick() => {
+                if sink.send(Message::Ping(Default::default())).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = sink.close().await;
+    // Make sure the reader stops too.
+    outbox.kill();
+}

@@ -1,0 +1,96 @@
+//! HTTP routes: the WebSocket upgrade at `/ws`, the JSON API, health and metrics.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Path, State, WebSocketUpgrade};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use elementals_protocol::wire::MAX_CLIENT_MESSAGE_BYTES;
+
+use crate::server::AppState;
+
+/// Bytes tungstenite reads from the socket at a time. Its default (128 KiB) would cost
+/// that much per idle connection; our frames are small.
+const READ_BUFFER: usize = 4 * 1024;
+/// Bytes buffered before a write is flushed, and the most that may pile up unsent.
+const WRITE_BUFFER: usize = 4 * 1024;
+const MAX_WRITE_BUFFER: usize = 1024 * 1024;
+
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/ws", get(ws_upgrade))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(metrics))
+        .route("/api/leaderboard", get(leaderboard))
+        .route("/api/players/{name}", get(player))
+        .route("/api/games/live", get(live_games))
+        .route("/api/games/{id}", get(game))
+        .with_state(state)
+}
+
+async fn ws_upgrade(
+    ws: WebSocketUpgrade,
+    State(state): State<Arc<AppState>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+) -> Response {
+    if state.shutdown.is_cancelled() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
+    }
+    // Refused before the upgrade, so a full server spends nothing on the socket.
+    let Ok(permit) = state.connection_permits.clone().try_acquire_owned() else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "too many connections").into_response();
+    };
+    let tasks = state.tasks.clone();
+    ws.protocols(["elementals.v1"])
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(WRITE_BUFFER)
+        .max_write_buffer_size(MAX_WRITE_BUFFER)
+        .max_message_size(MAX_CLIENT_MESSAGE_BYTES)
+        .max_frame_size(MAX_CLIENT_MESSAGE_BYTES)
+        .on_upgrade(move |socket| {
+            tasks.track_future(async move {
+                crate::connection::serve(socket, state, peer).await;
+                drop(permit);
+            })
+        })
+}
+
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    let body = state.metrics.render();
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+fn internal(e: impl std::fmt::Display) -> Response {
+    tracing::error!(error = %e, "api error");
+    (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
+}
+
+async fn leaderboard(State(state): State<Arc<AppState>>) -> Response {
+    match state.db.leaderboard(100).await {
+        Ok(rows) => Json(rows).into_response(),
+        Err(e) => internal(e),
+    }
+}
+
+async fn player(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
+    match state.db.player_page(name).await {
+        Ok(Some(page)) => Json(page).into_response(),
+        Ok(None) => (StatusCode::NOT_FOUND, "no such player").into_response(),
+        Err(e) => internal(e),
+    }
+}
+
+async fn live_games(State(state): State<Arc<AppState>>) -> Response {
+    Json(state.registry.live_games()).into_response()
+}
+
+async fn game(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+    match state.db.game_record(id).await {
+        Ok(Some(record)) => Json(record).into_response(),
+        Ok(None) => (StatusCode::NOT_FOUND, "no finished game with that id").into_response(),
+        Err(e) => internal(e),
+    }
+}

@@ -1,0 +1,151 @@
+//! The lobby: one actor that owns the pools, open seeks, challenges and rematch offers,
+//! and starts games.
+//!
+//! Connections talk to it through `LobbyHandle` (a bounded channel; requests carry a
+//! oneshot for the reply). The lobby never waits on a game or a connection: it starts a
+//! game with `spawn_game` and hands the seating to a short task of its own.
+
+mod actor;
+pub mod pairing;
+
+use std::sync::Arc;
+
+use elementals_protocol::messages::{Challenge, GameId, PlayerInfo, Seek};
+use elementals_protocol::rules::Variant;
+use elementals_protocol::{ErrorCode, TimeControl};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::game::GameServices;
+use crate::outbox::Outbox;
+use crate::record::AccountId;
+
+/// Requests the lobby may have queued: every connection can have one in flight, plus
+/// disconnect notices; beyond this senders wait briefly, which is the back-pressure we want.
+pub const LOBBY_CHANNEL_CAPACITY: usize = 4096;
+
+/// Who is asking: an authenticated player and their connection.
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub account: AccountId,
+    pub info: PlayerInfo,
+    pub outbox: Outbox,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LobbyError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl LobbyError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        LobbyError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+pub type LobbyReply<T> = oneshot::Sender<Result<T, LobbyError>>;
+
+#[derive(Debug)]
+pub enum LobbyCmd {
+    JoinPool {
+        member: Member,
+        variant: Variant,
+        preset: String,
+        rated: bool,
+        reply: LobbyReply<(TimeControl, bool)>,
+    },
+    LeavePool {
+        account: AccountId,
+        reply: LobbyReply<()>,
+    },
+    CreateSeek {
+        member: Member,
+        variant: Variant,
+        time_control: TimeControl,
+        rated: bool,
+        reply: LobbyReply<Seek>,
+    },
+    CancelSeek {
+        account: AccountId,
+        seek_id: u64,
+        reply: LobbyReply<()>,
+    },
+    ListSeeks {
+        reply: LobbyReply<Vec<Seek>>,
+    },
+    AcceptSeek {
+        member: Member,
+        seek_id: u64,
+        reply: LobbyReply<()>,
+    },
+    Challenge {
+        member: Member,
+        opponent: String,
+        variant: Variant,
+        time_control: TimeControl,
+        rated: bool,
+        reply: LobbyReply<Challenge>,
+    },
+    AcceptChallenge {
+        member: Member,
+        challenge_id: u64,
+        reply: LobbyReply<()>,
+    },
+    DeclineChallenge {
+        account: AccountId,
+        challenge_id: u64,
+        reply: LobbyReply<()>,
+    },
+    CancelChallenge {
+        account: AccountId,
+        challenge_id: u64,
+        reply: LobbyReply<()>,
+    },
+    OfferRematch {
+        member: Member,
+        game_id: GameId,
+        reply: LobbyReply<()>,
+    },
+    /// The account's connection closed: withdraw everything it had open.
+    Gone {
+        account: AccountId,
+        conn_id: u64,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct LobbyHandle {
+    tx: mpsc::Sender<LobbyCmd>,
+}
+
+impl LobbyHandle {
+    /// Start the lobby actor. It stops when every handle is dropped.
+    pub fn spawn(
+        services: GameServices,
+        shutting_down: Arc<std::sync::atomic::AtomicBool>,
+    ) -> Self {
+        let (tx, rx) = mpsc::channel(LOBBY_CHANNEL_CAPACITY);
+        tokio::spawn(actor::run(rx, services, shutting_down));
+        LobbyHandle { tx }
+    }
+
+    /// Send a request built around a reply sender and wait for the answer.
+    pub async fn request<T>(
+        &self,
+        cmd: impl FnOnce(LobbyReply<T>) -> LobbyCmd,
+    ) -> Result<T, LobbyError> {
+        let (reply, rx) = oneshot::channel();
+        let closed = || LobbyError::new(ErrorCode::Internal, "the lobby has stopped");
+        self.tx.send(cmd(reply)).await.map_err(|_| closed())?;
+        rx.await.map_err(|_| closed())?
+    }
+
+    /// Best effort: a full lobby channel drops the notice, and the lobby also notices dead
+    /// outboxes when it next tries to use them.
+    pub fn gone(&self, account: AccountId, conn_id: u64) {
+        let _ = self.tx.try_send(LobbyCmd::Gone { account, conn_id });
+    }
+}

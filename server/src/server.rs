@@ -1,0 +1,127 @@
+//! Wiring: the shared state every connection sees, and `run`, which serves until told
+//! to shut down and then stops in order.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use elementals_protocol::messages::Limits;
+use elementals_protocol::wire::MAX_CLIENT_MESSAGE_BYTES;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::auth::{Auth, Hasher};
+use crate::config::Config;
+use crate::db::Db;
+use crate::game::{GameServices, GameSettings};
+use crate::lobby::LobbyHandle;
+use crate::metrics::Metrics;
+use crate::registry::Registry;
+
+/// What every connection and HTTP handler shares.
+pub struct AppState {
+    pub config: Config,
+    pub db: Db,
+    pub auth: Auth,
+    pub registry: Arc<Registry>,
+    pub metrics: Arc<Metrics>,
+    pub lobby: LobbyHandle,
+    pub next_conn_id: AtomicU64,
+    /// Fires when the server begins shutting down: connections say goodbye and close.
+    pub shutdown: CancellationToken,
+    /// Set at shutdown: the lobby starts no new games.
+    pub shutting_down: Arc<AtomicBool>,
+    /// One permit per open WebSocket connection.
+    pub connection_permits: Arc<Semaphore>,
+    /// Connection tasks, awaited at shutdown.
+    pub tasks: TaskTracker,
+}
+
+impl AppState {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_message_bytes: MAX_CLIENT_MESSAGE_BYTES as u32,
+            max_messages_per_s: self.config.message_rate,
+            heartbeat_ms: self.config.heartbeat().as_millis() as u64,
+            idle_timeout_ms: self.config.idle_timeout().as_millis() as u64,
+        }
+    }
+}
+
+/// How long shutdown waits for connections to say goodbye before it flushes and exits.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Serve on `listener` until `shutdown` completes, then stop accepting, tell every
+/// client, let the persistence writer flush, and return.
+pub async fn run(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let db = Db::open(&config.database)?;
+    let registry = Arc::new(Registry::new());
+    let metrics = Arc::new(Metrics::default());
+    let settings = GameSettings {
+        first_commit_window: Duration::from_secs(config.first_commit_secs),
+        ..GameSettings::default()
+    };
+    let services = GameServices {
+        db: db.clone(),
+        registry: registry.clone(),
+        metrics: metrics.clone(),
+        settings,
+    };
+    let shutting_down = Arc::new(AtomicBool::new(false));
+    let lobby = LobbyHandle::spawn(services, shutting_down.clone());
+    let auth = Auth {
+        db: db.clone(),
+        hasher: Hasher::new(config.argon2_memory_kib),
+        token_ttl_ms: config.token_ttl().as_millis() as u64,
+    };
+    let state = Arc::new(AppState {
+        connection_permits: Arc::new(Semaphore::new(config.max_connections)),
+        config,
+        db: db.clone(),
+        auth,
+        registry,
+        metrics,
+        lobby,
+        next_conn_id: AtomicU64::new(1),
+        shutdown: CancellationToken::new(),
+        shutting_down,
+        tasks: TaskTracker::new(),
+    });
+    let app = crate::http::router(state.clone());
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "serving");
+
+    let stop = state.shutdown.clone();
+    let flag = state.shutting_down.clone();
+    let signal = async move {
+        shutdown.await;
+        tracing::info!("shutting down: no new connections or games");
+        flag.store(true, Ordering::SeqCst);
+        stop.cancel();
+    };
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(signal)
+    .await?;
+
+    // Upgraded WebSocket connections outlive hyper's graceful shutdown: wait for ours.
+    state.tasks.close();
+    if tokio::time::timeout(SHUTDOWN_GRACE, state.tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some connections did not close in time");
+    }
+    db.shutdown().await?;
+    tracing::info!("stopped");
+    Ok(())
+}

@@ -1,0 +1,529 @@
+//! A connection's session: what it has negotiated, who it is signed in as, what it
+//! watches, and the handling of each client message.
+//!
+//! The seat a connection acts for is always looked up from its own signed-in account in
+//! the registry, never taken from the message: a connection cannot act for another seat.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use elementals_protocol::messages::{Account, ClientMsg, GameId, PlayerInfo, RequestId, ServerMsg};
+use elementals_protocol::{ErrorCode, PROTOCOL_VERSION};
+
+use crate::auth::{AuthError, SignedIn};
+use crate::connection::close;
+use crate::db::AccountRow;
+use crate::game::{GameError, PlayerHandle, SeatAction, SpectatorHandle};
+use crate::lobby::{LobbyCmd, LobbyError, Member};
+use crate::outbox::Outbox;
+use crate::record::AccountId;
+use crate::registry::OnlineUser;
+use crate::server::AppState;
+
+/// Games one connection may watch at once.
+const MAX_WATCHED: usize = 16;
+
+/// What the connection should do after a message.
+pub enum After {
+    Continue,
+    Close(u16, &'static str),
+}
+
+struct User {
+    account: AccountId,
+    name: String,
+    guest: bool,
+    token: String,
+}
+
+pub struct Session {
+    state: Arc<AppState>,
+    outbox: Outbox,
+    #[allow(dead_code)]
+    peer: SocketAddr,
+    hello: bool,
+    user: Option<User>,
+    watching: HashMap<GameId, SpectatorHandle>,
+}
+
+type Reply = Result<ServerMsg, (ErrorCode, String)>;
+
+fn err(code: ErrorCode, message: impl Into<String>) -> (ErrorCode, String) {
+    (code, message.into())
+}
+
+impl From<GameError> for (ErrorCode, String) {
+    fn from(e: GameError) -> Self {
+        (e.code, e.message)
+    }
+}
+
+impl From<LobbyError> for (ErrorCode, String) {
+    fn from(e: LobbyError) -> Self {
+        (e.code, e.message)
+    }
+}
+
+impl From<AuthError> for (ErrorCode, String) {
+    fn from(e: AuthError) -> Self {
+        (e.code, e.message)
+    }
+}
+
+fn account_msg(row: &AccountRow) -> Account {
+    Account {
+        name: row.name.clone(),
+        rating: row.rating,
+        guest: row.guest,
+        wins: row.wins,
+        losses: row.losses,
+        draws: row.draws,
+    }
+}
+
+impl Session {
+    pub fn new(state: Arc<AppState>, outbox: Outbox, peer: SocketAddr) -> Self {
+        Session {
+            state,
+            outbox,
+            peer,
+            hello: false,
+            user: None,
+            watching: HashMap::new(),
+        }
+    }
+
+    pub fn is_authenticated(&self) -> bool {
+        self.user.is_some()
+    }
+
+    /// The connection is closing: release the seat, the lobby and the watched games.
+    pub async fn end(&mut self) {
+        let conn_id = self.outbox.conn_id();
+        for (_, spectator) in self.watching.drain() {
+            spectator.unwatch(conn_id);
+        }
+        if let Some(user) = self.user.take() {
+            self.state.registry.set_offline(user.account, conn_id);
+            self.state.lobby.gone(user.account, conn_id);
+            if let Some((game, seat)) = self.state.registry.seat_of(user.account) {
+                game.player(seat).detach(conn_id);
+            }
+        }
+    }
+
+    pub async fn handle(&mut self, msg: ClientMsg) -> After {
+        let id = msg.id();
+        if !self.hello {
+            return match msg {
+                ClientMsg::Hello {
+                    protocol_version, ..
+                } if protocol_version == PROTOCOL_VERSION => {
+                    self.hello = true;
+                    self.send(ServerMsg::Welcome {
+                        id,
+                        protocol_version: PROTOCOL_VERSION,
+                        server: format!("elementals-server {}", env!("CARGO_PKG_VERSION")),
+                        limits: self.state.limits(),
+                    });
+                    After::Continue
+                }
+                ClientMsg::Hello {
+                    protocol_version, ..
+                } => {
+                    self.send_error(id, ErrorCode::UnsupportedVersion, format!("this server speaks protocol version {PROTOCOL_VERSION}, not {protocol_version}"));
+                    After::Close(close::PROTOCOL, "unsupported protocol version")
+                }
+                _ => {
+                    self.send_error(id, ErrorCode::HelloRequired, "send hello first");
+                    After::Continue
+                }
+            };
+        }
+        let reply = self.dispatch(msg).await;
+        match reply {
+            Ok(Some(msg)) => self.send(msg),
+            Ok(None) => {}
+            Err((code, message)) => self.send_error(id, code, message),
+        }
+        After::Continue
+    }
+
+    fn send(&self, msg: ServerMsg) {
+        // A reply that does not fit means the client stopped reading: drop the connection.
+        if self.outbox.send_msg(&msg) == Err(crate::outbox::SendError::Full) {
+            self.outbox.kill();
+        }
+    }
+
+    fn send_error(&self, id: RequestId, code: ErrorCode, message: impl Into<String>) {
+        self.send(ServerMsg::error(Some(id), code, message));
+    }
+
+    fn user(&self) -> Result<&User, (ErrorCode, String)> {
+        self.user
+            .as_ref()
+            .ok_or_else(|| err(ErrorCode::NotAuthenticated, "sign in first"))
+    }
+
+    async fn member(&self) -> Result<Member, (ErrorCode, String)> {
+        let user = self.user()?;
+        // Re-read the rating: it may have changed since sign-in.
+        let row = self
+            .state
+            .db
+            .account_by_id(user.account)
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(|| err(ErrorCode::Internal, "account not found"))?;
+        Ok(Member {
+            account: user.account,
+            info: PlayerInfo {
+                name: row.name,
+                rating: row.rating,
+                guest: row.guest,
+            },
+            outbox: self.outbox.clone(),
+        })
+    }
+
+    /// This connection's seat in `game_id`.
+    fn seat(&self, game_id: GameId) -> Result<PlayerHandle, (ErrorCode, String)> {
+        let user = self.user()?;
+        match self.state.registry.seat_of(user.account) {
+            Some((game, seat)) if game.game_id() == game_id => Ok(game.player(seat)),
+            _ if self.state.registry.game(&game_id).is_none() => {
+                Err(err(ErrorCode::UnknownGame, "no live game with that id"))
+            }
+            _ => Err(err(ErrorCode::NotSeated, "you have no seat in that game")),
+        }
+    }
+
+    async fn act(
+        &self,
+        game_id: GameId,
+        action: SeatAction,
+        id: RequestId,
+    ) -> Result<Option<ServerMsg>, (ErrorCode, String)> {
+        self.seat(game_id)?.act(action).await?;
+        Ok(Some(ServerMsg::Ok { id }))
+    }
+
+    async fn lobby<T>(
+        &self,
+        cmd: impl FnOnce(crate::lobby::LobbyReply<T>) -> LobbyCmd,
+    ) -> Result<T, (ErrorCode, String)> {
+        Ok(self.state.lobby.request(cmd).await?)
+    }
+
+    async fn dispatch(&mut self, msg: ClientMsg) -> Result<Option<ServerMsg>, (ErrorCode, String)> {
+        use ClientMsg as C;
+        let state = self.state.clone();
+        let reply: Reply = match msg {
+            C::Hello { id, .. } => Err(err(
+                ErrorCode::BadMessage,
+                format!("hello was already sent (request {id})"),
+            )),
+            C::Ping { id } => Ok(ServerMsg::Pong { id }),
+            C::Register { id, name, password } => {
+                self.not_signed_in()?;
+                let signed = state.auth.register(name, password).await?;
+                return self.sign_in(id, signed).await.map(|_| None);
+            }
+            C::Login { id, name, password } => {
+                self.not_signed_in()?;
+                let signed = state.auth.login(name, password).await?;
+                return self.sign_in(id, signed).await.map(|_| None);
+            }
+            C::Guest { id } => {
+                self.not_signed_in()?;
+                let signed = state.auth.guest().await?;
+                return self.sign_in(id, signed).await.map(|_| None);
+            }
+            C::Resume { id, token } => {
+                self.not_signed_in()?;
+                let signed = state.auth.resume(&token).await?;
+                return self.sign_in(id, signed).await.map(|_| None);
+            }
+            C::Logout { id } => {
+                let token = self.user()?.token.clone();
+                state.auth.logout(&token).await?;
+                self.end().await;
+                Ok(ServerMsg::Ok { id })
+            }
+            C::JoinPool {
+                id,
+                variant,
+                time_control,
+                rated,
+            } => {
+                let member = self.member().await?;
+                let (tc, rated) = self
+                    .lobby(|reply| LobbyCmd::JoinPool {
+                        member,
+                        variant,
+                        preset: time_control,
+                        rated,
+                        reply,
+                    })
+                    .await?;
+                Ok(ServerMsg::Queued {
+                    id,
+                    variant,
+                    time_control: tc,
+                    rated,
+                })
+            }
+            C::LeavePool { id } => {
+                let account = self.user()?.account;
+                self.lobby(|reply| LobbyCmd::LeavePool { account, reply })
+                    .await?;
+                Ok(ServerMsg::Ok { id })
+            }
+            C::CreateSeek {
+                id,
+                variant,
+                time_control,
+                rated,
+            } => {
+                let member = self.member().await?;
+                let seek = self
+                    .lobby(|reply| LobbyCmd::CreateSeek {
+                        member,
+                        variant,
+                        time_control,
+                        rated,
+                        reply,
+                    })
+                    .await?;
+                Ok(ServerMsg::SeekCreated { id, seek })
+            }
+            C::CancelSeek { id, seek_id } => {
+                let account = self.user()?.account;
+                self.lobby(|reply| LobbyCmd::CancelSeek {
+                    account,
+                    seek_id,
+                    reply,
+                })
+                .await?;
+                Ok(ServerMsg::Ok { id })
+            }
+            C::ListSeeks { id } => {
+                let seeks = self.lobby(|reply| LobbyCmd::ListSeeks { reply }).await?;
+                Ok(ServerMsg::Seeks { id, seeks })
+            }
+            C::AcceptSeek { id, seek_id } => {
+                let member = self.member().await?;
+                self.lobby(|reply| LobbyCmd::AcceptSeek {
+                    member,
+                    seek_id,
+                    reply,
+                })
+                .await?;
+                Ok(ServerMsg::Ok { id })
+            }
+            C::Challenge {
+                id,
+                opponent,
+                variant,
+                time_control,
+                rated,
+            } => {
+                let member = self.member().await?;
+                let challenge = self
+                    .lobby(|reply| LobbyCmd::Challenge {
+                        member,
+                        opponent,
+                        variant,
+                        time_control,
+                        rated,
+                        reply,
+                    })
+                    .await?;
+                Ok(ServerMsg::ChallengeSent { id, challenge })
+            }
+            C::AcceptChallenge { id, challenge_id } => {
+                let member = self.member().await?;
+                self.lobby(|reply| LobbyCmd::AcceptChallenge {
+                    member,
+                    challenge_id,
+                    reply,
+                })
+                .await?;
+                Ok(ServerMsg::Ok { id })
+            }
+            C::DeclineChallenge { id, challenge_id } => {
+                let account = self.user()?.account;
+                self.lobby(|reply| LobbyCmd::DeclineChallenge {
+                    account,
+                    challenge_id,
+                    reply,
+                })
+                .await?;
+                Ok(ServerMsg::Ok { id })
+            }
+            C::CancelChallenge { id, challenge_id } => {
+                let account = self.user()?.account;
+                self.lobby(|reply| LobbyCmd::CancelChallenge {
+                    account,
+                    challenge_id,
+                    reply,
+                })
+                .await?;
+                Ok(ServerMsg::Ok { id })
+            }
+            C::OfferRematch { id, game_id } => {
+                let member = self.member().await?;
+                self.lobby(|reply| LobbyCmd::OfferRematch {
+                    member,
+                    game_id,
+                    reply,
+                })
+                .await?;
+                Ok(ServerMsg::Ok { id })
+            }
+            C::Commit {
+                id,
+                game_id,
+                round,
+                commitment,
+            } => {
+                return self
+                    .act(game_id, SeatAction::Commit { round, commitment }, id)
+                    .await;
+            }
+            C::Reveal {
+                id,
+                game_id,
+                round,
+                pick,
+                nonce,
+            } => {
+                return self
+                    .act(game_id, SeatAction::Reveal { round, pick, nonce }, id)
+                    .await;
+            }
+            C::Resign { id, game_id } => return self.act(game_id, SeatAction::Resign, id).await,
+            C::OfferDraw { id, game_id } => {
+                return self.act(game_id, SeatAction::OfferDraw, id).await
+            }
+            C::DeclineDraw { id, game_id } => {
+                return self.act(game_id, SeatAction::DeclineDraw, id).await
+            }
+            C::ClaimWin { id, game_id } => {
+                return self.act(game_id, SeatAction::ClaimWin, id).await
+            }
+            C::Sync { id, game_id } => {
+                if let Some(spectator) = self.watching.get(&game_id) {
+                    let snapshot = spectator.clone().watch(self.outbox.clone()).await?;
+                    Ok(ServerMsg::Snapshot {
+                        id: Some(id),
+                        snapshot,
+                        seat: None,
+                    })
+                } else {
+                    let player = self.seat(game_id)?;
+                    let snapshot = player.snapshot().await?;
+                    Ok(ServerMsg::Snapshot {
+                        id: Some(id),
+                        snapshot,
+                        seat: Some(player.seat()),
+                    })
+                }
+            }
+            C::ListGames { id } => Ok(ServerMsg::LiveGames {
+                id,
+                games: state.registry.live_games(),
+            }),
+            C::Watch { id, game_id } => {
+                if !self.watching.contains_key(&game_id) && self.watching.len() >= MAX_WATCHED {
+                    return Err(err(ErrorCode::TooManyRequests, "watching too many games"));
+                }
+                let game = state
+                    .registry
+                    .game(&game_id)
+                    .ok_or_else(|| err(ErrorCode::UnknownGame, "no live game with that id"))?;
+                let spectator = game.spectator();
+                let snapshot = spectator.watch(self.outbox.clone()).await?;
+                self.watching.insert(game_id, spectator);
+                Ok(ServerMsg::Snapshot {
+                    id: Some(id),
+                    snapshot,
+                    seat: None,
+                })
+            }
+            C::Unwatch { id, game_id } => {
+                let spectator = self
+                    .watching
+                    .remove(&game_id)
+                    .ok_or_else(|| err(ErrorCode::NotWatching, "not watching that game"))?;
+                spectator.unwatch(self.outbox.conn_id());
+                Ok(ServerMsg::Ok { id })
+            }
+        };
+        reply.map(Some)
+    }
+
+    fn not_signed_in(&self) -> Result<(), (ErrorCode, String)> {
+        match self.user {
+            Some(_) => Err(err(ErrorCode::AlreadyAuthenticated, "already signed in")),
+            None => Ok(()),
+        }
+    }
+
+    /// Become `signed.account` on this connection: supersede an older connection of the
+    /// same account, answer `authenticated`, and rejoin a game in progress.
+    async fn sign_in(
+        &mut self,
+        id: RequestId,
+        signed: SignedIn,
+    ) -> Result<(), (ErrorCode, String)> {
+        let account = &signed.account;
+        let info = PlayerInfo {
+            name: account.name.clone(),
+            rating: account.rating,
+            guest: account.guest,
+        };
+        let user = OnlineUser {
+            name: account.name.clone(),
+            info,
+            outbox: self.outbox.clone(),
+        };
+        if let Some(old) = self.state.registry.set_online(account.id, user) {
+            if old.outbox.conn_id() != self.outbox.conn_id() {
+                let _ = old.outbox.send_msg(&ServerMsg::Notice {
+                    code: "superseded".into(),
+                    message: "this account signed in on another connection".into(),
+                });
+                old.outbox
+                    .close(close::SUPERSEDED, "superseded by a newer connection");
+            }
+        }
+        self.user = Some(User {
+            account: account.id,
+            name: account.name.clone(),
+            guest: account.guest,
+            token: signed.token.clone(),
+        });
+        self.send(ServerMsg::Authenticated {
+            id,
+            account: account_msg(account),
+            token: signed.token,
+            token_expires_at: signed.expires_at,
+        });
+        if let Some((game, seat)) = self.state.registry.seat_of(account.id) {
+            let player = game.player(seat);
+            if let Ok(snapshot) = player.attach(self.outbox.clone()).await {
+                self.send(ServerMsg::Snapshot {
+                    id: None,
+                    snapshot,
+                    seat: Some(seat),
+                });
+            }
+        }
+        let _ = (&self.user.as_ref().map(|u| (&u.name, u.guest)),);
+        Ok(())
+    }
+}
