@@ -5,11 +5,28 @@
 //! transaction per batch, with durable commit settings (WAL, synchronous=FULL). Game
 //! actors never touch the database: they hand a `GameRecord` over and await the reply
 //! only after their game has ended.
+//!
+//! - `schema`: opening the file, its PRAGMAs and the numbered migrations.
+//! - `writer`: the thread, its request enum and the batching loop.
+//! - `accounts`: accounts, sessions, the leaderboard and player pages.
+//! - `games`: recording a finished game exactly once, with its rating changes.
+//!
+//! Invariant: only the writer thread holds a connection; everything else goes through `Db`.
 
-use elementals_protocol::messages::SeatPair;
+mod accounts;
+mod games;
+mod schema;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
+use elementals_protocol::messages::{GameId, SeatPair};
 use elementals_protocol::rating::RatingChange;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::record::{AccountId, GameRecord};
+use writer::Request;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -19,6 +36,12 @@ pub enum DbError {
     Sqlite(String),
     #[error("the database writer has stopped")]
     Closed,
+}
+
+impl From<rusqlite::Error> for DbError {
+    fn from(e: rusqlite::Error) -> Self {
+        DbError::Sqlite(e.to_string())
+    }
 }
 
 /// An account row.
@@ -74,52 +97,81 @@ pub struct SessionRow {
     pub expires_at: u64,
 }
 
+/// A cloneable handle to the writer thread; the thread ends when the last handle drops
+/// or after [`Db::shutdown`].
 #[derive(Clone)]
 pub struct Db {
-    // filled in by the persistence implementation
+    requests: mpsc::Sender<Request>,
 }
 
 pub type DbResult<T> = Result<T, DbError>;
 
-#[allow(unused_variables)]
 impl Db {
     /// Open (creating if needed) the database at `path`, apply migrations, start the writer.
     pub fn open(path: &std::path::Path) -> DbResult<Db> {
-        todo!()
+        let conn = schema::open(path)?;
+        let requests = writer::spawn(conn)?;
+        Ok(Db { requests })
     }
+
     pub async fn create_account(
         &self,
         name: String,
         password_hash: String,
     ) -> DbResult<AccountRow> {
-        todo!()
+        self.call(|reply| Request::CreateAccount {
+            name,
+            password_hash,
+            reply,
+        })
+        .await
     }
+
     /// A guest account with a unique generated name (`guest-` and digits).
     pub async fn create_guest(&self) -> DbResult<AccountRow> {
-        todo!()
+        self.call(|reply| Request::CreateGuest { reply }).await
     }
+
     /// Case-insensitive.
     pub async fn account_by_name(&self, name: String) -> DbResult<Option<AccountRow>> {
-        todo!()
+        self.call(|reply| Request::AccountByName { name, reply })
+            .await
     }
+
     pub async fn account_by_id(&self, id: AccountId) -> DbResult<Option<AccountRow>> {
-        todo!()
+        self.call(|reply| Request::AccountById { id, reply }).await
     }
+
     pub async fn insert_session(
         &self,
         token_hash: [u8; 32],
         account: AccountId,
         expires_at: u64,
     ) -> DbResult<()> {
-        todo!()
+        self.call(|reply| Request::InsertSession {
+            token_hash,
+            account,
+            expires_at,
+            reply,
+        })
+        .await
     }
+
     /// The session for this token hash if it exists, is not revoked and `now` is before expiry.
     pub async fn session(&self, token_hash: [u8; 32], now: u64) -> DbResult<Option<SessionRow>> {
-        todo!()
+        self.call(|reply| Request::Session {
+            token_hash,
+            now,
+            reply,
+        })
+        .await
     }
+
     pub async fn revoke_session(&self, token_hash: [u8; 32]) -> DbResult<()> {
-        todo!()
+        self.call(|reply| Request::RevokeSession { token_hash, reply })
+            .await
     }
+
     /// Record a finished game exactly once per game id; for a game that changes ratings,
     /// apply both changes in the same transaction. A repeated call for the same id changes
     /// nothing and returns the changes recorded the first time.
@@ -127,20 +179,55 @@ impl Db {
         &self,
         record: GameRecord,
     ) -> DbResult<Option<SeatPair<RatingChange>>> {
-        todo!()
+        self.call(|reply| Request::RecordGame {
+            record: Box::new(record),
+            reply,
+        })
+        .await
     }
+
     pub async fn leaderboard(&self, limit: u32) -> DbResult<Vec<LeaderRow>> {
-        todo!()
+        self.call(|reply| Request::Leaderboard { limit, reply })
+            .await
     }
+
     pub async fn player_page(&self, name: String) -> DbResult<Option<PlayerPage>> {
-        todo!()
+        self.call(|reply| Request::PlayerPage { name, reply }).await
     }
-    /// The stored record of a finished game, as JSON.
+
+    /// The stored record of a finished game, as JSON. An id that is not a game id is
+    /// simply not found.
     pub async fn game_record(&self, game_id: String) -> DbResult<Option<serde_json::Value>> {
-        todo!()
+        // Stored ids are the canonical hyphenated lowercase form; accept any spelling of a UUID.
+        let Ok(game_id) = game_id.parse::<GameId>() else {
+            return Ok(None);
+        };
+        self.call(|reply| Request::GameRecord { game_id, reply })
+            .await
     }
+
+    /// Wait until everything sent before this call is committed.
+    pub async fn flush(&self) -> DbResult<()> {
+        self.call(|reply| Request::Flush { reply }).await
+    }
+
     /// Wait until everything sent before this call is committed, then stop the writer.
+    /// Later calls on any handle return [`DbError::Closed`].
     pub async fn shutdown(&self) -> DbResult<()> {
-        todo!()
+        self.call(|reply| Request::Shutdown { reply }).await
+    }
+
+    /// Send one request and wait for its answer. The writer gone (stopped, or its queue
+    /// dropped with this request in it) is `Closed`.
+    async fn call<T>(
+        &self,
+        request: impl FnOnce(oneshot::Sender<DbResult<T>>) -> Request,
+    ) -> DbResult<T> {
+        let (reply, answer) = oneshot::channel();
+        self.requests
+            .send(request(reply))
+            .await
+            .map_err(|_| DbError::Closed)?;
+        answer.await.map_err(|_| DbError::Closed)?
     }
 }

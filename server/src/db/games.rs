@@ -1,0 +1,183 @@
+//! Finished games: stored exactly once per game id, with their rating changes applied in
+//! the same transaction, and read back as JSON.
+//!
+//! The writer rates from the ratings stored *now*, not from those in the record (which
+//! were shown when the game started): a player who finished another game meanwhile is
+//! rated from where that game left them.
+
+use elementals_protocol::messages::{EndReason, GameId, SeatPair};
+use elementals_protocol::rating::{rate_win, RatingChange};
+use elementals_protocol::rules::Seat;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::schema::ms_to_sql;
+use super::{DbError, DbResult};
+use crate::record::{AccountId, GameRecord};
+
+/// Store `record` unless its id is already stored, and apply what it means for the two
+/// accounts. The caller owns the transaction (a savepoint within a batch).
+pub(super) fn record(
+    conn: &Connection,
+    record: &GameRecord,
+) -> DbResult<Option<SeatPair<RatingChange>>> {
+    let game_id = record.game_id.to_string();
+    let json = serde_json::to_string(record)
+        .map_err(|e| DbError::Sqlite(format!("encoding the game record: {e}")))?;
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO games (id, rated, one_id, two_id, winner, reason, started_at, ended_at,
+                                rounds, record)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             ON CONFLICT (id) DO NOTHING",
+        )?
+        .execute(params![
+            game_id,
+            record.rated,
+            record.players.one.account_id,
+            record.players.two.account_id,
+            record.result.winner.map(Seat::number),
+            reason_name(record.result.reason),
+            ms_to_sql(record.started_at),
+            ms_to_sql(record.ended_at),
+            record.rounds.len() as i64,
+            json,
+        ])?;
+    if inserted == 0 {
+        // Already recorded: a retry after a lost reply, or a duplicate. Change nothing.
+        return recorded_changes(conn, &game_id);
+    }
+    let accounts = SeatPair::new(record.players.one.account_id, record.players.two.account_id);
+    match record.result.winner {
+        Some(winner) if record.changes_ratings() => {
+            rate(conn, &game_id, record.ended_at, accounts, winner).map(Some)
+        }
+        None if is_rated_draw(record) => {
+            let mut add_draw =
+                conn.prepare_cached("UPDATE accounts SET draws = draws + 1 WHERE id = ?1")?;
+            add_draw.execute([accounts.one])?;
+            add_draw.execute([accounts.two])?;
+            Ok(None)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A drawn game that would have been rated had someone won. Aborts are not draws: they
+/// leave no trace on either account.
+fn is_rated_draw(record: &GameRecord) -> bool {
+    record.rated
+        && !record.players.one.guest
+        && !record.players.two.guest
+        && record.result.winner.is_none()
+        && !matches!(
+            record.result.reason,
+            EndReason::Aborted | EndReason::ServerAborted
+        )
+}
+
+/// Rate a won game from the stored ratings and write both changes and their history.
+fn rate(
+    conn: &Connection,
+    game_id: &str,
+    at: u64,
+    accounts: SeatPair<AccountId>,
+    winner: Seat,
+) -> DbResult<SeatPair<RatingChange>> {
+    if accounts.one == accounts.two {
+        return Err(DbError::Sqlite(format!(
+            "game {game_id}: account {} cannot be rated against itself",
+            accounts.one
+        )));
+    }
+    let winner_id = *accounts.get(winner);
+    let loser_id = *accounts.get(winner.other());
+    let (won, lost) = rate_win(
+        stored_rating(conn, winner_id)?,
+        stored_rating(conn, loser_id)?,
+    );
+
+    conn.prepare_cached("UPDATE accounts SET rating = ?1, wins = wins + 1 WHERE id = ?2")?
+        .execute(params![won.after, winner_id])?;
+    conn.prepare_cached("UPDATE accounts SET rating = ?1, losses = losses + 1 WHERE id = ?2")?
+        .execute(params![lost.after, loser_id])?;
+    let mut history = conn.prepare_cached(
+        r#"INSERT INTO rating_history (account_id, game_id, "before", "after", at)
+           VALUES (?1, ?2, ?3, ?4, ?5)"#,
+    )?;
+    history.execute(params![
+        winner_id,
+        game_id,
+        won.before,
+        won.after,
+        ms_to_sql(at)
+    ])?;
+    history.execute(params![
+        loser_id,
+        game_id,
+        lost.before,
+        lost.after,
+        ms_to_sql(at)
+    ])?;
+
+    Ok(match winner {
+        Seat::One => SeatPair::new(won, lost),
+        Seat::Two => SeatPair::new(lost, won),
+    })
+}
+
+fn stored_rating(conn: &Connection, account: AccountId) -> DbResult<f64> {
+    conn.prepare_cached("SELECT rating FROM accounts WHERE id = ?1")?
+        .query_row([account], |row| row.get(0))
+        .optional()?
+        .ok_or_else(|| DbError::Sqlite(format!("no account {account}")))
+}
+
+/// The changes a stored game made, seat by seat; `None` if it changed no rating.
+fn recorded_changes(conn: &Connection, game_id: &str) -> DbResult<Option<SeatPair<RatingChange>>> {
+    let changes = conn
+        .prepare_cached(
+            r#"SELECT one."before", one."after", two."before", two."after"
+               FROM games g
+               JOIN rating_history one ON one.game_id = g.id AND one.account_id = g.one_id
+               JOIN rating_history two ON two.game_id = g.id AND two.account_id = g.two_id
+               WHERE g.id = ?1"#,
+        )?
+        .query_row([game_id], |row| {
+            Ok(SeatPair::new(
+                RatingChange {
+                    before: row.get(0)?,
+                    after: row.get(1)?,
+                },
+                RatingChange {
+                    before: row.get(2)?,
+                    after: row.get(3)?,
+                },
+            ))
+        })
+        .optional()?;
+    Ok(changes)
+}
+
+/// The stored record of a game, parsed back into JSON.
+pub(super) fn stored_record(
+    conn: &Connection,
+    game_id: &GameId,
+) -> DbResult<Option<serde_json::Value>> {
+    let text: Option<String> = conn
+        .prepare_cached("SELECT record FROM games WHERE id = ?1")?
+        .query_row([game_id.to_string()], |row| row.get(0))
+        .optional()?;
+    text.map(|text| {
+        serde_json::from_str(&text)
+            .map_err(|e| DbError::Sqlite(format!("stored record of game {game_id}: {e}")))
+    })
+    .transpose()
+}
+
+/// The reason as the protocol spells it (`"time"`, `"draw_agreed"`, ...).
+fn reason_name(reason: EndReason) -> String {
+    match serde_json::to_value(reason) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => format!("{reason:?}"),
+    }
+}

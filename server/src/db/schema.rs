@@ -1,0 +1,135 @@
+//! Opening the database file: connection settings and the numbered schema migrations.
+//!
+//! The schema version is SQLite's `PRAGMA user_version`: migration `i` (counting from 1)
+//! has run exactly when `user_version >= i`. Each migration and its version bump commit
+//! together, so a crash mid-migration leaves the previous version intact.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use super::{DbError, DbResult};
+
+/// How long a statement waits on a lock held by another connection (an operator's
+/// `sqlite3` shell, a backup) before failing, rather than failing at once.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The migrations, in order. Append only: never edit one that has shipped.
+const MIGRATIONS: &[&str] = &[
+    // 1: accounts, sessions, games and rating history.
+    r#"
+    CREATE TABLE accounts (
+        id            INTEGER PRIMARY KEY,
+        name          TEXT NOT NULL UNIQUE COLLATE NOCASE,
+        password_hash TEXT NULL,
+        guest         INTEGER NOT NULL DEFAULT 0,
+        rating        REAL NOT NULL DEFAULT 1.0,
+        wins          INTEGER NOT NULL DEFAULT 0,
+        losses        INTEGER NOT NULL DEFAULT 0,
+        draws         INTEGER NOT NULL DEFAULT 0,
+        created_at    INTEGER NOT NULL
+    );
+    -- The leaderboard reads registered accounts best first, ties by name.
+    CREATE INDEX accounts_leaderboard ON accounts (guest, rating DESC, name);
+
+    CREATE TABLE sessions (
+        token_hash BLOB PRIMARY KEY,
+        account_id INTEGER NOT NULL REFERENCES accounts (id),
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        revoked    INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX sessions_by_account ON sessions (account_id);
+
+    CREATE TABLE games (
+        id         TEXT PRIMARY KEY,
+        rated      INTEGER NOT NULL,
+        one_id     INTEGER NOT NULL REFERENCES accounts (id),
+        two_id     INTEGER NOT NULL REFERENCES accounts (id),
+        winner     INTEGER NULL CHECK (winner IN (1, 2)),
+        reason     TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        ended_at   INTEGER NOT NULL,
+        rounds     INTEGER NOT NULL,
+        record     TEXT NOT NULL
+    );
+    CREATE INDEX games_by_one ON games (one_id, ended_at);
+    CREATE INDEX games_by_two ON games (two_id, ended_at);
+
+    CREATE TABLE rating_history (
+        account_id INTEGER NOT NULL REFERENCES accounts (id),
+        game_id    TEXT NOT NULL REFERENCES games (id),
+        "before"   REAL NOT NULL,
+        "after"    REAL NOT NULL,
+        at         INTEGER NOT NULL,
+        PRIMARY KEY (account_id, game_id)
+    );
+    -- A player's page lists their history newest first.
+    CREATE INDEX rating_history_by_time ON rating_history (account_id, at DESC);
+    -- A repeated record_game looks up the changes of one game.
+    CREATE INDEX rating_history_by_game ON rating_history (game_id);
+    "#,
+];
+
+/// Open (creating if needed) the file, set the connection up and bring the schema up to date.
+pub(super) fn open(path: &Path) -> DbResult<Connection> {
+    let mut conn = Connection::open(path)?;
+    configure(&conn)?;
+    migrate(&mut conn)?;
+    Ok(conn)
+}
+
+fn configure(conn: &Connection) -> DbResult<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // WAL: readers (a backup, an operator) do not block the writer, and a commit is one
+    // append to the log rather than a rewrite of pages.
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(DbError::Sqlite(format!(
+            "could not enable WAL (journal_mode is {mode})"
+        )));
+    }
+    // FULL: a commit is on disk when it returns, so a reported rating change survives a
+    // power cut. Batching keeps this affordable: one fsync per batch, not per game.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    Ok(())
+}
+
+fn migrate(conn: &mut Connection) -> DbResult<()> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    let version = usize::try_from(version).unwrap_or(usize::MAX);
+    if version > MIGRATIONS.len() {
+        return Err(DbError::Sqlite(format!(
+            "database schema version {version} is newer than this server knows ({})",
+            MIGRATIONS.len()
+        )));
+    }
+    for (done, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (done + 1) as i64)?;
+        tx.commit()?;
+        tracing::info!(version = done + 1, "database migrated");
+    }
+    Ok(())
+}
+
+/// A time (Unix milliseconds) as stored: SQLite integers are `i64`, and no real time is
+/// past `i64::MAX` ms, so saturating loses nothing.
+pub(super) fn ms_to_sql(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// A stored time back as Unix milliseconds (the writer never stores a negative one).
+pub(super) fn ms_from_sql(row: &rusqlite::Row<'_>, column: usize) -> rusqlite::Result<u64> {
+    row.get::<_, i64>(column).map(|ms| ms.max(0) as u64)
+}
+
+/// The schema version a fully migrated database has.
+#[cfg(test)]
+pub(super) fn current_version() -> usize {
+    MIGRATIONS.len()
+}
