@@ -189,7 +189,7 @@ pub enum ClientMsg {
         id: RequestId,
         game_id: GameId,
         round: u32,
-        #[serde(with = "serde_bytes")]
+        #[serde(with = "bin")]
         commitment: Vec<u8>,
     },
     Reveal {
@@ -197,7 +197,7 @@ pub enum ClientMsg {
         game_id: GameId,
         round: u32,
         pick: Element,
-        #[serde(with = "serde_bytes")]
+        #[serde(with = "bin")]
         nonce: Vec<u8>,
     },
     Resign {
@@ -240,6 +240,35 @@ pub enum ClientMsg {
 
 fn yes() -> bool {
     true
+}
+
+/// Byte fields (commitments, nonces) as MessagePack bin, and only bin: `serde_bytes`
+/// alone would also take a string's UTF-8 bytes or an array of integers, so a client
+/// sending a commitment as hex text would be told it has the wrong length, not the wrong type.
+mod bin {
+    use serde::de::{Deserializer, Error, Visitor};
+    use serde::Serializer;
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        serde_bytes::serialize(bytes, s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        struct BinOnly;
+        impl Visitor<'_> for BinOnly {
+            type Value = Vec<u8>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("MessagePack bin")
+            }
+            fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                Ok(v.to_vec())
+            }
+            fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+                Ok(v)
+            }
+        }
+        d.deserialize_byte_buf(BinOnly)
+    }
 }
 
 impl ClientMsg {

@@ -4,7 +4,8 @@
 //! bytes without allocating: it enforces the size cap and the nesting-depth cap, checks
 //! every declared length against the bytes actually present (so a claimed 4 GiB string
 //! in a 20-byte frame is refused before anything is allocated), requires the top level
-//! to be a map, and refuses trailing bytes. Only then does serde decode the frame.
+//! to be a map, every map key to be a string and the top-level `type` to be a string,
+//! and refuses trailing bytes. Only then does serde decode the frame.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -99,22 +100,42 @@ pub fn check_structure(bytes: &[u8], limit: usize) -> Result<(), DecodeError> {
         });
     }
     match bytes.first() {
-        Some(&m) if (0x80..=0x8f).contains(&m) || m == 0xde || m == 0xdf => {}
+        Some(&m) if is_map_marker(m) => {}
         Some(_) => return Err(DecodeError::NotAMap),
         None => return Err(DecodeError::Truncated),
     }
     let mut cursor = Cursor { bytes, pos: 0 };
     // Values still to read at each open container level; iterative so that depth costs
-    // no stack.
-    let mut pending: Vec<u64> = Vec::with_capacity(MAX_DEPTH);
-    pending.push(1);
-    while let Some(top) = pending.last_mut() {
-        if *top == 0 {
+    // no stack. The root is a pseudo-level holding the one top-level value.
+    let mut pending: Vec<Level> = Vec::with_capacity(MAX_DEPTH);
+    pending.push(Level {
+        left: 1,
+        map: false,
+    });
+    // Keys must be strings and the top-level `type` must name its variant: serde would
+    // otherwise take an integer key or tag as a field or variant *index*, making the
+    // declaration order of our enums an accidental part of the wire format.
+    let mut type_value_next = false;
+    while let Some(level) = pending.last_mut() {
+        if level.left == 0 {
             pending.pop();
             continue;
         }
-        *top -= 1;
+        let is_key = level.map && level.left % 2 == 0;
+        level.left -= 1;
+        let in_top_map = pending.len() == 2;
+        let start = cursor.pos;
         let children = cursor.skip_value()?;
+        if is_key || type_value_next {
+            let Some(text) = str_payload(&bytes[start..cursor.pos]) else {
+                return Err(if type_value_next {
+                    DecodeError::NotAMap
+                } else {
+                    DecodeError::InvalidMarker(bytes[start])
+                });
+            };
+            type_value_next = is_key && in_top_map && text == b"type";
+        }
         if children > 0 {
             if pending.len() >= MAX_DEPTH {
                 return Err(DecodeError::TooDeep);
@@ -123,13 +144,41 @@ pub fn check_structure(bytes: &[u8], limit: usize) -> Result<(), DecodeError> {
             if children > cursor.remaining() as u64 {
                 return Err(DecodeError::Truncated);
             }
-            pending.push(children);
+            pending.push(Level {
+                left: children,
+                map: is_map_marker(bytes[start]),
+            });
         }
     }
     match cursor.remaining() {
         0 => Ok(()),
         n => Err(DecodeError::TrailingBytes(n)),
     }
+}
+
+/// One open container while walking a frame.
+struct Level {
+    /// Child values still to read (a map's entries count twice: key and value).
+    left: u64,
+    /// Whether it is a map, whose even-numbered children are keys.
+    map: bool,
+}
+
+fn is_map_marker(marker: u8) -> bool {
+    (0x80..=0x8f).contains(&marker) || marker == 0xde || marker == 0xdf
+}
+
+/// The payload of one already length-checked MessagePack string, or `None` if `raw` is
+/// not a string.
+fn str_payload(raw: &[u8]) -> Option<&[u8]> {
+    let header = match *raw.first()? {
+        0xa0..=0xbf => 1,
+        0xd9 => 2,
+        0xda => 3,
+        0xdb => 5,
+        _ => return None,
+    };
+    raw.get(header..)
 }
 
 struct Cursor<'a> {
