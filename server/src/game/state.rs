@@ -1,1 +1,310 @@
-//! placeholder
+//! The pure state of one game: rounds of commit and reveal, the clocks, presence, draw offers
+//! and how the game ends.
+//!
+//! No tokio and no I/O: every method takes the current `Instant`, so the actor supplies time
+//! and tests drive it by hand. Mutating methods first settle any deadline that has passed
+//! (`tick`), then apply the command, and push the numbered events to publish into `out`,
+//! `seq` assigned here so that the event stream and snapshots always agree.
+//!
+//! Clock rules beyond `RULES.md`, chosen here:
+//! - Round 1's commit phase is governed by the first-commit window, not by the banks: until
+//!   both have committed once, no bank runs, and a seat missing at the window's end aborts the
+//!   game (unrated) instead of losing it.
+//! - In the reveal phase a seat must reveal by the earlier of the reveal window and the end of
+//!   its bank: missing the bank's end loses on `Time`, missing the window on `NoReveal`.
+//! - Deadlines are settled earliest first; when both seats miss theirs at the same instant the
+//!   game is drawn (winner `None`) with reason `Time` if both banks ran out, else `NoReveal`.
+//! - A deadline is missed at its instant: an action arriving exactly at it is too late.
+
+mod clock;
+mod players;
+mod round;
+#[cfg(test)]
+mod tests;
+
+use std::time::{Duration, Instant};
+
+use elementals_protocol::commitment::{COMMITMENT_LEN, NONCE_LEN};
+use elementals_protocol::messages::{
+    EndReason, GameInfo, GameResult, GameSnapshot, LiveGame, Phase, PlayerInfo, SeatPair, ServerMsg,
+};
+use elementals_protocol::rating::RatingChange;
+use elementals_protocol::rules::{Board, Element, Seat};
+use elementals_protocol::ErrorCode;
+
+use super::{GameError, GameSetup, SeatAction};
+use crate::record::{GameRecord, RecordPlayer, RoundLog};
+pub(in crate::game) use clock::{duration_ms, Banks};
+use round::round_record;
+
+/// The durations a game runs under that are not part of its time control.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::game) struct Timing {
+    pub first_commit_window: Duration,
+    pub grace: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub(in crate::game) struct GameState {
+    info: GameInfo,
+    players: SeatPair<RecordPlayer>,
+    timing: Timing,
+    started: Instant,
+    board: Board,
+    round: u32,
+    phase: Phase,
+    commits: SeatPair<Option<[u8; COMMITMENT_LEN]>>,
+    reveals: SeatPair<Option<(Element, [u8; NONCE_LEN])>>,
+    /// End of the reveal window, during the reveal phase.
+    reveal_by: Option<Instant>,
+    banks: Banks,
+    rounds: Vec<RoundLog>,
+    draw_offer: Option<Seat>,
+    connected: SeatPair<bool>,
+    /// When each seat was last seen leaving (or the game's start, before a first attach).
+    away_since: SeatPair<Instant>,
+    seq: u64,
+    /// Set once, when the game ends.
+    record: Option<GameRecord>,
+}
+
+fn refuse<T>(code: ErrorCode, message: &str) -> Result<T, GameError> {
+    Err(GameError::new(code, message))
+}
+
+impl GameState {
+    /// A game at the start of round 1; pushes its `RoundStart`.
+    pub fn new(
+        setup: &GameSetup,
+        started_at_ms: u64,
+        now: Instant,
+        timing: Timing,
+        out: &mut Vec<ServerMsg>,
+    ) -> GameState {
+        let player = |p: &RecordPlayer| PlayerInfo {
+            name: p.name.clone(),
+            rating: p.rating,
+            guest: p.guest,
+        };
+        let info = GameInfo {
+            game_id: setup.game_id,
+            variant: setup.variant,
+            time_control: setup.time_control,
+            rated: setup.rated,
+            players: SeatPair::new(player(&setup.players.one), player(&setup.players.two)),
+            started_at: started_at_ms,
+        };
+        let initial = Duration::from_millis(setup.time_control.initial_ms);
+        let mut state = GameState {
+            info,
+            players: setup.players.clone(),
+            timing,
+            started: now,
+            board: Board::new(setup.variant),
+            round: 1,
+            phase: Phase::Commit,
+            commits: SeatPair::default(),
+            reveals: SeatPair::default(),
+            reveal_by: None,
+            banks: Banks::new(initial, now),
+            rounds: Vec::new(),
+            draw_offer: None,
+            connected: SeatPair::new(false, false),
+            away_since: SeatPair::new(now, now),
+            seq: 0,
+            record: None,
+        };
+        state.start_round(now, out);
+        state
+    }
+
+    pub fn result(&self) -> Option<GameResult> {
+        self.record.as_ref().map(|r| r.result)
+    }
+
+    /// The finished game's record, once it has ended.
+    pub fn record(&self) -> Option<&GameRecord> {
+        self.record.as_ref()
+    }
+
+    pub fn rounds(&self) -> &[RoundLog] {
+        &self.rounds
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    pub fn clocks_ms(&self, now: Instant) -> SeatPair<u64> {
+        self.banks.ms_at(now)
+    }
+
+    /// The next instant at which something happens by itself, if any.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        if self.record.is_some() {
+            return None;
+        }
+        if self.in_first_commit_window() {
+            return Some(self.started + self.timing.first_commit_window);
+        }
+        Seat::BOTH
+            .into_iter()
+            .filter_map(|s| self.seat_deadline(s))
+            .min()
+    }
+
+    /// Settles the earliest deadline if it has passed by `now` (the game then ends).
+    pub fn tick(&mut self, now: Instant, out: &mut Vec<ServerMsg>) {
+        let Some(due) = self.next_deadline() else {
+            return;
+        };
+        if now < due {
+            return;
+        }
+        // Charge only up to the deadline: a late wake-up must not change who ran out first.
+        self.banks.charge(due);
+        if self.in_first_commit_window() {
+            return self.finish(due, None, EndReason::Aborted, out);
+        }
+        let missed: Vec<Seat> = Seat::BOTH
+            .into_iter()
+            .filter(|&s| self.seat_deadline(s) == Some(due))
+            .collect();
+        let reason = |seat| {
+            if self.banks.left_at(seat, due).is_zero() {
+                EndReason::Time
+            } else {
+                EndReason::NoReveal
+            }
+        };
+        let (winner, reason) = match missed.as_slice() {
+            [seat] => (Some(seat.other()), reason(*seat)),
+            _ if missed.iter().all(|&s| reason(s) == EndReason::Time) => (None, EndReason::Time),
+            _ => (None, EndReason::NoReveal),
+        };
+        self.finish(due, winner, reason, out);
+    }
+
+    /// One seat's action. The caller has bound `seat` to the connection that sent it.
+    pub fn act(
+        &mut self,
+        seat: Seat,
+        action: SeatAction,
+        now: Instant,
+        out: &mut Vec<ServerMsg>,
+    ) -> Result<(), GameError> {
+        self.tick(now, out);
+        if self.record.is_some() {
+            return refuse(ErrorCode::GameOver, "the game has ended");
+        }
+        match action {
+            SeatAction::Commit { round, commitment } => {
+                self.commit(seat, round, &commitment, now, out)
+            }
+            SeatAction::Reveal { round, pick, nonce } => {
+                self.reveal(seat, round, pick, &nonce, now, out)
+            }
+            SeatAction::Resign => {
+                self.finish(now, Some(seat.other()), EndReason::Resignation, out);
+                Ok(())
+            }
+            SeatAction::OfferDraw => {
+                self.offer_draw(seat, now, out);
+                Ok(())
+            }
+            SeatAction::DeclineDraw => self.decline_draw(seat, out),
+            SeatAction::ClaimWin => self.claim_win(seat, now, out),
+        }
+    }
+
+    /// The `RatingUpdate` event for durably recorded rating changes.
+    pub fn rating_update(&mut self, ratings: SeatPair<RatingChange>) -> ServerMsg {
+        ServerMsg::RatingUpdate {
+            game_id: self.info.game_id,
+            seq: self.next_seq(),
+            ratings,
+        }
+    }
+
+    pub fn snapshot(&self, now: Instant, spectators: u32) -> GameSnapshot {
+        GameSnapshot {
+            game: self.info.clone(),
+            seq: self.seq,
+            round: self.round,
+            phase: self.phase,
+            committed: self.commits.map(|c| c.is_some()),
+            revealed: self.reveals.map(|r| r.is_some()),
+            positions: self.board.positions().to_vec(),
+            clocks: self.banks.wire(now),
+            rounds: self.rounds.iter().map(round_record).collect(),
+            connected: self.connected,
+            spectators,
+            draw_offer: self.draw_offer,
+            result: self.result(),
+        }
+    }
+
+    /// The game as the live-games listing shows it.
+    pub fn summary(&self, spectators: u32) -> LiveGame {
+        LiveGame {
+            game_id: self.info.game_id,
+            variant: self.info.variant,
+            time_control: self.info.time_control,
+            rated: self.info.rated,
+            players: self.info.players.clone(),
+            round: self.round,
+            positions: self.board.positions().to_vec(),
+            spectators,
+        }
+    }
+
+    /// Ends the game at `at`: stops the clocks, builds the record, pushes `GameOver`.
+    fn finish(
+        &mut self,
+        at: Instant,
+        winner: Option<Seat>,
+        reason: EndReason,
+        out: &mut Vec<ServerMsg>,
+    ) {
+        self.phase = Phase::Over;
+        self.reveal_by = None;
+        self.banks.set_running(SeatPair::new(false, false), at);
+        let result = GameResult { winner, reason };
+        let elapsed = duration_ms(at.saturating_duration_since(self.started));
+        let record = GameRecord {
+            game_id: self.info.game_id,
+            variant: self.info.variant,
+            time_control: self.info.time_control,
+            rated: self.info.rated,
+            players: self.players.clone(),
+            started_at: self.info.started_at,
+            ended_at: self.info.started_at.saturating_add(elapsed),
+            result,
+            rounds: self.rounds.clone(),
+            final_clocks_ms: self.banks.ms_at(at),
+        };
+        let rated = record.changes_ratings();
+        self.record = Some(record);
+        out.push(ServerMsg::GameOver {
+            game_id: self.info.game_id,
+            seq: self.next_seq(),
+            result,
+            rated,
+            clocks: self.banks.wire(at),
+        });
+    }
+
+    /// When `seat` loses if it does not act (ignoring the first-commit window).
+    fn seat_deadline(&self, seat: Seat) -> Option<Instant> {
+        let bank = self.banks.expiry(seat)?;
+        match self.reveal_by {
+            Some(window) if self.phase == Phase::Reveal => Some(bank.min(window)),
+            _ => Some(bank),
+        }
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+}

@@ -1,0 +1,95 @@
+//! What players do besides picking: coming and going, draw offers, claiming an abandoned game.
+
+use std::time::Instant;
+
+use elementals_protocol::messages::{EndReason, ServerMsg};
+use elementals_protocol::rules::Seat;
+use elementals_protocol::ErrorCode;
+
+use super::{duration_ms, refuse, GameState};
+use crate::game::GameError;
+
+impl GameState {
+    /// A seat's connection arrived; announced if the seat was away.
+    pub fn attach(&mut self, seat: Seat, now: Instant, out: &mut Vec<ServerMsg>) {
+        self.tick(now, out);
+        if !std::mem::replace(self.connected.get_mut(seat), true) {
+            self.emit_presence(seat, true, out);
+        }
+    }
+
+    /// A seat's connection left; the grace period starts now.
+    pub fn detach(&mut self, seat: Seat, now: Instant, out: &mut Vec<ServerMsg>) {
+        self.tick(now, out);
+        if std::mem::replace(self.connected.get_mut(seat), false) {
+            *self.away_since.get_mut(seat) = now;
+            self.emit_presence(seat, false, out);
+        }
+    }
+
+    pub(super) fn offer_draw(&mut self, seat: Seat, now: Instant, out: &mut Vec<ServerMsg>) {
+        match self.draw_offer {
+            Some(by) if by == seat.other() => self.finish(now, None, EndReason::DrawAgreed, out),
+            // Repeating one's own standing offer changes nothing.
+            Some(_) => {}
+            None => {
+                self.draw_offer = Some(seat);
+                let (game_id, seq) = (self.info.game_id, self.next_seq());
+                out.push(ServerMsg::DrawOffered {
+                    game_id,
+                    seq,
+                    by: seat,
+                });
+            }
+        }
+    }
+
+    pub(super) fn decline_draw(
+        &mut self,
+        seat: Seat,
+        out: &mut Vec<ServerMsg>,
+    ) -> Result<(), GameError> {
+        if self.draw_offer != Some(seat.other()) {
+            return refuse(
+                ErrorCode::NoDrawOffer,
+                "the opponent has not offered a draw",
+            );
+        }
+        self.draw_offer = None;
+        let (game_id, seq) = (self.info.game_id, self.next_seq());
+        out.push(ServerMsg::DrawDeclined {
+            game_id,
+            seq,
+            by: seat,
+        });
+        Ok(())
+    }
+
+    pub(super) fn claim_win(
+        &mut self,
+        seat: Seat,
+        now: Instant,
+        out: &mut Vec<ServerMsg>,
+    ) -> Result<(), GameError> {
+        let opponent = seat.other();
+        let away = now.saturating_duration_since(*self.away_since.get(opponent));
+        if *self.connected.get(opponent) || away < self.timing.grace {
+            return refuse(
+                ErrorCode::ClaimNotAllowed,
+                "the opponent is connected or still within the grace period",
+            );
+        }
+        self.finish(now, Some(seat), EndReason::Abandoned, out);
+        Ok(())
+    }
+
+    fn emit_presence(&mut self, seat: Seat, connected: bool, out: &mut Vec<ServerMsg>) {
+        out.push(ServerMsg::Presence {
+            game_id: self.info.game_id,
+            seq: self.next_seq(),
+            seat,
+            connected,
+            grace_ms: duration_ms(self.timing.grace),
+        });
+    }
+}

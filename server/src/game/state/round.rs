@@ -1,0 +1,201 @@
+//! One round: commitments, reveals, and playing the picks on the board.
+
+use std::time::{Duration, Instant};
+
+use elementals_protocol::commitment::{self, COMMITMENT_LEN, NONCE_LEN};
+use elementals_protocol::messages::{EndReason, Phase, RoundRecord, SeatPair, ServerMsg};
+use elementals_protocol::rules::{Element, Seat};
+use elementals_protocol::ErrorCode;
+
+use super::{duration_ms, refuse, GameState};
+use crate::game::GameError;
+use crate::record::RoundLog;
+
+impl GameState {
+    pub(super) fn commit(
+        &mut self,
+        seat: Seat,
+        round: u32,
+        commitment: &[u8],
+        now: Instant,
+        out: &mut Vec<ServerMsg>,
+    ) -> Result<(), GameError> {
+        self.check_round(round)?;
+        let Ok(commitment) = <[u8; COMMITMENT_LEN]>::try_from(commitment) else {
+            return refuse(ErrorCode::BadCommitment, "a commitment is exactly 32 bytes");
+        };
+        if self.phase != Phase::Commit || self.commits.get(seat).is_some() {
+            return refuse(ErrorCode::AlreadyCommitted, "already committed this round");
+        }
+        if *self.commits.get(seat.other()) == Some(commitment) {
+            return refuse(
+                ErrorCode::DuplicateCommitment,
+                "the commitment equals the opponent's",
+            );
+        }
+        *self.commits.get_mut(seat) = Some(commitment);
+        self.banks.set_running(self.outstanding(), now);
+        let (game_id, clocks, seq) = (self.info.game_id, self.banks.wire(now), self.next_seq());
+        out.push(ServerMsg::Committed {
+            game_id,
+            seq,
+            round,
+            seat,
+            clocks,
+        });
+        if self.commits.one.is_some() && self.commits.two.is_some() {
+            self.phase = Phase::Reveal;
+            let reveal = Duration::from_millis(self.info.time_control.reveal_ms);
+            self.reveal_by = Some(now + reveal);
+            self.banks.set_running(self.outstanding(), now);
+            let (clocks, seq) = (self.banks.wire(now), self.next_seq());
+            out.push(ServerMsg::RevealPhase {
+                game_id,
+                seq,
+                round,
+                reveal_ms: duration_ms(reveal),
+                clocks,
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) fn reveal(
+        &mut self,
+        seat: Seat,
+        round: u32,
+        pick: Element,
+        nonce: &[u8],
+        now: Instant,
+        out: &mut Vec<ServerMsg>,
+    ) -> Result<(), GameError> {
+        self.check_round(round)?;
+        let commitment = match (self.phase, *self.commits.get(seat)) {
+            (Phase::Reveal, Some(commitment)) => commitment,
+            _ => {
+                return refuse(
+                    ErrorCode::WrongPhase,
+                    "reveal only after both have committed",
+                )
+            }
+        };
+        if self.reveals.get(seat).is_some() {
+            return refuse(ErrorCode::AlreadyRevealed, "already revealed this round");
+        }
+        let Ok(nonce) = <[u8; NONCE_LEN]>::try_from(nonce) else {
+            return refuse(ErrorCode::BadNonce, "a nonce is exactly 32 bytes");
+        };
+        if !self.info.variant.is_element(pick) {
+            return refuse(ErrorCode::InvalidPick, "not an element of this game");
+        }
+        let game_id = self.info.game_id;
+        if !commitment::verify(&commitment, &game_id.0, round, seat, pick, &nonce) {
+            return refuse(
+                ErrorCode::RevealMismatch,
+                "pick and nonce do not match the commitment",
+            );
+        }
+        *self.reveals.get_mut(seat) = Some((pick, nonce));
+        self.banks.set_running(self.outstanding(), now);
+        let (clocks, seq) = (self.banks.wire(now), self.next_seq());
+        out.push(ServerMsg::Revealed {
+            game_id,
+            seq,
+            round,
+            seat,
+            clocks,
+        });
+        if let (Some(one), Some(two)) = (self.reveals.one, self.reveals.two) {
+            self.resolve(SeatPair::new(one, two), now, out);
+        }
+        Ok(())
+    }
+
+    /// Both have revealed: play the round, then end the game or start the next round.
+    fn resolve(
+        &mut self,
+        reveals: SeatPair<(Element, [u8; NONCE_LEN])>,
+        now: Instant,
+        out: &mut Vec<ServerMsg>,
+    ) {
+        let picks = reveals.map(|(pick, _)| pick);
+        let outcome = match self.board.play(picks.one, picks.two) {
+            Ok(outcome) => outcome,
+            // Unreachable: both picks were checked and the board had no winner. End the game
+            // without blaming anyone rather than panic.
+            Err(_) => return self.finish(now, None, EndReason::ServerAborted, out),
+        };
+        self.banks
+            .add(Duration::from_millis(self.info.time_control.increment_ms));
+        let hex = |c: &Option<[u8; COMMITMENT_LEN]>| c.map(hex::encode).unwrap_or_default();
+        self.rounds.push(RoundLog {
+            round: self.round,
+            commitments: SeatPair::new(hex(&self.commits.one), hex(&self.commits.two)),
+            nonces: reveals.map(|(_, nonce)| hex::encode(nonce)),
+            picks,
+            outcome,
+            positions: self.board.positions().to_vec(),
+            clocks_ms: self.banks.ms_at(now),
+        });
+        self.draw_offer = None;
+        let record = self.rounds.last().map(round_record);
+        let (game_id, clocks, seq) = (self.info.game_id, self.banks.wire(now), self.next_seq());
+        if let Some(record) = record {
+            out.push(ServerMsg::RoundResult {
+                game_id,
+                seq,
+                record,
+                clocks,
+            });
+        }
+        if let Some(winner) = self.board.winner() {
+            return self.finish(now, Some(winner), EndReason::Edge, out);
+        }
+        self.round += 1;
+        self.start_round(now, out);
+    }
+
+    pub(super) fn start_round(&mut self, now: Instant, out: &mut Vec<ServerMsg>) {
+        self.phase = Phase::Commit;
+        self.commits = SeatPair::default();
+        self.reveals = SeatPair::default();
+        self.reveal_by = None;
+        self.banks.set_running(self.outstanding(), now);
+        out.push(ServerMsg::RoundStart {
+            game_id: self.info.game_id,
+            seq: self.next_seq(),
+            round: self.round,
+            clocks: self.banks.wire(now),
+        });
+    }
+
+    pub(super) fn check_round(&self, round: u32) -> Result<(), GameError> {
+        if round != self.round {
+            return refuse(ErrorCode::WrongRound, "that is not the current round");
+        }
+        Ok(())
+    }
+
+    pub(super) fn in_first_commit_window(&self) -> bool {
+        self.round == 1 && self.phase == Phase::Commit
+    }
+
+    /// Whose bank runs: each seat whose commit or reveal is outstanding (none in round 1's
+    /// commit phase, which the first-commit window governs instead).
+    pub(super) fn outstanding(&self) -> SeatPair<bool> {
+        match self.phase {
+            Phase::Commit if self.round > 1 => self.commits.map(|c| c.is_none()),
+            Phase::Reveal => self.reveals.map(|r| r.is_none()),
+            _ => SeatPair::new(false, false),
+        }
+    }
+}
+
+pub(super) fn round_record(log: &RoundLog) -> RoundRecord {
+    RoundRecord {
+        round: log.round,
+        picks: log.picks,
+        outcome: log.outcome,
+        positions: log.positions.clone(),
+    }
+}
