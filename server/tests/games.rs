@@ -1,0 +1,421 @@
+//! End-to-end games over real WebSocket frames: wins, losses by rule, refusals.
+
+mod common;
+
+use common::*;
+use elementals_protocol::messages::{ClientMsg, EndReason, ServerMsg};
+use elementals_protocol::rules::{Seat, Variant};
+use elementals_protocol::{ErrorCode, TimeControl};
+
+/// The seed's example game: player two wins after five rounds.
+const SEED_PICKS: [(u16, u16); 5] = [(5, 2), (1, 2), (2, 3), (3, 2), (5, 2)];
+
+#[tokio::test]
+async fn full_rated_game_updates_both_ratings_exactly_and_persists() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "alice", "bobby").await;
+    assert!(game.rated);
+    for (i, picks) in SEED_PICKS.iter().enumerate() {
+        let result = play_round(&mut one, &mut two, game.game_id, i as u32 + 1, *picks).await;
+        let ServerMsg::RoundResult { record, .. } = result else {
+            unreachable!()
+        };
+        assert_eq!(record.picks.one, picks.0);
+        assert_eq!(record.picks.two, picks.1);
+    }
+    for client in [&mut one, &mut two] {
+        match client
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await
+        {
+            ServerMsg::GameOver { result, rated, .. } => {
+                assert_eq!(result.winner, Some(Seat::Two));
+                assert_eq!(result.reason, EndReason::Edge);
+                assert!(rated);
+            }
+            _ => unreachable!(),
+        }
+        match client
+            .expect("rating_update", |m| {
+                matches!(m, ServerMsg::RatingUpdate { .. })
+            })
+            .await
+        {
+            ServerMsg::RatingUpdate { ratings, .. } => {
+                // Both at 1.0: D = 0, A = 0.5; the loser is floored at 1.0.
+                assert_eq!(ratings.two.before, 1.0);
+                assert_eq!(ratings.two.after, 1.5);
+                assert_eq!(ratings.one.before, 1.0);
+                assert_eq!(ratings.one.after, 1.0);
+            }
+            _ => unreachable!(),
+        }
+    }
+    let (status, body) = server.http_get("/api/leaderboard").await;
+    assert_eq!(status, 200);
+    let board: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let winner = &board[0];
+    assert_eq!(winner["rating"], 1.5);
+    assert_eq!(winner["wins"], 1);
+    let loser = board
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["losses"] == 1)
+        .unwrap();
+    assert_eq!(loser["rating"], 1.0);
+
+    let (status, body) = server
+        .http_get(&format!("/api/games/{}", game.game_id))
+        .await;
+    assert_eq!(status, 200);
+    let record: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(record["rounds"].as_array().unwrap().len(), 5);
+}
+
+#[tokio::test]
+async fn a_second_game_rates_from_the_stored_ratings() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "carol", "dave1").await;
+    for (i, picks) in SEED_PICKS.iter().enumerate() {
+        play_round(&mut one, &mut two, game.game_id, i as u32 + 1, *picks).await;
+    }
+    // Seat two (1.5 now) beats seat one again? Play the rematch with seats swapped.
+    for c in [&mut one, &mut two] {
+        c.expect("rating_update", |m| {
+            matches!(m, ServerMsg::RatingUpdate { .. })
+        })
+        .await;
+    }
+    let (id1, id2) = (one.id(), two.id());
+    assert_ok(
+        &one.request(ClientMsg::OfferRematch {
+            id: id1,
+            game_id: game.game_id,
+        })
+        .await,
+    );
+    assert_ok(
+        &two.request(ClientMsg::OfferRematch {
+            id: id2,
+            game_id: game.game_id,
+        })
+        .await,
+    );
+    let (g2, seat_of_old_one) = one.game_start().await;
+    assert_eq!(seat_of_old_one, Seat::Two, "seats swap in a rematch");
+    let _ = two.game_start().await;
+    assert_eq!(g2.players.one.rating, 1.5);
+    // Old seat two (rated 1.5) is now seat one; let seat two (1.0) win: D = 1.0 - 1.5.
+    for (i, picks) in SEED_PICKS.iter().enumerate() {
+        play_round(&mut two, &mut one, g2.game_id, i as u32 + 1, *picks).await;
+    }
+    match one
+        .expect(
+            "rating_update",
+            |m| matches!(m, ServerMsg::RatingUpdate { game_id, .. } if *game_id == g2.game_id),
+        )
+        .await
+    {
+        ServerMsg::RatingUpdate { ratings, .. } => {
+            let a = 1.0 / ((-0.5f64).exp() + 1.0);
+            assert!((ratings.two.after - (1.0 + a)).abs() < 1e-12);
+            assert!((ratings.one.after - (1.5 - a).max(1.0)).abs() < 1e-12);
+        }
+        _ => unreachable!(),
+    }
+}
+
+#[tokio::test]
+async fn copied_commitment_is_refused_and_a_wrong_reveal_can_be_corrected() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "erin1", "frank").await;
+    let g = game.game_id;
+    let nonce = [7u8; 32];
+    assert_ok(&one.commit(g, 1, Seat::One, 3, nonce).await);
+    // Two copies one's commitment byte for byte.
+    let copied = elementals_protocol::commitment::make(&g.0, 1, Seat::One, 3, &nonce).to_vec();
+    let id = two.id();
+    let reply = two
+        .request(ClientMsg::Commit {
+            id,
+            game_id: g,
+            round: 1,
+            commitment: copied,
+        })
+        .await;
+    assert_error(&reply, ErrorCode::DuplicateCommitment);
+    let nonce2 = [9u8; 32];
+    assert_ok(&two.commit(g, 1, Seat::Two, 1, nonce2).await);
+    one.expect("reveal_phase", |m| {
+        matches!(m, ServerMsg::RevealPhase { .. })
+    })
+    .await;
+    // A reveal that does not match: refused, and then corrected.
+    assert_error(&one.reveal(g, 1, 4, nonce).await, ErrorCode::RevealMismatch);
+    assert_ok(&one.reveal(g, 1, 3, nonce).await);
+    assert_ok(&two.reveal(g, 1, 1, nonce2).await);
+    match one
+        .expect("round_result", |m| {
+            matches!(m, ServerMsg::RoundResult { .. })
+        })
+        .await
+    {
+        ServerMsg::RoundResult { record, .. } => {
+            assert_eq!((record.picks.one, record.picks.two), (3, 1));
+            assert_eq!(record.outcome.winner, Some(Seat::One));
+        }
+        _ => unreachable!(),
+    }
+}
+
+#[tokio::test]
+async fn out_of_phase_and_foreign_moves_change_nothing() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "gina1", "harry").await;
+    let g = game.game_id;
+    // A reveal before both have committed.
+    assert_error(&one.reveal(g, 1, 1, [0; 32]).await, ErrorCode::WrongPhase);
+    // The wrong round.
+    assert_error(
+        &one.commit(g, 2, Seat::One, 1, [0; 32]).await,
+        ErrorCode::WrongRound,
+    );
+    // A commitment of the wrong length.
+    let id = one.id();
+    let r = one
+        .request(ClientMsg::Commit {
+            id,
+            game_id: g,
+            round: 1,
+            commitment: vec![1, 2, 3],
+        })
+        .await;
+    assert_error(&r, ErrorCode::BadCommitment);
+    // A third player cannot act in this game at all.
+    let mut intruder = TestClient::connect(&server).await;
+    intruder.register("ivan1").await;
+    assert_error(
+        &intruder.commit(g, 1, Seat::Two, 1, [0; 32]).await,
+        ErrorCode::NotSeated,
+    );
+    let id = intruder.id();
+    assert_error(
+        &intruder.request(ClientMsg::Resign { id, game_id: g }).await,
+        ErrorCode::NotSeated,
+    );
+    // A spectator cannot act either.
+    let mut watcher = TestClient::connect(&server).await;
+    let id = watcher.id();
+    assert!(matches!(
+        watcher.request(ClientMsg::Watch { id, game_id: g }).await,
+        ServerMsg::Snapshot { .. }
+    ));
+    assert_error(
+        &watcher.commit(g, 1, Seat::One, 1, [0; 32]).await,
+        ErrorCode::NotAuthenticated,
+    );
+    // Nothing above changed the game: round 1, nobody committed.
+    let id = one.id();
+    match one.request(ClientMsg::Sync { id, game_id: g }).await {
+        ServerMsg::Snapshot { snapshot, seat, .. } => {
+            assert_eq!(seat, Some(Seat::One));
+            assert_eq!(snapshot.round, 1);
+            assert!(!snapshot.committed.one && !snapshot.committed.two);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A second commit in the round is refused.
+    assert_ok(&one.commit(g, 1, Seat::One, 1, [1; 32]).await);
+    assert_error(
+        &one.commit(g, 1, Seat::One, 2, [2; 32]).await,
+        ErrorCode::AlreadyCommitted,
+    );
+    drop(two);
+}
+
+#[tokio::test]
+async fn resignation_loses_and_is_rated() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "jack1", "kate1").await;
+    let id = one.id();
+    assert_ok(
+        &one.request(ClientMsg::Resign {
+            id,
+            game_id: game.game_id,
+        })
+        .await,
+    );
+    match two
+        .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+        .await
+    {
+        ServerMsg::GameOver { result, rated, .. } => {
+            assert_eq!(result.winner, Some(Seat::Two));
+            assert_eq!(result.reason, EndReason::Resignation);
+            assert!(rated);
+        }
+        _ => unreachable!(),
+    }
+    two.expect("rating_update", |m| {
+        matches!(m, ServerMsg::RatingUpdate { .. })
+    })
+    .await;
+    // Acting after the end is refused.
+    let id = one.id();
+    let reply = one
+        .request(ClientMsg::Resign {
+            id,
+            game_id: game.game_id,
+        })
+        .await;
+    assert!(
+        matches!(
+            reply,
+            ServerMsg::Error {
+                code: ErrorCode::GameOver | ErrorCode::UnknownGame | ErrorCode::NotSeated,
+                ..
+            }
+        ),
+        "{reply:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_player_who_does_not_reveal_loses() {
+    let server = start_server().await;
+    let mut a = TestClient::connect(&server).await;
+    a.register("liam1").await;
+    let mut b = TestClient::connect(&server).await;
+    b.register("mona1").await;
+    // A custom seek with the shortest reveal window.
+    let tc = TimeControl {
+        initial_ms: 60_000,
+        increment_ms: 0,
+        reveal_ms: 2_000,
+    };
+    let id = a.id();
+    let seek = match a
+        .request(ClientMsg::CreateSeek {
+            id,
+            variant: Variant::CLASSIC,
+            time_control: tc,
+            rated: true,
+        })
+        .await
+    {
+        ServerMsg::SeekCreated { seek, .. } => seek,
+        other => panic!("{other:?}"),
+    };
+    let id = b.id();
+    assert_ok(
+        &b.request(ClientMsg::AcceptSeek {
+            id,
+            seek_id: seek.seek_id,
+        })
+        .await,
+    );
+    let (game, seat_a) = a.game_start().await;
+    let _ = b.game_start().await;
+    let (mut one, mut two) = if seat_a == Seat::One { (a, b) } else { (b, a) };
+    let g = game.game_id;
+    assert_ok(&one.commit(g, 1, Seat::One, 1, [1; 32]).await);
+    assert_ok(&two.commit(g, 1, Seat::Two, 2, [2; 32]).await);
+    two.expect("reveal_phase", |m| {
+        matches!(m, ServerMsg::RevealPhase { .. })
+    })
+    .await;
+    assert_ok(&two.reveal(g, 1, 2, [2; 32]).await);
+    // One never reveals.
+    match two
+        .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+        .await
+    {
+        ServerMsg::GameOver { result, .. } => {
+            assert_eq!(result.winner, Some(Seat::Two));
+            assert_eq!(result.reason, EndReason::NoReveal);
+        }
+        _ => unreachable!(),
+    }
+    one.expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+        .await;
+}
+
+#[tokio::test]
+async fn a_player_whose_bank_runs_out_loses_on_time() {
+    let server = start_server().await;
+    let mut a = TestClient::connect(&server).await;
+    a.register("nina1").await;
+    let mut b = TestClient::connect(&server).await;
+    b.register("oscar").await;
+    let tc = TimeControl {
+        initial_ms: elementals_protocol::time_control::MIN_INITIAL_MS,
+        increment_ms: 0,
+        reveal_ms: 5_000,
+    };
+    let id = a.id();
+    let challenge = match a
+        .request(ClientMsg::Challenge {
+            id,
+            opponent: "oscar".into(),
+            variant: Variant::CLASSIC,
+            time_control: tc,
+            rated: true,
+        })
+        .await
+    {
+        ServerMsg::ChallengeSent { challenge, .. } => challenge,
+        other => panic!("{other:?}"),
+    };
+    b.expect("challenge_received", |m| {
+        matches!(m, ServerMsg::ChallengeReceived { .. })
+    })
+    .await;
+    let id = b.id();
+    assert_ok(
+        &b.request(ClientMsg::AcceptChallenge {
+            id,
+            challenge_id: challenge.challenge_id,
+        })
+        .await,
+    );
+    let (game, seat_a) = a.game_start().await;
+    let (mut one, mut two) = if seat_a == Seat::One { (a, b) } else { (b, a) };
+    // Round 1 runs under the abort window, not the clocks; play it, then in round 2 seat
+    // one commits and seat two never does and runs out of time.
+    play_round(&mut one, &mut two, game.game_id, 1, (1, 1)).await;
+    assert_ok(&one.commit(game.game_id, 2, Seat::One, 1, [1; 32]).await);
+    match one
+        .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+        .await
+    {
+        ServerMsg::GameOver { result, clocks, .. } => {
+            assert_eq!(result.winner, Some(Seat::One));
+            assert_eq!(result.reason, EndReason::Time);
+            assert_eq!(clocks.two_ms, 0);
+            assert!(clocks.one_ms > 0);
+        }
+        _ => unreachable!(),
+    }
+}
+
+#[tokio::test]
+async fn nobody_committing_in_round_one_aborts_unrated() {
+    let server = start_server_with(|c| c.first_commit_secs = 1).await;
+    let (mut one, _two, _game) = paired_players(&server, "paula", "quinn").await;
+    match one
+        .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+        .await
+    {
+        ServerMsg::GameOver { result, rated, .. } => {
+            assert_eq!(result.reason, EndReason::Aborted);
+            assert_eq!(result.winner, None);
+            assert!(!rated);
+        }
+        _ => unreachable!(),
+    }
+    let (_, body) = server.http_get("/api/players/paula").await;
+    let page: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(page["rating"], 1.0);
+    assert_eq!(page["history"].as_array().unwrap().len(), 0);
+}

@@ -1,0 +1,199 @@
+//! Accounts, sessions, reconnection and restarts.
+
+mod common;
+
+use common::*;
+use elementals_protocol::messages::{ClientMsg, ServerMsg};
+use elementals_protocol::rules::Seat;
+use elementals_protocol::ErrorCode;
+
+#[tokio::test]
+async fn register_login_and_bad_credentials() {
+    let server = start_server().await;
+    let mut a = TestClient::connect(&server).await;
+    a.register("vera1").await;
+    let mut b = TestClient::connect(&server).await;
+    let id = b.id();
+    let r = b
+        .request(ClientMsg::Register {
+            id,
+            name: "VERA1".into(),
+            password: "password123".into(),
+        })
+        .await;
+    assert_error(&r, ErrorCode::NameTaken);
+    let id = b.id();
+    let r = b
+        .request(ClientMsg::Login {
+            id,
+            name: "vera1".into(),
+            password: "wrong-password".into(),
+        })
+        .await;
+    assert_error(&r, ErrorCode::BadCredentials);
+    let id = b.id();
+    let r = b
+        .request(ClientMsg::Register {
+            id,
+            name: "x".into(),
+            password: "password123".into(),
+        })
+        .await;
+    assert_error(&r, ErrorCode::InvalidName);
+    let id = b.id();
+    match b
+        .request(ClientMsg::Login {
+            id,
+            name: "vera1".into(),
+            password: "password123".into(),
+        })
+        .await
+    {
+        ServerMsg::Authenticated { account, .. } => assert_eq!(account.name, "vera1"),
+        other => panic!("{other:?}"),
+    }
+    // The older connection is told it was superseded and closed with 4000.
+    a.expect(
+        "notice",
+        |m| matches!(m, ServerMsg::Notice { code, .. } if code == "superseded"),
+    )
+    .await;
+    assert_eq!(a.closed_with().await, Some(4000));
+}
+
+#[tokio::test]
+async fn hello_must_come_first_and_versions_are_checked() {
+    let server = start_server().await;
+    let mut c = TestClient::connect_raw(&server).await;
+    let r = c.request(ClientMsg::Ping { id: 5 }).await;
+    assert_error(&r, ErrorCode::HelloRequired);
+    let r = c
+        .request(ClientMsg::Hello {
+            id: 6,
+            protocol_version: 99,
+            client: None,
+        })
+        .await;
+    assert_error(&r, ErrorCode::UnsupportedVersion);
+}
+
+#[tokio::test]
+async fn a_player_reconnecting_within_the_grace_period_continues_the_game() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "walt1", "xena1").await;
+    let g = game.game_id;
+    play_round(&mut one, &mut two, g, 1, (5, 2)).await;
+    let token = one.token.clone().unwrap();
+    one.close().await;
+    two.expect("presence away", |m| {
+        matches!(
+            m,
+            ServerMsg::Presence {
+                connected: false,
+                ..
+            }
+        )
+    })
+    .await;
+
+    let mut back = TestClient::connect(&server).await;
+    assert!(matches!(
+        back.resume(&token).await,
+        ServerMsg::Authenticated { .. }
+    ));
+    let snapshot = match back
+        .expect("snapshot", |m| matches!(m, ServerMsg::Snapshot { .. }))
+        .await
+    {
+        ServerMsg::Snapshot { snapshot, seat, .. } => {
+            assert_eq!(seat, Some(Seat::One));
+            snapshot
+        }
+        _ => unreachable!(),
+    };
+    assert_eq!(snapshot.round, 2);
+    assert_eq!(snapshot.rounds.len(), 1);
+    two.expect("presence back", |m| {
+        matches!(
+            m,
+            ServerMsg::Presence {
+                connected: true,
+                ..
+            }
+        )
+    })
+    .await;
+    play_round(&mut back, &mut two, g, 2, (1, 2)).await;
+}
+
+#[tokio::test]
+async fn a_restarted_server_keeps_accounts_ratings_and_records() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "yuri1", "zoe01").await;
+    let id = one.id();
+    assert_ok(
+        &one.request(ClientMsg::Resign {
+            id,
+            game_id: game.game_id,
+        })
+        .await,
+    );
+    two.expect("rating_update", |m| {
+        matches!(m, ServerMsg::RatingUpdate { .. })
+    })
+    .await;
+    let token = two.token.clone().unwrap();
+    let winner = game.players.two.name.clone();
+    drop((one, two));
+
+    let server = server.restart().await;
+    let mut c = TestClient::connect(&server).await;
+    match c.resume(&token).await {
+        ServerMsg::Authenticated { account, .. } => {
+            assert_eq!(account.name, winner);
+            assert_eq!(account.rating, 1.5);
+            assert_eq!(account.wins, 1);
+        }
+        other => panic!("{other:?}"),
+    }
+    let (status, _) = server
+        .http_get(&format!("/api/games/{}", game.game_id))
+        .await;
+    assert_eq!(status, 200);
+    let mut d = TestClient::connect(&server).await;
+    let id = d.id();
+    let r = d
+        .request(ClientMsg::Login {
+            id,
+            name: game.players.one.name.clone(),
+            password: "password123".into(),
+        })
+        .await;
+    assert!(matches!(r, ServerMsg::Authenticated { .. }), "{r:?}");
+}
+
+#[tokio::test]
+async fn a_revoked_token_no_longer_resumes() {
+    let server = start_server().await;
+    let mut a = TestClient::connect(&server).await;
+    let token = a.register("abel1").await;
+    let id = a.id();
+    assert_ok(&a.request(ClientMsg::Logout { id }).await);
+    let mut b = TestClient::connect(&server).await;
+    assert_error(&b.resume(&token).await, ErrorCode::InvalidToken);
+    assert_error(&b.resume("not-a-token").await, ErrorCode::InvalidToken);
+}
+
+#[tokio::test]
+async fn http_health_and_metrics() {
+    let server = start_server().await;
+    let (status, body) = server.http_get("/healthz").await;
+    assert_eq!((status, body.as_str()), (200, "ok"));
+    let _c = TestClient::connect(&server).await;
+    let (status, body) = server.http_get("/metrics").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("elementals_connections 1"), "{body}");
+    assert!(body.contains("elementals_result_latency_seconds_bucket"));
+    let (status, _) = server.http_get("/api/players/nobody").await;
+    assert_eq!(status, 404);
+}
