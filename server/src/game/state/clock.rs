@@ -56,10 +56,6 @@ impl Banks {
         }
     }
 
-    pub fn running(&self) -> SeatPair<bool> {
-        self.running
-    }
-
     /// What `seat` has left at `now` (not before the last charge).
     pub fn left_at(&self, seat: Seat, now: Instant) -> Duration {
         let left = *self.left.get(seat);

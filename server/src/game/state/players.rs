@@ -10,7 +10,7 @@ use super::{duration_ms, refuse, GameState};
 use crate::game::GameError;
 
 impl GameState {
-    /// A seat's connection arrived; announced if the seat was away.
+    /// A seat's connection arrived; announced if the seat was away and the game is on.
     pub fn attach(&mut self, seat: Seat, now: Instant, out: &mut Vec<ServerMsg>) {
         self.tick(now, out);
         if !std::mem::replace(self.connected.get_mut(seat), true) {
@@ -84,6 +84,10 @@ impl GameState {
     }
 
     fn emit_presence(&mut self, seat: Seat, connected: bool, out: &mut Vec<ServerMsg>) {
+        // Comings and goings after the end concern nobody: the snapshot still shows them.
+        if self.record.is_some() {
+            return;
+        }
         out.push(ServerMsg::Presence {
             game_id: self.info.game_id,
             seq: self.next_seq(),

@@ -1,0 +1,225 @@
+//! The actor driven through its real handles, with real outboxes and a real database in a
+//! temporary directory. Time is tokio's paused clock: nothing sleeps for real.
+//!
+//! Paused time jumps to the next timer whenever every task is waiting, including on the
+//! database thread; so accounts are created before any game starts, and tests read frames
+//! already queued with `drain` rather than waiting, except where waiting is the point.
+
+mod clocks;
+mod play;
+mod watch;
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use elementals_protocol::commitment::{self, NONCE_LEN};
+use elementals_protocol::messages::{GameId, GameSnapshot, SeatPair, ServerMsg};
+use elementals_protocol::rules::{Element, Seat, Variant};
+use elementals_protocol::{wire, ErrorCode, TimeControl};
+use tempfile::TempDir;
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use crate::db::{AccountRow, Db};
+use crate::game::{spawn_game, GameHandle, GameServices, GameSettings, GameSetup};
+use crate::game::{PlayerHandle, SeatAction};
+use crate::metrics::Metrics;
+use crate::outbox::{Outbound, Outbox};
+use crate::record::RecordPlayer;
+use crate::registry::Registry;
+
+/// 60 s banks, 2 s increment, 15 s to reveal; grace (a tenth, floored) is 30 s.
+const TC: TimeControl = TimeControl {
+    initial_ms: 60_000,
+    increment_ms: 2_000,
+    reveal_ms: 15_000,
+};
+
+static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh outbox of `capacity` frames and the receiver a connection's writer would drain.
+fn outbox(capacity: usize) -> (Outbox, mpsc::Receiver<Outbound>) {
+    Outbox::new(NEXT_CONN.fetch_add(1, Relaxed), capacity)
+}
+
+fn decode(outbound: Outbound) -> ServerMsg {
+    match outbound {
+        Outbound::Frame(bytes) => {
+            wire::decode_server(&bytes).expect("the actor sends valid frames")
+        }
+        Outbound::Close { code, reason } => panic!("unexpected close {code}: {reason}"),
+    }
+}
+
+/// One connection's end of an outbox.
+struct Inbox {
+    outbox: Outbox,
+    rx: mpsc::Receiver<Outbound>,
+}
+
+impl Inbox {
+    fn new(capacity: usize) -> Inbox {
+        let (outbox, rx) = outbox(capacity);
+        Inbox { outbox, rx }
+    }
+
+    /// Everything queued so far.
+    fn drain(&mut self) -> Vec<ServerMsg> {
+        std::iter::from_fn(|| self.rx.try_recv().ok().map(decode)).collect()
+    }
+
+    /// The next frame, waiting for it (paused time runs on to the next timer meanwhile).
+    async fn next(&mut self) -> ServerMsg {
+        decode(self.rx.recv().await.expect("the outbox is open"))
+    }
+
+    /// Waits for the game's end, skipping other frames.
+    async fn game_over(&mut self) -> ServerMsg {
+        loop {
+            let msg = self.next().await;
+            if matches!(msg, ServerMsg::GameOver { .. }) {
+                return msg;
+            }
+        }
+    }
+}
+
+/// A player: its seat-bound handle and its connection's inbox.
+struct Player {
+    handle: PlayerHandle,
+    inbox: Inbox,
+}
+
+fn nonce(round: u32, seat: Seat) -> [u8; NONCE_LEN] {
+    [round as u8 ^ (seat.number() << 6); NONCE_LEN]
+}
+
+impl Player {
+    async fn act(&self, action: SeatAction) -> Result<(), ErrorCode> {
+        self.handle.act(action).await.map_err(|e| e.code)
+    }
+
+    async fn commit(&self, round: u32, pick: Element) -> Result<(), ErrorCode> {
+        let (id, seat) = (self.handle.game_id().0, self.handle.seat());
+        let commitment = commitment::make(&id, round, seat, pick, &nonce(round, seat)).to_vec();
+        self.act(SeatAction::Commit { round, commitment }).await
+    }
+
+    async fn reveal(&self, round: u32, pick: Element) -> Result<(), ErrorCode> {
+        let nonce = nonce(round, self.handle.seat()).to_vec();
+        self.act(SeatAction::Reveal { round, pick, nonce }).await
+    }
+
+    fn drain(&mut self) -> Vec<ServerMsg> {
+        self.inbox.drain()
+    }
+}
+
+/// A database, a registry and metrics shared by the games of one test.
+struct Harness {
+    services: GameServices,
+    accounts: Vec<AccountRow>,
+    _dir: TempDir,
+}
+
+impl Harness {
+    /// Opens a database with four accounts (two games' worth).
+    async fn new() -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("t.db")).unwrap();
+        let mut accounts = Vec::new();
+        for name in ["ann", "bob", "cid", "dee"] {
+            let hash = format!("not-a-real-hash-{name}");
+            accounts.push(db.create_account(name.into(), hash).await.unwrap());
+        }
+        let services = GameServices {
+            db,
+            registry: Arc::new(Registry::new()),
+            metrics: Arc::new(Metrics::default()),
+            settings: GameSettings::default(),
+        };
+        Harness {
+            services,
+            accounts,
+            _dir: dir,
+        }
+    }
+
+    fn metrics(&self) -> &Metrics {
+        &self.services.metrics
+    }
+
+    fn registry(&self) -> &Registry {
+        &self.services.registry
+    }
+
+    /// Starts a rated CLASSIC game between accounts `first` and `first + 1`, attaches both
+    /// players and drains what attaching queued.
+    async fn start(&self, first: usize, time_control: TimeControl) -> Game {
+        let player = |a: &AccountRow| RecordPlayer {
+            account_id: a.id,
+            name: a.name.clone(),
+            guest: a.guest,
+            rating: a.rating,
+        };
+        let setup = GameSetup {
+            game_id: GameId(Uuid::new_v4()),
+            variant: Variant::CLASSIC,
+            time_control,
+            rated: true,
+            players: SeatPair::new(
+                player(&self.accounts[first]),
+                player(&self.accounts[first + 1]),
+            ),
+        };
+        let handle = spawn_game(setup, self.services.clone());
+        let seat = |seat| Player {
+            handle: handle.player(seat),
+            inbox: Inbox::new(256),
+        };
+        let mut game = Game {
+            one: seat(Seat::One),
+            two: seat(Seat::Two),
+            handle,
+        };
+        for p in [&game.one, &game.two] {
+            p.handle.attach(p.inbox.outbox.clone()).await.unwrap();
+        }
+        game.one.drain();
+        game.two.drain();
+        game
+    }
+}
+
+struct Game {
+    handle: GameHandle,
+    one: Player,
+    two: Player,
+}
+
+impl Game {
+    /// Both commit, then both reveal.
+    async fn play(&self, round: u32, one: Element, two: Element) {
+        self.one.commit(round, one).await.unwrap();
+        self.two.commit(round, two).await.unwrap();
+        self.one.reveal(round, one).await.unwrap();
+        self.two.reveal(round, two).await.unwrap();
+    }
+
+    async fn snapshot(&self) -> GameSnapshot {
+        self.handle.snapshot().await.unwrap()
+    }
+}
+
+/// The `seq`s of the numbered events among `msgs`.
+fn seqs(msgs: &[ServerMsg]) -> Vec<u64> {
+    msgs.iter().filter_map(ServerMsg::seq).collect()
+}
+
+/// The result and ratedness of a `GameOver`.
+fn over(msg: &ServerMsg) -> (Option<Seat>, elementals_protocol::messages::EndReason, bool) {
+    match msg {
+        ServerMsg::GameOver { result, rated, .. } => (result.winner, result.reason, *rated),
+        other => panic!("expected game_over, got {other:?}"),
+    }
+}

@@ -1,0 +1,209 @@
+//! Playing a game through the actor: rounds, refusals, endings, ratings, crashes.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use elementals_protocol::messages::{EndReason, Phase, SeatPair, ServerMsg};
+use elementals_protocol::rules::Seat;
+use elementals_protocol::ErrorCode;
+
+use super::{over, seqs, Harness, TC};
+use crate::game::SeatAction;
+
+#[tokio::test(start_paused = true)]
+async fn the_seed_game_ends_at_the_edge_and_is_rated_once_recorded() {
+    let h = Harness::new().await;
+    let mut game = h.start(0, TC).await;
+    let picks = [(5, 2), (1, 2), (2, 3), (3, 2), (5, 2)];
+    for (i, (one, two)) in picks.into_iter().enumerate() {
+        game.play(i as u32 + 1, one, two).await;
+    }
+    let one = game.one.drain();
+    let two = game.two.drain();
+    // Both players saw the same numbered stream, with no gaps.
+    assert_eq!(seqs(&one), seqs(&two));
+    let expected: Vec<u64> = (seqs(&one)[0]..).take(one.len()).collect();
+    assert_eq!(seqs(&one), expected);
+    let results = one
+        .iter()
+        .filter(|m| matches!(m, ServerMsg::RoundResult { .. }))
+        .count();
+    assert_eq!(results, 5);
+    assert_eq!(
+        over(one.last().unwrap()),
+        (Some(Seat::Two), EndReason::Edge, true)
+    );
+    // The seats are free at once, before the record is written.
+    assert!(!h.registry().is_seated(h.accounts[0].id));
+    assert!(h.registry().game(&game.handle.game_id()).is_none());
+    assert_eq!(game.one.commit(6, 1).await, Err(ErrorCode::GameOver));
+    // Then the durable rating change arrives, numbered after GameOver.
+    match game.two.inbox.next().await {
+        ServerMsg::RatingUpdate { seq, ratings, .. } => {
+            assert_eq!(seq, seqs(&two).last().unwrap() + 1);
+            assert_eq!(ratings.two.after, 1.5);
+            assert_eq!(ratings.one.after, 1.0);
+        }
+        other => panic!("expected rating_update, got {other:?}"),
+    }
+    let m = h.metrics();
+    assert_eq!(m.rounds_resolved.load(Relaxed), 5);
+    assert_eq!(m.games_started.load(Relaxed), 1);
+    assert_eq!(m.games_finished.load(Relaxed), 1);
+    assert_eq!(m.live_games.load(Relaxed), 0);
+    assert!(m.messages_out.load(Relaxed) >= 2 * one.len() as u64);
+    assert!(m
+        .render()
+        .contains("elementals_result_latency_seconds_count 5"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wrong_reveal_can_be_corrected_and_copied_commitments_are_refused() {
+    let h = Harness::new().await;
+    let game = h.start(0, TC).await;
+    let commitment = vec![9; 32];
+    let copy = |commitment: &Vec<u8>| SeatAction::Commit {
+        round: 1,
+        commitment: commitment.clone(),
+    };
+    // Two cannot lock in whatever one committed.
+    game.one.commit(1, 4).await.unwrap();
+    let ones = game.snapshot().await;
+    assert_eq!(ones.committed, SeatPair::new(true, false));
+    game.two.act(copy(&commitment)).await.unwrap();
+    assert_eq!(
+        game.one.act(copy(&commitment)).await,
+        Err(ErrorCode::AlreadyCommitted)
+    );
+    assert_eq!(game.snapshot().await.phase, Phase::Reveal);
+    // A mismatching reveal is refused, and the right one still counts.
+    assert_eq!(game.one.reveal(1, 5).await, Err(ErrorCode::RevealMismatch));
+    game.one.reveal(1, 4).await.unwrap();
+    assert_eq!(game.snapshot().await.revealed, SeatPair::new(true, false));
+
+    let game = h.start(2, TC).await;
+    game.one.act(copy(&commitment)).await.unwrap();
+    assert_eq!(
+        game.two.act(copy(&commitment)).await,
+        Err(ErrorCode::DuplicateCommitment)
+    );
+    assert_eq!(game.snapshot().await.committed, SeatPair::new(true, false));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_players_handle_acts_only_for_its_own_seat() {
+    let h = Harness::new().await;
+    let game = h.start(0, TC).await;
+    game.one.commit(1, 3).await.unwrap();
+    let snapshot = game.snapshot().await;
+    assert_eq!(snapshot.committed, SeatPair::new(true, false));
+    // One's handle resigning makes two the winner, never the other way round.
+    game.one.act(SeatAction::Resign).await.unwrap();
+    let mut two = game.two;
+    assert_eq!(
+        over(&two.inbox.game_over().await),
+        (Some(Seat::Two), EndReason::Resignation, true)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_draw_offered_and_accepted_ends_the_game_unrated() {
+    let h = Harness::new().await;
+    let mut game = h.start(0, TC).await;
+    assert_eq!(
+        game.two.act(SeatAction::DeclineDraw).await,
+        Err(ErrorCode::NoDrawOffer)
+    );
+    game.one.act(SeatAction::OfferDraw).await.unwrap();
+    assert!(matches!(
+        game.two.drain().as_slice(),
+        [ServerMsg::DrawOffered { by: Seat::One, .. }]
+    ));
+    game.two.act(SeatAction::OfferDraw).await.unwrap();
+    let msgs = game.one.drain();
+    assert_eq!(
+        over(msgs.last().unwrap()),
+        (None, EndReason::DrawAgreed, false)
+    );
+    assert_eq!(game.snapshot().await.phase, Phase::Over);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_forced_panic_ends_only_its_own_game() {
+    let h = Harness::new().await;
+    let mut crashing = h.start(0, TC).await;
+    let mut other = h.start(2, TC).await;
+    crashing.play(1, 1, 2).await;
+    other.one.commit(1, 1).await.unwrap();
+    let seq_before = *seqs(&crashing.one.drain()).last().unwrap();
+    crashing.two.drain();
+
+    crashing.handle.force_panic().await;
+    for p in [&mut crashing.one, &mut crashing.two] {
+        match p.inbox.next().await {
+            ServerMsg::GameOver {
+                seq, result, rated, ..
+            } => {
+                assert_eq!(seq, seq_before + 1);
+                assert_eq!(
+                    (result.winner, result.reason),
+                    (None, EndReason::ServerAborted)
+                );
+                assert!(!rated);
+            }
+            other => panic!("expected game_over, got {other:?}"),
+        }
+    }
+    assert!(crashing.handle.is_finished());
+    assert!(!h.registry().is_seated(h.accounts[0].id));
+    assert_eq!(crashing.one.commit(2, 1).await, Err(ErrorCode::UnknownGame));
+
+    // The other game plays on as if nothing happened.
+    other.two.commit(1, 2).await.unwrap();
+    other.one.reveal(1, 1).await.unwrap();
+    other.two.reveal(1, 2).await.unwrap();
+    let snapshot = other.snapshot().await;
+    assert_eq!((snapshot.round, snapshot.result), (2, None));
+    assert!(h.registry().is_seated(h.accounts[2].id));
+    assert!(!other
+        .one
+        .drain()
+        .iter()
+        .any(|m| matches!(m, ServerMsg::GameOver { .. })));
+    assert_eq!(h.metrics().live_games.load(Relaxed), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_finished_game_answers_late_requests_for_a_while_then_ends() {
+    let h = Harness::new().await;
+    let mut game = h.start(0, TC).await;
+    game.two.act(SeatAction::Resign).await.unwrap();
+    // Once the rating update is out, the record is written.
+    let msgs = [game.one.inbox.next().await, game.one.inbox.next().await];
+    assert!(
+        matches!(msgs[1], ServerMsg::RatingUpdate { .. }),
+        "{msgs:?}"
+    );
+    let late = super::Inbox::new(16);
+    let snapshot = game
+        .handle
+        .spectator()
+        .watch(late.outbox.clone())
+        .await
+        .unwrap();
+    assert_eq!(snapshot.phase, Phase::Over);
+    assert_eq!(
+        snapshot.result.map(|r| r.reason),
+        Some(EndReason::Resignation)
+    );
+    assert_eq!(game.one.handle.snapshot().await.unwrap().seq, snapshot.seq);
+    assert!(!game.handle.is_finished());
+    tokio::time::advance(super::super::LINGER).await;
+    for _ in 0..100 {
+        if game.handle.is_finished() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(game.handle.is_finished());
+    assert_eq!(h.metrics().spectators.load(Relaxed), 0);
+}
