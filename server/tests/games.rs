@@ -172,7 +172,7 @@ async fn copied_commitment_is_refused_and_a_wrong_reveal_can_be_corrected() {
 #[tokio::test]
 async fn out_of_phase_and_foreign_moves_change_nothing() {
     let server = start_server().await;
-    let (mut one, mut two, game) = paired_players(&server, "gina1", "harry").await;
+    let (mut one, two, game) = paired_players(&server, "gina1", "harry").await;
     let g = game.game_id;
     // A reveal before both have committed.
     assert_error(&one.reveal(g, 1, 1, [0; 32]).await, ErrorCode::WrongPhase);

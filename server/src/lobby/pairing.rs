@@ -161,7 +161,7 @@ mod tests {
         let t = Instant::now();
         let mut pool = Pool::new();
         pool.insert(1, 1.0, t);
-        pool.insert(2, 1.2, t);
+        pool.insert(2, 1.3, t);
         pool.insert(3, 1.1, t);
         assert_eq!(pool.pair_one(3, t), Some((3, 1)));
         assert_eq!(pool.len(), 1);
