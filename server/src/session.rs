@@ -416,22 +416,14 @@ impl Session {
                 return self.act(game_id, SeatAction::ClaimWin, id).await
             }
             C::Sync { id, game_id } => {
+                // The game queues the snapshot itself, in order with its events.
                 if let Some(spectator) = self.watching.get(&game_id) {
-                    let snapshot = spectator.clone().watch(self.outbox.clone()).await?;
-                    Ok(ServerMsg::Snapshot {
-                        id: Some(id),
-                        snapshot,
-                        seat: None,
-                    })
+                    spectator.watch(self.outbox.clone(), Some(id)).await?;
                 } else {
                     let player = self.seat(game_id)?;
-                    let snapshot = player.snapshot().await?;
-                    Ok(ServerMsg::Snapshot {
-                        id: Some(id),
-                        snapshot,
-                        seat: Some(player.seat()),
-                    })
+                    player.attach(self.outbox.clone(), Some(id)).await?;
                 }
+                return Ok(None);
             }
             C::ListGames { id } => Ok(ServerMsg::LiveGames {
                 id,
@@ -446,13 +438,10 @@ impl Session {
                     .game(&game_id)
                     .ok_or_else(|| err(ErrorCode::UnknownGame, "no live game with that id"))?;
                 let spectator = game.spectator();
-                let snapshot = spectator.watch(self.outbox.clone()).await?;
+                // The game queues the snapshot itself, in order with its events.
+                spectator.watch(self.outbox.clone(), Some(id)).await?;
                 self.watching.insert(game_id, spectator);
-                Ok(ServerMsg::Snapshot {
-                    id: Some(id),
-                    snapshot,
-                    seat: None,
-                })
+                return Ok(None);
             }
             C::Unwatch { id, game_id } => {
                 let spectator = self
@@ -514,14 +503,8 @@ impl Session {
             token_expires_at: signed.expires_at,
         });
         if let Some((game, seat)) = self.state.registry.seat_of(account.id) {
-            let player = game.player(seat);
-            if let Ok(snapshot) = player.attach(self.outbox.clone()).await {
-                self.send(ServerMsg::Snapshot {
-                    id: None,
-                    snapshot,
-                    seat: Some(seat),
-                });
-            }
+            // The game queues the snapshot to this connection itself.
+            let _ = game.player(seat).attach(self.outbox.clone(), None).await;
         }
         let _ = (&self.user.as_ref().map(|u| (&u.name, u.guest)),);
         Ok(())

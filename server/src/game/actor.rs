@@ -22,6 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use elementals_protocol::messages::{GameId, GameSnapshot, SeatPair, ServerMsg};
 use elementals_protocol::rating::RatingChange;
+use elementals_protocol::rules::Seat;
 use elementals_protocol::wire;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
@@ -29,6 +30,7 @@ use tokio::time::{sleep_until, Instant};
 use super::state::{GameState, Timing};
 use super::{GameCmd, GameHandle, GameServices, GameSetup, GAME_CHANNEL_CAPACITY};
 use crate::db::DbResult;
+use crate::outbox::Outbox;
 use crate::registry::FinishedGame;
 use supervisor::{lock, Shared};
 
@@ -175,13 +177,16 @@ impl Actor {
             GameCmd::Attach {
                 seat,
                 outbox,
+                request_id,
                 reply,
             } => {
                 self.state.attach(seat, now, &mut out);
                 // The new connection learns of its own arrival from the snapshot it gets.
                 self.publish(out, received);
+                let snapshot = self.snapshot();
+                queue_snapshot(&outbox, request_id, &snapshot, Some(seat));
                 lock(&self.shared).fanout.set_player(seat, Some(outbox));
-                let _ = reply.send(Ok(self.snapshot()));
+                let _ = reply.send(Ok(snapshot));
             }
             GameCmd::Detach { seat, conn_id } => {
                 {
@@ -203,14 +208,21 @@ impl Actor {
                 self.publish(out, received);
                 let _ = reply.send(result);
             }
-            GameCmd::Watch { outbox, reply } => {
+            GameCmd::Watch {
+                outbox,
+                request_id,
+                reply,
+            } => {
                 self.state.tick(now, &mut out);
                 self.publish(out, received);
-                if lock(&self.shared).fanout.add_spectator(outbox) {
+                let added = lock(&self.shared).fanout.add_spectator(outbox.clone());
+                if added {
                     self.services.metrics.spectators.fetch_add(1, Relaxed);
                     self.spectators_changed();
                 }
-                let _ = reply.send(Ok(self.snapshot()));
+                let snapshot = self.snapshot();
+                queue_snapshot(&outbox, request_id, &snapshot, None);
+                let _ = reply.send(Ok(snapshot));
             }
             GameCmd::Unwatch { conn_id } => {
                 if lock(&self.shared).fanout.remove_spectator(conn_id) {
@@ -350,4 +362,19 @@ fn unix_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Queue a snapshot to one connection, in order with the events already queued to it. A
+/// full outbox means the client is not reading; it will be resynchronised or dropped.
+fn queue_snapshot(
+    outbox: &Outbox,
+    request_id: Option<elementals_protocol::messages::RequestId>,
+    snapshot: &GameSnapshot,
+    seat: Option<Seat>,
+) {
+    let _ = outbox.send_msg(&ServerMsg::Snapshot {
+        id: request_id,
+        snapshot: snapshot.clone(),
+        seat,
+    });
 }

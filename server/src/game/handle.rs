@@ -1,7 +1,7 @@
 //! Handles to a game actor. A player's handle is bound to one seat and can only act for
 //! it; a spectator's handle can only watch. Both wrap the same bounded command channel.
 
-use elementals_protocol::messages::{GameId, GameSnapshot};
+use elementals_protocol::messages::{GameId, GameSnapshot, RequestId};
 use elementals_protocol::rules::{Element, Seat};
 use elementals_protocol::ErrorCode;
 use tokio::sync::{mpsc, oneshot};
@@ -54,10 +54,13 @@ pub enum SeatAction {
 
 #[derive(Debug)]
 pub enum GameCmd {
-    /// A player's connection (re)attaches to its seat; replaces any earlier one.
+    /// A player's connection (re)attaches to its seat; replaces any earlier one. The actor
+    /// queues the `snapshot` (answering `request_id`, if any) to the outbox itself, so it
+    /// is ordered with the game's events; the reply carries the same snapshot.
     Attach {
         seat: Seat,
         outbox: Outbox,
+        request_id: Option<RequestId>,
         reply: Reply<GameSnapshot>,
     },
     /// A player's connection went away (ignored unless `conn_id` is the attached one).
@@ -70,8 +73,10 @@ pub enum GameCmd {
         action: SeatAction,
         reply: Reply<()>,
     },
+    /// Start (or resynchronise) watching; the snapshot is queued like `Attach`'s.
     Watch {
         outbox: Outbox,
+        request_id: Option<RequestId>,
         reply: Reply<GameSnapshot>,
     },
     Unwatch {
@@ -156,12 +161,18 @@ impl PlayerHandle {
         self.game.game_id
     }
 
-    pub async fn attach(&self, outbox: Outbox) -> Result<GameSnapshot, GameError> {
+    /// Attach `outbox` to this seat; the actor queues the snapshot to it (see `GameCmd::Attach`).
+    pub async fn attach(
+        &self,
+        outbox: Outbox,
+        request_id: Option<RequestId>,
+    ) -> Result<GameSnapshot, GameError> {
         let seat = self.seat;
         self.game
             .request(|reply| GameCmd::Attach {
                 seat,
                 outbox,
+                request_id,
                 reply,
             })
             .await
@@ -201,9 +212,18 @@ impl SpectatorHandle {
         self.game.game_id
     }
 
-    pub async fn watch(&self, outbox: Outbox) -> Result<GameSnapshot, GameError> {
+    /// Watch with `outbox`; the actor queues the snapshot to it (see `GameCmd::Watch`).
+    pub async fn watch(
+        &self,
+        outbox: Outbox,
+        request_id: Option<RequestId>,
+    ) -> Result<GameSnapshot, GameError> {
         self.game
-            .request(|reply| GameCmd::Watch { outbox, reply })
+            .request(|reply| GameCmd::Watch {
+                outbox,
+                request_id,
+                reply,
+            })
             .await
     }
 

@@ -664,13 +664,11 @@ impl Lobby {
                     game: info.clone(),
                     seat,
                 });
-                if let Ok(snapshot) = handle.player(seat).attach(member.outbox.clone()).await {
-                    let _ = member.outbox.send_msg(&ServerMsg::Snapshot {
-                        id: None,
-                        snapshot,
-                        seat: Some(seat),
-                    });
-                }
+                // The game queues the snapshot after `game_start`.
+                let _ = handle
+                    .player(seat)
+                    .attach(member.outbox.clone(), None)
+                    .await;
             }
         });
     }

@@ -183,7 +183,7 @@ impl Harness {
             handle,
         };
         for p in [&game.one, &game.two] {
-            p.handle.attach(p.inbox.outbox.clone()).await.unwrap();
+            p.handle.attach(p.inbox.outbox.clone(), None).await.unwrap();
         }
         game.one.drain();
         game.two.drain();

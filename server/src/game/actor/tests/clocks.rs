@@ -146,7 +146,12 @@ async fn a_returning_player_is_announced_and_gets_the_current_state() {
     game.one.handle.detach(game.one.inbox.outbox.conn_id());
     game.two.commit(1, 3).await.unwrap();
     let fresh = super::Inbox::new(256);
-    let snapshot = game.one.handle.attach(fresh.outbox.clone()).await.unwrap();
+    let snapshot = game
+        .one
+        .handle
+        .attach(fresh.outbox.clone(), None)
+        .await
+        .unwrap();
     assert_eq!(snapshot.phase, Phase::Reveal);
     assert!(snapshot.connected.one);
     let presence: Vec<bool> = game
@@ -162,10 +167,16 @@ async fn a_returning_player_is_announced_and_gets_the_current_state() {
     // Events now reach the new connection, numbered after the snapshot.
     game.one.inbox = fresh;
     game.two.reveal(1, 3).await.unwrap();
+    // The actor queued the snapshot itself, ahead of any later event.
     match game.one.drain().as_slice() {
-        [ServerMsg::Revealed { seq, seat, .. }] => {
+        [ServerMsg::Snapshot {
+            snapshot: queued,
+            seat: Some(Seat::One),
+            ..
+        }, ServerMsg::Revealed { seq, seat, .. }] => {
+            assert_eq!(queued, &snapshot);
             assert_eq!((*seq, *seat), (snapshot.seq + 1, Seat::Two));
         }
-        other => panic!("expected one revealed event, got {other:?}"),
+        other => panic!("expected the snapshot then one revealed event, got {other:?}"),
     }
 }

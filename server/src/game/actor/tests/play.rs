@@ -187,7 +187,7 @@ async fn a_finished_game_answers_late_requests_for_a_while_then_ends() {
     let snapshot = game
         .handle
         .spectator()
-        .watch(late.outbox.clone())
+        .watch(late.outbox.clone(), None)
         .await
         .unwrap();
     assert_eq!(snapshot.phase, Phase::Over);

@@ -36,12 +36,18 @@ async fn a_spectator_gets_a_snapshot_then_every_event_in_order_and_no_pick_early
     let mut game = h.start(0, TC).await;
     let mut watcher = Inbox::new(256);
     let spectator = game.handle.spectator();
-    let snapshot = spectator.watch(watcher.outbox.clone()).await.unwrap();
+    let snapshot = spectator.watch(watcher.outbox.clone(), None).await.unwrap();
     assert_eq!(snapshot.spectators, 1);
     game.play(1, 5, 2).await;
     game.play(2, 1, 2).await;
 
-    let frames = raw(&mut watcher);
+    let mut frames = raw(&mut watcher);
+    // The snapshot was queued first, by the actor, ahead of every later event.
+    let first = wire::decode_server(&frames.remove(0)).unwrap();
+    assert!(
+        matches!(&first, ServerMsg::Snapshot { snapshot: s, seat: None, .. } if *s == snapshot),
+        "{first:?}"
+    );
     let msgs: Vec<ServerMsg> = frames
         .iter()
         .map(|f| wire::decode_server(f).unwrap())
@@ -79,7 +85,7 @@ async fn spectator_counts_are_batched() {
     for w in &watchers {
         game.handle
             .spectator()
-            .watch(w.outbox.clone())
+            .watch(w.outbox.clone(), None)
             .await
             .unwrap();
     }
@@ -97,12 +103,13 @@ async fn a_spectator_that_stops_reading_is_resynced_or_dropped_and_never_slows_p
     let h = Harness::new().await;
     let mut game = h.start(0, TC).await;
     // `stuck` never reads; `slow` holds two frames and catches up between rounds.
-    let stuck = Inbox::new(1);
-    let mut slow = Inbox::new(2);
+    // Each outbox holds the queued snapshot plus the capacity named here.
+    let stuck = Inbox::new(1 + 1);
+    let mut slow = Inbox::new(1 + 2);
     for w in [&stuck, &slow] {
         game.handle
             .spectator()
-            .watch(w.outbox.clone())
+            .watch(w.outbox.clone(), None)
             .await
             .unwrap();
     }
