@@ -28,6 +28,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/players/{name}", get(player))
         .route("/api/games/live", get(live_games))
         .route("/api/games/{id}", get(game))
+        .merge(crate::web::routes())
         .with_state(state)
 }
 

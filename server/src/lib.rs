@@ -15,6 +15,7 @@ pub mod record;
 pub mod registry;
 pub mod server;
 pub mod session;
+pub mod web;
 
 pub use config::Config;
 pub use server::run;

@@ -1,0 +1,43 @@
+// Bundles the client into OUTDIR (default dist/): app.js (src/main.js and its imports,
+// @msgpack/msgpack included), app.css, and index.html with both URLs carrying a hash of
+// their content, so the server may let browsers cache them for good.
+//
+//   node build.mjs [OUTDIR]
+
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const outdir = resolve(process.argv[2] ?? join(here, 'dist'));
+mkdirSync(outdir, { recursive: true });
+
+const result = await build({
+  entryPoints: { app: join(here, 'src/main.js'), 'app-css': join(here, 'src/app.css') },
+  bundle: true,
+  minify: true,
+  format: 'esm',
+  target: ['es2022'],
+  legalComments: 'none',
+  write: false,
+  outdir,
+  logLevel: 'warning',
+});
+
+const hash = (bytes) => createHash('sha256').update(bytes).digest('hex').slice(0, 12);
+const files = {};
+for (const file of result.outputFiles) {
+  const name = file.path.endsWith('.css') ? 'app.css' : 'app.js';
+  files[name] = file.contents;
+}
+if (!files['app.js'] || !files['app.css']) throw new Error('esbuild produced no app.js or app.css');
+let html = readFileSync(join(here, 'index.html'), 'utf8');
+for (const name of ['app.js', 'app.css']) {
+  if (!html.includes(`"/${name}"`)) throw new Error(`index.html does not reference /${name}`);
+  html = html.replace(`"/${name}"`, `"/${name}?v=${hash(files[name])}"`);
+  writeFileSync(join(outdir, name), files[name]);
+}
+writeFileSync(join(outdir, 'index.html'), html);
+console.log(`built ${Object.keys(files).join(', ')}, index.html into ${outdir}`);

@@ -1,0 +1,384 @@
+// The application: one connection, the signed-in account, the lobby state, the games this
+// tab plays or watches, and the hash router that picks a view. Views read this state and
+// call its actions; every server push ends in `refresh()`, which updates the current view.
+
+import { Connection, ProtocolError, wsUrl } from './connection.js';
+import { applyEvent, describeResult, describeRound, fromSnapshot, owesReveal } from './game.js';
+import { h, replace } from './dom.js';
+import { play } from './play.js';
+import { authView } from './views/auth.js';
+import { lobbyView } from './views/lobby.js';
+import { gameView } from './views/game-view.js';
+import { watchView } from './views/watch.js';
+import { leaderboardView } from './views/leaderboard.js';
+import { playerView } from './views/player.js';
+
+const TOKEN_KEY = 'elementals.token';
+const GAME_EVENTS = new Set([
+  'round_start', 'committed', 'reveal_phase', 'revealed', 'round_result', 'draw_offered',
+  'draw_declined', 'presence', 'game_over', 'rating_update', 'spectators',
+]);
+
+export class App {
+  constructor(root) {
+    this.root = root;
+    this.conn = null;
+    this.status = 'connecting';
+    this.account = null;
+    this.games = new Map();
+    this.myGameId = null;
+    this.watching = new Set();
+    this.queue = null;
+    this.mySeeks = new Map();
+    this.challengesIn = new Map();
+    this.challengesOut = new Map();
+    this.rematchOffers = new Set();
+    // Events of a game whose snapshot is still on its way (game id -> events), replayed
+    // once it lands: a seat starts receiving events the moment it attaches.
+    this.early = new Map();
+    this.retries = 0;
+    this.view = null;
+    this.route = null;
+    this.buildShell();
+  }
+
+  start() {
+    window.addEventListener('hashchange', () => this.navigate());
+    this.navigate();
+    this.connect();
+  }
+
+  // ---- shell ----
+
+  buildShell() {
+    this.nav = h('nav', { class: 'nav', 'aria-label': 'Main' },
+      h('a', { href: '#/lobby' }, 'Play'),
+      h('a', { href: '#/watch' }, 'Watch'),
+      h('a', { href: '#/leaderboard' }, 'Leaderboard'),
+    );
+    this.me = h('div', { class: 'me' });
+    this.banner = h('div', { class: 'banner', role: 'status', 'aria-live': 'polite' });
+    this.toasts = h('div', { class: 'toasts', role: 'alert', 'aria-live': 'assertive' });
+    this.announcer = h('div', { class: 'sr-only', 'aria-live': 'polite', id: 'announcer' });
+    this.main = h('main', { id: 'view', tabindex: '-1' });
+    replace(
+      this.root,
+      h('header', { class: 'topbar' }, h('a', { class: 'brand', href: '#/lobby' }, 'Elementals'), this.nav, this.me),
+      this.banner,
+      this.main,
+      this.toasts,
+      this.announcer,
+    );
+  }
+
+  renderShell() {
+    const a = this.account;
+    replace(
+      this.me,
+      a
+        ? [
+            h('a', { href: `#/player/${encodeURIComponent(a.name)}`, class: 'me-name' }, a.name),
+            a.guest ? h('span', { class: 'tag' }, 'guest') : h('span', { class: 'rating', 'aria-label': `rating ${a.rating.toFixed(2)}` }, a.rating.toFixed(2)),
+            h('button', { class: 'link', onclick: () => this.logout() }, 'Log out'),
+          ]
+        : h('a', { href: '#/login' }, 'Sign in'),
+    );
+    const text = {
+      connecting: 'Connecting…',
+      reconnecting: 'Connection lost. Reconnecting…',
+      superseded: 'This account signed in somewhere else.',
+      online: '',
+    }[this.status];
+    replace(
+      this.banner,
+      text
+        ? [text, this.status === 'superseded' ? h('button', { onclick: () => this.connect() }, 'Play here') : null]
+        : null,
+    );
+    this.banner.hidden = !text;
+    for (const link of this.nav.querySelectorAll('a')) {
+      const current = (this.route?.name === 'lobby' && link.hash === '#/lobby') || location.hash === link.hash;
+      if (current) link.setAttribute('aria-current', 'page');
+      else link.removeAttribute('aria-current');
+    }
+  }
+
+  toast(text, kind = 'info') {
+    if (kind === 'error') console.error(text);
+    const el = h('div', { class: `toast ${kind}` }, text);
+    this.toasts.append(el);
+    setTimeout(() => el.remove(), 6000);
+  }
+
+  announce(text) {
+    this.announcer.textContent = text;
+  }
+
+  // ---- routing ----
+
+  parseRoute() {
+    const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+    switch (parts[0]) {
+      case 'login': return { name: 'login' };
+      case 'game': return { name: 'game', id: parts[1] };
+      case 'watch': return { name: 'watch' };
+      case 'leaderboard': return { name: 'leaderboard' };
+      case 'player': return { name: 'player', player: parts[1] };
+      default: return { name: 'lobby' };
+    }
+  }
+
+  go(hash) {
+    if (location.hash === hash) this.navigate();
+    else location.hash = hash;
+  }
+
+  navigate() {
+    let route = this.parseRoute();
+    const needsAccount = route.name === 'lobby' || route.name === 'game';
+    if (needsAccount && !this.account && this.status !== 'connecting') route = { name: 'login', then: location.hash };
+    const same = this.route && JSON.stringify(this.route) === JSON.stringify(route);
+    if (same && this.view) return this.refresh();
+    this.view?.destroy?.();
+    this.route = route;
+    const views = {
+      login: authView, lobby: lobbyView, game: gameView, watch: watchView,
+      leaderboard: leaderboardView, player: playerView,
+    };
+    // Before the first connection has tried to resume, pages that need an account wait.
+    const needsWait = route.name !== 'login' && needsAccount && !this.account;
+    this.view = needsWait ? { el: h('p', { class: 'loading' }, 'Connecting…') } : views[route.name](this, route);
+    replace(this.main, this.view.el);
+    this.renderShell();
+  }
+
+  /** State changed: update the shell and the current view. */
+  refresh() {
+    this.renderShell();
+    this.view?.update?.();
+  }
+
+  // ---- connection ----
+
+  async connect() {
+    this.conn?.close();
+    const conn = new Connection(wsUrl(location));
+    this.conn = conn;
+    conn.addEventListener('push', (e) => this.conn === conn && this.onPush(e.detail));
+    conn.addEventListener('close', (e) => this.conn === conn && this.onClose(e.detail));
+    try {
+      await conn.open();
+    } catch {
+      return; // onClose schedules the retry.
+    }
+    this.retries = 0;
+    // A new connection is signed in as nobody and watches nothing until it says so.
+    this.account = null;
+    for (const id of this.watching) this.games.delete(id);
+    this.watching.clear();
+    const token = localStorage.getItem(TOKEN_KEY);
+    if (token) {
+      try {
+        this.signedIn(await conn.request({ type: 'resume', token }));
+      } catch (e) {
+        if (e.code === 'invalid_token') localStorage.removeItem(TOKEN_KEY);
+      }
+    }
+    this.status = 'online';
+    // Rebuild the view: it reopens (syncs or watches) its game on this connection.
+    this.route = null;
+    if (this.account && this.parseRoute().name === 'login') this.go('#/lobby');
+    else this.navigate();
+  }
+
+  onClose({ notice }) {
+    this.conn = null;
+    if (notice?.code === 'superseded') {
+      this.status = 'superseded';
+    } else {
+      this.status = 'reconnecting';
+      const delay = Math.min(10_000, 500 * 2 ** this.retries++);
+      setTimeout(() => this.connect(), delay);
+    }
+    this.refresh();
+  }
+
+  /** A request on the current connection. */
+  request(msg) {
+    if (!this.conn) return Promise.reject(new ProtocolError('closed', 'not connected'));
+    return this.conn.request(msg);
+  }
+
+  /** A request whose failure is shown to the player; resolves to the reply or null. */
+  async act(msg) {
+    try {
+      return await this.request(msg);
+    } catch (e) {
+      this.toast(e.message, 'error');
+      return null;
+    } finally {
+      this.refresh();
+    }
+  }
+
+  // ---- identity ----
+
+  signedIn(reply) {
+    this.account = reply.account;
+    localStorage.setItem(TOKEN_KEY, reply.token);
+  }
+
+  async authenticate(msg) {
+    const reply = await this.request(msg);
+    this.signedIn(reply);
+    const then = this.route?.then;
+    this.route = null;
+    this.go(then && then !== '#/login' ? then : '#/lobby');
+  }
+
+  async logout() {
+    try {
+      await this.request({ type: 'logout' });
+    } catch {
+      // Signed out locally all the same.
+    }
+    localStorage.removeItem(TOKEN_KEY);
+    this.account = null;
+    this.queue = null;
+    this.myGameId = null;
+    this.mySeeks.clear();
+    this.challengesIn.clear();
+    this.challengesOut.clear();
+    // The server forgets a logged-out connection's state; start clean.
+    this.connect();
+    this.go('#/login');
+  }
+
+  // ---- games ----
+
+  /**
+   * Open a live game: this player's own (a `sync` answers with the seat), or else watch it.
+   * Resolves when its snapshot is in.
+   */
+  async openGame(id) {
+    if (this.games.has(id)) return;
+    try {
+      const reply = await this.request({ type: 'sync', game_id: id });
+      this.installSnapshot(reply.snapshot, reply.seat ?? null);
+    } catch (e) {
+      if (e.code !== 'not_seated') throw e;
+      const reply = await this.request({ type: 'watch', game_id: id });
+      this.watching.add(id);
+      this.installSnapshot(reply.snapshot, null);
+    }
+    this.refresh();
+  }
+
+  unwatch(id) {
+    if (!this.watching.delete(id)) return;
+    this.games.delete(id);
+    this.request({ type: 'unwatch', game_id: id }).catch(() => {});
+  }
+
+  installSnapshot(snapshot, seat) {
+    const now = performance.now();
+    const game = fromSnapshot(snapshot, seat, now);
+    this.games.set(game.id, game);
+    for (const msg of this.early.get(game.id) ?? []) applyEvent(game, msg, now);
+    this.early.delete(game.id);
+    if (seat) {
+      this.myGameId = game.id;
+      play.restore(game);
+      play.reveal(this, game);
+    }
+    return game;
+  }
+
+  /** Ask for a fresh snapshot after missed events. */
+  async sync(game) {
+    try {
+      const reply = await this.request({ type: 'sync', game_id: game.id });
+      this.installSnapshot(reply.snapshot, reply.seat ?? null);
+      this.refresh();
+    } catch (e) {
+      console.warn('sync failed', e);
+    }
+  }
+
+  onPush(msg) {
+    if (GAME_EVENTS.has(msg.type)) {
+      this.onGameEvent(msg);
+    } else {
+      switch (msg.type) {
+        case 'game_start':
+          this.myGameId = msg.game.game_id;
+          this.early.set(msg.game.game_id, []);
+          this.queue = null;
+          this.mySeeks.clear();
+          this.challengesOut.clear();
+          this.go(`#/game/${msg.game.game_id}`);
+          break;
+        case 'snapshot': {
+          const game = this.installSnapshot(msg.snapshot, msg.seat ?? null);
+          if (msg.seat && game.phase !== 'over' && this.route?.id !== game.id) this.go(`#/game/${game.id}`);
+          break;
+        }
+        case 'queue_status':
+          if (this.queue) this.queue.status = msg;
+          break;
+        case 'challenge_received':
+          this.challengesIn.set(msg.challenge.challenge_id, msg.challenge);
+          this.toast(`${msg.challenge.from.name} challenges you.`);
+          break;
+        case 'challenge_declined':
+          this.challengesOut.delete(msg.challenge_id);
+          this.toast('Your challenge was declined.');
+          break;
+        case 'challenge_cancelled':
+          this.challengesIn.delete(msg.challenge_id);
+          this.challengesOut.delete(msg.challenge_id);
+          break;
+        case 'seek_removed':
+          this.mySeeks.delete(msg.seek_id);
+          break;
+        case 'rematch_offered':
+          this.rematchOffers.add(msg.game_id);
+          this.toast('Your opponent offers a rematch.');
+          break;
+        case 'notice':
+          this.toast(msg.message);
+          break;
+        case 'error':
+          this.toast(msg.message, 'error');
+          break;
+        default:
+          break;
+      }
+    }
+    this.refresh();
+  }
+
+  onGameEvent(msg) {
+    const game = this.games.get(msg.game_id);
+    if (!game) {
+      const early = this.early.get(msg.game_id);
+      if (early && early.length < 256) early.push(msg);
+      return;
+    }
+    const result = applyEvent(game, msg, performance.now());
+    if (result === 'gap') {
+      this.sync(game);
+      return;
+    }
+    if (result !== 'applied') return;
+    if (msg.type === 'round_result') this.announce(describeRound(game, msg.record));
+    if (msg.type === 'game_over') {
+      this.announce(describeResult(game));
+      if (game.seat) play.forget(game.id);
+    }
+    if (msg.type === 'rating_update' && game.seat && this.account) {
+      this.account.rating = msg.ratings[game.seat].after;
+    }
+    if (game.seat && owesReveal(game)) play.reveal(this, game);
+  }
+}

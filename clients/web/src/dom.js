@@ -1,0 +1,78 @@
+// A tiny helper for building DOM: h('button', { class: 'x', onclick }, 'text', child).
+
+export function h(tag, attrs = {}, ...children) {
+  const svg = tag.startsWith('svg:');
+  const el = svg
+    ? document.createElementNS('http://www.w3.org/2000/svg', tag.slice(4))
+    : document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith('on') && typeof value === 'function') {
+      el.addEventListener(key.slice(2), value);
+    } else if (key === 'style' && typeof value === 'object') {
+      for (const [prop, v] of Object.entries(value)) el.style.setProperty(prop, v);
+    } else if (key === 'dataset') {
+      Object.assign(el.dataset, value);
+    } else if (!svg && (key === 'value' || key === 'checked' || key === 'disabled')) {
+      el[key] = value;
+    } else {
+      el.setAttribute(key, value === true ? '' : String(value));
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    if (Array.isArray(child)) append(el, child);
+    else el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+/** Replace every child of `el`. */
+export function replace(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+/** "1.50" */
+export function fmtRating(r) {
+  return Number(r).toFixed(2);
+}
+
+/** "+0.50" / "-0.27" / "±0.00" */
+export function fmtDelta(d) {
+  if (Math.abs(d) < 0.005) return '±0.00';
+  return `${d > 0 ? '+' : '−'}${Math.abs(d).toFixed(2)}`;
+}
+
+export function fmtVariant(v) {
+  return `${v.number}/${v.range}/${v.distance}`;
+}
+
+export function fmtTimeControl(tc) {
+  const min = tc.initial_ms / 60000;
+  const inc = tc.increment_ms / 1000;
+  return `${Number.isInteger(min) ? min : min.toFixed(1)}+${inc}`;
+}
+
+/** The name of a preset for a time control, if it is one. */
+export const PRESETS = [
+  { name: 'blitz', label: 'Blitz', initial_ms: 180000, increment_ms: 2000, reveal_ms: 15000 },
+  { name: 'rapid', label: 'Rapid', initial_ms: 600000, increment_ms: 5000, reveal_ms: 30000 },
+  { name: 'live', label: 'Live', initial_ms: 1200000, increment_ms: 10000, reveal_ms: 60000 },
+];
+
+export function presetOf(tc) {
+  return PRESETS.find(
+    (p) => p.initial_ms === tc.initial_ms && p.increment_ms === tc.increment_ms && p.reveal_ms === tc.reveal_ms,
+  );
+}
+
+export function fmtGameKind(variant, tc) {
+  const preset = presetOf(tc);
+  return `${fmtVariant(variant)} · ${preset ? preset.label + ' ' : ''}${fmtTimeControl(tc)}`;
+}

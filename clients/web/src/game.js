@@ -1,0 +1,209 @@
+// A game as the browser knows it: built from a `snapshot`, then moved along by the numbered
+// game events. Pure functions over plain objects (no DOM, no socket) so that node tests can
+// drive them directly.
+
+export const SEATS = ['one', 'two'];
+
+export function otherSeat(seat) {
+  return seat === 'one' ? 'two' : 'one';
+}
+
+/** Whether element `a` beats `b`: 1 <= (a - b) mod N <= R. */
+export function beats(variant, a, b) {
+  const n = variant.number;
+  const down = (((a - b) % n) + n) % n;
+  return down >= 1 && down <= variant.range;
+}
+
+/** The elements `a` beats, highest first. */
+export function victims(variant, a) {
+  const out = [];
+  for (let b = variant.number; b >= 1; b--) if (beats(variant, a, b)) out.push(b);
+  return out;
+}
+
+/**
+ * A game from a snapshot. `seat` is the viewer's seat, or null for a spectator. `now` is the
+ * local monotonic time in ms at which the clocks were read (performance.now()).
+ */
+export function fromSnapshot(snapshot, seat, now) {
+  const last = snapshot.rounds.length ? snapshot.rounds[snapshot.rounds.length - 1] : null;
+  return {
+    id: snapshot.game.game_id,
+    info: snapshot.game,
+    seat: seat ?? null,
+    seq: snapshot.seq,
+    round: snapshot.round,
+    phase: snapshot.phase,
+    committed: { ...snapshot.committed },
+    revealed: { ...snapshot.revealed },
+    positions: [...snapshot.positions],
+    clocks: snapshot.clocks,
+    clocksAt: now,
+    rounds: [...snapshot.rounds],
+    lastMove: last?.outcome?.moved ?? null,
+    connected: { ...snapshot.connected },
+    spectators: snapshot.spectators,
+    drawOffer: snapshot.draw_offer ?? null,
+    result: snapshot.result ?? null,
+    ratings: null,
+    revealDeadline: null,
+    graceUntil: { one: null, two: null },
+  };
+}
+
+/**
+ * Apply one numbered game event (or a `spectators` push) to `game`, in place.
+ * Returns 'applied', 'stale' (already included) or 'gap' (events were missed: ask for a
+ * fresh snapshot with `sync`).
+ */
+export function applyEvent(game, msg, now) {
+  if (msg.type === 'spectators') {
+    game.spectators = msg.count;
+    return 'applied';
+  }
+  if (typeof msg.seq !== 'number') return 'stale';
+  if (msg.seq <= game.seq) return 'stale';
+  if (msg.seq > game.seq + 1) return 'gap';
+  game.seq = msg.seq;
+  if (msg.clocks) {
+    game.clocks = msg.clocks;
+    game.clocksAt = now;
+  }
+  switch (msg.type) {
+    case 'round_start':
+      startRound(game, msg.round);
+      break;
+    case 'committed':
+      if (msg.round === game.round) game.committed[msg.seat] = true;
+      break;
+    case 'reveal_phase':
+      game.round = msg.round;
+      game.phase = 'reveal';
+      game.committed = { one: true, two: true };
+      game.revealDeadline = now + msg.reveal_ms;
+      break;
+    case 'revealed':
+      if (msg.round === game.round) game.revealed[msg.seat] = true;
+      break;
+    case 'round_result': {
+      const record = msg.record;
+      game.rounds.push(record);
+      game.positions = [...record.positions];
+      game.lastMove = record.outcome?.moved ?? null;
+      // The next round begins at once (`round_start` confirms it), unless an element has
+      // reached an edge: then `game_over` follows and no pick may be offered meanwhile.
+      const edge = game.info.variant.distance;
+      if (game.positions.some((p) => Math.abs(p) >= edge)) game.phase = 'resolved';
+      else startRound(game, record.round + 1);
+      break;
+    }
+    case 'draw_offered':
+      game.drawOffer = msg.by;
+      break;
+    case 'draw_declined':
+      game.drawOffer = null;
+      break;
+    case 'presence':
+      game.connected[msg.seat] = msg.connected;
+      game.graceUntil[msg.seat] = msg.connected ? null : now + msg.grace_ms;
+      break;
+    case 'game_over':
+      game.result = msg.result;
+      game.phase = 'over';
+      game.drawOffer = null;
+      game.revealDeadline = null;
+      break;
+    case 'rating_update':
+      game.ratings = msg.ratings;
+      break;
+    default:
+      // A numbered event this client does not know: its seq still counts.
+      break;
+  }
+  return 'applied';
+}
+
+function startRound(game, round) {
+  if (game.phase === 'over') return;
+  if (round !== game.round || game.phase !== 'commit') {
+    game.committed = { one: false, two: false };
+    game.revealed = { one: false, two: false };
+  }
+  game.round = round;
+  game.phase = 'commit';
+  game.revealDeadline = null;
+}
+
+/** Both banks as they stand `now`: the running one counts down from the last event. */
+export function clockNow(game, now) {
+  const c = game.clocks;
+  const elapsed = Math.max(0, now - game.clocksAt);
+  const left = (seat) => {
+    const ms = seat === 'one' ? c.one_ms : c.two_ms;
+    return Math.max(0, c.running?.[seat] && game.phase !== 'over' ? ms - elapsed : ms);
+  };
+  return { one: left('one'), two: left('two') };
+}
+
+/** "m:ss", or "s.t" under ten seconds. */
+export function formatClock(ms) {
+  if (ms < 10_000) return `${Math.floor(ms / 1000)}.${Math.floor((ms % 1000) / 100)}`;
+  const s = Math.ceil(ms / 1000);
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+/** Whether the viewer (a player) should pick now. */
+export function canPick(game) {
+  return game.seat !== null && game.phase === 'commit' && !game.committed[game.seat];
+}
+
+/** Whether the viewer (a player) has committed and owes a reveal. */
+export function owesReveal(game) {
+  return game.seat !== null && game.phase === 'reveal' && !game.revealed[game.seat];
+}
+
+const REASONS = {
+  edge: 'an element reached the edge',
+  time: 'on time',
+  no_reveal: 'no reveal',
+  resignation: 'by resignation',
+  abandoned: 'the opponent left',
+  draw_agreed: 'draw agreed',
+  aborted: 'aborted',
+  server_aborted: 'aborted by the server',
+};
+
+/** A sentence for the result, from the viewer's side when seated. */
+export function describeResult(game) {
+  const r = game.result;
+  if (!r) return '';
+  const reason = REASONS[r.reason] ?? r.reason;
+  if (!r.winner) return r.reason === 'draw_agreed' ? 'Draw agreed.' : `Game ${reason}.`;
+  const name = game.info.players[r.winner].name;
+  if (game.seat) return `${r.winner === game.seat ? 'You won' : 'You lost'} (${reason}).`;
+  return `${name} won (${reason}).`;
+}
+
+/** A sentence for one resolved round. */
+export function describeRound(game, record) {
+  const p = game.info.players;
+  const picks = `${p.one.name} ${record.picks.one}, ${p.two.name} ${record.picks.two}`;
+  const m = record.outcome?.moved;
+  if (!m) return `Round ${record.round}: ${picks}: a tie, nothing moves.`;
+  const to = m.to > 0 ? `+${m.to}` : `${m.to}`;
+  return `Round ${record.round}: ${picks}: ${m.element} wins for ${p[m.by].name} and moves to ${to}.`;
+}
+
+/** Parses a digit typed toward a pick: returns { pick, pending } for the buffer so far. */
+export function typedPick(buffer, digit, number) {
+  const value = buffer * 10 + digit;
+  if (value < 1 || value > number) {
+    // Start over with this digit alone.
+    if (digit >= 1 && digit <= number) return typedPick(0, digit, number);
+    return { pick: null, pending: 0 };
+  }
+  // Complete when no further digit could still name an element.
+  if (value * 10 > number) return { pick: value, pending: 0 };
+  return { pick: null, pending: value };
+}

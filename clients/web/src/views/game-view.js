@@ -1,0 +1,310 @@
+// A game, played or watched: both players with their clocks and commit/reveal state, the
+// track, the pick buttons (players only, also on the keyboard), the rounds so far, and the
+// result with rating changes and a rematch.
+
+import { Board } from '../board.js';
+import { fmtDelta, fmtGameKind, fmtRating, h, replace } from '../dom.js';
+import {
+  canPick, clockNow, describeResult, formatClock, otherSeat, SEATS, typedPick, victims,
+} from '../game.js';
+import { play } from '../play.js';
+
+export function gameView(app, route) {
+  const id = route.id;
+  const el = h('div', { class: 'game-page' }, h('p', { class: 'loading' }, 'Loading the game…'));
+  let parts = null;
+  let failed = null;
+
+  const load = () => {
+    app.openGame(id).catch((e) => {
+      failed = e.code === 'unknown_game' ? 'This game is not being played any more.' : e.message;
+      update();
+    });
+  };
+
+  const update = () => {
+    const game = app.games.get(id);
+    if (!game) {
+      if (failed) replace(el, h('div', { class: 'card' }, h('p', {}, failed), h('a', { href: '#/watch' }, 'Live games')));
+      return;
+    }
+    // A new snapshot replaces the game object; the DOM is kept so that tokens slide.
+    if (!parts || parts.seat !== game.seat) parts = build(app, game);
+    parts.game = game;
+    if (!el.contains(parts.root)) replace(el, parts.root);
+    render(app, game, parts);
+  };
+
+  // Clocks tick locally between events.
+  const timer = setInterval(() => {
+    const game = app.games.get(id);
+    if (game && parts) renderClocks(game, parts);
+  }, 100);
+
+  // Digits pick an element: 1-9 at once, or two digits for larger variants.
+  let buffer = 0;
+  let bufferTimer = null;
+  const onKey = (ev) => {
+    const game = app.games.get(id);
+    if (!game || !game.seat || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    if (ev.target.closest?.('input, textarea, select')) return;
+    if (!/^[0-9]$/.test(ev.key) || !canPick(game)) return;
+    ev.preventDefault();
+    clearTimeout(bufferTimer);
+    const { pick, pending } = typedPick(buffer, Number(ev.key), game.info.variant.number);
+    buffer = pending;
+    if (pick) play.commit(app, game, pick);
+    else if (pending) {
+      bufferTimer = setTimeout(() => {
+        buffer = 0;
+        play.commit(app, game, pending);
+      }, 800);
+    }
+  };
+  document.addEventListener('keydown', onKey);
+
+  load();
+  update();
+  return {
+    el,
+    update,
+    destroy() {
+      clearInterval(timer);
+      clearTimeout(bufferTimer);
+      document.removeEventListener('keydown', onKey);
+      app.unwatch(id);
+    },
+  };
+}
+
+function playerCard(game, seat) {
+  const info = game.info.players[seat];
+  const clock = h('div', { class: 'clock', role: 'timer', 'aria-label': `${info.name}'s clock` });
+  const state = h('div', { class: 'seat-state' });
+  const rating = h('span', { class: 'rating' });
+  const you = game.seat === seat ? h('span', { class: 'tag you' }, 'you') : null;
+  const card = h(
+    'div',
+    { class: `player seat-${seat}`, dataset: { seat } },
+    h('div', { class: 'player-name' }, h('span', { class: 'seat-dot', 'aria-hidden': 'true' }), h('a', { href: `#/player/${encodeURIComponent(info.name)}` }, info.name), ' ', rating, you),
+    clock,
+    state,
+  );
+  return { card, clock, state, rating };
+}
+
+function build(app, game) {
+  const board = new Board(game.info);
+  const cards = { one: playerCard(game, 'one'), two: playerCard(game, 'two') };
+  const head = h('div', { class: 'game-head' });
+  const status = h('p', { class: 'game-status', id: 'game-status', role: 'status' });
+  const picks = h('div', { class: 'picks', role: 'group', 'aria-label': 'Pick an element', 'aria-describedby': 'game-status' });
+  const pickButtons = [];
+  if (game.seat) {
+    const v = game.info.variant;
+    for (let e = 1; e <= v.number; e++) {
+      const beaten = victims(v, e);
+      const button = h(
+        'button',
+        {
+          class: 'pick',
+          dataset: { element: String(e) },
+          style: { '--hue': board.lanes[e - 1].lane.style.getPropertyValue('--hue') },
+          'aria-label': `Pick element ${e} (beats ${beaten.join(', ')})`,
+          onclick: () => play.commit(app, app.games.get(game.id) ?? game, e),
+        },
+        h('span', { class: 'pick-number' }, String(e)),
+        h('span', { class: 'pick-beats', 'aria-hidden': 'true' }, `› ${beaten.join(' ')}`),
+      );
+      pickButtons.push(button);
+    }
+    replace(picks, pickButtons);
+  }
+  const controls = h('div', { class: 'controls row wrap' });
+  const result = h('section', { class: 'result', 'aria-live': 'polite' });
+  const rounds = h('ol', { class: 'rounds', 'aria-label': 'Rounds' });
+  const root = h(
+    'div',
+    { class: `game ${game.seat ? 'playing' : 'watching'}`, dataset: { gameId: game.id } },
+    head,
+    h('div', { class: 'players' }, cards.one.card, cards.two.card),
+    board.el,
+    result,
+    game.seat ? h('div', { class: 'pick-area' }, status, picks, h('p', { class: 'hint muted' }, `Keys 1–${Math.min(9, game.info.variant.number)} pick too.`)) : status,
+    controls,
+    h('section', { class: 'history' }, h('h2', {}, 'Rounds'), rounds),
+  );
+  return { root, board, cards, head, status, picks, pickButtons, controls, result, rounds, seat: game.seat, game, roundsShown: -1 };
+}
+
+function renderClocks(game, parts) {
+  const now = clockNow(game, performance.now());
+  for (const seat of SEATS) {
+    const c = parts.cards[seat];
+    const text = formatClock(now[seat]);
+    if (c.clock.textContent !== text) c.clock.textContent = text;
+    const running = !!game.clocks.running?.[seat] && game.phase !== 'over';
+    c.clock.classList.toggle('running', running);
+    c.clock.classList.toggle('low', now[seat] < 20_000);
+  }
+}
+
+function seatState(game, seat) {
+  if (!game.connected[seat]) return { text: 'disconnected', cls: 'away' };
+  if (game.phase === 'over') return { text: '', cls: '' };
+  if (game.phase === 'reveal') return game.revealed[seat] ? { text: 'revealed', cls: 'done' } : { text: 'revealing…', cls: 'wait' };
+  if (game.phase === 'commit') return game.committed[seat] ? { text: 'committed', cls: 'done' } : { text: 'thinking…', cls: 'wait' };
+  return { text: '', cls: '' };
+}
+
+function render(app, game, parts) {
+  const info = game.info;
+  replace(
+    parts.head,
+    h('span', { class: 'kind' }, fmtGameKind(info.variant, info.time_control)),
+    h('span', { class: 'tag' }, info.rated ? 'rated' : 'casual'),
+    game.seat ? null : h('span', { class: 'tag' }, 'spectating'),
+    h('span', { class: 'round', id: 'round-number' }, game.phase === 'over' ? `${game.rounds.length} rounds` : `Round ${game.round}`),
+    h('span', { class: 'spectators', id: 'spectators' }, `${game.spectators} watching`),
+  );
+  for (const seat of SEATS) {
+    const c = parts.cards[seat];
+    const s = seatState(game, seat);
+    c.state.textContent = s.text;
+    c.state.className = `seat-state ${s.cls}`;
+    c.rating.textContent = info.players[seat].guest ? 'guest' : fmtRating(info.players[seat].rating);
+    c.card.classList.toggle('winner', game.result?.winner === seat);
+  }
+  renderClocks(game, parts);
+
+  const moveKey = game.rounds.length ? `${game.rounds[game.rounds.length - 1].round}` : null;
+  parts.board.update(game.positions, game.lastMove, moveKey);
+  parts.board.el.dataset.round = String(game.round);
+  parts.board.el.dataset.phase = game.phase;
+
+  // The viewer's own state and what to do next.
+  const pickable = canPick(game) && !game.committing;
+  for (const b of parts.pickButtons) {
+    b.disabled = !pickable;
+    const mine = game.myPick && game.myPick.round === game.round && Number(b.dataset.element) === game.myPick.pick && game.phase !== 'over';
+    b.classList.toggle('chosen', !!mine);
+    b.setAttribute('aria-pressed', mine ? 'true' : 'false');
+  }
+  parts.status.textContent = statusText(game);
+
+  renderControls(app, game, parts);
+  renderResult(app, game, parts);
+  if (parts.roundsShown !== game.rounds.length) {
+    parts.roundsShown = game.rounds.length;
+    replace(parts.rounds, [...game.rounds].reverse().map((r) => roundItem(game, r)));
+  }
+}
+
+function statusText(game) {
+  if (game.phase === 'over' || game.phase === 'resolved') return game.result ? describeResult(game) : 'The game is ending…';
+  const p = game.info.players;
+  if (!game.seat) {
+    if (game.phase === 'reveal') return `Round ${game.round}: both committed, revealing…`;
+    const waiting = SEATS.filter((s) => !game.committed[s]).map((s) => p[s].name);
+    return `Round ${game.round}: waiting for ${waiting.join(' and ')} to pick.`;
+  }
+  const opp = p[otherSeat(game.seat)].name;
+  if (game.revealProblem && game.phase === 'reveal') return game.revealProblem;
+  if (game.phase === 'commit') {
+    if (game.committing) return `Locking in ${game.myPick?.pick}…`;
+    if (!game.committed[game.seat]) return `Round ${game.round}: pick an element.`;
+    const mine = game.myPick?.round === game.round ? ` ${game.myPick.pick}` : '';
+    return `You picked${mine}. Waiting for ${opp}…`;
+  }
+  if (game.phase === 'reveal') return game.revealed[game.seat] ? `Waiting for ${opp} to reveal…` : 'Revealing your pick…';
+  return '';
+}
+
+function renderControls(app, game, parts) {
+  if (!game.seat) return replace(parts.controls, h('a', { href: '#/watch', class: 'button' }, 'All live games'));
+  const me = game.seat;
+  const opp = otherSeat(me);
+  const gid = game.id;
+  const buttons = [];
+  if (game.phase !== 'over') {
+    buttons.push(h('button', {
+      class: 'danger',
+      onclick: () => {
+        if (confirm('Resign this game?')) app.act({ type: 'resign', game_id: gid });
+      },
+    }, 'Resign'));
+    if (game.drawOffer === opp) {
+      buttons.push(
+        h('button', { class: 'primary', onclick: () => app.act({ type: 'offer_draw', game_id: gid }) }, 'Accept draw'),
+        h('button', { onclick: () => app.act({ type: 'decline_draw', game_id: gid }) }, 'Decline draw'),
+      );
+    } else if (game.drawOffer === me) {
+      buttons.push(h('button', { disabled: true }, 'Draw offered'));
+    } else {
+      buttons.push(h('button', { onclick: () => app.act({ type: 'offer_draw', game_id: gid }) }, 'Offer draw'));
+    }
+    const until = game.graceUntil[opp];
+    if (!game.connected[opp]) {
+      const left = until ? Math.max(0, Math.ceil((until - performance.now()) / 1000)) : 0;
+      buttons.push(h('button', {
+        onclick: () => app.act({ type: 'claim_win', game_id: gid }),
+        title: left ? `Possible in about ${left} s` : '',
+      }, 'Claim the win'));
+    }
+  }
+  const key = buttons.map((b) => b.textContent).join('|');
+  if (parts.controlsKey !== key) {
+    parts.controlsKey = key;
+    replace(parts.controls, buttons);
+  }
+}
+
+function renderResult(app, game, parts) {
+  parts.result.hidden = game.phase !== 'over';
+  if (game.phase !== 'over') return;
+  const key = `${game.result?.reason}|${!!game.ratings}|${app.rematchOffers.has(game.id)}|${game.rematchSent}`;
+  if (parts.resultKey === key) return;
+  parts.resultKey = key;
+  const p = game.info.players;
+  const ratingLines = game.ratings
+    ? SEATS.map((s) => {
+        const r = game.ratings[s];
+        return h('li', { dataset: { seat: s } }, `${p[s].name}: ${fmtRating(r.before)} → `, h('strong', {}, fmtRating(r.after)), ` (${fmtDelta(r.after - r.before)})`);
+      })
+    : null;
+  const offered = app.rematchOffers.has(game.id);
+  replace(
+    parts.result,
+    h('h2', { id: 'result-title' }, describeResult(game)),
+    ratingLines ? h('ul', { class: 'plain ratings', 'aria-label': 'Rating changes' }, ratingLines) : game.result && game.info.rated && game.result.winner ? h('p', { class: 'muted' }, 'Updating ratings…') : null,
+    game.seat
+      ? h('div', { class: 'row wrap' },
+          h('button', {
+            class: 'primary',
+            disabled: game.rematchSent,
+            onclick: async () => {
+              const ok = await app.act({ type: 'offer_rematch', game_id: game.id });
+              if (ok) game.rematchSent = true;
+              app.refresh();
+            },
+          }, offered ? 'Accept rematch' : game.rematchSent ? 'Rematch offered' : 'Rematch'),
+          h('a', { class: 'button', href: '#/lobby' }, 'Back to the lobby'))
+      : h('a', { class: 'button', href: '#/watch' }, 'More live games'),
+  );
+}
+
+function roundItem(game, r) {
+  const m = r.outcome?.moved;
+  const p = game.info.players;
+  const to = m ? (m.to > 0 ? `+${m.to}` : `${m.to}`) : '';
+  return h(
+    'li',
+    { class: 'round-item', dataset: { round: String(r.round) } },
+    h('span', { class: 'r-num' }, `R${r.round}`),
+    h('span', { class: `r-pick seat-one${r.outcome?.winner === 'one' ? ' won' : ''}`, title: p.one.name }, String(r.picks.one)),
+    h('span', { class: 'vs', 'aria-hidden': 'true' }, 'vs'),
+    h('span', { class: `r-pick seat-two${r.outcome?.winner === 'two' ? ' won' : ''}`, title: p.two.name }, String(r.picks.two)),
+    h('span', { class: 'r-out' }, m ? `${m.element} → ${to}` : 'tie'),
+    h('span', { class: 'sr-only' }, `${p.one.name} picked ${r.picks.one}, ${p.two.name} picked ${r.picks.two}; ${m ? `${m.element} moved to ${to}` : 'a tie'}.`),
+  );
+}

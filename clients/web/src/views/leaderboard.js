@@ -1,0 +1,25 @@
+// The leaderboard, from the JSON API.
+
+import { fmtRating, h, replace } from '../dom.js';
+
+export function leaderboardView() {
+  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  const el = h('section', { class: 'card leaderboard' }, h('h1', {}, 'Leaderboard'), body);
+  fetch('/api/leaderboard')
+    .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`HTTP ${r.status}`))))
+    .then((rows) => {
+      if (!rows.length) return replace(body, h('p', { class: 'muted' }, 'No rated games yet.'));
+      replace(body, h('table', { class: 'table' },
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, '#'), h('th', { scope: 'col' }, 'Player'), h('th', { scope: 'col', class: 'num' }, 'Rating'),
+          h('th', { scope: 'col', class: 'num' }, 'W'), h('th', { scope: 'col', class: 'num' }, 'L'), h('th', { scope: 'col', class: 'num' }, 'D'))),
+        h('tbody', {}, rows.map((row, i) => h('tr', { dataset: { player: row.name } },
+          h('td', {}, String(i + 1)),
+          h('td', {}, h('a', { href: `#/player/${encodeURIComponent(row.name)}` }, row.name)),
+          h('td', { class: 'num rating' }, fmtRating(row.rating)),
+          h('td', { class: 'num' }, String(row.wins)),
+          h('td', { class: 'num' }, String(row.losses)),
+          h('td', { class: 'num' }, String(row.draws)))))));
+    })
+    .catch((e) => replace(body, h('p', { class: 'form-error' }, `Could not load the leaderboard: ${e.message}`)));
+  return { el };
+}

@@ -1,0 +1,296 @@
+// The lobby: quick pairing by variant and time control, open seeks, and challenges.
+
+import { fmtGameKind, fmtRating, fmtVariant, h, PRESETS, replace } from '../dom.js';
+
+export const VARIANTS = [
+  { label: 'Classic', number: 5, range: 2, distance: 3 },
+  { label: 'Seven', number: 7, range: 3, distance: 4 },
+  { label: 'Long seven', number: 7, range: 2, distance: 5 },
+  { label: 'Nine', number: 9, range: 4, distance: 5 },
+];
+
+const PREFS_KEY = 'elementals.prefs';
+
+function loadPrefs() {
+  try {
+    return { variant: VARIANTS[0], preset: 'blitz', rated: true, ...JSON.parse(localStorage.getItem(PREFS_KEY)) };
+  } catch {
+    return { variant: VARIANTS[0], preset: 'blitz', rated: true };
+  }
+}
+
+function savePrefs(prefs) {
+  localStorage.setItem(PREFS_KEY, JSON.stringify(prefs));
+}
+
+function variantOf(v) {
+  return { number: v.number, range: v.range, distance: v.distance };
+}
+
+export function lobbyView(app) {
+  const prefs = loadPrefs();
+  const guest = () => app.account?.guest;
+  const presetTc = (name) => {
+    const { initial_ms, increment_ms, reveal_ms } = PRESETS.find((p) => p.name === name);
+    return { initial_ms, increment_ms, reveal_ms };
+  };
+  const rated = () => !guest() && prefs.rated;
+
+  // --- the variant chooser, shared by pools, seeks and challenges ---
+  const numberIn = h('input', { id: 'v-number', type: 'number', min: '3', max: '99', value: String(prefs.variant.number) });
+  const rangeIn = h('input', { id: 'v-range', type: 'number', min: '1', max: '49', value: String(prefs.variant.range) });
+  const distanceIn = h('input', { id: 'v-distance', type: 'number', min: '1', max: '20', value: String(prefs.variant.distance) });
+  const custom = h(
+    'div',
+    { class: 'custom-variant' },
+    h('label', {}, 'Elements ', numberIn),
+    h('label', {}, 'Range ', rangeIn),
+    h('label', {}, 'Distance ', distanceIn),
+  );
+  const variantKey = (v) => fmtVariant(v);
+  const select = h(
+    'select',
+    { id: 'variant', 'aria-label': 'Variant' },
+    VARIANTS.map((v) => h('option', { value: variantKey(v) }, `${v.label} ${fmtVariant(v)}`)),
+    h('option', { value: 'custom' }, 'Custom…'),
+  );
+  const known = VARIANTS.find((v) => variantKey(v) === variantKey(prefs.variant));
+  select.value = known ? variantKey(known) : 'custom';
+  custom.hidden = select.value !== 'custom';
+  const readVariant = () => {
+    if (select.value !== 'custom') return variantOf(VARIANTS.find((v) => variantKey(v) === select.value));
+    return { number: Number(numberIn.value), range: Number(rangeIn.value), distance: Number(distanceIn.value) };
+  };
+  const onVariant = () => {
+    custom.hidden = select.value !== 'custom';
+    prefs.variant = readVariant();
+    savePrefs(prefs);
+    renderPools();
+  };
+  select.addEventListener('change', onVariant);
+  for (const input of [numberIn, rangeIn, distanceIn]) input.addEventListener('change', onVariant);
+  const ratedBox = h('input', { id: 'rated', type: 'checkbox', checked: rated() });
+  ratedBox.addEventListener('change', () => {
+    prefs.rated = ratedBox.checked;
+    savePrefs(prefs);
+  });
+  const ratedLabel = h('label', { class: 'check' }, ratedBox, ' Rated');
+
+  // --- quick pairing ---
+  const pools = h('div', { class: 'pools', role: 'group', 'aria-label': 'Time controls' });
+  const renderPools = () => {
+    const v = readVariant();
+    replace(
+      pools,
+      PRESETS.map((p) =>
+        h(
+          'button',
+          {
+            class: 'pool',
+            dataset: { preset: p.name },
+            'aria-label': `Play ${p.label.toLowerCase()} ${fmtVariant(v)}`,
+            onclick: () => joinPool(p.name),
+          },
+          h('span', { class: 'pool-tc' }, `${p.initial_ms / 60000}+${p.increment_ms / 1000}`),
+          h('span', { class: 'pool-name' }, p.label),
+        ),
+      ),
+    );
+  };
+  const joinPool = async (preset) => {
+    const variant = readVariant();
+    const reply = await app.act({ type: 'join_pool', variant, time_control: preset, rated: rated() });
+    if (reply) {
+      app.queue = { variant: reply.variant, time_control: reply.time_control, rated: reply.rated, preset, status: null };
+      app.refresh();
+    }
+  };
+  const queuePanel = h('div', { class: 'queue', role: 'status', 'aria-live': 'polite' });
+  const renderQueue = () => {
+    const q = app.queue;
+    queuePanel.hidden = !q;
+    if (!q) return replace(queuePanel);
+    const s = q.status;
+    replace(
+      queuePanel,
+      h('div', { class: 'spinner', 'aria-hidden': 'true' }),
+      h(
+        'div',
+        {},
+        h('strong', {}, 'Looking for an opponent'),
+        h('div', { class: 'muted' }, `${fmtGameKind(q.variant, q.time_control)} · ${q.rated ? 'rated' : 'casual'}`),
+        s
+          ? h('div', { class: 'muted', id: 'queue-status' },
+              `${s.players_waiting} waiting · window ±${s.rating_window.toFixed(2)} · ${Math.floor(s.waited_ms / 1000)} s`)
+          : null,
+      ),
+      h('button', { onclick: leavePool }, 'Cancel'),
+    );
+  };
+  const leavePool = async () => {
+    await app.act({ type: 'leave_pool' });
+    app.queue = null;
+    app.refresh();
+  };
+
+  // --- seeks ---
+  const seekPreset = h('select', { id: 'seek-preset', 'aria-label': 'Time control' }, PRESETS.map((p) => h('option', { value: p.name }, `${p.label} ${p.initial_ms / 60000}+${p.increment_ms / 1000}`)));
+  seekPreset.value = prefs.preset;
+  seekPreset.addEventListener('change', () => {
+    prefs.preset = seekPreset.value;
+    savePrefs(prefs);
+  });
+  let seeks = [];
+  const seekList = h('div', { class: 'seeks' });
+  const refreshSeeks = async () => {
+    if (!app.conn?.isOpen || !app.account) return;
+    try {
+      seeks = (await app.request({ type: 'list_seeks' })).seeks;
+    } catch {
+      return;
+    }
+    renderSeeks();
+  };
+  const renderSeeks = () => {
+    if (!seeks.length) return replace(seekList, h('p', { class: 'muted' }, 'No open seeks.'));
+    replace(
+      seekList,
+      h(
+        'table',
+        {},
+        h('thead', {}, h('tr', {}, h('th', {}, 'Player'), h('th', {}, 'Game'), h('th', {}, ''), h('th', {}, h('span', { class: 'sr-only' }, 'Action')))),
+        h(
+          'tbody',
+          {},
+          seeks.map((s) => {
+            const mine = s.by.name === app.account?.name;
+            return h(
+              'tr',
+              {},
+              h('td', {}, s.by.name, ' ', h('span', { class: 'muted' }, s.by.guest ? 'guest' : fmtRating(s.by.rating))),
+              h('td', {}, fmtGameKind(s.variant, s.time_control)),
+              h('td', {}, s.rated ? 'rated' : 'casual'),
+              h(
+                'td',
+                {},
+                mine
+                  ? h('button', { onclick: () => cancelSeek(s.seek_id), 'aria-label': 'Cancel your seek' }, 'Cancel')
+                  : h('button', { class: 'primary', onclick: () => acceptSeek(s.seek_id), 'aria-label': `Accept ${s.by.name}'s seek` }, 'Accept'),
+              ),
+            );
+          }),
+        ),
+      ),
+    );
+  };
+  const createSeek = async () => {
+    const reply = await app.act({ type: 'create_seek', variant: readVariant(), time_control: presetTc(seekPreset.value), rated: rated() });
+    if (reply) {
+      app.mySeeks.set(reply.seek.seek_id, reply.seek);
+      refreshSeeks();
+    }
+  };
+  const cancelSeek = async (id) => {
+    await app.act({ type: 'cancel_seek', seek_id: id });
+    app.mySeeks.delete(id);
+    refreshSeeks();
+  };
+  const acceptSeek = async (id) => {
+    await app.act({ type: 'accept_seek', seek_id: id });
+    refreshSeeks();
+  };
+
+  // --- challenges ---
+  const opponent = h('input', { id: 'opponent', autocomplete: 'off', placeholder: 'name', 'aria-label': 'Opponent name' });
+  const challenge = async (ev) => {
+    ev.preventDefault();
+    const name = opponent.value.trim();
+    if (!name) return;
+    const reply = await app.act({ type: 'challenge', opponent: name, variant: readVariant(), time_control: presetTc(seekPreset.value), rated: rated() });
+    if (reply) {
+      app.challengesOut.set(reply.challenge.challenge_id, reply.challenge);
+      opponent.value = '';
+      app.refresh();
+    }
+  };
+  const challenges = h('div', { class: 'challenges', 'aria-live': 'polite' });
+  const renderChallenges = () => {
+    const incoming = [...app.challengesIn.values()].map((c) =>
+      h(
+        'li',
+        { class: 'challenge incoming' },
+        h('span', {}, h('strong', {}, c.from.name), ` challenges you: ${fmtGameKind(c.variant, c.time_control)}, ${c.rated ? 'rated' : 'casual'}`),
+        h('span', { class: 'row' },
+          h('button', { class: 'primary', onclick: () => answer(c, 'accept_challenge'), 'aria-label': `Accept ${c.from.name}'s challenge` }, 'Accept'),
+          h('button', { onclick: () => answer(c, 'decline_challenge'), 'aria-label': `Decline ${c.from.name}'s challenge` }, 'Decline')),
+      ),
+    );
+    const outgoing = [...app.challengesOut.values()].map((c) =>
+      h(
+        'li',
+        { class: 'challenge' },
+        h('span', {}, `You challenged ${c.to}: ${fmtGameKind(c.variant, c.time_control)} — waiting…`),
+        h('button', { onclick: () => answer(c, 'cancel_challenge'), 'aria-label': `Cancel your challenge to ${c.to}` }, 'Cancel'),
+      ),
+    );
+    replace(challenges, incoming.length || outgoing.length ? h('ul', { class: 'plain' }, incoming, outgoing) : null);
+  };
+  const answer = async (c, type) => {
+    app.challengesIn.delete(c.challenge_id);
+    app.challengesOut.delete(c.challenge_id);
+    await app.act({ type, challenge_id: c.challenge_id });
+  };
+
+  const inGame = h('div', { class: 'in-game' });
+  const renderInGame = () => {
+    const g = app.myGameId && app.games.get(app.myGameId);
+    const live = g && g.phase !== 'over';
+    inGame.hidden = !live;
+    replace(inGame, live ? h('a', { class: 'button primary', href: `#/game/${g.id}` }, 'You are in a game — return to it') : null);
+  };
+
+  const el = h(
+    'div',
+    { class: 'lobby' },
+    inGame,
+    challenges,
+    h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'pair-title' },
+      h('h2', { id: 'pair-title' }, 'Quick pairing'),
+      h('div', { class: 'row wrap' }, select, ratedLabel),
+      custom,
+      pools,
+      queuePanel,
+    ),
+    h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'seeks-title' },
+      h('div', { class: 'row spread' }, h('h2', { id: 'seeks-title' }, 'Open seeks'), h('button', { class: 'link', onclick: refreshSeeks }, 'Refresh')),
+      seekList,
+      h('div', { class: 'row wrap' }, seekPreset, h('button', { onclick: createSeek }, 'Create a seek')),
+    ),
+    h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'challenge-title' },
+      h('h2', { id: 'challenge-title' }, 'Challenge a player'),
+      h('form', { class: 'row wrap', onsubmit: challenge }, opponent, h('button', { type: 'submit' }, 'Challenge')),
+      h('p', { class: 'muted' }, 'Uses the variant above and the seek time control.'),
+    ),
+  );
+
+  const update = () => {
+    ratedBox.disabled = !!guest();
+    ratedBox.checked = rated();
+    renderQueue();
+    renderChallenges();
+    renderInGame();
+  };
+  renderPools();
+  renderSeeks();
+  update();
+  refreshSeeks();
+  // Seeks are not pushed to everyone: poll while the lobby is open.
+  const timer = setInterval(refreshSeeks, 4000);
+  return { el, update, destroy: () => clearInterval(timer) };
+}

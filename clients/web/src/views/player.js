@@ -1,0 +1,37 @@
+// A player's page: record and rating history as a chart.
+
+import { ratingChart } from '../chart.js';
+import { fmtDelta, fmtRating, h, replace } from '../dom.js';
+
+export function playerView(app, route) {
+  const name = route.player ?? '';
+  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  const el = h('section', { class: 'card player-page' }, h('h1', {}, name), body);
+  fetch(`/api/players/${encodeURIComponent(name)}`)
+    .then((r) => {
+      if (r.status === 404) throw new Error('No such player (guests have no page).');
+      return r.ok ? r.json() : Promise.reject(new Error(`HTTP ${r.status}`));
+    })
+    .then((page) => {
+      const history = page.history ?? [];
+      replace(
+        body,
+        h('p', { class: 'stats' },
+          h('span', {}, 'Rating ', h('strong', { class: 'rating', id: 'player-rating' }, fmtRating(page.rating))),
+          h('span', {}, `${page.wins} won`), h('span', {}, `${page.losses} lost`), h('span', {}, `${page.draws} drawn`)),
+        history.length ? ratingChart(history) : h('p', { class: 'muted' }, 'No rated games yet.'),
+        history.length
+          ? h('table', { class: 'table' },
+              h('caption', { class: 'sr-only' }, 'Rating history'),
+              h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'When'), h('th', { scope: 'col', class: 'num' }, 'Before'), h('th', { scope: 'col', class: 'num' }, 'After'), h('th', { scope: 'col', class: 'num' }, 'Change'))),
+              h('tbody', {}, [...history].reverse().map((row) => h('tr', {},
+                h('td', {}, new Date(row.at).toLocaleString()),
+                h('td', { class: 'num' }, fmtRating(row.before)),
+                h('td', { class: 'num' }, fmtRating(row.after)),
+                h('td', { class: `num ${row.after >= row.before ? 'up' : 'down'}` }, fmtDelta(row.after - row.before))))))
+          : null,
+      );
+    })
+    .catch((e) => replace(body, h('p', { class: 'form-error' }, e.message)));
+  return { el };
+}

@@ -1,0 +1,120 @@
+// The browser's game model: snapshots, numbered events, clocks and typed picks.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+
+import {
+  applyEvent, beats, canPick, clockNow, describeRound, formatClock, fromSnapshot, owesReveal,
+  typedPick, victims,
+} from '../src/game.js';
+
+const ID = '6f1c2b4a-8d3e-4f5a-9b7c-0123456789ab';
+const CLOCKS = { one_ms: 180000, two_ms: 180000, running: { one: true, two: true } };
+
+function snapshot(overrides = {}) {
+  return {
+    game: {
+      game_id: ID,
+      variant: { number: 5, range: 2, distance: 3 },
+      time_control: { initial_ms: 180000, increment_ms: 2000, reveal_ms: 15000 },
+      rated: true,
+      players: { one: { name: 'ann', rating: 1, guest: false }, two: { name: 'bob', rating: 1, guest: false } },
+      started_at: 0,
+    },
+    seq: 1,
+    round: 1,
+    phase: 'commit',
+    committed: { one: false, two: false },
+    revealed: { one: false, two: false },
+    positions: [0, 0, 0, 0, 0],
+    clocks: CLOCKS,
+    rounds: [],
+    connected: { one: true, two: true },
+    spectators: 0,
+    draw_offer: null,
+    result: null,
+    ...overrides,
+  };
+}
+
+const ev = (seq, type, fields = {}) => ({ type, game_id: ID, seq, clocks: CLOCKS, ...fields });
+
+test('beats follows RULES.md for 5/2', () => {
+  const v = { number: 5, range: 2 };
+  assert.deepEqual(victims(v, 5), [4, 3]);
+  assert.deepEqual(victims(v, 2), [5, 1]);
+  assert.deepEqual(victims(v, 1), [5, 4]);
+  assert.ok(beats(v, 3, 1));
+  assert.ok(!beats(v, 3, 3));
+  assert.ok(!beats(v, 1, 3));
+});
+
+test('a round plays through commit, reveal and result', () => {
+  const g = fromSnapshot(snapshot(), 'one', 0);
+  assert.ok(canPick(g));
+  assert.equal(applyEvent(g, ev(2, 'committed', { round: 1, seat: 'one' }), 10), 'applied');
+  assert.ok(!canPick(g));
+  applyEvent(g, ev(3, 'committed', { round: 1, seat: 'two' }), 20);
+  applyEvent(g, ev(4, 'reveal_phase', { round: 1, reveal_ms: 15000 }), 30);
+  assert.ok(owesReveal(g));
+  applyEvent(g, ev(5, 'revealed', { round: 1, seat: 'one' }), 40);
+  assert.ok(!owesReveal(g));
+  applyEvent(g, ev(6, 'revealed', { round: 1, seat: 'two' }), 50);
+  const record = {
+    round: 1, picks: { one: 5, two: 2 },
+    outcome: { winner: 'two', moved: { element: 2, by: 'two', from: 0, to: -1 } },
+    positions: [0, -1, 0, 0, 0],
+  };
+  applyEvent(g, ev(7, 'round_result', { record }), 60);
+  assert.deepEqual(g.positions, [0, -1, 0, 0, 0]);
+  assert.equal(g.lastMove.element, 2);
+  assert.equal(g.round, 2);
+  assert.ok(canPick(g), 'the next round opens');
+  applyEvent(g, ev(8, 'round_start', { round: 2 }), 70);
+  assert.ok(canPick(g));
+  assert.match(describeRound(g, record), /2 wins for bob and moves to -1/);
+});
+
+test('the final round offers no pick before game_over', () => {
+  const g = fromSnapshot(snapshot({ positions: [0, -2, 0, 0, 0], round: 3 }), 'two', 0);
+  const record = {
+    round: 3, picks: { one: 1, two: 2 },
+    outcome: { winner: 'two', moved: { element: 2, by: 'two', from: -2, to: -3 } },
+    positions: [0, -3, 0, 0, 0],
+  };
+  applyEvent(g, ev(2, 'round_result', { record }), 0);
+  assert.ok(!canPick(g));
+  applyEvent(g, ev(3, 'game_over', { result: { winner: 'two', reason: 'edge' }, rated: true }), 0);
+  assert.equal(g.phase, 'over');
+  applyEvent(g, { type: 'rating_update', game_id: ID, seq: 4, ratings: { one: { before: 1, after: 1 }, two: { before: 1, after: 1.5 } } }, 0);
+  assert.equal(g.ratings.two.after, 1.5);
+});
+
+test('stale events are ignored and gaps detected', () => {
+  const g = fromSnapshot(snapshot({ seq: 5 }), null, 0);
+  assert.equal(applyEvent(g, ev(5, 'committed', { round: 1, seat: 'one' }), 0), 'stale');
+  assert.equal(g.committed.one, false);
+  assert.equal(applyEvent(g, ev(7, 'committed', { round: 1, seat: 'one' }), 0), 'gap');
+  assert.equal(applyEvent(g, { type: 'spectators', game_id: ID, count: 3 }, 0), 'applied');
+  assert.equal(g.spectators, 3);
+});
+
+test('running clocks count down locally; stopped ones do not', () => {
+  const g = fromSnapshot(snapshot({ clocks: { one_ms: 5000, two_ms: 9000, running: { one: true, two: false } } }), null, 1000);
+  const now = clockNow(g, 3500);
+  assert.equal(now.one, 2500);
+  assert.equal(now.two, 9000);
+  assert.equal(clockNow(g, 99999).one, 0);
+  assert.equal(formatClock(180000), '3:00');
+  assert.equal(formatClock(61500), '1:02');
+  assert.equal(formatClock(9450), '9.4');
+});
+
+test('digits typed toward a pick', () => {
+  assert.deepEqual(typedPick(0, 3, 5), { pick: 3, pending: 0 });
+  assert.deepEqual(typedPick(0, 7, 5), { pick: null, pending: 0 });
+  assert.deepEqual(typedPick(0, 1, 12), { pick: null, pending: 1 });
+  assert.deepEqual(typedPick(1, 2, 12), { pick: 12, pending: 0 });
+  assert.deepEqual(typedPick(1, 0, 12), { pick: 10, pending: 0 });
+  assert.deepEqual(typedPick(0, 2, 12), { pick: 2, pending: 0 });
+  assert.deepEqual(typedPick(1, 5, 12), { pick: 5, pending: 0 }, 'an impossible pair starts over');
+});
