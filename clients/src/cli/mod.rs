@@ -1,0 +1,102 @@
+//! The subcommands, and the options they share.
+
+pub mod bot;
+pub mod play;
+pub mod watch;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use elementals_client::{http, ServerUrl};
+use elementals_protocol::Variant;
+
+/// Where the server is.
+#[derive(Args, Debug, Clone)]
+pub struct ServerArg {
+    /// Server address: `ws://HOST:PORT/ws`, `http://HOST:PORT` or `HOST:PORT`.
+    #[arg(
+        long,
+        env = "ELEMENTALS_SERVER",
+        default_value = "ws://127.0.0.1:7878/ws"
+    )]
+    pub server: ServerUrl,
+}
+
+/// Name and password of the account to use.
+#[derive(Args, Debug, Clone)]
+pub struct AccountArgs {
+    /// Account name; registered on first use.
+    #[arg(long, env = "ELEMENTALS_NAME")]
+    pub name: String,
+    /// Account password (8-128 bytes).
+    #[arg(long, env = "ELEMENTALS_PASSWORD", hide_env_values = true)]
+    pub password: String,
+}
+
+/// What kind of game to seek.
+#[derive(Args, Debug, Clone)]
+pub struct GameArgs {
+    /// Number, range and distance, e.g. `5,2,3`.
+    #[arg(long, default_value = "5,2,3", value_parser = parse_variant)]
+    pub variant: Variant,
+    /// Time-control preset of the pool.
+    #[arg(long, value_enum, default_value_t = Preset::Blitz)]
+    pub time_control: Preset,
+}
+
+/// The pool's time-control presets.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    Blitz,
+    Rapid,
+    Live,
+}
+
+impl Preset {
+    /// The preset's name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Blitz => "blitz",
+            Preset::Rapid => "rapid",
+            Preset::Live => "live",
+        }
+    }
+}
+
+/// `N,R,D` as a checked variant.
+pub fn parse_variant(text: &str) -> Result<Variant, String> {
+    let numbers: Vec<u16> = text
+        .split(',')
+        .map(|n| n.trim().parse::<u16>())
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("expected three numbers like 5,2,3: {e}"))?;
+    let [number, range, distance] = numbers[..] else {
+        return Err("expected three numbers: number,range,distance".into());
+    };
+    Variant::new(number, range, distance).map_err(|e| e.to_string())
+}
+
+/// `leaderboard`: fetch and print the table.
+pub async fn leaderboard(args: ServerArg) -> anyhow::Result<()> {
+    let entries = http::leaderboard(&args.server)
+        .await
+        .with_context(|| format!("reading the leaderboard from {}", args.server.http_base()))?;
+    print!("{}", http::leaderboard_table(&entries));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_parse_and_are_checked() {
+        assert_eq!(parse_variant("5,2,3"), Ok(Variant::CLASSIC));
+        assert_eq!(
+            parse_variant(" 7, 2 ,5"),
+            Ok(Variant::new(7, 2, 5).unwrap())
+        );
+        for bad in ["5,2", "5,2,3,4", "a,b,c", "5,3,3", "2,1,1", ""] {
+            assert!(parse_variant(bad).is_err(), "{bad:?}");
+        }
+    }
+}
