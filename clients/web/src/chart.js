@@ -5,7 +5,7 @@ import { fmtRating, h } from './dom.js';
 
 const W = 640;
 const H = 240;
-const PAD = { left: 44, right: 12, top: 12, bottom: 28 };
+const PAD = { left: 58, right: 14, top: 14, bottom: 34 };
 
 export function ratingChart(history) {
   const values = [history[0].before, ...history.map((r) => r.after)];

@@ -214,4 +214,43 @@ describe('the browser client against a real server', { timeout: 600_000 }, () =>
     });
     await Promise.all([carol, dave].map((p) => p.context.close()));
   });
+
+  test('a challenge by name, a draw by agreement and a rematch with seats swapped', { timeout: 180_000 }, async () => {
+    await setUp();
+    const erin = await newPlayer(browser, server.url);
+    const finn = await newPlayer(browser, server.url);
+    await withDiagnostics({ erin, finn }, async () => {
+      await signUp(erin.page, 'erin');
+      await signUp(finn.page, 'finn');
+      await erin.page.fill('#opponent', 'finn');
+      await erin.page.getByRole('button', { name: 'Challenge', exact: true }).click();
+      await erin.page.getByText('You challenged finn').waitFor(STEP);
+      const accept = finn.page.getByRole('button', { name: "Accept erin's challenge" });
+      await accept.waitFor(STEP);
+      await accept.click();
+      const first = await waitForGame(erin.page);
+      assert.equal(await waitForGame(finn.page), first);
+      const erinSeat = await seatOf(erin.page);
+
+      await erin.page.getByRole('button', { name: 'Offer draw' }).click();
+      await finn.page.getByRole('button', { name: 'Accept draw' }).click();
+      for (const page of [erin.page, finn.page]) {
+        await page.waitForSelector('.result:not([hidden]) h2', STEP);
+        assert.equal(await page.textContent('.result h2'), 'Draw agreed.');
+      }
+
+      await erin.page.getByRole('button', { name: 'Rematch', exact: true }).click();
+      await erin.page.getByRole('button', { name: 'Rematch offered' }).waitFor(STEP);
+      await finn.page.getByRole('button', { name: 'Accept rematch' }).click();
+      const second = await waitForGame(erin.page);
+      await finn.page.waitForSelector(`.game.playing[data-game-id="${second}"]`, STEP);
+      await erin.page.waitForSelector(`.game.playing[data-game-id="${second}"]`, STEP);
+      assert.notEqual(second, first);
+      assert.notEqual(await seatOf(erin.page), erinSeat, 'the rematch swaps the seats');
+      for (const [name, p] of Object.entries({ erin, finn })) {
+        assert.deepEqual(p.errors.map(String), [], `${name}'s page logged no errors`);
+      }
+    });
+    await Promise.all([erin, finn].map((p) => p.context.close()));
+  });
 });

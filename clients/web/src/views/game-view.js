@@ -130,7 +130,7 @@ function build(app, game) {
     h('div', { class: 'players' }, cards.one.card, cards.two.card),
     board.el,
     result,
-    game.seat ? h('div', { class: 'pick-area' }, status, picks, h('p', { class: 'hint muted' }, `Keys 1–${Math.min(9, game.info.variant.number)} pick too.`)) : status,
+    game.seat ? h('div', { class: 'pick-area', id: 'pick-area' }, status, picks, h('p', { class: 'hint muted' }, `Keys 1–${Math.min(9, game.info.variant.number)} pick too.`)) : status,
     controls,
     h('section', { class: 'history' }, h('h2', {}, 'Rounds'), rounds),
   );
@@ -191,6 +191,8 @@ function render(app, game, parts) {
     b.setAttribute('aria-pressed', mine ? 'true' : 'false');
   }
   parts.status.textContent = statusText(game);
+  // Once the game is over the result panel says it all; no dead buttons below it.
+  parts.root.querySelector('#pick-area')?.toggleAttribute('hidden', game.phase === 'over');
 
   renderControls(app, game, parts);
   renderResult(app, game, parts);

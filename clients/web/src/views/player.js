@@ -13,7 +13,8 @@ export function playerView(app, route) {
       return r.ok ? r.json() : Promise.reject(new Error(`HTTP ${r.status}`));
     })
     .then((page) => {
-      const history = page.history ?? [];
+      // Oldest first, whatever order the API lists them in.
+      const history = [...(page.history ?? [])].sort((a, b) => a.at - b.at);
       replace(
         body,
         h('p', { class: 'stats' },
@@ -28,7 +29,7 @@ export function playerView(app, route) {
                 h('td', {}, new Date(row.at).toLocaleString()),
                 h('td', { class: 'num' }, fmtRating(row.before)),
                 h('td', { class: 'num' }, fmtRating(row.after)),
-                h('td', { class: `num ${row.after >= row.before ? 'up' : 'down'}` }, fmtDelta(row.after - row.before))))))
+                h('td', { class: `num ${row.after > row.before ? 'up' : row.after < row.before ? 'down' : ''}` }, fmtDelta(row.after - row.before))))))
           : null,
       );
     })

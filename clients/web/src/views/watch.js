@@ -9,7 +9,7 @@ function leader(g) {
     if (p !== 0 && (!best || Math.abs(p) > Math.abs(best.p))) best = { e: i + 1, p };
   });
   if (!best) return 'all at the centre';
-  return `${best.e} at ${best.p > 0 ? '+' : '−'}${Math.abs(best.p)} of ±${g.variant.distance}`;
+  return `element ${best.e} at ${best.p > 0 ? '+' : '−'}${Math.abs(best.p)} (edges ±${g.variant.distance})`;
 }
 
 export function watchView(app) {
