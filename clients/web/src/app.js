@@ -176,6 +176,11 @@ export class App {
     this.account = null;
     for (const id of this.watching) this.games.delete(id);
     this.watching.clear();
+    // The server dropped this player from pools, seeks and challenges with the old socket.
+    this.queue = null;
+    this.mySeeks.clear();
+    this.challengesIn.clear();
+    this.challengesOut.clear();
     const token = localStorage.getItem(TOKEN_KEY);
     if (token) {
       try {
