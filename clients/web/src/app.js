@@ -174,7 +174,9 @@ export class App {
     this.retries = 0;
     // A new connection is signed in as nobody and watches nothing until it says so.
     this.account = null;
-    for (const id of this.watching) this.games.delete(id);
+    // Live games are reopened on this connection (a snapshot after resume, or `sync`), so
+    // a game that ended meanwhile is not shown as still running.
+    for (const [id, game] of this.games) if (game.phase !== 'over') this.games.delete(id);
     this.watching.clear();
     // The server dropped this player from pools, seeks and challenges with the old socket.
     this.queue = null;

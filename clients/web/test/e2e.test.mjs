@@ -161,7 +161,7 @@ describe('the browser client against a real server', { timeout: 600_000 }, () =>
     await Promise.all([alice, bob, watcher].map((p) => p.context.close()));
   });
 
-  test('a player who reloads mid-game gets the game back', { timeout: 180_000 }, async () => {
+  test('a player who reloads or loses the connection mid-game gets the game back', { timeout: 180_000 }, async () => {
     await setUp();
     const carol = await newPlayer(browser, server.url);
     const dave = await newPlayer(browser, server.url);
@@ -200,6 +200,11 @@ describe('the browser client against a real server', { timeout: 600_000 }, () =>
       const carolPick = seats.carol === 'one' ? 3 : 1;
       await carol.page.keyboard.press(String(carolPick));
       await carol.page.waitForSelector(`button.pick.chosen[data-element="${carolPick}"]`, STEP);
+      // Her connection drops after the commit: the page reconnects, resumes, and still
+      // reveals when dave has picked.
+      await carol.page.evaluate(() => window.elementals.conn.ws.close());
+      await carol.page.waitForSelector('.banner:not([hidden])', STEP);
+      await carol.page.waitForSelector('.banner', { ...STEP, state: 'hidden' });
       await pick(dave.page, 2, seats.dave === 'one' ? 3 : 1);
       await roundShown(carol.page, 2);
       await roundShown(dave.page, 2);
