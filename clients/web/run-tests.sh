@@ -21,4 +21,4 @@ fi
 (cd "$here" && npm ci --no-audit --no-fund)
 
 cd "$repo"
-node --test clients/web/test/
+node --test clients/web/test/*.test.mjs
