@@ -1,1 +1,54 @@
-fn main() {}
+//! `elementals-loadtest`: parse options and run; or, re-executed by a run, be its game
+//! server (`serve`) or its echo server (`echo-serve`) in a process of their own.
+
+mod conn;
+mod ctx;
+mod echo;
+mod limits;
+mod local;
+mod options;
+mod player;
+mod report;
+mod run;
+mod spectator;
+mod stats;
+mod status;
+
+use anyhow::Context;
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use crate::options::{Cli, Command};
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Runtime::new()?;
+    match cli.command {
+        Some(Command::Serve { args }) => {
+            limits::raise()?;
+            runtime.block_on(local::serve(args))
+        }
+        Some(Command::EchoServe) => {
+            limits::raise()?;
+            runtime.block_on(echo::serve())
+        }
+        None => {
+            let json = cli.run.json.clone();
+            let report = runtime.block_on(run::run(cli.run))?;
+            print!("{}", report.table());
+            if let Some(path) = json {
+                let text = serde_json::to_string_pretty(&report)?;
+                std::fs::write(&path, text + "\n")
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            // Clients still closing are of no interest now.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            Ok(())
+        }
+    }
+}

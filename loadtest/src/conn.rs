@@ -1,0 +1,261 @@
+//! One lean client connection: a socket bound to a chosen loopback source address, the
+//! WebSocket on it, and typed send and receive, all owned by the one task that uses it.
+//!
+//! The client library's `Connection` runs a reader and a writer task per socket and
+//! connects from whatever source address the kernel picks. A load test holding 19,000
+//! sockets wants neither: it spreads them over several 127.0.0.x source addresses (each
+//! has its own ephemeral port range) and keeps one task per simulated client, so the
+//! moment a frame is written is the moment it is timed.
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use elementals_client::protocol::messages::RequestId;
+use elementals_client::protocol::wire::{self, MAX_SERVER_MESSAGE_BYTES};
+use elementals_client::protocol::{ClientMsg, ErrorCode, ServerMsg, PROTOCOL_VERSION};
+use futures::{SinkExt, StreamExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+use crate::stats::Stats;
+
+/// Bytes tungstenite reads at a time: our frames are small, and 128 KiB (its default)
+/// per socket would dominate the load generator's memory.
+const READ_BUFFER: usize = 4 * 1024;
+
+/// How long a request may wait for its reply before the run counts a timeout.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How many 127.0.0.x source addresses connections are spread over: each has its own
+/// ~28,000 ephemeral ports, so several give room for reconnect storms and TIME_WAIT.
+pub const SOURCE_ADDRESSES: u8 = 8;
+
+/// Why a connection failed, named as the run reports it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnError {
+    #[error("connect: {0}")]
+    Connect(std::io::Error),
+    #[error("handshake: {0}")]
+    Handshake(Box<tokio_tungstenite::tungstenite::Error>),
+    #[error("closed")]
+    Closed,
+    #[error("timeout")]
+    Timeout,
+    #[error("server refused ({code})")]
+    Server { code: ErrorCode },
+    #[error("unexpected reply")]
+    Unexpected,
+}
+
+impl ConnError {
+    /// The key under `errors_by_kind`.
+    pub fn kind(&self, doing: &str) -> String {
+        match self {
+            ConnError::Connect(e) => format!("{doing}: connect ({})", e.kind()),
+            ConnError::Handshake(_) => format!("{doing}: handshake"),
+            ConnError::Closed => format!("{doing}: connection closed"),
+            ConnError::Timeout => format!("{doing}: timeout"),
+            ConnError::Server { code } => format!("{doing}: server error {code}"),
+            ConnError::Unexpected => format!("{doing}: unexpected reply"),
+        }
+    }
+}
+
+/// The source address for the `n`th connection: 127.0.0.2 onwards, round robin.
+pub fn source_address(n: u64) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(
+        127,
+        0,
+        0,
+        2 + (n % SOURCE_ADDRESSES as u64) as u8,
+    ))
+}
+
+pub struct Conn {
+    ws: WebSocketStream<TcpStream>,
+    next_id: RequestId,
+    /// Pushes that arrived while a request waited for its reply.
+    stashed: VecDeque<ServerMsg>,
+    /// Messages per second the server allows this connection, from `welcome`.
+    pub rate: u32,
+    stats: Arc<Stats>,
+}
+
+impl Conn {
+    /// Connect from `source`, upgrade, and say `hello`.
+    pub async fn open(
+        server: SocketAddr,
+        source: IpAddr,
+        stats: Arc<Stats>,
+    ) -> Result<Conn, ConnError> {
+        let ws = tokio::time::timeout(REQUEST_TIMEOUT, upgrade(server, source))
+            .await
+            .map_err(|_| ConnError::Timeout)??;
+        let mut conn = Conn {
+            ws,
+            next_id: 1,
+            stashed: VecDeque::new(),
+            rate: 0,
+            stats,
+        };
+        let reply = conn
+            .request(|id| ClientMsg::Hello {
+                id,
+                protocol_version: PROTOCOL_VERSION,
+                client: Some("elementals-loadtest".into()),
+            })
+            .await?;
+        match reply {
+            ServerMsg::Welcome { limits, .. } => {
+                conn.rate = limits.max_messages_per_s;
+                Ok(conn)
+            }
+            _ => Err(ConnError::Unexpected),
+        }
+    }
+
+    /// Send a request with a fresh id; its reply comes later through [`Conn::recv`].
+    pub async fn send(
+        &mut self,
+        build: impl FnOnce(RequestId) -> ClientMsg,
+    ) -> Result<RequestId, ConnError> {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        let bytes = wire::encode_client(&build(id));
+        self.ws
+            .send(Message::Binary(bytes.into()))
+            .await
+            .map_err(|_| ConnError::Closed)?;
+        self.stats.frames_out.fetch_add(1, Relaxed);
+        Ok(id)
+    }
+
+    /// The next server message (stashed pushes first); `Closed` when the socket ends.
+    /// Cancel-safe: a message is never lost when the future is dropped.
+    pub async fn recv(&mut self) -> Result<ServerMsg, ConnError> {
+        match self.stashed.pop_front() {
+            Some(msg) => Ok(msg),
+            None => self.read_socket().await,
+        }
+    }
+
+    async fn read_socket(&mut self) -> Result<ServerMsg, ConnError> {
+        loop {
+            match self.ws.next().await {
+                Some(Ok(Message::Binary(bytes))) => {
+                    self.stats.frames_in.fetch_add(1, Relaxed);
+                    match wire::decode_server(&bytes) {
+                        Ok(msg) => return Ok(msg),
+                        Err(_) => self.stats.error("decode: undecodable server frame"),
+                    }
+                }
+                // Pings are answered by tungstenite while we read.
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return Err(ConnError::Closed),
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+
+    /// Send a request and wait for its reply, keeping pushes that come first for
+    /// [`Conn::recv`]. An `error` reply is `ConnError::Server`.
+    pub async fn request(
+        &mut self,
+        build: impl FnOnce(RequestId) -> ClientMsg,
+    ) -> Result<ServerMsg, ConnError> {
+        let id = self.send(build).await?;
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let reply = loop {
+            let msg = match tokio::time::timeout_at(deadline, self.read_socket()).await {
+                Ok(msg) => msg?,
+                Err(_) => return Err(ConnError::Timeout),
+            };
+            if reply_id(&msg) == Some(id) {
+                break msg;
+            }
+            self.stashed.push_back(msg);
+        };
+        match reply {
+            ServerMsg::Error { code, .. } => Err(ConnError::Server { code }),
+            reply => Ok(reply),
+        }
+    }
+
+    /// Close politely; errors are moot, the socket goes either way.
+    pub async fn close(mut self) {
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.ws.close(None)).await;
+    }
+}
+
+pub async fn upgrade(
+    server: SocketAddr,
+    source: IpAddr,
+) -> Result<WebSocketStream<TcpStream>, ConnError> {
+    let socket = TcpSocket::new_v4().map_err(ConnError::Connect)?;
+    socket
+        .bind(SocketAddr::new(source, 0))
+        .map_err(ConnError::Connect)?;
+    let stream = socket.connect(server).await.map_err(ConnError::Connect)?;
+    // Nagle off: a round is a few small frames each way, and latency is what we measure.
+    stream.set_nodelay(true).map_err(ConnError::Connect)?;
+    let config = WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(0)
+        .max_message_size(Some(MAX_SERVER_MESSAGE_BYTES))
+        .max_frame_size(Some(MAX_SERVER_MESSAGE_BYTES));
+    let url = format!("ws://{server}/ws");
+    let (ws, _) = tokio_tungstenite::client_async_with_config(url, stream, Some(config))
+        .await
+        .map_err(|e| ConnError::Handshake(Box::new(e)))?;
+    Ok(ws)
+}
+
+/// The id a reply echoes; `None` for pushes and game events.
+pub fn reply_id(msg: &ServerMsg) -> Option<RequestId> {
+    use ServerMsg::*;
+    match msg {
+        Welcome { id, .. }
+        | Pong { id }
+        | Ok { id }
+        | Authenticated { id, .. }
+        | Queued { id, .. }
+        | SeekCreated { id, .. }
+        | Seeks { id, .. }
+        | ChallengeSent { id, .. }
+        | LiveGames { id, .. } => Some(*id),
+        Error { id, .. } | Snapshot { id, .. } => *id,
+        _ => None,
+    }
+}
+
+/// Spaces a connection's requests so it stays under the server's announced rate limit
+/// (at 80 % of it, leaving the burst allowance untouched).
+pub struct Pacer {
+    interval: Duration,
+    next: Instant,
+}
+
+impl Pacer {
+    pub fn new(rate_per_s: u32) -> Pacer {
+        let rate = (rate_per_s.max(1) as f64) * 0.8;
+        Pacer {
+            interval: Duration::from_secs_f64(1.0 / rate),
+            next: Instant::now(),
+        }
+    }
+
+    /// The earliest instant a request wanted at `wanted` may go.
+    pub fn earliest(&self, wanted: Instant) -> Instant {
+        wanted.max(self.next)
+    }
+
+    /// A request went now: the next must wait an interval.
+    pub fn sent(&mut self) {
+        self.next = Instant::now() + self.interval;
+    }
+}

@@ -1,0 +1,91 @@
+//! What every simulated client of a run shares: where the server is, how to play, the
+//! stop signal, the reconnect-storm signal and the log of when reveals went out.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::DashMap;
+use elementals_client::protocol::messages::GameId;
+use elementals_client::protocol::Variant;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::stats::Stats;
+
+/// How simulated players play.
+#[derive(Debug, Clone)]
+pub struct PlayStyle {
+    pub variant: Variant,
+    pub preset: String,
+    /// Mean pause before each commit; each pause is drawn from 0.5–1.5 times this.
+    pub think: Duration,
+    /// How often a lobby player lists the open seeks; `None`: never (idle).
+    pub lobby_poll: Option<Duration>,
+}
+
+/// The reconnect storm's phases, as every player sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storm {
+    /// Play on.
+    Calm,
+    /// Drop the connection now and wait.
+    Drop,
+    /// Reconnect and resume now; the instant is when the signal went out.
+    Return(Instant),
+}
+
+pub struct Ctx {
+    pub server: SocketAddr,
+    pub stats: Arc<Stats>,
+    pub style: PlayStyle,
+    /// Names are `lt` + this tag + the player's number, unique per run.
+    pub tag: String,
+    pub stop: CancellationToken,
+    pub storm: watch::Receiver<Storm>,
+    pub reveals: RevealLog,
+    /// Per (game, round): the latest arrival of its result at any spectator.
+    pub fanout: DashMap<(GameId, u32), Duration>,
+}
+
+/// When each game's latest rounds had their last reveal sent, so the players and
+/// spectators receiving the result can time it. Both players of a game are in this
+/// process, so the later of the two sends is known before the result can exist.
+#[derive(Default)]
+pub struct RevealLog(DashMap<GameId, [(u32, Instant); 2]>);
+
+impl RevealLog {
+    /// A reveal for `round` of `game` is being sent now.
+    pub fn sent(&self, game: GameId, round: u32) {
+        let now = Instant::now();
+        let mut entry = self.0.entry(game).or_insert([(0, now); 2]);
+        let rounds = entry.value_mut();
+        if rounds[0].0 == round {
+            rounds[0].1 = rounds[0].1.max(now);
+        } else {
+            rounds[1] = rounds[0];
+            rounds[0] = (round, now);
+        }
+    }
+
+    /// When the last reveal of `round` of `game` went out.
+    pub fn last(&self, game: GameId, round: u32) -> Option<Instant> {
+        let rounds = *self.0.get(&game)?;
+        rounds.iter().find(|(r, _)| *r == round).map(|(_, at)| *at)
+    }
+}
+
+impl Ctx {
+    pub fn player_name(&self, index: u64) -> String {
+        format!("lt{}{}", self.tag, index)
+    }
+
+    /// A think time drawn from 0.5–1.5 times the mean, so players do not move in lockstep.
+    pub fn think(&self) -> Duration {
+        let factor = 0.5 + rand::random::<f64>();
+        self.style.think.mul_f64(factor)
+    }
+}
+
+pub type Shared = Arc<Ctx>;

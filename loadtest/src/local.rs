@@ -1,0 +1,165 @@
+//! Servers the run starts for itself, each as a separate process so that its memory can
+//! be read from `/proc` apart from the load generator's: this binary re-executed with
+//! the hidden `serve` (the game server) or `echo-serve` (a bare WebSocket echo server)
+//! subcommand. The child prints `listening ADDR` on stdout and stops when its stdin
+//! closes, so it never outlives the run.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::process::{Child, Command};
+
+/// Pending connections the listener queues; the kernel caps it at `somaxconn` (4096
+/// here). A reconnect storm opens thousands at once.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// A server in a child process.
+pub struct LocalServer {
+    child: Child,
+    pub addr: SocketAddr,
+    pub pid: u32,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl LocalServer {
+    /// Start the game server on a fresh database in a temporary directory.
+    pub async fn game(argon2_memory_kib: u32, extra: &[String]) -> anyhow::Result<LocalServer> {
+        let dir = tempfile::tempdir().context("creating a temporary directory")?;
+        let database = dir.path().join("loadtest.db");
+        let mut args = vec![
+            "serve".to_owned(),
+            "--listen=127.0.0.1:0".to_owned(),
+            format!("--database={}", database.display()),
+            format!("--argon2-memory-kib={argon2_memory_kib}"),
+        ];
+        args.extend(extra.iter().cloned());
+        LocalServer::spawn(&args, Some(dir)).await
+    }
+
+    /// Start the bare echo server.
+    pub async fn echo() -> anyhow::Result<LocalServer> {
+        LocalServer::spawn(&["echo-serve".to_owned()], None).await
+    }
+
+    async fn spawn(args: &[String], dir: Option<tempfile::TempDir>) -> anyhow::Result<LocalServer> {
+        let exe = std::env::current_exe().context("finding this executable")?;
+        let mut child = Command::new(exe)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting the local server process")?;
+        let pid = child.id().ok_or_else(|| anyhow!("server exited at once"))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .context("the local server did not start within 30 s")??
+            .ok_or_else(|| anyhow!("the local server exited before listening"))?;
+        let addr = first
+            .strip_prefix("listening ")
+            .and_then(|a| a.trim().parse().ok())
+            .ok_or_else(|| anyhow!("unexpected first line from the local server: {first:?}"))?;
+        // Keep draining stdout so the child never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Ok(LocalServer {
+            child,
+            addr,
+            pid,
+            _dir: dir,
+        })
+    }
+
+    /// Ask the server to stop (close its stdin) and wait for it, then make sure.
+    pub async fn stop(mut self) {
+        drop(self.child.stdin.take());
+        if tokio::time::timeout(Duration::from_secs(15), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+    }
+
+    pub fn memory(&self) -> Option<Memory> {
+        Memory::of(self.pid)
+    }
+}
+
+/// A process's resident memory, from `/proc/PID/status`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Memory {
+    /// VmRSS: resident now.
+    pub rss: u64,
+    /// VmHWM: the peak resident size so far.
+    pub peak: u64,
+}
+
+impl Memory {
+    pub fn of(pid: u32) -> Option<Memory> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let field = |name: &str| -> Option<u64> {
+            let line = status.lines().find(|l| l.starts_with(name))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        };
+        Some(Memory {
+            rss: field("VmRSS:")?,
+            peak: field("VmHWM:")?,
+        })
+    }
+}
+
+/// A loopback listener with a deep accept queue, its address printed for the parent.
+pub fn listen(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    let socket = TcpSocket::new_v4()?;
+    socket.set_reuseaddr(true)?;
+    // Linux hands TCP_NODELAY down to accepted sockets: without it, a frame written
+    // while the previous one is unacknowledged waits for the peer's delayed ACK (40 ms).
+    socket.set_nodelay(true)?;
+    socket.bind(addr)?;
+    let listener = socket.listen(LISTEN_BACKLOG)?;
+    println!("listening {}", listener.local_addr()?);
+    Ok(listener)
+}
+
+/// Resolves when the parent closes our stdin (or dies): time to stop.
+pub async fn parent_gone() {
+    let mut stdin = tokio::io::stdin();
+    let mut buf = [0u8; 64];
+    loop {
+        match stdin.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// The hidden `serve` subcommand: the real game server, as `elementals-server` runs it,
+/// with the given server flags.
+pub async fn serve(args: Vec<String>) -> anyhow::Result<()> {
+    use clap::Parser;
+    let config = elementals_server::Config::try_parse_from(
+        std::iter::once("elementals-server".to_owned()).chain(args),
+    )?;
+    if !config.listen.ip().is_loopback() {
+        bail!("the load test's server listens on loopback only");
+    }
+    ensure_parent_dir(&config.database)?;
+    let listener = listen(config.listen)?;
+    elementals_server::run(listener, config, parent_gone()).await
+}
+
+fn ensure_parent_dir(path: &Path) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! Command-line options.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Load test for the Elementals server: simulated players who sign in, queue and play
+/// whole games with real commit–reveal, spectators on live games, and the machine's
+/// WebSocket echo ceiling for comparison. Traffic stays on loopback.
+#[derive(Debug, Parser)]
+#[command(
+    name = "elementals-loadtest",
+    version,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunOptions,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the game server (used by the load test itself; takes `elementals-server` flags).
+    #[command(hide = true)]
+    Serve {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Run the bare echo server (used by `--echo`).
+    #[command(hide = true, name = "echo-serve")]
+    EchoServe,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunOptions {
+    /// Simulated players (registered accounts).
+    #[arg(long, default_value_t = 200)]
+    pub players: u64,
+
+    /// Simulated spectators (guests), spread over the live games.
+    #[arg(long, default_value_t = 0)]
+    pub spectators: u64,
+
+    /// The share of players who queue and play; the rest stay signed in, in the lobby.
+    #[arg(long, default_value_t = 1.0)]
+    pub playing_fraction: f64,
+
+    /// Mean think time before each commit, in ms (each drawn from 0.5–1.5 times this).
+    #[arg(long, default_value_t = 1000)]
+    pub think_ms: u64,
+
+    /// How often a lobby player lists the open seeks, in ms; 0: never (idle).
+    #[arg(long, default_value_t = 10_000)]
+    pub lobby_poll_ms: u64,
+
+    /// Connections opened per second while ramping up.
+    #[arg(long, default_value_t = 500)]
+    pub ramp_per_s: u64,
+
+    /// How long to hold the full load after the ramp (e.g. `30s`, `2m`, `1500ms`).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub duration: Duration,
+
+    /// A running server (`ws://127.0.0.1:7878/ws`, `127.0.0.1:7878`, ...); loopback only.
+    /// Without it the run starts its own server, in a separate process, on a temporary
+    /// database.
+    #[arg(long)]
+    pub server: Option<String>,
+
+    /// Pool time-control preset.
+    #[arg(long, default_value = "blitz")]
+    pub preset: String,
+
+    /// argon2id memory (KiB) for the local server. Deliberately low for load tests: at the
+    /// default 19 MiB, registering thousands of players measures password hashing.
+    #[arg(long, default_value_t = 64)]
+    pub argon2_memory_kib: u32,
+
+    /// A flag for the local server, e.g. `--server-arg=--message-rate=50` (repeatable).
+    #[arg(long = "server-arg", allow_hyphen_values = true)]
+    pub server_args: Vec<String>,
+
+    /// Measure the echo ceiling first (a bare WebSocket echo server and the same client
+    /// sockets), so throughput can be stated as a share of it.
+    #[arg(long)]
+    pub echo: bool,
+
+    /// Connections for the echo measurement.
+    #[arg(long, default_value_t = 100)]
+    pub echo_connections: u64,
+
+    /// How long to measure the echo ceiling.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub echo_duration: Duration,
+
+    /// Halfway through the hold, drop every player's connection at once and have them
+    /// all resume with their tokens; report how long until all are back in their games.
+    #[arg(long)]
+    pub reconnect_storm: bool,
+
+    /// Write the results as a JSON object to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// `30s`, `2m`, `1500ms`, `1h`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("not a duration: {text:?} (try 30s, 2m, 500ms)"))?;
+    let seconds = match unit {
+        "" | "s" => value,
+        "ms" => value / 1000.0,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?} in {text:?} (use ms, s, m or h)"
+            ))
+        }
+    };
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(format!("not a duration: {text:?}"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_in_their_units() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("12"), Ok(Duration::from_secs(12)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("3 days").is_err());
+    }
+}

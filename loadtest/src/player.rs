@@ -1,0 +1,510 @@
+//! A simulated player: signs in, queues in a pool and plays whole games with real
+//! commit–reveal at a think time, again and again until the run stops; or, in the lobby
+//! role, stays signed in and now and then lists the open seeks.
+//!
+//! One task per player owns its connection. Like the client library's `Player`, it is
+//! state-driven: after every event it asks the game's state what this seat owes (a
+//! commit after thinking, a reveal at once), so a resync or a resumed session simply
+//! continues. Each request is timed from the instant it is written.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use elementals_client::protocol::messages::{EndReason, Phase, RequestId};
+use elementals_client::protocol::{ClientMsg, ErrorCode, Seat, ServerMsg};
+use elementals_client::{Applied, GameState, Random, SealedPick, Strategy};
+use tokio::time::{Duration, Instant};
+
+use crate::conn::{source_address, Conn, ConnError, Pacer};
+use crate::ctx::{Shared, Storm};
+use crate::stats::Gauge;
+
+const PASSWORD: &str = "loadtest-password";
+
+/// How long a player waits for `rating_update` after a rated game it did not draw.
+const RATING_TIMEOUT: Duration = Duration::from_secs(15);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Queue and play games.
+    Playing,
+    /// Stay signed in without queueing.
+    Lobby,
+}
+
+/// Why a session (one connection) ended without an error.
+enum Exit {
+    Stop,
+    Storm,
+}
+
+/// A request waiting for its reply.
+#[derive(Debug, Clone, Copy)]
+enum Pending {
+    Commit(Instant),
+    Reveal,
+    Join,
+    Sync,
+    ListSeeks,
+}
+
+impl Pending {
+    fn name(self) -> &'static str {
+        match self {
+            Pending::Commit(_) => "commit",
+            Pending::Reveal => "reveal",
+            Pending::Join => "join_pool",
+            Pending::Sync => "sync",
+            Pending::ListSeeks => "list_seeks",
+        }
+    }
+}
+
+/// The one game this player is seated in, and what it has sent in it.
+struct Seated {
+    state: GameState,
+    seat: Seat,
+    /// When this seat may commit in the current round (set once thinking starts).
+    think_until: Option<(u32, Instant)>,
+    committed: Option<u32>,
+    revealed: Option<u32>,
+    sealed: Option<SealedPick>,
+    /// After `game_over` of a rated decisive game: wait for `rating_update` until then.
+    rating_deadline: Option<Instant>,
+    last_event: Instant,
+    _in_game: Gauge,
+}
+
+/// What the player will do next, and when.
+enum Action {
+    Join,
+    Commit,
+    Reveal,
+    ListSeeks,
+}
+
+pub struct Player {
+    ctx: Shared,
+    index: u64,
+    role: Role,
+    token: Option<String>,
+    /// Waiting in the pool (`queued` received, no `game_start` yet).
+    queued: bool,
+    game: Option<Seated>,
+    strategy: Random,
+}
+
+impl Player {
+    pub fn new(ctx: Shared, index: u64, role: Role) -> Player {
+        Player {
+            ctx,
+            index,
+            role,
+            token: None,
+            queued: false,
+            game: None,
+            strategy: Random::new(),
+        }
+    }
+
+    /// Play until the run stops, reconnecting when a storm says so.
+    pub async fn run(mut self) {
+        let stats = self.ctx.stats.clone();
+        let mut resumed_from: Option<Instant> = None;
+        loop {
+            let conn = match self.sign_in(resumed_from).await {
+                Ok(conn) => conn,
+                Err(e) => {
+                    if !self.ctx.stop.is_cancelled() {
+                        stats.error(e.kind("sign in"));
+                    }
+                    return;
+                }
+            };
+            stats.signed_in();
+            let exit = self.session(conn).await;
+            stats.signed_out();
+            match exit {
+                Ok(Exit::Stop) => return,
+                Ok(Exit::Storm) => {}
+                Err(e) => {
+                    if !self.ctx.stop.is_cancelled() {
+                        stats.error(e.kind("playing"));
+                    }
+                    return;
+                }
+            }
+            resumed_from = match self.wait_for_return().await {
+                Some(at) => Some(at),
+                None => return,
+            };
+        }
+    }
+
+    /// Connect and sign in: register the first time, resume with the token after.
+    async fn sign_in(&mut self, resumed_from: Option<Instant>) -> Result<Conn, ConnError> {
+        let source = source_address(self.index);
+        let mut conn = Conn::open(self.ctx.server, source, self.ctx.stats.clone()).await?;
+        let reply = match &self.token {
+            Some(token) => {
+                let token = token.clone();
+                conn.request(|id| ClientMsg::Resume { id, token }).await?
+            }
+            None => {
+                let name = self.ctx.player_name(self.index);
+                let reply = conn
+                    .request(|id| ClientMsg::Register {
+                        id,
+                        name: name.clone(),
+                        password: PASSWORD.into(),
+                    })
+                    .await;
+                match reply {
+                    // A rerun against the same server: the account exists already.
+                    Err(ConnError::Server {
+                        code: ErrorCode::NameTaken,
+                    }) => {
+                        conn.request(|id| ClientMsg::Login {
+                            id,
+                            name,
+                            password: PASSWORD.into(),
+                        })
+                        .await?
+                    }
+                    other => other?,
+                }
+            }
+        };
+        let ServerMsg::Authenticated { token, .. } = reply else {
+            return Err(ConnError::Unexpected);
+        };
+        self.token = Some(token);
+        if let Some(from) = resumed_from {
+            // A dropped connection left the pool; a seat is kept.
+            self.queued = false;
+            if self.game.is_some() {
+                self.await_snapshot(&mut conn).await?;
+            }
+            self.ctx.stats.resume.record(from.elapsed());
+        }
+        Ok(conn)
+    }
+
+    /// Back in the game means its snapshot has arrived (it follows `authenticated`).
+    async fn await_snapshot(&mut self, conn: &mut Conn) -> Result<(), ConnError> {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let mut scratch = Vec::new();
+        while self.game.is_some() {
+            let msg = tokio::time::timeout_at(deadline, conn.recv())
+                .await
+                .map_err(|_| ConnError::Timeout)??;
+            let snapshot = matches!(msg, ServerMsg::Snapshot { id: None, .. });
+            self.handle(conn, msg, &mut scratch).await?;
+            if snapshot {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    async fn wait_for_return(&mut self) -> Option<Instant> {
+        let mut storm = self.ctx.storm.clone();
+        loop {
+            if let Storm::Return(at) = *storm.borrow_and_update() {
+                return Some(at);
+            }
+            tokio::select! {
+                _ = self.ctx.stop.cancelled() => return None,
+                changed = storm.changed() => changed.ok()?,
+            }
+        }
+    }
+
+    /// One connection's life: act and react until the run stops or a storm drops it.
+    async fn session(&mut self, mut conn: Conn) -> Result<Exit, ConnError> {
+        let mut pacer = Pacer::new(conn.rate);
+        let mut pending: Vec<(RequestId, Pending)> = Vec::new();
+        let mut storm = self.ctx.storm.clone();
+        let mut lobby_next = Instant::now() + self.lobby_poll().unwrap_or_default();
+        let stop = self.ctx.stop.clone();
+        loop {
+            let next = self.next_action(&pending, lobby_next);
+            let at = next.as_ref().map(|(_, at)| pacer.earliest(*at));
+            let stall = self.stall_deadline();
+            tokio::select! {
+                biased;
+                _ = stop.cancelled() => {
+                    conn.close().await;
+                    return Ok(Exit::Stop);
+                }
+                Ok(()) = storm.changed() => {
+                    if *storm.borrow_and_update() == Storm::Drop {
+                        // Dropped, not closed: as a network failure or a restart looks.
+                        drop(conn);
+                        return Ok(Exit::Storm);
+                    }
+                }
+                () = sleep_until(at) => {
+                    let (action, _) = next.expect("an action is due");
+                    pacer.sent();
+                    let sent = self.perform(&mut conn, action).await?;
+                    if matches!(sent.1, Pending::ListSeeks) {
+                        lobby_next = Instant::now() + self.lobby_poll().unwrap_or_default();
+                    }
+                    pending.push(sent);
+                }
+                () = sleep_until(stall) => {
+                    let waiting_rating = self.game.as_ref().is_some_and(|g| g.rating_deadline.is_some());
+                    self.ctx.stats.error(if waiting_rating {
+                        "playing: no rating_update within 15 s"
+                    } else {
+                        "playing: no game event for 60 s"
+                    });
+                    self.leave_game();
+                }
+                msg = conn.recv() => {
+                    let msg = msg?;
+                    self.handle(&mut conn, msg, &mut pending).await?;
+                }
+            }
+        }
+    }
+
+    fn lobby_poll(&self) -> Option<Duration> {
+        self.ctx
+            .style
+            .lobby_poll
+            .map(|p| p.mul_f64(0.5 + rand::random::<f64>()))
+    }
+
+    fn stall_deadline(&self) -> Option<Instant> {
+        let game = self.game.as_ref()?;
+        let think = self.ctx.style.think * 2;
+        let stalled = game.last_event + Duration::from_secs(60).max(think);
+        Some(game.rating_deadline.unwrap_or(stalled))
+    }
+
+    fn next_action(
+        &mut self,
+        pending: &[(RequestId, Pending)],
+        lobby_next: Instant,
+    ) -> Option<(Action, Instant)> {
+        let now = Instant::now();
+        let Some(game) = self.game.as_mut() else {
+            return match self.role {
+                Role::Playing if pending.is_empty() && !self.queued => Some((Action::Join, now)),
+                Role::Playing => None,
+                Role::Lobby if pending.is_empty() && self.ctx.style.lobby_poll.is_some() => {
+                    Some((Action::ListSeeks, lobby_next))
+                }
+                Role::Lobby => None,
+            };
+        };
+        let state = &game.state;
+        let round = state.round();
+        match state.phase() {
+            Phase::Commit
+                if state.seq() > 0
+                    && !state.committed(game.seat)
+                    && game.committed != Some(round) =>
+            {
+                let until = match game.think_until {
+                    Some((r, until)) if r == round => until,
+                    _ => {
+                        let until = now + self.ctx.think();
+                        game.think_until = Some((round, until));
+                        until
+                    }
+                };
+                Some((Action::Commit, until))
+            }
+            Phase::Reveal
+                if !state.revealed(game.seat)
+                    && game.revealed != Some(round)
+                    && game.sealed.is_some_and(|s| s.round == round) =>
+            {
+                Some((Action::Reveal, now))
+            }
+            _ => None,
+        }
+    }
+
+    async fn perform(
+        &mut self,
+        conn: &mut Conn,
+        action: Action,
+    ) -> Result<(RequestId, Pending), ConnError> {
+        match action {
+            Action::Join => {
+                let style = &self.ctx.style;
+                let (variant, time_control) = (style.variant, style.preset.clone());
+                let id = conn
+                    .send(|id| ClientMsg::JoinPool {
+                        id,
+                        variant,
+                        time_control,
+                        rated: true,
+                    })
+                    .await?;
+                Ok((id, Pending::Join))
+            }
+            Action::ListSeeks => {
+                let id = conn.send(|id| ClientMsg::ListSeeks { id }).await?;
+                Ok((id, Pending::ListSeeks))
+            }
+            Action::Commit => {
+                let game = self.game.as_mut().expect("seated");
+                let view = game.state.view().expect("a player's view");
+                let pick = self.strategy.pick(&view);
+                let (game_id, round) = (game.state.game_id(), game.state.round());
+                let (sealed, commitment) = SealedPick::new(game_id, round, game.seat, pick);
+                game.committed = Some(round);
+                game.sealed = Some(sealed);
+                let sent = Instant::now();
+                let id = conn
+                    .send(|id| ClientMsg::Commit {
+                        id,
+                        game_id,
+                        round,
+                        commitment: commitment.to_vec(),
+                    })
+                    .await?;
+                Ok((id, Pending::Commit(sent)))
+            }
+            Action::Reveal => {
+                let game = self.game.as_mut().expect("seated");
+                let sealed = game.sealed.expect("a sealed pick");
+                let game_id = game.state.game_id();
+                game.revealed = Some(sealed.round);
+                self.ctx.reveals.sent(game_id, sealed.round);
+                let id = conn
+                    .send(|id| ClientMsg::Reveal {
+                        id,
+                        game_id,
+                        round: sealed.round,
+                        pick: sealed.pick,
+                        nonce: sealed.nonce.to_vec(),
+                    })
+                    .await?;
+                Ok((id, Pending::Reveal))
+            }
+        }
+    }
+
+    async fn handle(
+        &mut self,
+        conn: &mut Conn,
+        msg: ServerMsg,
+        pending: &mut Vec<(RequestId, Pending)>,
+    ) -> Result<(), ConnError> {
+        let stats = &self.ctx.stats;
+        let id = crate::conn::reply_id(&msg);
+        let waiting = id.and_then(|id| {
+            let at = pending.iter().position(|(p, _)| *p == id)?;
+            Some(pending.swap_remove(at).1)
+        });
+        match (&msg, waiting) {
+            (ServerMsg::Error { code, .. }, Some(what)) => {
+                stats.error(format!("{}: server error {code}", what.name()));
+                Ok(())
+            }
+            (ServerMsg::Error { code, .. }, None) => {
+                stats.error(format!("server error {code} (no request)"));
+                Ok(())
+            }
+            (ServerMsg::Queued { .. }, _) => {
+                self.queued = true;
+                Ok(())
+            }
+            (ServerMsg::Ok { .. }, Some(Pending::Commit(sent))) => {
+                stats.commit_ack.record(sent.elapsed());
+                Ok(())
+            }
+            (ServerMsg::Notice { code, .. }, _) => {
+                stats.error(format!("notice {code}"));
+                Ok(())
+            }
+            (ServerMsg::GameStart { game, seat }, _) => {
+                if self.game.is_some() {
+                    stats.error("game_start while seated");
+                }
+                self.queued = false;
+                self.game = Some(Seated {
+                    state: GameState::new(game.clone(), Some(*seat)),
+                    seat: *seat,
+                    think_until: None,
+                    committed: None,
+                    revealed: None,
+                    sealed: None,
+                    rating_deadline: None,
+                    last_event: Instant::now(),
+                    _in_game: Gauge::up(stats.clone(), |s| &s.in_game),
+                });
+                Ok(())
+            }
+            _ => self.apply(conn, &msg, pending).await,
+        }
+    }
+
+    /// Apply a game message to the seated game, timing results and ending games.
+    async fn apply(
+        &mut self,
+        conn: &mut Conn,
+        msg: &ServerMsg,
+        pending: &mut Vec<(RequestId, Pending)>,
+    ) -> Result<(), ConnError> {
+        let Some(game) = self.game.as_mut() else {
+            return Ok(());
+        };
+        match game.state.apply(msg) {
+            Applied::Applied => game.last_event = Instant::now(),
+            Applied::Gap { .. } => {
+                self.ctx.stats.error("event gap (player)");
+                let game_id = game.state.game_id();
+                let id = conn.send(|id| ClientMsg::Sync { id, game_id }).await?;
+                pending.push((id, Pending::Sync));
+                return Ok(());
+            }
+            Applied::Stale | Applied::Ignored => return Ok(()),
+        }
+        let stats = &self.ctx.stats;
+        match msg {
+            ServerMsg::RoundResult {
+                game_id, record, ..
+            } => {
+                if let Some(at) = self.ctx.reveals.last(*game_id, record.round) {
+                    stats.result.record(at.elapsed());
+                }
+                if game.seat == Seat::One {
+                    stats.rounds.fetch_add(1, Relaxed);
+                }
+            }
+            ServerMsg::GameOver { result, rated, .. } => {
+                if result.reason != EndReason::Edge {
+                    stats.error(format!("game over by {:?}", result.reason));
+                }
+                if game.seat == Seat::One {
+                    stats.games.fetch_add(1, Relaxed);
+                }
+                if *rated && result.winner.is_some() {
+                    game.rating_deadline = Some(Instant::now() + RATING_TIMEOUT);
+                } else {
+                    self.game = None;
+                }
+            }
+            ServerMsg::RatingUpdate { .. } => self.game = None,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn leave_game(&mut self) {
+        self.game = None;
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,247 @@
+//! The results of a run: the JSON object `--json` writes and the table printed at the end.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
+
+use serde::Serialize;
+
+use crate::echo::EchoResult;
+use crate::options::RunOptions;
+use crate::run::Memories;
+use crate::stats::{Percentiles, Stats};
+
+/// Counters read at the start and the end of the hold.
+#[derive(Debug, Clone, Copy)]
+pub struct Counters {
+    rounds: u64,
+    games: u64,
+    frames: u64,
+}
+
+impl Counters {
+    pub fn take(stats: &Stats) -> Counters {
+        Counters {
+            rounds: stats.rounds.load(Relaxed),
+            games: stats.games.load(Relaxed),
+            frames: stats.frames(),
+        }
+    }
+}
+
+/// What the reconnect storm measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct StormResult {
+    /// Players signed in when their connections were dropped.
+    pub players: u64,
+    pub in_game_at_drop: u64,
+    /// Players that signed in again (and got their game's snapshot, if seated).
+    pub back: u64,
+    /// From the signal to return until the last player was back.
+    pub all_back_s: f64,
+    pub resume_latency_ms: Percentiles,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub players_target: u64,
+    pub spectators_target: u64,
+    pub playing_fraction: f64,
+    pub think_ms: u64,
+    pub players_connected_peak: i64,
+    pub spectators_connected_peak: i64,
+    /// Players seated in live games when the hold ended.
+    pub players_in_game_at_end: i64,
+    /// Whole run (ramp and hold).
+    pub games_completed: u64,
+    pub rounds_completed: u64,
+    /// During the hold.
+    pub games_in_hold: u64,
+    pub rounds_in_hold: u64,
+    pub rounds_per_s: f64,
+    /// Frames sent plus received by all simulated clients, per second of the hold: the
+    /// messages through the server.
+    pub messages_per_s: f64,
+    pub errors: u64,
+    pub errors_by_kind: BTreeMap<String, u64>,
+    pub commit_ack_latency_ms: Percentiles,
+    /// From the moment a round's last reveal is sent to the moment its result arrives at
+    /// a player.
+    pub result_latency_ms: Percentiles,
+    /// The same, at each spectator.
+    pub spectator_result_latency_ms: Percentiles,
+    /// Per round, from its last reveal sent to its result reaching the last spectator.
+    pub fanout_last_spectator_ms: Percentiles,
+    pub spectator_resyncs: u64,
+    pub server_rss_peak_bytes: Option<u64>,
+    /// Before any client connected.
+    pub server_rss_baseline_bytes: Option<u64>,
+    /// At the end of the hold.
+    pub server_rss_hold_bytes: Option<u64>,
+    /// (RSS at the end of the hold - baseline) / connections signed in.
+    pub server_rss_per_connection_bytes: Option<f64>,
+    pub ramp_s: f64,
+    /// The hold, over which the rates are computed.
+    pub duration_s: f64,
+    pub echo: Option<EchoResult>,
+    /// messages_per_s / the echo ceiling's messages_per_s.
+    pub messages_vs_echo: Option<f64>,
+    pub reconnect_storm: Option<StormResult>,
+}
+
+impl Report {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        options: &RunOptions,
+        stats: &Stats,
+        start: Counters,
+        end: Counters,
+        hold_s: f64,
+        ramp_s: f64,
+        in_game_at_end: i64,
+        memory: Memories,
+        echo: Option<EchoResult>,
+        reconnect_storm: Option<StormResult>,
+    ) -> Report {
+        let per_s = |n: u64| n as f64 / hold_s.max(1e-9);
+        let messages_per_s = per_s(end.frames - start.frames);
+        let connected = stats.connected.load(Relaxed) + stats.spectators.load(Relaxed);
+        let rss_per_connection = match (memory.baseline, memory.at_hold) {
+            (Some(base), Some(hold)) if connected > 0 => {
+                Some((hold.rss as f64 - base.rss as f64) / connected as f64)
+            }
+            _ => None,
+        };
+        Report {
+            players_target: options.players,
+            spectators_target: options.spectators,
+            playing_fraction: options.playing_fraction,
+            think_ms: options.think_ms,
+            players_connected_peak: stats.connected_peak.load(Relaxed),
+            spectators_connected_peak: stats.spectators_peak.load(Relaxed),
+            players_in_game_at_end: in_game_at_end,
+            games_completed: stats.games.load(Relaxed),
+            rounds_completed: stats.rounds.load(Relaxed),
+            games_in_hold: end.games - start.games,
+            rounds_in_hold: end.rounds - start.rounds,
+            rounds_per_s: per_s(end.rounds - start.rounds),
+            messages_per_s,
+            errors: stats.error_total(),
+            errors_by_kind: stats.errors(),
+            commit_ack_latency_ms: stats.commit_ack.percentiles(),
+            result_latency_ms: stats.result.percentiles(),
+            spectator_result_latency_ms: stats.spectator_result.percentiles(),
+            fanout_last_spectator_ms: stats.fanout_last.percentiles(),
+            spectator_resyncs: stats.spectator_resyncs.load(Relaxed),
+            server_rss_peak_bytes: memory.peak,
+            server_rss_baseline_bytes: memory.baseline.map(|m| m.rss),
+            server_rss_hold_bytes: memory.at_hold.map(|m| m.rss),
+            server_rss_per_connection_bytes: rss_per_connection,
+            ramp_s,
+            duration_s: hold_s,
+            messages_vs_echo: echo.as_ref().map(|e| messages_per_s / e.messages_per_s),
+            echo,
+            reconnect_storm,
+        }
+    }
+
+    /// The table printed at the end of a run.
+    pub fn table(&self) -> String {
+        let mut rows: Vec<(String, String)> = Vec::new();
+        let mut row = |k: &str, v: String| rows.push((k.to_owned(), v));
+        let lat = |p: &Percentiles| {
+            format!(
+                "p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2} ms  (n={})",
+                p.p50, p.p90, p.p99, p.max, p.count
+            )
+        };
+        let bytes =
+            |b: Option<u64>| b.map_or("-".into(), |b| format!("{:.1} MiB", b as f64 / 1048576.0));
+        row(
+            "players (peak / target)",
+            format!("{} / {}", self.players_connected_peak, self.players_target),
+        );
+        if self.spectators_target > 0 {
+            row(
+                "spectators (peak / target)",
+                format!(
+                    "{} / {}",
+                    self.spectators_connected_peak, self.spectators_target
+                ),
+            );
+        }
+        row("in game at end", self.players_in_game_at_end.to_string());
+        row(
+            "ramp / hold",
+            format!("{:.1} s / {:.1} s", self.ramp_s, self.duration_s),
+        );
+        row(
+            "games completed (hold)",
+            format!("{} ({})", self.games_completed, self.games_in_hold),
+        );
+        row(
+            "rounds completed (hold)",
+            format!("{} ({})", self.rounds_completed, self.rounds_in_hold),
+        );
+        row("rounds/s", format!("{:.1}", self.rounds_per_s));
+        row("messages/s", format!("{:.0}", self.messages_per_s));
+        row("commit ack latency", lat(&self.commit_ack_latency_ms));
+        row("result latency", lat(&self.result_latency_ms));
+        if self.spectators_target > 0 {
+            row(
+                "spectator result latency",
+                lat(&self.spectator_result_latency_ms),
+            );
+            row(
+                "fan-out: last spectator",
+                lat(&self.fanout_last_spectator_ms),
+            );
+            row("spectator resyncs", self.spectator_resyncs.to_string());
+        }
+        row(
+            "server rss baseline / hold / peak",
+            format!(
+                "{} / {} / {}",
+                bytes(self.server_rss_baseline_bytes),
+                bytes(self.server_rss_hold_bytes),
+                bytes(self.server_rss_peak_bytes)
+            ),
+        );
+        if let Some(per) = self.server_rss_per_connection_bytes {
+            row(
+                "server rss per connection",
+                format!("{:.1} KiB", per / 1024.0),
+            );
+        }
+        if let (Some(echo), Some(ratio)) = (&self.echo, self.messages_vs_echo) {
+            row(
+                "echo ceiling",
+                format!(
+                    "{:.0} round trips/s = {:.0} messages/s ({} connections, p99 {:.2} ms)",
+                    echo.round_trips_per_s,
+                    echo.messages_per_s,
+                    echo.connections,
+                    echo.latency_ms.p99
+                ),
+            );
+            row("messages/s vs echo", format!("{:.1} %", 100.0 * ratio));
+        }
+        if let Some(storm) = &self.reconnect_storm {
+            row(
+                "reconnect storm",
+                format!(
+                    "{} of {} back in {:.2} s ({} were in games)",
+                    storm.back, storm.players, storm.all_back_s, storm.in_game_at_drop
+                ),
+            );
+            row("resume latency", lat(&storm.resume_latency_ms));
+        }
+        row("errors", self.errors.to_string());
+        for (kind, n) in &self.errors_by_kind {
+            row(&format!("  {kind}"), n.to_string());
+        }
+        let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+        rows.iter()
+            .map(|(k, v)| format!("{k:<width$}  {v}\n"))
+            .collect()
+    }
+}

@@ -1,0 +1,266 @@
+//! One run: check the file limit, start (or find) the server, measure the echo ceiling
+//! if asked, ramp the simulated clients up at the given rate, hold, optionally storm,
+//! stop everyone, and gather the figures.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use dashmap::DashMap;
+use elementals_client::protocol::Variant;
+use elementals_client::ServerUrl;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::conn::SOURCE_ADDRESSES;
+use crate::ctx::{Ctx, PlayStyle, RevealLog, Storm};
+use crate::echo::{self, EchoResult};
+use crate::limits;
+use crate::local::{LocalServer, Memory};
+use crate::options::RunOptions;
+use crate::player::{Player, Role};
+use crate::report::{Counters, Report, StormResult};
+use crate::spectator::Spectator;
+use crate::stats::Stats;
+use crate::status::Status;
+
+/// The local server's default connection cap (`--max-connections`).
+const SERVER_DEFAULT_MAX_CONNECTIONS: u64 = 19_000;
+
+/// How long after the ramp the run waits for stragglers to sign in before holding.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long stopped clients get to close before they are aborted.
+const STOP_TIMEOUT: Duration = Duration::from_secs(15);
+
+pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
+    let total = options.players + options.spectators;
+    if total == 0 {
+        bail!("nothing to do: --players and --spectators are both 0");
+    }
+    if !(0.0..=1.0).contains(&options.playing_fraction) {
+        bail!("--playing-fraction must be between 0 and 1");
+    }
+    let limit = limits::raise().context("reading RLIMIT_NOFILE")?;
+    let local_cap = options
+        .server
+        .is_none()
+        .then(|| server_cap(&options.server_args));
+    eprintln!(
+        "open files: soft limit {} raised to the hard limit {}: room for {} connections per \
+         process; spreading them over {SOURCE_ADDRESSES} source addresses 127.0.0.2-127.0.0.{}",
+        limit.soft_before,
+        limit.hard,
+        limit.connections(),
+        1 + SOURCE_ADDRESSES
+    );
+    limits::check(&limit, total.max(options.echo_connections), local_cap)?;
+
+    let echo = match options.echo {
+        true => Some(measure_echo(&options).await?),
+        false => None,
+    };
+
+    let (local, server) = match &options.server {
+        Some(url) => (None, loopback_address(url)?),
+        None => {
+            let local = LocalServer::game(options.argon2_memory_kib, &options.server_args).await?;
+            eprintln!("local server: pid {} on {}", local.pid, local.addr);
+            let addr = local.addr;
+            (Some(local), addr)
+        }
+    };
+    let result = drive(&options, server, local.as_ref(), echo).await;
+    if let Some(local) = local {
+        local.stop().await;
+    }
+    result
+}
+
+/// The cap the local server will run with, from `--server-arg=--max-connections=N`.
+fn server_cap(server_args: &[String]) -> u64 {
+    server_args
+        .iter()
+        .find_map(|a| a.strip_prefix("--max-connections="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(SERVER_DEFAULT_MAX_CONNECTIONS)
+}
+
+/// The server's address, refusing anything but loopback.
+fn loopback_address(url: &str) -> anyhow::Result<SocketAddr> {
+    let url = ServerUrl::parse(url)?;
+    let addr = (url.host().trim_matches(['[', ']']), url.port())
+        .to_socket_addrs()
+        .with_context(|| format!("resolving {}", url.authority()))?
+        .find(|a| a.is_ipv4())
+        .with_context(|| format!("{} has no IPv4 address", url.authority()))?;
+    if !addr.ip().is_loopback() {
+        bail!("{addr} is not a loopback address: this load test only targets this machine");
+    }
+    Ok(addr)
+}
+
+async fn measure_echo(options: &RunOptions) -> anyhow::Result<EchoResult> {
+    let server = LocalServer::echo().await?;
+    eprintln!(
+        "echo ceiling: {} connections for {:?}...",
+        options.echo_connections, options.echo_duration
+    );
+    let result = echo::measure(server.addr, options.echo_connections, options.echo_duration).await;
+    server.stop().await;
+    let result = result?;
+    eprintln!(
+        "echo ceiling: {:.0} round trips/s ({:.0} messages/s), p99 {:.2} ms",
+        result.round_trips_per_s, result.messages_per_s, result.latency_ms.p99
+    );
+    Ok(result)
+}
+
+async fn drive(
+    options: &RunOptions,
+    server: SocketAddr,
+    local: Option<&LocalServer>,
+    echo: Option<EchoResult>,
+) -> anyhow::Result<Report> {
+    let stats = Arc::new(Stats::default());
+    let (storm_tx, storm_rx) = watch::channel(Storm::Calm);
+    let ctx = Arc::new(Ctx {
+        server,
+        stats: stats.clone(),
+        style: PlayStyle {
+            variant: Variant::CLASSIC,
+            preset: options.preset.clone(),
+            think: Duration::from_millis(options.think_ms),
+            lobby_poll: (options.lobby_poll_ms > 0)
+                .then(|| Duration::from_millis(options.lobby_poll_ms)),
+        },
+        tag: format!("{:04x}", rand::random::<u16>()),
+        stop: CancellationToken::new(),
+        storm: storm_rx,
+        reveals: RevealLog::default(),
+        fanout: DashMap::new(),
+    });
+    let memory = || local.and_then(LocalServer::memory);
+    let baseline = memory();
+    let status = Status::start(stats.clone(), options.players, local.map(|l| l.pid));
+
+    // Ramp: players first (spectators need live games), at the given rate.
+    let total = options.players + options.spectators;
+    let playing = (options.players as f64 * options.playing_fraction).round() as u64;
+    let started = Instant::now();
+    let interval = Duration::from_secs_f64(1.0 / options.ramp_per_s.max(1) as f64);
+    let mut clients = JoinSet::new();
+    for n in 0..total {
+        tokio::time::sleep_until(started + interval * n as u32).await;
+        let ctx = ctx.clone();
+        if n < options.players {
+            // Spread the lobby players evenly among the playing ones.
+            let role = if (n * playing / options.players.max(1))
+                != ((n + 1) * playing / options.players.max(1))
+            {
+                Role::Playing
+            } else {
+                Role::Lobby
+            };
+            clients.spawn(Player::new(ctx, n, role).run());
+        } else {
+            clients.spawn(Spectator::new(ctx, n).run());
+        }
+    }
+    let settle_until = Instant::now() + SETTLE_TIMEOUT;
+    while (stats.connected.load(Relaxed) + stats.spectators.load(Relaxed)) < total as i64
+        && (stats.error_total() as i64) < total as i64
+        && Instant::now() < settle_until
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let ramp_s = started.elapsed().as_secs_f64();
+    status.phase("hold");
+
+    // Hold: rates and latencies describe this window only.
+    stats.reset_latencies();
+    let hold_start = Instant::now();
+    let at_start = Counters::take(&stats);
+    let mut storm = None;
+    if options.reconnect_storm {
+        tokio::time::sleep(options.duration / 2).await;
+        status.phase("storm");
+        storm = Some(reconnect_storm(&stats, &storm_tx, options.players).await);
+        status.phase("hold");
+    }
+    tokio::time::sleep_until(hold_start + options.duration).await;
+    let at_end = Counters::take(&stats);
+    let hold_s = hold_start.elapsed().as_secs_f64();
+    let at_hold = memory();
+    let in_game_at_end = stats.in_game.load(Relaxed);
+
+    status.phase("stopping");
+    ctx.stop.cancel();
+    let _ = tokio::time::timeout(STOP_TIMEOUT, async {
+        while clients.join_next().await.is_some() {}
+    })
+    .await;
+    clients.abort_all();
+    let server_peak = memory().map(|m| m.peak).or(status.peak_rss());
+    status.finish();
+
+    for entry in ctx.fanout.iter() {
+        stats.fanout_last.record(*entry.value());
+    }
+    Ok(Report::new(
+        options,
+        &stats,
+        at_start,
+        at_end,
+        hold_s,
+        ramp_s,
+        in_game_at_end,
+        Memories {
+            baseline,
+            at_hold,
+            peak: server_peak,
+        },
+        echo,
+        storm,
+    ))
+}
+
+/// Server memory at the moments the report needs.
+pub struct Memories {
+    pub baseline: Option<Memory>,
+    pub at_hold: Option<Memory>,
+    pub peak: Option<u64>,
+}
+
+/// Drop every player's connection at once, then have all of them resume at once; time
+/// until every one has signed in again and (if seated) has its game's snapshot.
+async fn reconnect_storm(stats: &Stats, storm: &watch::Sender<Storm>, players: u64) -> StormResult {
+    let before = stats.connected.load(Relaxed);
+    let in_game = stats.in_game.load(Relaxed);
+    let resumed_before = stats.resume.percentiles().count;
+    storm.send_replace(Storm::Drop);
+    let dropped_by = Instant::now() + Duration::from_secs(10);
+    while stats.connected.load(Relaxed) > 0 && Instant::now() < dropped_by {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let go = Instant::now();
+    storm.send_replace(Storm::Return(go));
+    let back_by = go + Duration::from_secs(60);
+    while stats.connected.load(Relaxed) < before && Instant::now() < back_by {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let all_back_s = go.elapsed().as_secs_f64();
+    storm.send_replace(Storm::Calm);
+    let latency = stats.resume.percentiles();
+    StormResult {
+        players: players.min(before.max(0) as u64),
+        in_game_at_drop: in_game.max(0) as u64,
+        back: latency.count - resumed_before,
+        all_back_s,
+        resume_latency_ms: latency,
+    }
+}
