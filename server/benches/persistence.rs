@@ -1,0 +1,162 @@
+//! Persistence throughput: finished rated games (about 30 rounds each, both rating
+//! changes) durably recorded per second through `Db::record_game`, with the writer's
+//! batched transactions (many games ending at once) and without (one at a time).
+//!
+//! `cargo bench -p elementals-server --bench persistence`
+
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use elementals_protocol::messages::{EndReason, GameId, GameResult, SeatPair};
+use elementals_protocol::rules::{Outcome, Seat, Variant};
+use elementals_protocol::TimeControl;
+use elementals_server::db::{AccountRow, Db};
+use elementals_server::record::{GameRecord, RecordPlayer, RoundLog};
+
+/// Games in flight at once in the batched case: as many games ending together as the
+/// writer can gather into its batches.
+const CONCURRENT_GAMES: u64 = 1_000;
+/// Games recorded one after another (each waits for its own fsync).
+const SEQUENTIAL_GAMES: u64 = 50;
+const ROUNDS: u32 = 30;
+const ACCOUNTS: usize = 200;
+
+fn player(account: &AccountRow) -> RecordPlayer {
+    RecordPlayer {
+        account_id: account.id,
+        name: account.name.clone(),
+        guest: false,
+        rating: account.rating,
+    }
+}
+
+/// A rated game of `ROUNDS` rounds won at the edge by seat one.
+fn record(one: &AccountRow, two: &AccountRow) -> GameRecord {
+    let rounds = (1..=ROUNDS)
+        .map(|round| RoundLog {
+            round,
+            commitments: SeatPair::new("ab".repeat(32), "cd".repeat(32)),
+            nonces: SeatPair::new("01".repeat(32), "02".repeat(32)),
+            picks: SeatPair::new(1, 1),
+            outcome: Outcome {
+                winner: None,
+                moved: None,
+            },
+            positions: vec![0, 1, -1, 2, 0],
+            clocks_ms: SeatPair::new(170_000, 165_000),
+        })
+        .collect();
+    GameRecord {
+        game_id: GameId(uuid::Uuid::new_v4()),
+        variant: Variant::CLASSIC,
+        time_control: TimeControl::BLITZ,
+        rated: true,
+        players: SeatPair::new(player(one), player(two)),
+        started_at: 1_000,
+        ended_at: 121_000,
+        result: GameResult {
+            winner: Some(Seat::One),
+            reason: EndReason::Edge,
+        },
+        rounds,
+        final_clocks_ms: SeatPair::new(150_000, 140_000),
+    }
+}
+
+struct Bench {
+    runtime: tokio::runtime::Runtime,
+    db: Db,
+    accounts: Vec<AccountRow>,
+    _dir: tempfile::TempDir,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let db = Db::open(&dir.path().join("bench.db")).expect("database");
+        let accounts = runtime.block_on(async {
+            let mut accounts = Vec::with_capacity(ACCOUNTS);
+            for i in 0..ACCOUNTS {
+                let account = db
+                    .create_account(format!("bench{i}"), "not-a-real-hash".into())
+                    .await
+                    .expect("account");
+                accounts.push(account);
+            }
+            accounts
+        });
+        Bench {
+            runtime,
+            db,
+            accounts,
+            _dir: dir,
+        }
+    }
+
+    fn records(&self, n: u64) -> Vec<GameRecord> {
+        (0..n as usize)
+            .map(|i| {
+                let one = &self.accounts[i % ACCOUNTS];
+                let two = &self.accounts[(i * 7 + 1) % ACCOUNTS];
+                let two = if two.id == one.id {
+                    &self.accounts[(i + 1) % ACCOUNTS]
+                } else {
+                    two
+                };
+                record(one, two)
+            })
+            .collect()
+    }
+}
+
+fn record_games(c: &mut Criterion) {
+    let bench = Bench::new();
+    let mut group = c.benchmark_group("persistence");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(10));
+
+    group.throughput(Throughput::Elements(CONCURRENT_GAMES));
+    group.bench_function("record_game/batched", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let records = bench.records(CONCURRENT_GAMES);
+                let started = Instant::now();
+                bench.runtime.block_on(async {
+                    let calls = records.into_iter().map(|r| {
+                        let db = bench.db.clone();
+                        tokio::spawn(async move { db.record_game(r).await })
+                    });
+                    for call in calls.collect::<Vec<_>>() {
+                        call.await.expect("task").expect("recorded");
+                    }
+                });
+                total += started.elapsed();
+            }
+            total
+        })
+    });
+
+    group.throughput(Throughput::Elements(SEQUENTIAL_GAMES));
+    group.bench_function("record_game/one_at_a_time", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let records = bench.records(SEQUENTIAL_GAMES);
+                let started = Instant::now();
+                bench.runtime.block_on(async {
+                    for r in records {
+                        bench.db.record_game(r).await.expect("recorded");
+                    }
+                });
+                total += started.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, record_games);
+criterion_main!(benches);
