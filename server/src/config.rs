@@ -1,6 +1,6 @@
 //! Server options: command-line flags, each also settable from the environment.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -53,6 +53,44 @@ pub struct Config {
     /// argon2id memory cost in KiB (the OWASP-recommended 19 MiB by default).
     #[arg(long, env = "ELEMENTALS_ARGON2_MEMORY_KIB", default_value_t = 19_456)]
     pub argon2_memory_kib: u32,
+
+    /// Most WebSocket connections open at once from one client address; more are refused
+    /// with 429 before the upgrade. 0: no per-address cap.
+    #[arg(long, env = "ELEMENTALS_MAX_CONNECTIONS_PER_IP", default_value_t = 64)]
+    pub max_connections_per_ip: usize,
+
+    /// A reverse proxy whose `X-Forwarded-For` header is believed (repeatable). Without
+    /// one, the header is ignored and the client address is the TCP peer's.
+    #[arg(long, env = "ELEMENTALS_TRUSTED_PROXY", value_delimiter = ',')]
+    pub trusted_proxy: Vec<IpAddr>,
+
+    /// An origin browsers may open WebSockets from, e.g. `https://play.example.com`
+    /// (repeatable). Default: only pages served from the request's own `Host`.
+    /// Requests without an `Origin` header (native clients) are always allowed.
+    #[arg(long, env = "ELEMENTALS_ALLOWED_ORIGIN", value_delimiter = ',')]
+    pub allowed_origin: Vec<String>,
+
+    /// Seconds a new TCP connection has to send a complete HTTP request head (and an
+    /// idle keep-alive connection to send the next); slower ones are dropped.
+    #[arg(long, env = "ELEMENTALS_HANDSHAKE_TIMEOUT_SECS", default_value_t = 10)]
+    pub handshake_timeout_secs: u64,
+
+    /// Most TCP connections still in their HTTP handshake at once; more are closed at
+    /// accept. Upgraded WebSockets do not count.
+    #[arg(long, env = "ELEMENTALS_MAX_HANDSHAKES", default_value_t = 1024)]
+    pub max_handshakes: usize,
+
+    /// Failed logins allowed per account name per minute; more are answered `rate_limited`.
+    #[arg(
+        long,
+        env = "ELEMENTALS_LOGIN_FAILURES_PER_ACCOUNT",
+        default_value_t = 5
+    )]
+    pub login_failures_per_account: u32,
+
+    /// Failed logins allowed per client address per minute.
+    #[arg(long, env = "ELEMENTALS_LOGIN_FAILURES_PER_IP", default_value_t = 20)]
+    pub login_failures_per_ip: u32,
 }
 
 impl Config {
@@ -74,6 +112,10 @@ impl Config {
 
     pub fn auth_timeout(&self) -> Duration {
         Duration::from_secs(self.auth_timeout_secs.max(1))
+    }
+
+    pub fn handshake_timeout(&self) -> Duration {
+        Duration::from_secs(self.handshake_timeout_secs.max(1))
     }
 
     pub fn token_ttl(&self) -> Duration {

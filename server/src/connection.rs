@@ -5,6 +5,7 @@
 //! code. When one side ends, the other is stopped.
 
 use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,7 @@ use elementals_protocol::messages::ServerMsg;
 use elementals_protocol::wire::{self, DecodeError};
 use elementals_protocol::ErrorCode;
 use futures::stream::{SplitSink, SplitStream};
-use futures::{SinkExt, StreamExt};
+use futures::{FutureExt, SinkExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -83,17 +84,37 @@ pub async fn serve(socket: WebSocket, state: Arc<AppState>, peer: SocketAddr) {
     state.metrics.connections_total.fetch_add(1, Relaxed);
     tracing::debug!(conn_id, %peer, "connected");
 
-    let writer = tokio::spawn(write_loop(sink, rx, outbox.clone(), state.clone()));
+    let mut writer = tokio::spawn(write_loop(sink, rx, outbox.clone(), state.clone()));
     let mut session = Session::new(state.clone(), outbox.clone(), peer);
-    read_loop(stream, &mut session, &outbox, &state).await;
-    session.end().await;
-    // The reader is done: let the writer flush what is queued (a close frame, say), then stop.
+    // A bug that panics while handling one message must cost only this connection: the
+    // session is still released below (and by its `Drop` if even this is unwound), and
+    // the client is told with 1011, so the player resumes as after any dropped connection.
+    let reader = AssertUnwindSafe(read_loop(stream, &mut session, &outbox, &state));
+    if reader.catch_unwind().await.is_err() {
+        tracing::error!(conn_id, %peer, "connection task panicked; closing it");
+        outbox.close(close::INTERNAL, "internal server error");
+    }
+    session.end();
+    // The reader is done: let the writer flush what is queued (a close frame, say), then
+    // stop. A writer stuck on a client that stopped reading is aborted, so its socket and
+    // buffers are released now, not when the client finally reads.
     drop(session);
-    outbox.kill_after_flush();
-    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    if !outbox.kill_token().is_cancelled() {
+        // Not when already killed: a connection that fell behind is not flushed.
+        outbox.kill_after_flush();
+    }
+    if tokio::time::timeout(WRITER_FLUSH, &mut writer)
+        .await
+        .is_err()
+    {
+        writer.abort();
+    }
     state.metrics.connections.fetch_sub(1, Relaxed);
     tracing::debug!(conn_id, "disconnected");
 }
+
+/// How long a closing connection's writer may take to send what is queued.
+const WRITER_FLUSH: Duration = Duration::from_secs(5);
 
 async fn read_loop(
     mut stream: SplitStream<WebSocket>,
@@ -207,7 +228,13 @@ async fn write_loop(
             out = rx.recv() => match out {
                 Some(Outbound::Frame(bytes)) => {
                     state.metrics.messages_out.fetch_add(1, Relaxed);
-                    if sink.send(Message::Binary(bytes)).await.is_err() {
+                    // A client that stops reading leaves this send pending; whoever then
+                    // finds its outbox full kills the connection, which ends the wait.
+                    let sent = tokio::select! {
+                        sent = sink.send(Message::Binary(bytes)) => sent.is_ok(),
+                        _ = abandoned(&outbox) => false,
+                    };
+                    if !sent {
                         break;
                     }
                 }
@@ -246,7 +273,11 @@ async fn write_loop(
                 break;
             }
             _ = heartbeat.tick() => {
-                if sink.send(Message::Ping(Default::default())).await.is_err() {
+                let sent = tokio::select! {
+                    sent = sink.send(Message::Ping(Default::default())) => sent.is_ok(),
+                    _ = abandoned(&outbox) => false,
+                };
+                if !sent {
                     break;
                 }
             }
@@ -255,4 +286,13 @@ async fn write_loop(
     let _ = sink.close().await;
     // Make sure the reader stops too.
     outbox.kill();
+}
+
+/// Resolves when the connection is killed without a flush (it fell behind or was
+/// superseded): what is queued, or being sent, need not go out.
+async fn abandoned(outbox: &Outbox) {
+    outbox.kill_token().cancelled().await;
+    if outbox.flush_requested() {
+        std::future::pending::<()>().await;
+    }
 }

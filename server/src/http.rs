@@ -4,12 +4,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Path, State, WebSocketUpgrade};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use elementals_protocol::wire::MAX_CLIENT_MESSAGE_BYTES;
 
+use crate::admission;
 use crate::server::AppState;
 
 /// Bytes tungstenite reads from the socket at a time. Its default (128 KiB) would cost
@@ -32,15 +33,29 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
+/// The upgrade. Every refusal happens here, before the upgrade, so a refused client costs
+/// no WebSocket: a page from a foreign origin (403), an address over its connection cap
+/// (429), a full or stopping server (503).
 async fn ws_upgrade(
     ws: WebSocketUpgrade,
     State(state): State<Arc<AppState>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
 ) -> Response {
     if state.shutdown.is_cancelled() {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
     }
-    // Refused before the upgrade, so a full server spends nothing on the socket.
+    if !admission::origin_allowed(&headers, &state.config.allowed_origin) {
+        return (StatusCode::FORBIDDEN, "origin not allowed").into_response();
+    }
+    let client = admission::client_ip(peer.ip(), &headers, &state.config.trusted_proxy);
+    let Some(ip_slot) = state.abuse.connections.try_acquire(client) else {
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many connections from this address",
+        )
+            .into_response();
+    };
     let Ok(permit) = state.connection_permits.clone().try_acquire_owned() else {
         return (StatusCode::SERVICE_UNAVAILABLE, "too many connections").into_response();
     };
@@ -53,8 +68,9 @@ async fn ws_upgrade(
         .max_frame_size(MAX_CLIENT_MESSAGE_BYTES)
         .on_upgrade(move |socket| {
             tasks.track_future(async move {
-                crate::connection::serve(socket, state, peer).await;
-                drop(permit);
+                let client = SocketAddr::new(client, peer.port());
+                crate::connection::serve(socket, state, client).await;
+                drop((permit, ip_slot));
             })
         })
 }

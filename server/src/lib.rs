@@ -1,6 +1,8 @@
 //! The Elementals game server as a library: `main.rs` only parses options and calls
 //! [`run`], so tests start the real server on `127.0.0.1:0`.
 
+pub mod accept;
+pub mod admission;
 pub mod auth;
 pub mod clock;
 pub mod config;
@@ -8,6 +10,7 @@ pub mod connection;
 pub mod db;
 pub mod game;
 pub mod http;
+pub mod limits;
 pub mod lobby;
 pub mod metrics;
 pub mod outbox;

@@ -17,6 +17,7 @@ use crate::auth::{Auth, Hasher};
 use crate::config::Config;
 use crate::db::Db;
 use crate::game::{GameServices, GameSettings};
+use crate::limits::AbuseLimits;
 use crate::lobby::LobbyHandle;
 use crate::metrics::Metrics;
 use crate::registry::Registry;
@@ -36,6 +37,8 @@ pub struct AppState {
     pub shutting_down: Arc<AtomicBool>,
     /// One permit per open WebSocket connection.
     pub connection_permits: Arc<Semaphore>,
+    /// Per-address connection counts and failed-login windows.
+    pub abuse: AbuseLimits,
     /// Connection tasks, awaited at shutdown.
     pub tasks: TaskTracker,
 }
@@ -83,6 +86,7 @@ pub async fn run(
     };
     let state = Arc::new(AppState {
         connection_permits: Arc::new(Semaphore::new(config.max_connections)),
+        abuse: AbuseLimits::new(&config),
         config,
         db: db.clone(),
         auth,
@@ -106,12 +110,7 @@ pub async fn run(
         flag.store(true, Ordering::SeqCst);
         stop.cancel();
     };
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(signal)
-    .await?;
+    crate::accept::serve(listener, app, &state.config, signal).await?;
 
     // Upgraded WebSocket connections outlive hyper's graceful shutdown: wait for ours.
     state.tasks.close();

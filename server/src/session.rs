@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use elementals_protocol::messages::{Account, ClientMsg, GameId, PlayerInfo, RequestId, ServerMsg};
 use elementals_protocol::{ErrorCode, PROTOCOL_VERSION};
@@ -15,6 +16,7 @@ use crate::auth::{AuthError, SignedIn};
 use crate::connection::close;
 use crate::db::AccountRow;
 use crate::game::{GameError, PlayerHandle, SeatAction, SpectatorHandle};
+use crate::limits::LoginRefused;
 use crate::lobby::{LobbyCmd, LobbyError, Member};
 use crate::outbox::Outbox;
 use crate::record::AccountId;
@@ -23,6 +25,11 @@ use crate::server::AppState;
 
 /// Games one connection may watch at once.
 const MAX_WATCHED: usize = 16;
+
+/// Test-only: a `ping` with this id makes the session panic, to show that a crashed
+/// connection task harms nothing else.
+#[cfg(feature = "test-hooks")]
+pub const PANIC_PING_ID: RequestId = 0xDEAD_BEEF;
 
 /// What the connection should do after a message.
 pub enum After {
@@ -40,7 +47,7 @@ struct User {
 pub struct Session {
     state: Arc<AppState>,
     outbox: Outbox,
-    #[allow(dead_code)]
+    /// The client's address (behind a trusted proxy, the forwarded one).
     peer: SocketAddr,
     hello: bool,
     user: Option<User>,
@@ -99,7 +106,8 @@ impl Session {
     }
 
     /// The connection is closing: release the seat, the lobby and the watched games.
-    pub async fn end(&mut self) {
+    /// Synchronous, so that `Drop` can run it too; running it twice does nothing more.
+    pub fn end(&mut self) {
         let conn_id = self.outbox.conn_id();
         for (_, spectator) in self.watching.drain() {
             spectator.unwatch(conn_id);
@@ -192,12 +200,22 @@ impl Session {
     /// This connection's seat in `game_id`.
     fn seat(&self, game_id: GameId) -> Result<PlayerHandle, (ErrorCode, String)> {
         let user = self.user()?;
-        match self.state.registry.seat_of(user.account) {
-            Some((game, seat)) if game.game_id() == game_id => Ok(game.player(seat)),
-            _ if self.state.registry.game(&game_id).is_none() => {
-                Err(err(ErrorCode::UnknownGame, "no live game with that id"))
+        let registry = &self.state.registry;
+        if let Some((game, seat)) = registry.seat_of(user.account) {
+            if game.game_id() == game_id {
+                return Ok(game.player(seat));
             }
-            _ => Err(err(ErrorCode::NotSeated, "you have no seat in that game")),
+        }
+        if registry.game(&game_id).is_some() {
+            return Err(err(ErrorCode::NotSeated, "you have no seat in that game"));
+        }
+        // A player acting in their game after it ended is told so, not that it never
+        // existed (for as long as the registry remembers finished games).
+        match registry.finished_game(&game_id) {
+            Some(f) if f.players.one == user.account || f.players.two == user.account => {
+                Err(err(ErrorCode::GameOver, "the game has ended"))
+            }
+            _ => Err(err(ErrorCode::UnknownGame, "no live game with that id")),
         }
     }
 
@@ -226,6 +244,8 @@ impl Session {
                 ErrorCode::BadMessage,
                 format!("hello was already sent (request {id})"),
             )),
+            #[cfg(feature = "test-hooks")]
+            C::Ping { id } if id == PANIC_PING_ID => panic!("forced panic (test hook)"),
             C::Ping { id } => Ok(ServerMsg::Pong { id }),
             C::Register { id, name, password } => {
                 self.not_signed_in()?;
@@ -234,7 +254,7 @@ impl Session {
             }
             C::Login { id, name, password } => {
                 self.not_signed_in()?;
-                let signed = state.auth.login(name, password).await?;
+                let signed = self.login(name, password).await?;
                 return self.sign_in(id, signed).await.map(|_| None);
             }
             C::Guest { id } => {
@@ -250,7 +270,7 @@ impl Session {
             C::Logout { id } => {
                 let token = self.user()?.token.clone();
                 state.auth.logout(&token).await?;
-                self.end().await;
+                self.end();
                 Ok(ServerMsg::Ok { id })
             }
             C::JoinPool {
@@ -455,6 +475,31 @@ impl Session {
         reply.map(Some)
     }
 
+    /// A password login, within the failed-login limits per account and per address.
+    async fn login(&self, name: String, password: String) -> Result<SignedIn, (ErrorCode, String)> {
+        let logins = &self.state.abuse.logins;
+        let ip = self.peer.ip();
+        if let Err(refused) = logins.check(&name, ip, Instant::now()) {
+            let message = match refused {
+                LoginRefused::Account => "too many failed logins for this account; wait a minute",
+                LoginRefused::Address => "too many failed logins from this address; wait a minute",
+            };
+            return Err(err(ErrorCode::RateLimited, message));
+        }
+        match self.state.auth.login(name.clone(), password).await {
+            Ok(signed) => {
+                logins.succeeded(&name);
+                Ok(signed)
+            }
+            Err(e) => {
+                if e.code == ErrorCode::BadCredentials {
+                    logins.failed(&name, ip, Instant::now());
+                }
+                Err(e.into())
+            }
+        }
+    }
+
     fn not_signed_in(&self) -> Result<(), (ErrorCode, String)> {
         match self.user {
             Some(_) => Err(err(ErrorCode::AlreadyAuthenticated, "already signed in")),
@@ -508,5 +553,14 @@ impl Session {
         }
         let _ = (&self.user.as_ref().map(|u| (&u.name, u.guest)),);
         Ok(())
+    }
+}
+
+impl Drop for Session {
+    /// However the connection's task ends (even unwinding from a panic, or cancelled at
+    /// shutdown), the account goes offline and the seat is detached, so the game's grace
+    /// period starts instead of the opponent waiting on a ghost.
+    fn drop(&mut self) {
+        self.end();
     }
 }

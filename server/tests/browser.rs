@@ -11,7 +11,10 @@ fn browser_client_unit_and_end_to_end_tests_pass() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let status = Command::new("bash")
         .arg(repo.join("clients/web/run-tests.sh"))
-        .env("ELEMENTALS_SERVER_BIN", env!("CARGO_BIN_EXE_elementals-server"))
+        .env(
+            "ELEMENTALS_SERVER_BIN",
+            env!("CARGO_BIN_EXE_elementals-server"),
+        )
         .current_dir(repo)
         .status()
         .expect("bash runs clients/web/run-tests.sh");

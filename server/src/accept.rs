@@ -1,0 +1,124 @@
+//! The accept loop: HTTP/1.1 on each TCP connection (hyper), with a deadline on every
+//! request head and a cap on connections that have not finished their handshake.
+//!
+//! `axum::serve` has neither, so a client could open sockets and trickle header bytes
+//! forever (slowloris). Here each connection must deliver a complete request head within
+//! `--handshake-timeout-secs` of connecting (and of its previous response, for keep-alive),
+//! and at most `--max-handshakes` connections may be in that state at once; more are closed
+//! as they are accepted. A connection leaves this accounting when it upgrades to a
+//! WebSocket: from then on the connection caps in `http` and the sign-in and idle timeouts
+//! in `connection` govern it. Only HTTP/1.1 is served: WebSockets need nothing else, and
+//! HTTP/2's preface detection would be a read without a deadline.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::Request;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
+
+use crate::config::Config;
+
+/// Largest request head hyper buffers (hyper's minimum is 8 KiB; its default of ~400 KiB
+/// per connection would let a slow client pin that much memory).
+const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// How long shutdown lets plain HTTP requests in flight finish.
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// After an accept error (out of file descriptors, say), wait this long before the next
+/// accept rather than spinning.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Serve `app` on `listener` until `shutdown` completes; then stop accepting, ask open
+/// HTTP connections to finish their current request, and wait (boundedly) for them.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    config: &Config,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let handshakes = Arc::new(Semaphore::new(config.max_handshakes.max(1)));
+    let header_timeout = config.handshake_timeout();
+    let connections = TaskTracker::new();
+    let stop = CancellationToken::new();
+    let mut shutdown = pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            },
+        };
+        // Refused by closing at once: a client over this cap is not worth an HTTP answer.
+        let Ok(permit) = handshakes.clone().try_acquire_owned() else {
+            tracing::debug!(%peer, "too many connections in their handshake; closed");
+            continue;
+        };
+        let app = app.clone();
+        let stop = stop.clone();
+        connections.spawn(async move {
+            serve_connection(stream, peer, app, header_timeout, stop).await;
+            drop(permit);
+        });
+    }
+    stop.cancel();
+    connections.close();
+    if tokio::time::timeout(DRAIN, connections.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some HTTP connections did not finish in time");
+    }
+    Ok(())
+}
+
+/// One connection: hyper's HTTP/1.1 with upgrades, the peer's address as `ConnectInfo`.
+/// Returns when the connection closes or has been handed to a WebSocket.
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    app: Router,
+    header_timeout: Duration,
+    stop: CancellationToken,
+) {
+    let _ = stream.set_nodelay(true);
+    let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+        request.extensions_mut().insert(ConnectInfo(peer));
+        app.clone().oneshot(request)
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .max_buf_size(MAX_HEAD_BYTES)
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades();
+    let mut conn = pin!(conn);
+    let result = tokio::select! {
+        result = conn.as_mut() => result,
+        _ = stop.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = result {
+        // Timeouts, resets and malformed requests: the client's problem, not ours.
+        tracing::debug!(%peer, error = %e, "HTTP connection ended");
+    }
+}
