@@ -126,6 +126,48 @@ pub async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
     (status, body)
 }
 
+/// A metric's current value, from `GET /metrics`.
+pub async fn metric(server: &TestServer, name: &str) -> u64 {
+    let (_, body) = server.http_get("/metrics").await;
+    let prefix = format!("{name} ");
+    body.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("{name} is exported"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Asks `/metrics` until `name` reads `value` (a gauge catching up with a connection
+/// that just ended); fails after `WAIT`.
+pub async fn until_metric(server: &TestServer, name: &str, value: u64) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let now = metric(server, name).await;
+        if now == value {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{name} stayed at {now}, expected {value}"
+        );
+        tokio::task::yield_now().await;
+    }
+}
+
+/// A WebSocket upgrade request, to which tests add headers.
+pub type ClientRequest = tokio_tungstenite::tungstenite::handshake::client::Request;
+
+/// The upgrade request for `server`'s `/ws`, with the given extra headers.
+pub fn ws_request(server: &TestServer, headers: &[(&'static str, &str)]) -> ClientRequest {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut request = server.ws_url().into_client_request().unwrap();
+    for (name, value) in headers {
+        request.headers_mut().append(*name, value.parse().unwrap());
+    }
+    request
+}
+
 pub struct TestClient {
     ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
     next_id: RequestId,
@@ -163,6 +205,42 @@ impl TestClient {
             pending: VecDeque::new(),
             token: None,
         }
+    }
+
+    /// Connect with a prepared upgrade request (see [`ws_request`]) and say nothing yet;
+    /// a refused upgrade gives its HTTP status.
+    pub async fn connect_with(request: ClientRequest) -> Result<TestClient, u16> {
+        match tokio_tungstenite::connect_async(request).await {
+            Ok((ws, _)) => Ok(TestClient {
+                ws,
+                next_id: 0,
+                pending: VecDeque::new(),
+                token: None,
+            }),
+            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+                Err(response.status().as_u16())
+            }
+            Err(e) => panic!("connecting failed: {e}"),
+        }
+    }
+
+    /// The socket under the WebSocket, to read the server's frames without answering its
+    /// pings (tungstenite answers them as it reads).
+    pub fn socket(&mut self) -> &mut MaybeTlsStream<TcpStream> {
+        self.ws.get_mut()
+    }
+
+    /// Send a frame; false if the connection is already gone.
+    pub async fn try_send_frame(&mut self, msg: Message) -> bool {
+        self.ws.send(msg).await.is_ok()
+    }
+
+    /// The next frame as it arrives, pings included; `None` once the connection is gone.
+    pub async fn next_frame(&mut self) -> Option<Message> {
+        tokio::time::timeout(WAIT, self.ws.next())
+            .await
+            .expect("a frame arrives in time")
+            .and_then(Result::ok)
     }
 
     pub fn id(&mut self) -> RequestId {

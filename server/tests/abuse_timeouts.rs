@@ -1,0 +1,217 @@
+//! Timeouts and slow clients over real sockets: the sign-in deadline, slowloris handshakes,
+//! the cap on connections still in their handshake, the heartbeat's pong deadline, and a
+//! client that floods requests but never reads its replies. Paused time where no database
+//! work is involved (the database thread runs on real time, and an idle paused runtime
+//! would jump its clock while waiting for it); short configured timeouts elsewhere.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use elementals_protocol::messages::{ClientMsg, ServerMsg};
+use elementals_protocol::wire;
+use elementals_server::outbox::OUTBOX_CAPACITY;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::Message;
+
+/// Reads until the server closes the TCP connection; returns what it sent.
+async fn read_until_closed(stream: &mut (impl AsyncRead + Unpin)) -> Vec<u8> {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout(WAIT, stream.read(&mut buf))
+            .await
+            .expect("the server closes the connection in time")
+        {
+            Ok(0) | Err(_) => return seen,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// Server frames as raw bytes (servers do not mask): how many pings came before the
+/// close frame, and its code.
+fn pings_then_close(mut bytes: &[u8]) -> (usize, Option<u16>) {
+    let mut pings = 0;
+    while bytes.len() >= 2 {
+        let (opcode, short) = (bytes[0] & 0x0f, (bytes[1] & 0x7f) as usize);
+        let (header, len) = match short {
+            126 => (4, u16::from_be_bytes([bytes[2], bytes[3]]) as usize),
+            127 => (
+                10,
+                u64::from_be_bytes(bytes[2..10].try_into().unwrap()) as usize,
+            ),
+            n => (2, n),
+        };
+        let payload = &bytes[header..header + len];
+        match opcode {
+            0x9 => pings += 1,
+            0x8 => {
+                return (
+                    pings,
+                    payload.get(..2).map(|c| u16::from_be_bytes([c[0], c[1]])),
+                )
+            }
+            _ => {}
+        }
+        bytes = &bytes[header + len..];
+    }
+    (pings, None)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connection_that_does_not_sign_in_in_time_is_closed_4001() {
+    let server = start_server_with(|c| c.auth_timeout_secs = 5).await;
+    let start = Instant::now();
+    let mut silent = TestClient::connect_raw(&server).await;
+    // Saying hello and pinging is activity, but not signing in: the deadline holds.
+    let mut chatty = TestClient::connect(&server).await;
+    let chatty_code = loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let id = chatty.id();
+        if !chatty
+            .try_send_frame(Message::Binary(
+                wire::encode(&ClientMsg::Ping { id }).into(),
+            ))
+            .await
+        {
+            break None;
+        }
+        match chatty.next_frame().await {
+            Some(Message::Binary(_)) => continue,
+            Some(Message::Close(frame)) => break frame.map(|f| u16::from(f.code)),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(chatty_code, Some(4001));
+    assert_eq!(silent.closed_with().await, Some(4001));
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_secs(5) && waited < Duration::from_secs(8),
+        "{waited:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn slowloris_handshakes_are_cut_off() {
+    let server = start_server().await; // the default: 10 s to send a request head
+    let start = Instant::now();
+    let mut trickle = TcpStream::connect(server.addr).await.unwrap();
+    trickle
+        .write_all(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n")
+        .await
+        .unwrap();
+    let mut mute = TcpStream::connect(server.addr).await.unwrap();
+    // Meanwhile complete requests are served at once.
+    assert_eq!(server.http_get("/healthz").await.0, 200);
+    TestClient::connect(&server).await;
+    for stream in [&mut trickle, &mut mute] {
+        let answer = read_until_closed(stream).await;
+        // Dropped without a response, or with hyper's 408.
+        assert!(
+            answer.is_empty() || answer.starts_with(b"HTTP/1.1 408"),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_secs(10) && waited < Duration::from_secs(12),
+        "{waited:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn connections_past_the_handshake_cap_are_closed_at_once() {
+    let server = start_server_with(|c| c.max_handshakes = 2).await;
+    let start = Instant::now();
+    let mut a = TcpStream::connect(server.addr).await.unwrap();
+    let mut b = TcpStream::connect(server.addr).await.unwrap();
+    let mut third = TcpStream::connect(server.addr).await.unwrap();
+    let _ = third
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await;
+    assert!(read_until_closed(&mut third).await.is_empty());
+    assert!(start.elapsed() < Duration::from_secs(1), "closed at accept");
+    // Once the silent ones time out, there is room again.
+    read_until_closed(&mut a).await;
+    read_until_closed(&mut b).await;
+    assert_eq!(server.http_get("/healthz").await.0, 200);
+}
+
+#[tokio::test]
+async fn a_client_that_stops_answering_pings_is_closed_4002() {
+    let server = start_server_with(|c| {
+        c.heartbeat_secs = 1;
+        c.idle_timeout_secs = 2;
+    })
+    .await;
+    let (mut one, mut two, _game) = paired_players(&server, "deaf01", "awake01").await;
+    // From here `one` reads nothing, so it answers no ping; `two` keeps reading (its
+    // library answers pings) but sends nothing else. The opponent hears of it when the
+    // server gives up on `one`.
+    two.expect("presence", |m| {
+        matches!(
+            m,
+            ServerMsg::Presence {
+                connected: false,
+                ..
+            }
+        )
+    })
+    .await;
+    // Read raw: a WebSocket library would answer the queued pings as it read them, into a
+    // socket the server has already closed.
+    let (pings, code) = pings_then_close(&read_until_closed(one.socket()).await);
+    assert_eq!(code, Some(4002));
+    assert!(pings >= 1, "pings were sent");
+    // Answering pings was enough to stay connected.
+    let id = two.id();
+    assert!(matches!(
+        two.request(ClientMsg::Ping { id }).await,
+        ServerMsg::Pong { .. }
+    ));
+}
+
+#[tokio::test]
+async fn a_client_that_floods_and_never_reads_is_dropped_without_hurting_others() {
+    let server = start_server_with(|c| c.message_rate = 10_000_000).await;
+    let (mut one, mut two, game) = paired_players(&server, "steady1", "steady2").await;
+    let mut flooder = TestClient::connect(&server).await;
+    flooder.register("flood01").await;
+    // The game plays on while the flood goes on.
+    let players = tokio::spawn(async move {
+        let mut worst = Duration::ZERO;
+        for round in 1..=3 {
+            let start = Instant::now();
+            play_round(&mut one, &mut two, game.game_id, round, (1, 1)).await;
+            worst = worst.max(start.elapsed());
+        }
+        (worst, one, two)
+    });
+    let ping = wire::encode(&ClientMsg::Ping { id: 1 });
+    let mut sent = 0u64;
+    let flood = async {
+        while flooder
+            .try_send_frame(Message::Binary(ping.clone().into()))
+            .await
+        {
+            sent += 1;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), flood)
+        .await
+        .expect("the server drops the flooder");
+    let (worst_round, _one, _two) = players.await.unwrap();
+    // Rounds of commit and reveal are a few round trips; a stalled server would show here.
+    assert!(worst_round < Duration::from_secs(5), "{worst_round:?}");
+    assert!(
+        sent as usize > OUTBOX_CAPACITY,
+        "more replies were due than an outbox holds"
+    );
+    // Only the players remain connected.
+    until_metric(&server, "elementals_connections", 2).await;
+}

@@ -1,0 +1,368 @@
+//! Hostile frames over a real WebSocket: oversized messages (whole or in fragments), text
+//! frames, bytes that are not MessagePack, MessagePack bombs, unknown types and fields and
+//! wrong field types. Each is answered with its documented error code and changes nothing;
+//! the connection is kept unless the protocol says it closes.
+
+mod common;
+
+use common::*;
+use elementals_protocol::messages::{ClientMsg, ServerMsg};
+use elementals_protocol::wire::{self, MAX_CLIENT_MESSAGE_BYTES};
+use elementals_protocol::ErrorCode;
+use serde_json::json;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+use tokio_tungstenite::tungstenite::Message;
+
+/// MessagePack for a JSON-shaped value (maps with string keys, as a client library writes).
+fn mp(value: serde_json::Value) -> Vec<u8> {
+    rmp_serde::to_vec_named(&value).unwrap()
+}
+
+/// A `ping` padded with an unknown string field to exactly `size` bytes.
+fn padded_ping(size: usize) -> Vec<u8> {
+    let bare = mp(json!({"type": "ping", "id": 1, "pad": ""})).len();
+    // The pad's header grows from 1 byte (fixstr) to 3 (str16) past 31 bytes.
+    let pad = size - bare - 2;
+    let bytes = mp(json!({"type": "ping", "id": 1, "pad": "x".repeat(pad)}));
+    assert_eq!(bytes.len(), size);
+    bytes
+}
+
+/// Reads up to the close frame; returns the error codes that came before it and the code.
+async fn errors_then_close(client: &mut TestClient) -> (Vec<ErrorCode>, Option<u16>) {
+    let mut errors = Vec::new();
+    loop {
+        match client.next_frame().await {
+            Some(Message::Binary(bytes)) => {
+                if let Ok(ServerMsg::Error { code, .. }) = wire::decode_server(&bytes) {
+                    errors.push(code);
+                }
+            }
+            Some(Message::Close(frame)) => return (errors, frame.map(|f| f.code.into())),
+            Some(_) => {}
+            None => return (errors, None),
+        }
+    }
+}
+
+/// The connection still answers, and is still before `hello`.
+async fn still_waiting_for_hello(client: &mut TestClient) {
+    assert_error(
+        &client.request(ClientMsg::Ping { id: 900 }).await,
+        ErrorCode::HelloRequired,
+    );
+}
+
+#[tokio::test]
+async fn a_message_over_the_size_cap_is_refused_and_closed_1009() {
+    let server = start_server().await;
+    let mut client = TestClient::connect(&server).await;
+    client
+        .send_raw(padded_ping(MAX_CLIENT_MESSAGE_BYTES + 1))
+        .await;
+    let (errors, code) = errors_then_close(&mut client).await;
+    assert_eq!(errors, vec![ErrorCode::MessageTooLarge]);
+    assert_eq!(code, Some(1009));
+}
+
+#[tokio::test]
+async fn a_message_of_exactly_the_cap_is_read() {
+    let server = start_server().await;
+    let mut client = TestClient::connect(&server).await;
+    // Read and decoded, so refused for its unknown field, not for its size.
+    client.send_raw(padded_ping(MAX_CLIENT_MESSAGE_BYTES)).await;
+    match client.recv().await {
+        ServerMsg::Error { id, code, .. } => {
+            assert_eq!((id, code), (None, ErrorCode::UnknownField));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        client.request(ClientMsg::Ping { id: 7 }).await,
+        ServerMsg::Pong { id: 7 }
+    ));
+}
+
+#[tokio::test]
+async fn small_fragments_adding_up_over_the_cap_are_closed_1009() {
+    let server = start_server().await;
+    let mut client = TestClient::connect(&server).await;
+    let chunk = vec![0x90u8; 1000];
+    let fragments = MAX_CLIENT_MESSAGE_BYTES / chunk.len() + 2;
+    client
+        .send_frame(Message::Frame(Frame::message(
+            chunk.clone(),
+            OpCode::Data(Data::Binary),
+            false,
+        )))
+        .await;
+    for i in 1..fragments {
+        let last = i + 1 == fragments;
+        let frame = Frame::message(chunk.clone(), OpCode::Data(Data::Continue), last);
+        // The server may close before the last fragments are written.
+        if !client.try_send_frame(Message::Frame(frame)).await {
+            break;
+        }
+    }
+    let (errors, code) = errors_then_close(&mut client).await;
+    assert_eq!(errors, vec![ErrorCode::MessageTooLarge]);
+    assert_eq!(code, Some(1009));
+}
+
+#[tokio::test]
+async fn fragments_under_the_cap_make_one_message() {
+    let server = start_server().await;
+    let mut client = TestClient::connect(&server).await;
+    let ping = wire::encode(&ClientMsg::Ping { id: 42 });
+    let (a, rest) = ping.split_at(3);
+    let (b, c) = rest.split_at(2);
+    for (i, part) in [a, b, c].into_iter().enumerate() {
+        let opcode = if i == 0 {
+            OpCode::Data(Data::Binary)
+        } else {
+            OpCode::Data(Data::Continue)
+        };
+        let frame = Frame::message(part.to_vec(), opcode, i == 2);
+        client.send_frame(Message::Frame(frame)).await;
+    }
+    assert!(matches!(client.recv().await, ServerMsg::Pong { id: 42 }));
+}
+
+#[tokio::test]
+async fn a_text_frame_is_refused_and_closed_1003() {
+    let server = start_server().await;
+    let mut client = TestClient::connect(&server).await;
+    client
+        .send_frame(Message::text(r#"{"type":"ping","id":1}"#))
+        .await;
+    let (errors, code) = errors_then_close(&mut client).await;
+    assert_eq!(errors, vec![ErrorCode::BadMessage]);
+    assert_eq!(code, Some(1003));
+}
+
+/// Frames that are not MessagePack, or are MessagePack bombs: each `bad_message`.
+fn not_messagepack() -> Vec<(&'static str, Vec<u8>)> {
+    let mut deep = vec![0x81, 0xa1, b'x'];
+    deep.extend(std::iter::repeat_n(0x91, 10_000));
+    deep.push(0xc0);
+    let mut trailing = wire::encode(&ClientMsg::Ping { id: 1 });
+    trailing.push(0x00);
+    let mut two_messages = wire::encode(&ClientMsg::Ping { id: 1 });
+    two_messages.extend(wire::encode(&ClientMsg::Ping { id: 2 }));
+    vec![
+        ("an empty frame", vec![]),
+        ("the never-used marker 0xc1", vec![0xc1]),
+        ("text", b"hello, world".to_vec()),
+        ("JSON", br#"{"type":"ping","id":1}"#.to_vec()),
+        ("a truncated map", vec![0x82, 0xa4, b't', b'y', b'p', b'e']),
+        (
+            "a str declared 4 GiB long",
+            vec![
+                0x81, 0xa4, b't', b'y', b'p', b'e', 0xdb, 0xff, 0xff, 0xff, 0xff, b'p',
+            ],
+        ),
+        (
+            "a bin declared 4 GiB long",
+            vec![0x81, 0xa1, b'x', 0xc6, 0xff, 0xff, 0xff, 0xff, 0x00],
+        ),
+        (
+            "an array declared 4 billion long",
+            vec![0x81, 0xa1, b'x', 0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0],
+        ),
+        (
+            "a map declared 4 billion entries long",
+            vec![0xdf, 0xff, 0xff, 0xff, 0xff, 0xa4, b't', b'y', b'p', b'e'],
+        ),
+        ("10,000 levels of nesting", deep),
+        ("a trailing byte", trailing),
+        ("two messages in one frame", two_messages),
+        ("an array, not a map", mp(json!(["ping", 1]))),
+        (
+            "an integer key",
+            vec![0x81, 0x01, 0xa4, b'p', b'i', b'n', b'g'],
+        ),
+        ("an integer type", mp(json!({"type": 1, "id": 1}))),
+        ("no type", mp(json!({"id": 1}))),
+    ]
+}
+
+/// Well-formed MessagePack that is not a valid message, and the code each gets.
+fn invalid_messages() -> Vec<(&'static str, Vec<u8>, ErrorCode)> {
+    use ErrorCode::{BadMessage, UnknownField, UnknownType};
+    let game = "6f1c2b4a-8d3e-4f5a-9b7c-0123456789ab";
+    vec![
+        (
+            "an unknown type",
+            mp(json!({"type": "teleport", "id": 1})),
+            UnknownType,
+        ),
+        (
+            "a server message",
+            mp(json!({"type": "pong", "id": 1})),
+            UnknownType,
+        ),
+        (
+            "an unknown field",
+            mp(json!({"type": "ping", "id": 1, "admin": true})),
+            UnknownField,
+        ),
+        ("a missing field", mp(json!({"type": "ping"})), BadMessage),
+        (
+            "a string id",
+            mp(json!({"type": "ping", "id": "1"})),
+            BadMessage,
+        ),
+        (
+            "a negative id",
+            mp(json!({"type": "ping", "id": -1})),
+            BadMessage,
+        ),
+        (
+            "an id over u32",
+            mp(json!({"type": "ping", "id": 1u64 << 32})),
+            BadMessage,
+        ),
+        (
+            "a float id",
+            mp(json!({"type": "ping", "id": 1.5})),
+            BadMessage,
+        ),
+        (
+            "a nil id",
+            mp(json!({"type": "ping", "id": null})),
+            BadMessage,
+        ),
+        (
+            "a string protocol version",
+            mp(json!({"type": "hello", "id": 1, "protocol_version": "1"})),
+            BadMessage,
+        ),
+        (
+            "a commitment as hex text",
+            mp(
+                json!({"type": "commit", "id": 1, "game_id": game, "round": 1,
+                      "commitment": "00".repeat(32)}),
+            ),
+            BadMessage,
+        ),
+        (
+            "a commitment as an array of integers",
+            mp(
+                json!({"type": "commit", "id": 1, "game_id": game, "round": 1,
+                      "commitment": vec![0; 32]}),
+            ),
+            BadMessage,
+        ),
+        (
+            "a pick over u16",
+            mp(
+                json!({"type": "reveal", "id": 1, "game_id": game, "round": 1,
+                      "pick": 70_000, "nonce": vec![0; 32]}),
+            ),
+            BadMessage,
+        ),
+        (
+            "a game id that is not a UUID",
+            mp(json!({"type": "resign", "id": 1, "game_id": "game-1"})),
+            BadMessage,
+        ),
+        (
+            "a variant as a string",
+            mp(json!({"type": "join_pool", "id": 1, "variant": "classic",
+                      "time_control": "blitz"})),
+            BadMessage,
+        ),
+        (
+            "a time control as a number",
+            mp(json!({"type": "join_pool", "id": 1, "time_control": 180,
+                      "variant": {"number": 5, "range": 2, "distance": 3}})),
+            BadMessage,
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn bytes_that_are_not_messagepack_and_bombs_are_answered_and_the_connection_kept() {
+    let server = start_server().await;
+    // Before hello, so that "nothing changed" is visible: hello is still required after.
+    let mut client = TestClient::connect_raw(&server).await;
+    for (what, bytes) in not_messagepack() {
+        client.send_raw(bytes).await;
+        match client.recv().await {
+            ServerMsg::Error { id, code, .. } => {
+                assert_eq!((id, code), (None, ErrorCode::BadMessage), "{what}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    still_waiting_for_hello(&mut client).await;
+}
+
+#[tokio::test]
+async fn unknown_types_fields_and_wrong_field_types_get_their_codes() {
+    let server = start_server().await;
+    let mut client = TestClient::connect_raw(&server).await;
+    for (what, bytes, expected) in invalid_messages() {
+        client.send_raw(bytes).await;
+        match client.recv().await {
+            ServerMsg::Error { id, code, .. } => assert_eq!((id, code), (None, expected), "{what}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    still_waiting_for_hello(&mut client).await;
+    // And the session goes on normally from there.
+    let r = client
+        .request(ClientMsg::Hello {
+            id: 901,
+            protocol_version: 1,
+            client: None,
+        })
+        .await;
+    assert!(matches!(r, ServerMsg::Welcome { .. }), "{r:?}");
+    client.register("frames1").await;
+}
+
+#[tokio::test]
+async fn malformed_moves_in_a_game_change_nothing() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "mal01", "mal02").await;
+    let g = game.game_id.to_string();
+    let hostile = [
+        mp(json!({"type": "commit", "id": 1, "game_id": g, "round": 1,
+                  "commitment": "00".repeat(32)})),
+        mp(json!({"type": "commit", "id": 1, "game_id": g, "round": -1,
+                  "commitment": vec![0; 32]})),
+        mp(json!({"type": "commit", "id": 1, "game_id": g, "round": 1})),
+        mp(
+            json!({"type": "commit", "id": 1, "game_id": g, "round": 1, "seat": "two",
+                  "commitment": vec![0; 32]}),
+        ),
+        mp(json!({"type": "resign", "id": 1, "game_id": g, "seat": "two"})),
+    ];
+    for bytes in hostile {
+        one.send_raw(bytes).await;
+        // Game events may come first; the refusal follows.
+        one.expect("a refusal", |m| {
+            matches!(m, ServerMsg::Error { id: None, code, .. } if *code == ErrorCode::BadMessage || *code == ErrorCode::UnknownField)
+        })
+        .await;
+    }
+    let id = one.id();
+    match one
+        .request(ClientMsg::Sync {
+            id,
+            game_id: game.game_id,
+        })
+        .await
+    {
+        ServerMsg::Snapshot { snapshot, .. } => {
+            assert_eq!(snapshot.round, 1);
+            assert!(!snapshot.committed.one && !snapshot.committed.two);
+            assert!(snapshot.result.is_none());
+        }
+        other => panic!("{other:?}"),
+    }
+    // The game goes on as if nothing had been sent.
+    play_round(&mut one, &mut two, game.game_id, 1, (1, 2)).await;
+}
