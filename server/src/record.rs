@@ -1,10 +1,13 @@
-//! The full record of a finished game, as the game actor hands it to the persistence
-//! writer and as `GET /api/games/{id}` returns it.
+//! What is stored of a game: the full record of a finished game, as the game actor hands it
+//! to the persistence writer and as `GET /api/games/{id}` returns it, and the durable log of
+//! a game in progress, from which a restarted server restores it.
 
 use elementals_protocol::messages::{GameId, GameResult, SeatPair};
-use elementals_protocol::rules::{Element, Outcome, Variant};
+use elementals_protocol::rules::{Element, Outcome, Seat, Variant};
 use elementals_protocol::TimeControl;
 use serde::{Deserialize, Serialize};
+
+use crate::game::GameSetup;
 
 /// A database account id.
 pub type AccountId = i64;
@@ -56,4 +59,66 @@ impl GameRecord {
             && !self.players.two.guest
             && self.result.winner.is_some()
     }
+}
+
+/// One step of a live game's durable log. A game appends its steps before it acknowledges
+/// them to anyone; at startup the log of every unfinished game is replayed to restore it,
+/// and it is deleted in the transaction that stores the game's record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogStep {
+    /// Counted from 0 (the game's start), one per step, per game.
+    pub step: u64,
+    /// When the step happened, Unix milliseconds.
+    pub at: u64,
+    /// Both banks right after the step, in microseconds rounded up (a bank with time left
+    /// never comes back as zero).
+    pub banks_us: SeatPair<u64>,
+    /// The `seq` of the game's last event after the step.
+    pub seq: u64,
+    pub entry: LogEntry,
+}
+
+/// What a step did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LogEntry {
+    /// The game was created: always step 0.
+    Start {
+        setup: GameSetup,
+        /// `GameInfo.started_at`, Unix milliseconds.
+        started_at: u64,
+    },
+    /// An accepted commitment (hex of its 32 bytes).
+    Commit {
+        round: u32,
+        seat: Seat,
+        commitment: String,
+    },
+    /// An accepted reveal (the nonce in hex).
+    Reveal {
+        round: u32,
+        seat: Seat,
+        pick: Element,
+        nonce: String,
+    },
+    /// A round was played; written with the reveal that completed it.
+    Result { round: RoundLog },
+    /// The server restarted and restored the game; `voided` names the round whose
+    /// commitments and reveals were discarded, if one was under way.
+    Restarted { voided: Option<u32> },
+    /// The game ended; the record is what the database stores for it.
+    End { record: Box<GameRecord> },
+}
+
+impl LogEntry {
+    pub fn is_end(&self) -> bool {
+        matches!(self, LogEntry::End { .. })
+    }
+}
+
+/// Everything logged for one unfinished game, in step order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GameLog {
+    pub game_id: GameId,
+    pub steps: Vec<LogStep>,
 }

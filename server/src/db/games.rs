@@ -1,5 +1,5 @@
-//! Finished games: stored exactly once per game id, with their rating changes applied in
-//! the same transaction, and read back as JSON.
+//! Finished games: stored exactly once per game id, with their rating changes applied and
+//! their live log deleted in the same transaction, and read back as JSON.
 //!
 //! The writer rates from the ratings stored *now*, not from those in the record (which
 //! were shown when the game started): a player who finished another game meanwhile is
@@ -11,7 +11,7 @@ use elementals_protocol::rules::Seat;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::schema::ms_to_sql;
-use super::{DbError, DbResult};
+use super::{gamelog, DbError, DbResult};
 use crate::record::{AccountId, GameRecord};
 
 /// Store `record` unless its id is already stored, and apply what it means for the two
@@ -42,6 +42,8 @@ pub(super) fn record(
             record.rounds.len() as i64,
             json,
         ])?;
+    // The game is over for good: its live log goes in the same transaction as its record.
+    gamelog::clear(conn, &game_id)?;
     if inserted == 0 {
         // Already recorded: a retry after a lost reply, or a duplicate. Change nothing.
         return recorded_changes(conn, &game_id);

@@ -1,19 +1,22 @@
 //! Persistence: the one writer that owns the SQLite database.
 //!
 //! `Db` is a cloneable handle to a dedicated OS thread that owns the only connection.
-//! Requests arrive over a bounded channel; finished games are written in batches, one
-//! transaction per batch, with durable commit settings (WAL, synchronous=FULL). Game
-//! actors never touch the database: they hand a `GameRecord` over and await the reply
-//! only after their game has ended.
+//! Requests arrive over a bounded channel; game writes (finished games, and the steps of
+//! live games' logs) are written in batches, one transaction per batch, with durable commit
+//! settings (WAL, synchronous=FULL). Game actors never touch the database: they hand log
+//! steps over and await their durable commit (one group commit) before acknowledging a
+//! move, and hand a `GameRecord` over once their game has ended.
 //!
 //! - `schema`: opening the file, its PRAGMAs and the numbered migrations.
 //! - `writer`: the thread, its request enum and the batching loop.
 //! - `accounts`: accounts, sessions, the leaderboard and player pages.
 //! - `games`: recording a finished game exactly once, with its rating changes.
+//! - `gamelog`: the live games' logs: append, load at startup, clear with the record.
 //!
 //! Invariant: only the writer thread holds a connection; everything else goes through `Db`.
 
 mod accounts;
+mod gamelog;
 mod games;
 mod schema;
 mod writer;
@@ -25,7 +28,7 @@ use elementals_protocol::messages::{GameId, SeatPair};
 use elementals_protocol::rating::RatingChange;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::record::{AccountId, GameRecord};
+use crate::record::{AccountId, GameLog, GameRecord, LogStep};
 use writer::Request;
 
 #[derive(Debug, thiserror::Error)]
@@ -184,6 +187,23 @@ impl Db {
             reply,
         })
         .await
+    }
+
+    /// Append steps to a live game's log; returns once they are durably committed (with
+    /// whatever other games' writes were queued alongside, in one transaction).
+    pub async fn append_log(&self, game_id: GameId, steps: &[LogStep]) -> DbResult<()> {
+        let rows = gamelog::encode(steps)?;
+        self.call(|reply| Request::AppendLog {
+            game_id,
+            rows,
+            reply,
+        })
+        .await
+    }
+
+    /// The logs of every game that has not been recorded: the games to restore at startup.
+    pub async fn unfinished_games(&self) -> DbResult<Vec<GameLog>> {
+        self.call(|reply| Request::LoadLogs { reply }).await
     }
 
     pub async fn leaderboard(&self, limit: u32) -> DbResult<Vec<LeaderRow>> {

@@ -352,3 +352,6 @@ mod concurrency;
 
 /// The batching loop itself, fed a queue prepared before it starts.
 mod writer_loop;
+
+/// The live games' logs.
+mod gamelog;

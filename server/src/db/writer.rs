@@ -3,18 +3,22 @@
 //! A dedicated thread rather than a tokio task, because every SQLite call blocks (and a
 //! durable commit waits on fsync); the async side only ever waits on a oneshot.
 //!
-//! Finished games are batched: when the writer takes a `RecordGame` it also takes the
-//! games already queued behind it and commits them all in one transaction, so a burst
-//! of game ends costs one fsync rather than one each. Each game in a batch sits in its
-//! own savepoint, so one failing game is answered with its error and the others commit.
+//! Durable game writes are group-committed: when the writer takes a `RecordGame` or an
+//! `AppendLog` it also takes every such request already queued behind it and commits them
+//! all in one transaction, so a burst of game ends, or the moves of many games at once,
+//! cost one fsync rather than one each. Each request in a batch sits in its own savepoint,
+//! so one failing write is answered with its error and the others commit. Requests keep
+//! their order: a game's log appends always precede its record.
 
 use elementals_protocol::messages::{GameId, SeatPair};
 use elementals_protocol::rating::RatingChange;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{accounts, games, AccountRow, DbError, DbResult, LeaderRow, PlayerPage, SessionRow};
-use crate::record::{AccountId, GameRecord};
+use super::{
+    accounts, gamelog, games, AccountRow, DbError, DbResult, LeaderRow, PlayerPage, SessionRow,
+};
+use crate::record::{AccountId, GameLog, GameRecord};
 
 /// Requests queued for the writer. Each server-wide burst (many games ending at once,
 /// a wave of logins) funnels through this one queue: 4096 absorbs such a burst without
@@ -23,17 +27,28 @@ use crate::record::{AccountId, GameRecord};
 /// instead of growth.
 pub(super) const REQUEST_QUEUE: usize = 4096;
 
-/// At most this many games per transaction, so a long queue of games still lets the
-/// requests behind it (a login, a page) through between batches.
+/// At most this many finished games per transaction, so a long queue of them still lets
+/// the requests behind it (a login, a page) through between batches.
 pub(super) const MAX_BATCH: usize = 256;
+
+/// At most this many log appends per transaction. An append is one small row, so a batch
+/// of them is still quick (tens of milliseconds at the most), and the larger the batch the
+/// fewer fsyncs a burst of moves costs.
+pub(super) const MAX_BATCH_APPENDS: usize = 4096;
 
 type Reply<T> = oneshot::Sender<DbResult<T>>;
 
 /// What recording a game answers: both seats' rating changes, if it was rated and won.
 type Changes = Option<SeatPair<RatingChange>>;
 
-/// Games taken off the queue together, each with the sender of its answer.
-type Batch = Vec<(Box<GameRecord>, Reply<Changes>)>;
+/// A write that waits for a durable commit, and is batched with its kind.
+pub(super) enum GameWrite {
+    Record(Box<GameRecord>, Reply<Changes>),
+    Append(GameId, Vec<gamelog::Row>, Reply<()>),
+}
+
+/// Game writes taken off the queue together, each with the sender of its answer.
+type Batch = Vec<GameWrite>;
 
 /// What the writer is asked to do; each carries the sender its answer goes back on.
 pub(super) enum Request {
@@ -73,6 +88,16 @@ pub(super) enum Request {
         record: Box<GameRecord>,
         reply: Reply<Changes>,
     },
+    /// Steps of a live game's log, already encoded.
+    AppendLog {
+        game_id: GameId,
+        rows: Vec<gamelog::Row>,
+        reply: Reply<()>,
+    },
+    /// The logs of every unfinished game (startup).
+    LoadLogs {
+        reply: Reply<Vec<GameLog>>,
+    },
     Leaderboard {
         limit: u32,
         reply: Reply<Vec<LeaderRow>>,
@@ -100,6 +125,7 @@ pub(super) enum Request {
 pub(super) struct WriterStats {
     pub batches: u64,
     pub games: u64,
+    pub appends: u64,
 }
 
 /// Start the writer thread on `conn` and return the sender of its queue.
@@ -121,24 +147,33 @@ pub(super) fn run(mut conn: Connection, mut queue: mpsc::Receiver<Request>) -> W
         let Some(request) = next.take().or_else(|| queue.blocking_recv()) else {
             break None;
         };
-        match request {
-            Request::RecordGame { record, reply } => {
-                let mut batch = vec![(record, reply)];
-                while batch.len() < MAX_BATCH {
-                    match queue.try_recv() {
-                        Ok(Request::RecordGame { record, reply }) => batch.push((record, reply)),
-                        Ok(other) => {
-                            next = Some(other);
-                            break;
-                        }
-                        Err(_) => break,
+        match game_write(request) {
+            Ok(first) => {
+                let mut batch = Vec::new();
+                // (records, appends) in the batch; it is full when either reaches its limit.
+                let mut counts = (0, 0);
+                let mut write = Some(first);
+                while let Some(w) = write.take() {
+                    match w {
+                        GameWrite::Record(..) => counts.0 += 1,
+                        GameWrite::Append(..) => counts.1 += 1,
+                    }
+                    batch.push(w);
+                    if counts.0 >= MAX_BATCH || counts.1 >= MAX_BATCH_APPENDS {
+                        break;
+                    }
+                    match queue.try_recv().map(game_write) {
+                        Ok(Ok(w)) => write = Some(w),
+                        Ok(Err(other)) => next = Some(other),
+                        Err(_) => {}
                     }
                 }
                 stats.batches += 1;
-                stats.games += batch.len() as u64;
-                record_batch(&mut conn, batch);
+                stats.games += counts.0 as u64;
+                stats.appends += counts.1 as u64;
+                write_games(&mut conn, batch);
             }
-            other => {
+            Err(other) => {
                 if let Some(reply) = handle(&mut conn, other) {
                     break Some(reply);
                 }
@@ -152,6 +187,7 @@ pub(super) fn run(mut conn: Connection, mut queue: mpsc::Receiver<Request>) -> W
     tracing::info!(
         batches = stats.batches,
         games = stats.games,
+        appends = stats.appends,
         "database writer stopped"
     );
     if let Some(reply) = shutdown_reply {
@@ -160,36 +196,82 @@ pub(super) fn run(mut conn: Connection, mut queue: mpsc::Receiver<Request>) -> W
     stats
 }
 
-/// Write a batch of finished games in one transaction and answer each.
-fn record_batch(conn: &mut Connection, batch: Batch) {
-    let answers = match write_batch(conn, &batch) {
-        Ok(answers) => answers,
-        // The transaction itself failed (begin or commit): nothing of it is stored.
-        Err(e) => batch
-            .iter()
-            .map(|_| Err(DbError::Sqlite(e.to_string())))
-            .collect(),
-    };
-    for ((_, reply), answer) in batch.into_iter().zip(answers) {
-        // The caller may have stopped waiting; the game is stored regardless.
-        let _ = reply.send(answer);
+/// The request as a batchable game write, or back as it was.
+fn game_write(request: Request) -> Result<GameWrite, Request> {
+    match request {
+        Request::RecordGame { record, reply } => Ok(GameWrite::Record(record, reply)),
+        Request::AppendLog {
+            game_id,
+            rows,
+            reply,
+        } => Ok(GameWrite::Append(game_id, rows, reply)),
+        other => Err(other),
     }
 }
 
-fn write_batch(conn: &mut Connection, batch: &Batch) -> rusqlite::Result<Vec<DbResult<Changes>>> {
+/// What one game write answers, before it is sent.
+enum Answer {
+    Record(DbResult<Changes>),
+    Append(DbResult<()>),
+}
+
+/// Write a batch of game writes in one transaction and answer each.
+fn write_games(conn: &mut Connection, batch: Batch) {
+    let answers = write_batch(conn, &batch).unwrap_or_else(|e| {
+        // The transaction itself failed (begin or commit): nothing of it is stored.
+        let failed = || DbError::Sqlite(e.to_string());
+        batch
+            .iter()
+            .map(|write| match write {
+                GameWrite::Record(..) => Answer::Record(Err(failed())),
+                GameWrite::Append(..) => Answer::Append(Err(failed())),
+            })
+            .collect()
+    });
+    // The callers may have stopped waiting; what committed is stored regardless.
+    for (write, answer) in batch.into_iter().zip(answers) {
+        match (write, answer) {
+            (GameWrite::Record(_, reply), Answer::Record(answer)) => {
+                let _ = reply.send(answer);
+            }
+            (GameWrite::Append(_, _, reply), Answer::Append(answer)) => {
+                let _ = reply.send(answer);
+            }
+            // `write_batch` answers each write with its own kind.
+            _ => {}
+        }
+    }
+}
+
+fn write_batch(conn: &mut Connection, batch: &Batch) -> rusqlite::Result<Vec<Answer>> {
     let mut tx = conn.transaction()?;
     let mut answers = Vec::with_capacity(batch.len());
-    for (record, _) in batch {
-        answers.push(record_one(&mut tx, record));
+    let mut records = false;
+    for write in batch {
+        answers.push(match write {
+            GameWrite::Record(record, _) => {
+                records = true;
+                Answer::Record(in_savepoint(&mut tx, |sp| games::record(sp, record)))
+            }
+            GameWrite::Append(game_id, rows, _) => Answer::Append(in_savepoint(&mut tx, |sp| {
+                gamelog::append(sp, game_id, rows)
+            })),
+        });
+    }
+    if records {
+        crate::game::crash_point("record_uncommitted");
     }
     tx.commit()?;
     Ok(answers)
 }
 
-/// One game inside its own savepoint: on error it is rolled back alone.
-fn record_one(tx: &mut rusqlite::Transaction<'_>, record: &GameRecord) -> DbResult<Changes> {
+/// One write inside its own savepoint: on error it is rolled back alone.
+fn in_savepoint<T>(
+    tx: &mut rusqlite::Transaction<'_>,
+    write: impl FnOnce(&rusqlite::Connection) -> DbResult<T>,
+) -> DbResult<T> {
     let savepoint = tx.savepoint()?;
-    let answer = games::record(&savepoint, record)?;
+    let answer = write(&savepoint)?;
     savepoint.commit()?;
     Ok(answer)
 }
@@ -251,7 +333,17 @@ fn handle(conn: &mut Connection, request: Request) -> Option<Reply<()>> {
         Request::Flush { reply } => {
             let _ = reply.send(Ok(()));
         }
-        Request::RecordGame { record, reply } => record_batch(conn, vec![(record, reply)]),
+        Request::LoadLogs { reply } => {
+            let _ = reply.send(gamelog::load(conn));
+        }
+        Request::RecordGame { record, reply } => {
+            write_games(conn, vec![GameWrite::Record(record, reply)])
+        }
+        Request::AppendLog {
+            game_id,
+            rows,
+            reply,
+        } => write_games(conn, vec![GameWrite::Append(game_id, rows, reply)]),
         Request::Shutdown { reply } => return Some(reply),
     }
     None

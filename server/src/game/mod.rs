@@ -14,6 +14,7 @@ use std::time::Duration;
 use elementals_protocol::messages::{GameId, SeatPair};
 use elementals_protocol::rules::Variant;
 use elementals_protocol::TimeControl;
+use serde::{Deserialize, Serialize};
 
 pub use handle::{
     GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
@@ -26,7 +27,7 @@ use crate::record::RecordPlayer;
 use crate::registry::Registry;
 
 /// Everything fixed when a game is created.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GameSetup {
     pub game_id: GameId,
     pub variant: Variant,
@@ -74,3 +75,23 @@ pub struct GameServices {
 pub fn spawn_game(setup: GameSetup, services: GameServices) -> GameHandle {
     actor::spawn(setup, services)
 }
+
+/// A test hook on the paths that must survive a crash: with the `test-hooks` feature, the
+/// process aborts at the step named by the `ELEMENTALS_CRASH_AT` environment variable.
+/// The steps of a game's end, in order: `end_unlogged` (the game has ended, its end not yet
+/// logged), `end_logged` (logged, `game_over` not yet sent), `record_uncommitted` (the
+/// record and ratings written, their transaction not committed), `recorded` (committed,
+/// `rating_update` not yet sent).
+#[cfg(feature = "test-hooks")]
+pub(crate) fn crash_point(step: &str) {
+    static CRASH_AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let at = CRASH_AT.get_or_init(|| std::env::var("ELEMENTALS_CRASH_AT").ok());
+    if at.as_deref() == Some(step) {
+        eprintln!("ELEMENTALS_CRASH_AT={step}: aborting");
+        std::process::abort();
+    }
+}
+
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub(crate) fn crash_point(_step: &str) {}

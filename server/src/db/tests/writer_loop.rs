@@ -82,7 +82,8 @@ fn queued_games_share_a_transaction_and_other_requests_keep_their_place() {
         stats,
         WriterStats {
             batches: 2,
-            games: 5
+            games: 5,
+            appends: 0,
         }
     );
 
@@ -118,7 +119,8 @@ fn a_batch_holds_at_most_the_batch_limit() {
         stats,
         WriterStats {
             batches: 2,
-            games: total as u64
+            games: total as u64,
+            appends: 0,
         }
     );
     for answer in answers {
