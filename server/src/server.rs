@@ -57,8 +57,14 @@ impl AppState {
 /// How long shutdown waits for connections to say goodbye before it flushes and exits.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// Serve on `listener` until `shutdown` completes, then stop accepting, tell every
-/// client, let the persistence writer flush, and return.
+/// How long shutdown waits for the games to stop (each finishes the command in hand,
+/// whose log append is one group commit) before it flushes and exits.
+const GAMES_GRACE: Duration = Duration::from_secs(5);
+
+/// Restore the games in progress, serve on `listener` until `shutdown` completes, then
+/// stop starting games, stop the games where they stand (every step they acknowledged is
+/// in their logs, and they resume at the next start), tell every client, let the
+/// persistence writer flush, and return.
 pub async fn run(
     listener: TcpListener,
     config: Config,
@@ -71,12 +77,16 @@ pub async fn run(
         first_commit_window: Duration::from_secs(config.first_commit_secs),
         ..GameSettings::default()
     };
-    let services = GameServices {
-        db: db.clone(),
-        registry: registry.clone(),
-        metrics: metrics.clone(),
-        settings,
-    };
+    let services = GameServices::new(db.clone(), registry.clone(), metrics.clone(), settings);
+    // Before the first connection: players who come back find their games where they were.
+    let restored = crate::game::restore_games(&services).await?;
+    tracing::info!(
+        resumed = restored.resumed,
+        recorded = restored.recorded,
+        aborted = restored.aborted,
+        "games restored from the log"
+    );
+    let games = services.clone();
     let shutting_down = Arc::new(AtomicBool::new(false));
     let lobby = LobbyHandle::spawn(services, shutting_down.clone());
     let auth = Auth {
@@ -104,10 +114,14 @@ pub async fn run(
 
     let stop = state.shutdown.clone();
     let flag = state.shutting_down.clone();
+    let stop_games = games.stop.clone();
     let signal = async move {
         shutdown.await;
         tracing::info!("shutting down: no new connections or games");
         flag.store(true, Ordering::SeqCst);
+        // Games stop before their players are told, so that no clock runs out while the
+        // players are being disconnected.
+        stop_games.cancel();
         stop.cancel();
     };
     crate::accept::serve(listener, app, &state.config, signal).await?;
@@ -120,6 +134,14 @@ pub async fn run(
     {
         tracing::warn!("some connections did not close in time");
     }
+    games.tasks.close();
+    if tokio::time::timeout(GAMES_GRACE, games.tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some games did not stop in time");
+    }
+    // Everything the games and connections sent is committed before this returns.
     db.shutdown().await?;
     tracing::info!("stopped");
     Ok(())

@@ -2,15 +2,21 @@
 //!
 //! Commands arrive on the bounded channel behind [`GameHandle`]; the handling is synchronous
 //! code around the pure [`GameState`], which decides everything. The actor adds only time
-//! (one `sleep_until` on the game's next deadline), fan-out (each event encoded once, the
-//! bytes shared by every recipient, see `fanout`) and the end of the game: the registry is
-//! told at once so both players may queue again, then the record goes to the database while
-//! late `sync` and `watch` requests are still answered for a short while.
+//! (one `sleep_until` on the game's next deadline), durability, fan-out (each event encoded
+//! once, the bytes shared by every recipient, see `fanout`) and the end of the game: the
+//! registry is told at once so both players may queue again, then the record goes to the
+//! database while late `sync` and `watch` requests are still answered for a short while.
+//!
+//! Durability: whatever the state logged while handling a command (a commitment, a reveal,
+//! a result, the end) is appended to the game's log and awaited before any event is
+//! published or the command answered (`emit`). The wait is one group commit of the database
+//! writer, shared with every other game's steps; only this game waits for it.
 //!
 //! A panic inside the actor is caught by its supervisor task (`supervisor`), which ends the
 //! game as `server_aborted`; other games never notice.
 
 mod fanout;
+mod spawn;
 mod supervisor;
 #[cfg(test)]
 mod tests;
@@ -24,14 +30,15 @@ use elementals_protocol::messages::{GameId, GameSnapshot, SeatPair, ServerMsg};
 use elementals_protocol::rating::RatingChange;
 use elementals_protocol::rules::Seat;
 use elementals_protocol::wire;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio::time::{sleep_until, Instant};
 
-use super::state::{GameState, Timing};
-use super::{GameCmd, GameHandle, GameServices, GameSetup, GAME_CHANNEL_CAPACITY};
+use super::state::GameState;
+use super::{crash_point, GameCmd, GameServices, GameSetup};
 use crate::db::DbResult;
 use crate::outbox::Outbox;
 use crate::registry::FinishedGame;
+pub(super) use spawn::{spawn, spawn_restored, timing};
 use supervisor::{lock, Shared};
 
 /// How long a finished game keeps answering `sync` and `watch` (and waits for its record to
@@ -41,49 +48,14 @@ const LINGER: Duration = Duration::from_secs(10);
 /// Spectator counts go to the players at most this often.
 const SPECTATOR_BATCH: Duration = Duration::from_secs(1);
 
-pub(super) fn spawn(setup: GameSetup, services: GameServices) -> GameHandle {
-    // The capacity, and why it suffices, is documented at GAME_CHANNEL_CAPACITY.
-    let (tx, rx) = mpsc::channel(GAME_CHANNEL_CAPACITY);
-    let handle = GameHandle::new(setup.game_id, tx);
-    let started_at = unix_ms();
-    let timing = Timing {
-        first_commit_window: services.settings.first_commit_window,
-        grace: services.settings.grace(&setup.time_control),
-    };
-    let mut events = Vec::new();
-    let now = Instant::now().into_std();
-    let state = GameState::new(&setup, started_at, now, timing, &mut events);
-    let seats = SeatPair::new(setup.players.one.account_id, setup.players.two.account_id);
-    services
-        .registry
-        .insert_game(handle.clone(), state.summary(0), seats);
-    services.metrics.live_games.fetch_add(1, Relaxed);
-    services.metrics.games_started.fetch_add(1, Relaxed);
-    let shared = Arc::new(Mutex::new(Shared::default()));
-    let actor = Actor {
-        game_id: setup.game_id,
-        state,
-        rx,
-        rx_open: true,
-        services: services.clone(),
-        shared: Arc::clone(&shared),
-        finished: finished_game(&setup),
-        announce_at: None,
-        announced: 0,
-    };
-    let task = tokio::spawn(actor.run(events));
-    tokio::spawn(supervisor::supervise(
-        task, setup, services, shared, started_at,
-    ));
-    handle
-}
-
 struct Actor {
     game_id: GameId,
     state: GameState,
     rx: mpsc::Receiver<GameCmd>,
     /// False once every handle is gone; the game then plays out on its clocks alone.
     rx_open: bool,
+    /// Declarations of server-side incidents (`None` once the sender is gone).
+    incidents: Option<broadcast::Receiver<Instant>>,
     services: GameServices,
     /// Recipients and what a crash would need; see `supervisor`.
     shared: Arc<Mutex<Shared>>,
@@ -96,15 +68,21 @@ struct Actor {
 
 impl Actor {
     async fn run(mut self, first: Vec<ServerMsg>) {
-        self.publish(first, Instant::now());
+        let stop = self.services.stop.clone();
+        self.emit(first, Instant::now()).await;
         while self.state.result().is_none() {
             let deadline = self.state.next_deadline().map(Instant::from_std);
             tokio::select! {
-                // Commands first: each one settles passed deadlines itself before acting,
-                // judged by the clock at the moment it is handled.
+                // Shutdown first: the game stops between commands, each step it answered
+                // already logged, and is restored at the next start.
                 biased;
-                cmd = self.rx.recv(), if self.rx_open => self.on_cmd(cmd),
-                () = sleep_until_some(deadline) => self.on_deadline(),
+                () = stop.cancelled() => return,
+                // An incident next: the game is held before it acts on anything else.
+                since = incident(&mut self.incidents) => self.on_incident(since).await,
+                // Then commands: each one settles passed deadlines itself before acting,
+                // judged by the clock at the moment it is handled.
+                cmd = self.rx.recv(), if self.rx_open => self.on_cmd(cmd).await,
+                () = sleep_until_some(deadline) => self.on_deadline().await,
                 () = sleep_until_some(self.announce_at) => self.announce_spectators(),
             }
         }
@@ -134,14 +112,17 @@ impl Actor {
         tokio::pin!(write);
         let mut written = false;
         let linger_until = Instant::now() + LINGER;
+        let stop = self.services.stop.clone();
         while !written || self.rx_open {
             tokio::select! {
                 biased;
                 outcome = &mut write, if !written => {
                     written = true;
-                    self.on_recorded(outcome);
+                    self.on_recorded(outcome).await;
                 }
-                cmd = self.rx.recv(), if self.rx_open => self.on_cmd(cmd),
+                // At shutdown, stop lingering once the record is written.
+                () = stop.cancelled(), if written => break,
+                cmd = self.rx.recv(), if self.rx_open => self.on_cmd(cmd).await,
                 () = sleep_until_some(self.announce_at) => self.announce_spectators(),
                 () = sleep_until(linger_until), if written => break,
             }
@@ -150,12 +131,15 @@ impl Actor {
         spectators_left(&self.services, spectators);
     }
 
-    fn on_recorded(&mut self, outcome: Option<DbResult<Option<SeatPair<RatingChange>>>>) {
+    async fn on_recorded(&mut self, outcome: Option<DbResult<Option<SeatPair<RatingChange>>>>) {
         lock(&self.shared).unrecorded = None;
+        if matches!(outcome, Some(Ok(_))) {
+            crash_point("recorded");
+        }
         match outcome {
             Some(Ok(Some(ratings))) => {
                 let update = self.state.rating_update(ratings);
-                self.publish(vec![update], Instant::now());
+                self.emit(vec![update], Instant::now()).await;
             }
             Some(Ok(None)) | None => {}
             Some(Err(error)) => {
@@ -165,7 +149,7 @@ impl Actor {
         }
     }
 
-    fn on_cmd(&mut self, cmd: Option<GameCmd>) {
+    async fn on_cmd(&mut self, cmd: Option<GameCmd>) {
         let Some(cmd) = cmd else {
             self.rx_open = false;
             return;
@@ -182,7 +166,7 @@ impl Actor {
             } => {
                 self.state.attach(seat, now, &mut out);
                 // The new connection learns of its own arrival from the snapshot it gets.
-                self.publish(out, received);
+                self.emit(out, received).await;
                 let snapshot = self.snapshot();
                 queue_snapshot(&outbox, request_id, &snapshot, Some(seat));
                 lock(&self.shared).fanout.set_player(seat, Some(outbox));
@@ -197,7 +181,12 @@ impl Actor {
                     shared.fanout.set_player(seat, None);
                 }
                 self.state.detach(seat, now, &mut out);
-                self.publish(out, received);
+                let seated = 2 * self.services.registry.live_game_count();
+                if let Some(since) = self.services.incidents.dropped(received, seated) {
+                    self.state
+                        .hold_for_incident(since.into_std(), now, &mut out);
+                }
+                self.emit(out, received).await;
             }
             GameCmd::Act {
                 seat,
@@ -205,7 +194,7 @@ impl Actor {
                 reply,
             } => {
                 let result = self.state.act(seat, action, now, &mut out);
-                self.publish(out, received);
+                self.emit(out, received).await;
                 let _ = reply.send(result);
             }
             GameCmd::Watch {
@@ -214,7 +203,7 @@ impl Actor {
                 reply,
             } => {
                 self.state.tick(now, &mut out);
-                self.publish(out, received);
+                self.emit(out, received).await;
                 let added = lock(&self.shared).fanout.add_spectator(outbox.clone());
                 if added {
                     self.services.metrics.spectators.fetch_add(1, Relaxed);
@@ -232,7 +221,7 @@ impl Actor {
             }
             GameCmd::Snapshot { reply } => {
                 self.state.tick(now, &mut out);
-                self.publish(out, received);
+                self.emit(out, received).await;
                 let _ = reply.send(Ok(self.snapshot()));
             }
             #[cfg(any(test, feature = "test-hooks"))]
@@ -240,11 +229,41 @@ impl Actor {
         }
     }
 
-    fn on_deadline(&mut self) {
+    async fn on_deadline(&mut self) {
         let now = Instant::now();
         let mut out = Vec::new();
         self.state.tick(now.into_std(), &mut out);
-        self.publish(out, now);
+        self.emit(out, now).await;
+    }
+
+    /// A server-side incident was declared: hold the game if it lost a seat in it.
+    async fn on_incident(&mut self, since: Instant) {
+        let now = Instant::now();
+        let mut out = Vec::new();
+        self.state
+            .hold_for_incident(since.into_std(), now.into_std(), &mut out);
+        self.emit(out, now).await;
+    }
+
+    /// Makes what the state logged durable, then publishes `events`. Nothing is published
+    /// (and the caller answers nothing) before the steps behind it are in the log.
+    async fn emit(&mut self, events: Vec<ServerMsg>, received: Instant) {
+        let steps = self.state.take_log();
+        if !steps.is_empty() {
+            let ends = steps.iter().any(|s| s.entry.is_end());
+            if ends {
+                crash_point("end_unlogged");
+            }
+            if let Err(error) = self.services.log.append(self.game_id, &steps).await {
+                // The game goes on rather than stall; a crash now would lose these steps.
+                let game_id = self.game_id;
+                tracing::error!(%game_id, %error, "could not log the game's steps");
+            }
+            if ends {
+                crash_point("end_logged");
+            }
+        }
+        self.publish(events, received);
     }
 
     /// Encodes each event once and queues it to everyone; `received` is when the command
@@ -324,6 +343,25 @@ impl Actor {
         if self.state.result().is_none() {
             let summary = self.state.summary(count);
             self.services.registry.update_summary(summary);
+        }
+    }
+}
+
+/// The next incident declaration: from when drops count as part of it. A receiver that fell
+/// behind treats that as a declaration; once the sender is gone it waits forever.
+async fn incident(notices: &mut Option<broadcast::Receiver<Instant>>) -> Instant {
+    let Some(rx) = notices else {
+        return std::future::pending().await;
+    };
+    match rx.recv().await {
+        Ok(since) => since,
+        Err(broadcast::error::RecvError::Lagged(_)) => {
+            let now = Instant::now();
+            now.checked_sub(super::incident::WINDOW).unwrap_or(now)
+        }
+        Err(broadcast::error::RecvError::Closed) => {
+            *notices = None;
+            std::future::pending().await
         }
     }
 }

@@ -1,11 +1,17 @@
 //! Games: one actor (one tokio task) per game owns all of its state.
 //!
 //! - `handle`: the command channel and the seat-bound / watch-only handles.
-//! - `actor`: the task: commands in, clocks, events out (encoded once, shared bytes).
-//! - `state`: the pure round state machine and clocks, driven with explicit instants.
+//! - `actor`: the task: commands in, clocks, events out (encoded once, shared bytes),
+//!   each step made durable in the game's log before anyone hears of it.
+//! - `state`: the pure round state machine and clocks, driven with explicit instants; it
+//!   also replays a game's log.
+//! - `restore`: at startup, the unfinished games come back from their logs.
+//! - `incident`: telling a mass disconnect from ordinary ones.
 
 mod actor;
 mod handle;
+mod incident;
+mod restore;
 mod state;
 
 use std::sync::Arc;
@@ -20,10 +26,14 @@ pub use handle::{
     GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
     GAME_CHANNEL_CAPACITY,
 };
+pub use incident::Incidents;
+pub use restore::{restore_games, Restored};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use crate::db::Db;
+use crate::db::{Db, DbResult};
 use crate::metrics::Metrics;
-use crate::record::RecordPlayer;
+use crate::record::{LogStep, RecordPlayer};
 use crate::registry::Registry;
 
 /// Everything fixed when a game is created.
@@ -66,14 +76,65 @@ impl GameSettings {
 #[derive(Clone)]
 pub struct GameServices {
     pub db: Db,
+    /// Where games make their steps durable.
+    pub log: LogStore,
     pub registry: Arc<Registry>,
     pub metrics: Arc<Metrics>,
     pub settings: GameSettings,
+    pub incidents: Arc<Incidents>,
+    /// Cancelled at shutdown: every game stops where it stands (its log has every step it
+    /// acknowledged) and is restored at the next start.
+    pub stop: CancellationToken,
+    /// The games' tasks, awaited at shutdown.
+    pub tasks: TaskTracker,
 }
 
-/// Start a game's actor, register it (and both seats) in the registry, and return its handle.
-pub fn spawn_game(setup: GameSetup, services: GameServices) -> GameHandle {
-    actor::spawn(setup, services)
+impl GameServices {
+    pub fn new(
+        db: Db,
+        registry: Arc<Registry>,
+        metrics: Arc<Metrics>,
+        settings: GameSettings,
+    ) -> Self {
+        GameServices {
+            log: LogStore::Db(db.clone()),
+            db,
+            registry,
+            metrics,
+            settings,
+            incidents: Arc::default(),
+            stop: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+        }
+    }
+}
+
+/// Where a game's log goes.
+#[derive(Clone)]
+pub enum LogStore {
+    /// The database, group-committed with every other game's steps.
+    Db(Db),
+    /// Memory, for the actor's tests on tokio's paused clock: while an actor waited on the
+    /// database thread the runtime would look idle, and paused time would jump ahead.
+    #[cfg(test)]
+    Memory(Arc<std::sync::Mutex<Vec<(GameId, LogStep)>>>),
+}
+
+impl LogStore {
+    /// Returns once `steps` are durable.
+    pub async fn append(&self, game_id: GameId, steps: &[LogStep]) -> DbResult<()> {
+        match self {
+            LogStore::Db(db) => db.append_log(game_id, steps).await,
+            #[cfg(test)]
+            LogStore::Memory(log) => {
+                let mut log = log
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                log.extend(steps.iter().map(|s| (game_id, s.clone())));
+                Ok(())
+            }
+        }
+    }
 }
 
 /// A test hook on the paths that must survive a crash: with the `test-hooks` feature, the
@@ -95,3 +156,8 @@ pub(crate) fn crash_point(step: &str) {
 #[cfg(not(feature = "test-hooks"))]
 #[inline(always)]
 pub(crate) fn crash_point(_step: &str) {}
+
+/// Start a game's actor, register it (and both seats) in the registry, and return its handle.
+pub fn spawn_game(setup: GameSetup, services: GameServices) -> GameHandle {
+    actor::spawn(setup, services)
+}

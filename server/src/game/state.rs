@@ -15,9 +15,16 @@
 //! - Deadlines are settled earliest first; when both seats miss theirs at the same instant the
 //!   game is drawn (winner `None`) with reason `Time` if both banks ran out, else `NoReveal`.
 //! - A deadline is missed at its instant: an action arriving exactly at it is too late.
+//!
+//! Every accepted commitment and reveal, every round result and the end are also written to
+//! the game's log (`take_log`), which the actor makes durable before it publishes anything;
+//! `replay` rebuilds a game from that log after a restart and `hold` (see `hold.rs`) keeps
+//! the clocks still until the players are back.
 
 mod clock;
+mod hold;
 mod players;
+mod replay;
 mod round;
 #[cfg(test)]
 mod tests;
@@ -33,7 +40,7 @@ use elementals_protocol::rules::{Board, Element, Seat};
 use elementals_protocol::ErrorCode;
 
 use super::{GameError, GameSetup, SeatAction};
-use crate::record::{GameRecord, RecordPlayer, RoundLog};
+use crate::record::{GameRecord, LogEntry, LogStep, RecordPlayer, RoundLog};
 pub(in crate::game) use clock::{duration_ms, Banks};
 use round::round_record;
 
@@ -49,7 +56,13 @@ pub(in crate::game) struct GameState {
     info: GameInfo,
     players: SeatPair<RecordPlayer>,
     timing: Timing,
+    /// When the first-commit window opened: the start, or the end of a hold in round 1.
     started: Instant,
+    /// An instant and the Unix milliseconds it corresponds to, for `ended_at` and the log.
+    wall: (Instant, u64),
+    /// While set, the game is held (after a restart or a server-side incident): no bank or
+    /// window runs until both players are connected or this instant passes.
+    hold: Option<Instant>,
     board: Board,
     round: u32,
     phase: Phase,
@@ -66,6 +79,10 @@ pub(in crate::game) struct GameState {
     seq: u64,
     /// Set once, when the game ends.
     record: Option<GameRecord>,
+    /// Steps not yet handed to the actor for the durable log.
+    log: Vec<LogStep>,
+    /// The number the next logged step gets.
+    next_step: u64,
 }
 
 fn refuse<T>(code: ErrorCode, message: &str) -> Result<T, GameError> {
@@ -100,6 +117,8 @@ impl GameState {
             players: setup.players.clone(),
             timing,
             started: now,
+            wall: (now, started_at_ms),
+            hold: None,
             board: Board::new(setup.variant),
             round: 1,
             phase: Phase::Commit,
@@ -113,9 +132,27 @@ impl GameState {
             away_since: SeatPair::new(now, now),
             seq: 0,
             record: None,
+            log: Vec::new(),
+            next_step: 0,
         };
+        state.log_step(
+            now,
+            LogEntry::Start {
+                setup: setup.clone(),
+                started_at: started_at_ms,
+            },
+        );
         state.start_round(now, out);
         state
+    }
+
+    /// The steps to make durable before publishing the events that came with them.
+    pub fn take_log(&mut self) -> Vec<LogStep> {
+        std::mem::take(&mut self.log)
+    }
+
+    pub fn started_at(&self) -> u64 {
+        self.info.started_at
     }
 
     pub fn result(&self) -> Option<GameResult> {
@@ -144,6 +181,9 @@ impl GameState {
         if self.record.is_some() {
             return None;
         }
+        if self.hold.is_some() {
+            return self.hold;
+        }
         if self.in_first_commit_window() {
             return Some(self.started + self.timing.first_commit_window);
         }
@@ -155,6 +195,13 @@ impl GameState {
 
     /// Settles the earliest deadline if it has passed by `now` (the game then ends).
     pub fn tick(&mut self, now: Instant, out: &mut Vec<ServerMsg>) {
+        if let Some(until) = self.hold {
+            if now < until {
+                return;
+            }
+            // The hold ran out; a deadline that passed since then is settled below.
+            self.release(until, out);
+        }
         let Some(due) = self.next_deadline() else {
             return;
         };
@@ -269,8 +316,8 @@ impl GameState {
         self.phase = Phase::Over;
         self.reveal_by = None;
         self.banks.set_running(SeatPair::new(false, false), at);
+        self.hold = None;
         let result = GameResult { winner, reason };
-        let elapsed = duration_ms(at.saturating_duration_since(self.started));
         let record = GameRecord {
             game_id: self.info.game_id,
             variant: self.info.variant,
@@ -278,13 +325,13 @@ impl GameState {
             rated: self.info.rated,
             players: self.players.clone(),
             started_at: self.info.started_at,
-            ended_at: self.info.started_at.saturating_add(elapsed),
+            ended_at: self.wall_ms(at),
             result,
             rounds: self.rounds.clone(),
             final_clocks_ms: self.banks.ms_at(at),
         };
         let rated = record.changes_ratings();
-        self.record = Some(record);
+        self.record = Some(record.clone());
         out.push(ServerMsg::GameOver {
             game_id: self.info.game_id,
             seq: self.next_seq(),
@@ -292,6 +339,31 @@ impl GameState {
             rated,
             clocks: self.banks.wire(at),
         });
+        self.log_step(
+            at,
+            LogEntry::End {
+                record: Box::new(record),
+            },
+        );
+    }
+
+    /// Queues a step for the durable log, stamped with the clocks and `seq` as they are now.
+    fn log_step(&mut self, now: Instant, entry: LogEntry) {
+        let step = LogStep {
+            step: self.next_step,
+            at: self.wall_ms(now),
+            banks_us: self.banks.us_at(now),
+            seq: self.seq,
+            entry,
+        };
+        self.next_step += 1;
+        self.log.push(step);
+    }
+
+    /// `now` in Unix milliseconds, as measured from the game's wall-clock basis.
+    fn wall_ms(&self, now: Instant) -> u64 {
+        let (basis, basis_ms) = self.wall;
+        basis_ms.saturating_add(duration_ms(now.saturating_duration_since(basis)))
     }
 
     /// When `seat` loses if it does not act (ignoring the first-commit window).

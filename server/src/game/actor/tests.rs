@@ -6,6 +6,7 @@
 //! already queued with `drain` rather than waiting, except where waiting is the point.
 
 mod clocks;
+mod incident;
 mod play;
 mod watch;
 
@@ -21,7 +22,7 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::db::{AccountRow, Db};
-use crate::game::{spawn_game, GameHandle, GameServices, GameSettings, GameSetup};
+use crate::game::{spawn_game, GameHandle, GameServices, GameSettings, GameSetup, LogStore};
 use crate::game::{PlayerHandle, SeatAction};
 use crate::metrics::Metrics;
 use crate::outbox::{Outbound, Outbox};
@@ -132,12 +133,13 @@ impl Harness {
             let hash = format!("not-a-real-hash-{name}");
             accounts.push(db.create_account(name.into(), hash).await.unwrap());
         }
-        let services = GameServices {
+        let mut services = GameServices::new(
             db,
-            registry: Arc::new(Registry::new()),
-            metrics: Arc::new(Metrics::default()),
-            settings: GameSettings::default(),
-        };
+            Arc::new(Registry::new()),
+            Arc::new(Metrics::default()),
+            GameSettings::default(),
+        );
+        services.log = LogStore::Memory(Arc::default());
         Harness {
             services,
             accounts,

@@ -28,6 +28,15 @@ impl Banks {
         }
     }
 
+    /// Both banks stopped, at what a log recorded (a restored game).
+    pub fn restored(left: SeatPair<Duration>, now: Instant) -> Banks {
+        Banks {
+            left,
+            running: SeatPair::new(false, false),
+            since: now,
+        }
+    }
+
     /// Takes the time since the last charge off every running bank.
     pub fn charge(&mut self, now: Instant) {
         // A `now` before `since` (never from a monotonic clock) charges nothing rather than
@@ -77,6 +86,15 @@ impl Banks {
     pub fn ms_at(&self, now: Instant) -> SeatPair<u64> {
         let ms = |seat| duration_ms(self.left_at(seat, now));
         SeatPair::new(ms(Seat::One), ms(Seat::Two))
+    }
+
+    /// Both banks in microseconds, rounded up, at `now`: what the log records.
+    pub fn us_at(&self, now: Instant) -> SeatPair<u64> {
+        let us = |seat| {
+            let ns = self.left_at(seat, now).as_nanos();
+            u64::try_from(ns.div_ceil(1000)).unwrap_or(u64::MAX)
+        };
+        SeatPair::new(us(Seat::One), us(Seat::Two))
     }
 
     /// The clocks as a message carries them.

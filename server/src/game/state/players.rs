@@ -16,6 +16,7 @@ impl GameState {
         if !std::mem::replace(self.connected.get_mut(seat), true) {
             self.emit_presence(seat, true, out);
         }
+        self.release_if_both_back(now, out);
     }
 
     /// A seat's connection left; the grace period starts now.

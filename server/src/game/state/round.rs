@@ -9,7 +9,7 @@ use elementals_protocol::ErrorCode;
 
 use super::{duration_ms, refuse, GameState};
 use crate::game::GameError;
-use crate::record::RoundLog;
+use crate::record::{LogEntry, RoundLog};
 
 impl GameState {
     pub(super) fn commit(
@@ -43,6 +43,15 @@ impl GameState {
             seat,
             clocks,
         });
+        let commitment = hex::encode(commitment);
+        self.log_step(
+            now,
+            LogEntry::Commit {
+                round,
+                seat,
+                commitment,
+            },
+        );
         if self.commits.one.is_some() && self.commits.two.is_some() {
             self.phase = Phase::Reveal;
             let reveal = Duration::from_millis(self.info.time_control.reveal_ms);
@@ -105,6 +114,16 @@ impl GameState {
             seat,
             clocks,
         });
+        let nonce_hex = hex::encode(nonce);
+        self.log_step(
+            now,
+            LogEntry::Reveal {
+                round,
+                seat,
+                pick,
+                nonce: nonce_hex,
+            },
+        );
         if let (Some(one), Some(two)) = (self.reveals.one, self.reveals.two) {
             self.resolve(SeatPair::new(one, two), now, out);
         }
@@ -148,6 +167,9 @@ impl GameState {
                 clocks,
             });
         }
+        if let Some(played) = self.rounds.last().cloned() {
+            self.log_step(now, LogEntry::Result { round: played });
+        }
         if let Some(winner) = self.board.winner() {
             return self.finish(now, Some(winner), EndReason::Edge, out);
         }
@@ -181,8 +203,11 @@ impl GameState {
     }
 
     /// Whose bank runs: each seat whose commit or reveal is outstanding (none in round 1's
-    /// commit phase, which the first-commit window governs instead).
+    /// commit phase, which the first-commit window governs instead, and none while held).
     pub(super) fn outstanding(&self) -> SeatPair<bool> {
+        if self.hold.is_some() {
+            return SeatPair::new(false, false);
+        }
         match self.phase {
             Phase::Commit if self.round > 1 => self.commits.map(|c| c.is_none()),
             Phase::Reveal => self.reveals.map(|r| r.is_none()),

@@ -437,3 +437,5 @@ fn a_game_with_a_guest_is_not_rated() {
         Some(ServerMsg::GameOver { rated: false, .. })
     ));
 }
+
+mod recovery;

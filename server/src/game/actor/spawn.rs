@@ -1,0 +1,85 @@
+//! Starting a game's actor: a new game, or one restored from its log. Either way the game
+//! and both its seats go into the registry, and the actor runs under its supervisor, both
+//! tasks tracked so that shutdown can wait for them.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+
+use elementals_protocol::messages::{SeatPair, ServerMsg};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::supervisor::{self, Shared};
+use super::{finished_game, unix_ms, Actor};
+use crate::game::state::{GameState, Timing};
+use crate::game::{GameHandle, GameServices, GameSetup, GAME_CHANNEL_CAPACITY};
+
+/// The durations a game of `setup` runs under.
+pub(in crate::game) fn timing(services: &GameServices, setup: &GameSetup) -> Timing {
+    Timing {
+        first_commit_window: services.settings.first_commit_window,
+        grace: services.settings.grace(&setup.time_control),
+    }
+}
+
+pub(in crate::game) fn spawn(setup: GameSetup, services: GameServices) -> GameHandle {
+    let mut events = Vec::new();
+    let now = Instant::now().into_std();
+    let timing = timing(&services, &setup);
+    let state = GameState::new(&setup, unix_ms(), now, timing, &mut events);
+    services.metrics.games_started.fetch_add(1, Relaxed);
+    launch(state, setup, services, events)
+}
+
+/// Starts the actor of a game restored from its log (already `resume`d).
+pub(in crate::game) fn spawn_restored(
+    state: GameState,
+    setup: GameSetup,
+    services: GameServices,
+) -> GameHandle {
+    launch(state, setup, services, Vec::new())
+}
+
+/// Registers the game and both seats, and starts its actor under a supervisor; `first` are
+/// the events to publish (after logging what the state logged) before any command.
+fn launch(
+    state: GameState,
+    setup: GameSetup,
+    services: GameServices,
+    first: Vec<ServerMsg>,
+) -> GameHandle {
+    // The capacity, and why it suffices, is documented at GAME_CHANNEL_CAPACITY.
+    let (tx, rx) = mpsc::channel(GAME_CHANNEL_CAPACITY);
+    let handle = GameHandle::new(setup.game_id, tx);
+    let started_at = state.started_at();
+    let seats = SeatPair::new(setup.players.one.account_id, setup.players.two.account_id);
+    services
+        .registry
+        .insert_game(handle.clone(), state.summary(0), seats);
+    services.metrics.live_games.fetch_add(1, Relaxed);
+    let mut shared = Shared::default();
+    // A restored game's supervisor must know its rounds before anything is published.
+    shared.mirror(&state, Instant::now().into_std());
+    let shared = Arc::new(Mutex::new(shared));
+    let actor = Actor {
+        game_id: setup.game_id,
+        state,
+        rx,
+        rx_open: true,
+        incidents: Some(services.incidents.subscribe()),
+        services: services.clone(),
+        shared: Arc::clone(&shared),
+        finished: finished_game(&setup),
+        announce_at: None,
+        announced: 0,
+    };
+    let task = services.tasks.spawn(actor.run(first));
+    services.tasks.spawn(supervisor::supervise(
+        task,
+        setup,
+        services.clone(),
+        shared,
+        started_at,
+    ));
+    handle
+}
