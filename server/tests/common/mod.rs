@@ -179,7 +179,20 @@ pub struct TestClient {
 impl TestClient {
     /// Connect and say hello.
     pub async fn connect(server: &TestServer) -> TestClient {
-        let mut client = Self::connect_raw(server).await;
+        Self::connect_at(server.addr).await
+    }
+
+    /// Connect to a server at `addr` (one started as a child process, say) and say hello.
+    pub async fn connect_at(addr: SocketAddr) -> TestClient {
+        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
+            .await
+            .unwrap();
+        let mut client = TestClient {
+            ws,
+            next_id: 0,
+            pending: VecDeque::new(),
+            token: None,
+        };
         let id = client.id();
         match client
             .request(ClientMsg::Hello {

@@ -1,0 +1,185 @@
+//! Crash recovery with the real server binary: `kill -9` and SIGTERM mid-game, a restart
+//! on the same database, and the players finishing their game with their tokens.
+
+mod common;
+mod recovery_support;
+
+use std::time::Duration;
+
+use common::*;
+use elementals_protocol::messages::{
+    Clocks, EndReason, GameId, GameSnapshot, Phase, SeatPair, ServerMsg,
+};
+use elementals_protocol::rules::Seat;
+use recovery_support::*;
+
+/// Seat two's 2 beats seat one's 5 and moves one square towards -3: three such rounds win.
+const TWO_WINS: (u16, u16) = (5, 2);
+
+/// Both banks as a message showed them.
+fn banks(clocks: &Clocks) -> (u64, u64) {
+    (clocks.one_ms, clocks.two_ms)
+}
+
+/// The banks survived the outage: as logged at the last step (to the millisecond the
+/// log's microseconds round to), and stopped until both players are back.
+fn assert_banks_kept(snapshot: &GameSnapshot, before: (u64, u64)) {
+    let (one, two) = banks(&snapshot.clocks);
+    assert!(
+        one.abs_diff(before.0) <= 1 && two.abs_diff(before.1) <= 1,
+        "banks {:?} after the restart, {before:?} before",
+        (one, two)
+    );
+    assert_eq!(snapshot.clocks.running, SeatPair::new(false, false));
+}
+
+/// A restored game whose round `round` was interrupted: voided and waiting for commitments.
+fn assert_round_voided(snapshot: &GameSnapshot, round: u32) {
+    assert_eq!(snapshot.round, round);
+    assert_eq!(snapshot.phase, Phase::Commit);
+    assert_eq!(snapshot.committed, SeatPair::new(false, false));
+    assert_eq!(snapshot.revealed, SeatPair::new(false, false));
+    assert_eq!(snapshot.rounds.len(), round as usize - 1);
+    assert_eq!(snapshot.result, None);
+}
+
+/// Plays rounds `from..=3` with two winning each, and waits for the game's end.
+async fn two_wins_from(one: &mut TestClient, two: &mut TestClient, game: GameId, from: u32) {
+    for round in from..=3 {
+        play_round(one, two, game, round, TWO_WINS).await;
+    }
+    for player in [one, two] {
+        match player
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await
+        {
+            ServerMsg::GameOver { result, rated, .. } => {
+                assert_eq!(
+                    (result.winner, result.reason),
+                    (Some(Seat::Two), EndReason::Edge)
+                );
+                assert!(rated);
+            }
+            _ => unreachable!(),
+        }
+        player
+            .expect("rating_update", |m| {
+                matches!(m, ServerMsg::RatingUpdate { .. })
+            })
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn after_kill_9_the_game_resumes_where_it_stood_and_is_rated_once() {
+    let db = Database::new();
+    let server = ServerProcess::start(&db).await;
+    let (mut one, mut two, game) = paired_at(server.addr, "ada01", "bea01").await;
+    let g = game.game_id;
+    let (winner, loser) = (game.players.two.name, game.players.one.name);
+    play_round(&mut one, &mut two, g, 1, TWO_WINS).await;
+    // Round 2: both commit and one reveals, all acknowledged; then the server dies.
+    let (n1, n2) = (rand::random(), rand::random());
+    assert_ok(&one.commit(g, 2, Seat::One, TWO_WINS.0, n1).await);
+    assert_ok(&two.commit(g, 2, Seat::Two, TWO_WINS.1, n2).await);
+    assert_ok(&one.reveal(g, 2, TWO_WINS.0, n1).await);
+    // The banks as of the last step the server acknowledged (and so logged).
+    let before = match one
+        .expect("revealed", |m| {
+            matches!(
+                m,
+                ServerMsg::Revealed {
+                    round: 2,
+                    seat: Seat::One,
+                    ..
+                }
+            )
+        })
+        .await
+    {
+        ServerMsg::Revealed { clocks, .. } => banks(&clocks),
+        _ => unreachable!(),
+    };
+    let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
+    server.kill().await;
+    drop((one, two));
+
+    let server = ServerProcess::start(&db).await;
+    // A spectator finds the game listed and watches it again.
+    let (status, live) = server.http_get("/api/games/live").await;
+    assert_eq!(status, 200);
+    assert!(live.contains(&g.to_string()), "{live}");
+    let (mut watcher, seen) = watch_at(server.addr, g).await;
+    assert_round_voided(&seen, 2);
+    assert_banks_kept(&seen, before);
+    assert_eq!(seen.connected, SeatPair::new(false, false));
+
+    // The players come back with their tokens; the round starts again once both are in.
+    let (mut one, snapshot) = resume_at(server.addr, &tokens.0).await;
+    let snapshot = snapshot.expect("player one is seated again");
+    assert_round_voided(&snapshot, 2);
+    assert_banks_kept(&snapshot, before);
+    let (mut two, snapshot) = resume_at(server.addr, &tokens.1).await;
+    let snapshot = snapshot.expect("player two is seated again");
+    assert_round_voided(&snapshot, 2);
+    assert_eq!(snapshot.clocks.running, SeatPair::new(true, true));
+    for client in [&mut one, &mut watcher] {
+        client
+            .expect("the round again", |m| {
+                matches!(m, ServerMsg::RoundStart { round: 2, .. })
+            })
+            .await;
+    }
+
+    two_wins_from(&mut one, &mut two, g, 2).await;
+    watcher
+        .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+        .await;
+    server.assert_rated_once(&winner, &loser).await;
+    let (status, _) = server.http_get(&format!("/api/games/{g}")).await;
+    assert_eq!(status, 200);
+
+    // Nothing is left to apply a second time.
+    server.kill().await;
+    let server = ServerProcess::start(&db).await;
+    server.assert_rated_once(&winner, &loser).await;
+    let (status, live) = server.http_get("/api/games/live").await;
+    assert_eq!((status, live.as_str()), (200, "[]"));
+}
+
+#[tokio::test]
+async fn sigterm_tells_the_clients_flushes_and_the_game_resumes_after_the_restart() {
+    let db = Database::new();
+    let server = ServerProcess::start(&db).await;
+    let (mut one, mut two, game) = paired_at(server.addr, "cal01", "dot01").await;
+    let g = game.game_id;
+    let (winner, loser) = (game.players.two.name, game.players.one.name);
+    play_round(&mut one, &mut two, g, 1, TWO_WINS).await;
+    assert_ok(
+        &one.commit(g, 2, Seat::One, TWO_WINS.0, rand::random())
+            .await,
+    );
+    let (mut watcher, _) = watch_at(server.addr, g).await;
+
+    let status = server.terminate(Duration::from_secs(20)).await;
+    assert!(status.success(), "{status}");
+    for client in [&mut one, &mut two, &mut watcher] {
+        client
+            .expect(
+                "the restart notice",
+                |m| matches!(m, ServerMsg::Notice { code, .. } if code == "shutting_down"),
+            )
+            .await;
+        assert_eq!(client.closed_with().await, Some(1012));
+    }
+    let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
+    drop((one, two, watcher));
+
+    let server = ServerProcess::start(&db).await;
+    let (mut one, snapshot) = resume_at(server.addr, &tokens.0).await;
+    assert_round_voided(&snapshot.expect("seated again"), 2);
+    let (mut two, snapshot) = resume_at(server.addr, &tokens.1).await;
+    assert_round_voided(&snapshot.expect("seated again"), 2);
+    two_wins_from(&mut one, &mut two, g, 2).await;
+    server.assert_rated_once(&winner, &loser).await;
+}

@@ -1,0 +1,78 @@
+//! A game's end survives a crash at every step of its path: the server binary is made to
+//! abort there (`ELEMENTALS_CRASH_AT`, a `test-hooks` feature), restarted on the same
+//! database, and the rating must have been applied exactly once.
+
+mod common;
+mod recovery_support;
+
+use common::*;
+use elementals_protocol::messages::{ClientMsg, ServerMsg};
+use recovery_support::*;
+
+/// Plays a game whose first player resigns in round 2, crashing at `step`, restarts, and
+/// checks the outcome. `replayed` says whether the resignation was lost with the crash (it
+/// was never acknowledged): the game is then restored, and the player resigns again.
+async fn crash_at(step: &str, names: (&str, &str), replayed: bool) {
+    let db = Database::new();
+    let server = ServerProcess::start_crashing_at(&db, Some(step)).await;
+    let (mut one, mut two, game) = paired_at(server.addr, names.0, names.1).await;
+    let g = game.game_id;
+    // Seats are drawn at random; player one resigns.
+    let (winner, loser) = (game.players.two.name, game.players.one.name);
+    play_round(&mut one, &mut two, g, 1, (1, 1)).await;
+    let id = one.id();
+    // The crash comes before any answer.
+    one.send(&ClientMsg::Resign { id, game_id: g }).await;
+    let status = server.crashed().await;
+    assert!(!status.success(), "{status}");
+    let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
+    drop((one, two));
+
+    let server = ServerProcess::start(&db).await;
+    let (mut one, snapshot) = resume_at(server.addr, &tokens.0).await;
+    let (mut two, _) = resume_at(server.addr, &tokens.1).await;
+    if replayed {
+        let snapshot = snapshot.expect("the game is still on");
+        assert_eq!((snapshot.round, snapshot.rounds.len()), (2, 1));
+        let id = one.id();
+        assert_ok(&one.request(ClientMsg::Resign { id, game_id: g }).await);
+        two.expect("rating_update", |m| {
+            matches!(m, ServerMsg::RatingUpdate { .. })
+        })
+        .await;
+    } else {
+        assert!(
+            snapshot.is_none(),
+            "the game ended before the crash: {snapshot:?}"
+        );
+    }
+    server.assert_rated_once(&winner, &loser).await;
+    let (status, body) = server.http_get(&format!("/api/games/{g}")).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"resignation\""), "{body}");
+
+    // Once more: nothing is recorded or rated twice.
+    server.kill().await;
+    let server = ServerProcess::start(&db).await;
+    server.assert_rated_once(&winner, &loser).await;
+}
+
+#[tokio::test]
+async fn a_crash_before_the_end_is_logged_loses_only_the_unanswered_resignation() {
+    crash_at("end_unlogged", ("eve01", "fay01"), true).await;
+}
+
+#[tokio::test]
+async fn a_crash_after_the_end_is_logged_records_the_game_at_the_restart() {
+    crash_at("end_logged", ("gus01", "hal01"), false).await;
+}
+
+#[tokio::test]
+async fn a_crash_inside_the_record_transaction_records_the_game_at_the_restart() {
+    crash_at("record_uncommitted", ("ian01", "jo001"), false).await;
+}
+
+#[tokio::test]
+async fn a_crash_after_the_record_is_committed_applies_the_rating_once() {
+    crash_at("recorded", ("kim01", "lou01"), false).await;
+}

@@ -1,0 +1,233 @@
+//! The real server binary as a child process, for the recovery tests: started on a free
+//! port with a database in a temporary directory, killed with SIGKILL, stopped with
+//! SIGTERM or left to crash at a test hook, and started again on the same database.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use elementals_protocol::messages::{ClientMsg, GameInfo, GameSnapshot, ServerMsg};
+use elementals_protocol::rules::{Seat, Variant};
+use tokio::process::{Child, Command};
+
+use crate::common::{http_get, TestClient, WAIT};
+
+/// How long a server may take to answer `/healthz` after it is started.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// Between two `/healthz` polls while a server starts.
+const POLL: Duration = Duration::from_millis(25);
+
+/// A database file that outlives the servers started on it.
+pub struct Database {
+    dir: tempfile::TempDir,
+}
+
+impl Database {
+    pub fn new() -> Database {
+        Database {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("recovery.db")
+    }
+}
+
+pub struct ServerProcess {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl ServerProcess {
+    /// Starts the server on `db` and waits until it answers `/healthz`.
+    pub async fn start(db: &Database) -> ServerProcess {
+        Self::start_crashing_at(db, None).await
+    }
+
+    /// Starts the server with `ELEMENTALS_CRASH_AT` set to `step` (see `game::crash_point`).
+    pub async fn start_crashing_at(db: &Database, step: Option<&str>) -> ServerProcess {
+        // Another process could take the port between this probe and the server's bind;
+        // on loopback with ephemeral ports that is rare enough for a test.
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_elementals-server"));
+        command
+            .arg("--listen")
+            .arg(addr.to_string())
+            .arg("--database")
+            .arg(db.path())
+            .env("ELEMENTALS_ARGON2_MEMORY_KIB", "8")
+            .env("ELEMENTALS_MESSAGE_RATE", "1000")
+            .env_remove("ELEMENTALS_CRASH_AT")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        if std::env::var_os("RECOVERY_TEST_LOGS").is_none() {
+            command.stdout(Stdio::null()).stderr(Stdio::null());
+        }
+        if let Some(step) = step {
+            command.env("ELEMENTALS_CRASH_AT", step);
+        }
+        let mut server = ServerProcess {
+            child: command.spawn().expect("the server binary starts"),
+            addr,
+        };
+        server.wait_healthy().await;
+        server
+    }
+
+    async fn wait_healthy(&mut self) {
+        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("the server exited while starting: {status}");
+            }
+            if let Ok(Ok((200, _))) =
+                tokio::time::timeout(POLL * 4, try_get(self.addr, "/healthz")).await
+            {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the server did not come up"
+            );
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// `kill -9`: the process ends at once, with nothing flushed beyond what it committed.
+    pub async fn kill(mut self) {
+        self.child.kill().await.unwrap();
+    }
+
+    /// Sends SIGTERM and waits (at most `within`) for the process to exit.
+    pub async fn terminate(mut self, within: Duration) -> ExitStatus {
+        let pid = self.child.id().expect("running").to_string();
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        tokio::time::timeout(within, self.child.wait())
+            .await
+            .expect("the server exits in time after SIGTERM")
+            .unwrap()
+    }
+
+    /// Waits for the process to end by itself (a crash hook aborting it).
+    pub async fn crashed(mut self) -> ExitStatus {
+        tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .expect("the server crashes at its hook")
+            .unwrap()
+    }
+
+    pub async fn http_get(&self, path: &str) -> (u16, String) {
+        http_get(self.addr, path).await
+    }
+
+    /// `GET /api/players/{name}` as JSON.
+    pub async fn player(&self, name: &str) -> serde_json::Value {
+        let (status, body) = self.http_get(&format!("/api/players/{name}")).await;
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    /// Asserts that exactly one rated game, won by `winner` from 1.0 against `loser` at
+    /// 1.0, has been applied to both accounts.
+    pub async fn assert_rated_once(&self, winner: &str, loser: &str) {
+        let won = self.player(winner).await;
+        let lost = self.player(loser).await;
+        assert_eq!(won["rating"], 1.5, "{won}");
+        assert_eq!(
+            (&won["wins"], &won["losses"]),
+            (&1.into(), &0.into()),
+            "{won}"
+        );
+        assert_eq!(won["history"].as_array().unwrap().len(), 1, "{won}");
+        assert_eq!(lost["rating"], 1.0, "{lost}");
+        assert_eq!(
+            (&lost["wins"], &lost["losses"]),
+            (&0.into(), &1.into()),
+            "{lost}"
+        );
+        assert_eq!(lost["history"].as_array().unwrap().len(), 1, "{lost}");
+    }
+}
+
+/// A GET that reports a refused connection instead of panicking.
+async fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(req.as_bytes()).await?;
+    let mut buf = Vec::new();
+    stream.read_to_end(&mut buf).await?;
+    let text = String::from_utf8_lossy(&buf);
+    let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Ok((status, text.to_string()))
+}
+
+/// Two registered players paired in the classic blitz pool; returns them in seat order.
+pub async fn paired_at(addr: SocketAddr, a: &str, b: &str) -> (TestClient, TestClient, GameInfo) {
+    let mut ca = TestClient::connect_at(addr).await;
+    ca.register(a).await;
+    let mut cb = TestClient::connect_at(addr).await;
+    cb.register(b).await;
+    ca.join_pool(Variant::CLASSIC, "blitz").await;
+    cb.join_pool(Variant::CLASSIC, "blitz").await;
+    let (game, seat_a) = ca.game_start().await;
+    let (_, seat_b) = cb.game_start().await;
+    assert_ne!(seat_a, seat_b);
+    if seat_a == Seat::One {
+        (ca, cb, game)
+    } else {
+        (cb, ca, game)
+    }
+}
+
+/// Signs in again with `token`; returns the client and the snapshot of the game it is
+/// seated in, if any.
+pub async fn resume_at(addr: SocketAddr, token: &str) -> (TestClient, Option<GameSnapshot>) {
+    let mut client = TestClient::connect_at(addr).await;
+    match client.resume(token).await {
+        ServerMsg::Authenticated { .. } => client.token = Some(token.into()),
+        other => panic!("resume failed: {other:?}"),
+    }
+    // A seated player's snapshot is queued right after `authenticated`; a ping's answer
+    // comes after it, so anything before the pong is all there is.
+    let id = client.id();
+    client.send(&ClientMsg::Ping { id }).await;
+    let mut snapshot = None;
+    loop {
+        match client.recv().await {
+            ServerMsg::Pong { id: pong } if pong == id => break,
+            ServerMsg::Snapshot { snapshot: s, .. } => snapshot = Some(s),
+            _ => {}
+        }
+    }
+    (client, snapshot)
+}
+
+/// Signs in as a guest and watches `game`; returns the spectator and its snapshot.
+pub async fn watch_at(
+    addr: SocketAddr,
+    game: elementals_protocol::messages::GameId,
+) -> (TestClient, GameSnapshot) {
+    let mut client = TestClient::connect_at(addr).await;
+    let id = client.id();
+    assert!(matches!(
+        client.request(ClientMsg::Guest { id }).await,
+        ServerMsg::Authenticated { .. }
+    ));
+    let id = client.id();
+    match client.request(ClientMsg::Watch { id, game_id: game }).await {
+        ServerMsg::Snapshot { snapshot, .. } => (client, snapshot),
+        other => panic!("watch failed: {other:?}"),
+    }
+}
