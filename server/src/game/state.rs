@@ -66,6 +66,9 @@ pub(in crate::game) struct GameState {
     board: Board,
     round: u32,
     phase: Phase,
+    /// When the current phase began (or the round was voided): a seat that has not acted
+    /// in it has had its move outstanding since then.
+    phase_since: Instant,
     commits: SeatPair<Option<[u8; COMMITMENT_LEN]>>,
     reveals: SeatPair<Option<(Element, [u8; NONCE_LEN])>>,
     /// End of the reveal window, during the reveal phase.
@@ -122,6 +125,7 @@ impl GameState {
             board: Board::new(setup.variant),
             round: 1,
             phase: Phase::Commit,
+            phase_since: now,
             commits: SeatPair::default(),
             reveals: SeatPair::default(),
             reveal_by: None,

@@ -79,6 +79,7 @@ impl GameState {
             return None;
         }
         self.phase = Phase::Commit;
+        self.phase_since = now;
         self.commits = SeatPair::default();
         self.reveals = SeatPair::default();
         self.reveal_by = None;

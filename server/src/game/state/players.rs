@@ -72,12 +72,18 @@ impl GameState {
         now: Instant,
         out: &mut Vec<ServerMsg>,
     ) -> Result<(), GameError> {
+        // Only absence that holds the game up counts: time away while the opponent's own
+        // move was done and only this seat's was outstanding blames nobody.
         let opponent = seat.other();
-        let away = now.saturating_duration_since(*self.away_since.get(opponent));
-        if *self.connected.get(opponent) || away < self.timing.grace {
+        let waited = self.outstanding_since(opponent).map(|since| {
+            let from = since.max(*self.away_since.get(opponent));
+            now.saturating_duration_since(from)
+        });
+        let abandoned = waited.is_some_and(|waited| waited >= self.timing.grace);
+        if *self.connected.get(opponent) || !abandoned {
             return refuse(
                 ErrorCode::ClaimNotAllowed,
-                "the opponent is connected or still within the grace period",
+                "the opponent is connected, owes no move, or is still within the grace period",
             );
         }
         self.finish(now, Some(seat), EndReason::Abandoned, out);

@@ -54,6 +54,7 @@ impl GameState {
         );
         if self.commits.one.is_some() && self.commits.two.is_some() {
             self.phase = Phase::Reveal;
+            self.phase_since = now;
             let reveal = Duration::from_millis(self.info.time_control.reveal_ms);
             self.reveal_by = Some(now + reveal);
             self.banks.set_running(self.outstanding(), now);
@@ -179,6 +180,7 @@ impl GameState {
 
     pub(super) fn start_round(&mut self, now: Instant, out: &mut Vec<ServerMsg>) {
         self.phase = Phase::Commit;
+        self.phase_since = now;
         self.commits = SeatPair::default();
         self.reveals = SeatPair::default();
         self.reveal_by = None;
@@ -200,6 +202,17 @@ impl GameState {
 
     pub(super) fn in_first_commit_window(&self) -> bool {
         self.round == 1 && self.phase == Phase::Commit
+    }
+
+    /// Since when `seat`'s commit or reveal has been outstanding, if it is: what the game
+    /// waits for from it.
+    pub(super) fn outstanding_since(&self, seat: Seat) -> Option<Instant> {
+        let acted = match self.phase {
+            Phase::Commit => self.commits.get(seat).is_some(),
+            Phase::Reveal => self.reveals.get(seat).is_some(),
+            Phase::Over => true,
+        };
+        (!acted).then_some(self.phase_since)
     }
 
     /// Whose bank runs: each seat whose commit or reveal is outstanding (none in round 1's

@@ -428,6 +428,29 @@ fn a_win_is_claimable_only_after_the_grace_period() {
 }
 
 #[test]
+fn a_player_away_while_only_the_opponent_owes_a_move_is_not_blamed() {
+    let mut game = Game::new();
+    let mut out = Vec::new();
+    game.state.attach(Seat::One, game.at(SEC), &mut out);
+    game.state.attach(Seat::Two, game.at(SEC), &mut out);
+    game.play(1, 1, 1, 2 * SEC);
+    // Two commits round 2 and leaves; the game now waits for one, not for two.
+    game.commit(Seat::Two, 2, 3, 3 * SEC).unwrap();
+    game.state.detach(Seat::Two, game.at(4 * SEC), &mut out);
+    let long_after = 4 * SEC + TIMING.grace + SEC;
+    assert_eq!(
+        game.act(Seat::One, SeatAction::ClaimWin, long_after),
+        Err(ErrorCode::ClaimNotAllowed)
+    );
+    // Once two owes a move (its reveal), its absence counts from then: here the reveal
+    // window, shorter than the grace period, decides first.
+    game.commit(Seat::One, 2, 1, long_after).unwrap();
+    game.reveal(Seat::One, 2, 1, long_after + SEC).unwrap();
+    game.tick(long_after + Duration::from_millis(TC.reveal_ms));
+    assert_eq!(game.result(), Some((Some(Seat::One), EndReason::NoReveal)));
+}
+
+#[test]
 fn a_game_with_a_guest_is_not_rated() {
     let mut game = Game::with(setup(true));
     game.act(Seat::Two, SeatAction::Resign, SEC).unwrap();
