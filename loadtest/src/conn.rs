@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,9 +32,29 @@ const READ_BUFFER: usize = 4 * 1024;
 /// How long a request may wait for its reply before the run counts a timeout.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// How many 127.0.0.x source addresses connections are spread over: each has its own
-/// ~28,000 ephemeral ports, so several give room for reconnect storms and TIME_WAIT.
-pub const SOURCE_ADDRESSES: u8 = 8;
+/// Connections per loopback source address. Each address has its own ~28,000
+/// ephemeral ports, and servers cap connections per client address (the Elementals
+/// server at 64 by default), so many simulated clients need many addresses, as many
+/// real clients would have.
+pub const CONNECTIONS_PER_ADDRESS: u64 = 48;
+
+/// The first source address: 127.0.0.2 (127.0.0.1 is left to everything else).
+const FIRST_SOURCE: u32 = u32::from_be_bytes([127, 0, 0, 2]);
+
+/// How many source addresses connections are spread over; set once per run.
+static SOURCE_ADDRESSES: AtomicU32 = AtomicU32::new(8);
+
+/// Spread `connections` over enough loopback addresses (at least 8); returns the count.
+pub fn spread_over_sources(connections: u64) -> u32 {
+    let count = connections.div_ceil(CONNECTIONS_PER_ADDRESS).max(8) as u32;
+    SOURCE_ADDRESSES.store(count, Relaxed);
+    count
+}
+
+/// The last source address in use, for messages.
+pub fn last_source_address() -> Ipv4Addr {
+    Ipv4Addr::from(FIRST_SOURCE + SOURCE_ADDRESSES.load(Relaxed) - 1)
+}
 
 /// Why a connection failed, named as the run reports it.
 #[derive(Debug, thiserror::Error)]
@@ -69,12 +89,8 @@ impl ConnError {
 
 /// The source address for the `n`th connection: 127.0.0.2 onwards, round robin.
 pub fn source_address(n: u64) -> IpAddr {
-    IpAddr::V4(Ipv4Addr::new(
-        127,
-        0,
-        0,
-        2 + (n % SOURCE_ADDRESSES as u64) as u8,
-    ))
+    let count = SOURCE_ADDRESSES.load(Relaxed) as u64;
+    IpAddr::V4(Ipv4Addr::from(FIRST_SOURCE + (n % count) as u32))
 }
 
 pub struct Conn {

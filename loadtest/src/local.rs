@@ -117,6 +117,19 @@ impl Memory {
     }
 }
 
+/// CPU time (user + system) a process has used so far, from `/proc/PID/stat`.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may contain spaces) start after ") ".
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf only reads a system constant.
+    let per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Some(ticks / per_s)
+}
+
 /// A loopback listener with a deep accept queue, its address printed for the parent.
 pub fn listen(addr: SocketAddr) -> anyhow::Result<TcpListener> {
     let socket = TcpSocket::new_v4()?;

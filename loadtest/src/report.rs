@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::echo::EchoResult;
 use crate::options::RunOptions;
-use crate::run::Memories;
+use crate::run::{CpuUse, Memories};
 use crate::stats::{Percentiles, Stats};
 
 /// Counters read at the start and the end of the hold.
@@ -77,7 +77,7 @@ pub struct Report {
     pub server_rss_baseline_bytes: Option<u64>,
     /// At the end of the hold.
     pub server_rss_hold_bytes: Option<u64>,
-    /// (RSS at the end of the hold - baseline) / connections signed in.
+    /// (RSS at the end of the hold - baseline) / connections signed in then.
     pub server_rss_per_connection_bytes: Option<f64>,
     pub ramp_s: f64,
     /// The hold, over which the rates are computed.
@@ -86,6 +86,10 @@ pub struct Report {
     /// messages_per_s / the echo ceiling's messages_per_s.
     pub messages_vs_echo: Option<f64>,
     pub reconnect_storm: Option<StormResult>,
+    /// Cores each process kept busy during the hold, and the machine's load average at
+    /// the end (other work on the machine shows there).
+    pub cpu: CpuUse,
+    pub load_average_1m: Option<f64>,
 }
 
 impl Report {
@@ -97,14 +101,14 @@ impl Report {
         end: Counters,
         hold_s: f64,
         ramp_s: f64,
-        in_game_at_end: i64,
+        (in_game_at_end, connected): (i64, i64),
         memory: Memories,
         echo: Option<EchoResult>,
         reconnect_storm: Option<StormResult>,
+        cpu: CpuUse,
     ) -> Report {
         let per_s = |n: u64| n as f64 / hold_s.max(1e-9);
         let messages_per_s = per_s(end.frames - start.frames);
-        let connected = stats.connected.load(Relaxed) + stats.spectators.load(Relaxed);
         let rss_per_connection = match (memory.baseline, memory.at_hold) {
             (Some(base), Some(hold)) if connected > 0 => {
                 Some((hold.rss as f64 - base.rss as f64) / connected as f64)
@@ -141,6 +145,8 @@ impl Report {
             messages_vs_echo: echo.as_ref().map(|e| messages_per_s / e.messages_per_s),
             echo,
             reconnect_storm,
+            cpu,
+            load_average_1m: load_average(),
         }
     }
 
@@ -235,6 +241,16 @@ impl Report {
             );
             row("resume latency", lat(&storm.resume_latency_ms));
         }
+        let cores = |c: Option<f64>| c.map_or("-".into(), |c| format!("{c:.2}"));
+        row(
+            "cores busy: server / loadtest",
+            format!(
+                "{} / {}  (load average {})",
+                cores(self.cpu.server_cores),
+                cores(self.cpu.loadtest_cores),
+                cores(self.load_average_1m)
+            ),
+        );
         row("errors", self.errors.to_string());
         for (kind, n) in &self.errors_by_kind {
             row(&format!("  {kind}"), n.to_string());
@@ -244,4 +260,10 @@ impl Report {
             .map(|(k, v)| format!("{k:<width$}  {v}\n"))
             .collect()
     }
+}
+
+/// The 1-minute load average, from `/proc/loadavg`.
+fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
 }

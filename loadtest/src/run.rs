@@ -16,11 +16,11 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::conn::SOURCE_ADDRESSES;
+use crate::conn::{last_source_address, spread_over_sources, CONNECTIONS_PER_ADDRESS};
 use crate::ctx::{Ctx, PlayStyle, RevealLog, Storm};
 use crate::echo::{self, EchoResult};
 use crate::limits;
-use crate::local::{LocalServer, Memory};
+use crate::local::{cpu_seconds, LocalServer, Memory};
 use crate::options::RunOptions;
 use crate::player::{Player, Role};
 use crate::report::{Counters, Report, StormResult};
@@ -50,13 +50,15 @@ pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
         .server
         .is_none()
         .then(|| server_cap(&options.server_args));
+    let sources = spread_over_sources(total.max(options.echo_connections));
     eprintln!(
         "open files: soft limit {} raised to the hard limit {}: room for {} connections per \
-         process; spreading them over {SOURCE_ADDRESSES} source addresses 127.0.0.2-127.0.0.{}",
+         process; spreading them over {sources} source addresses 127.0.0.2-{} \
+         (at most {CONNECTIONS_PER_ADDRESS} each)",
         limit.soft_before,
         limit.hard,
         limit.connections(),
-        1 + SOURCE_ADDRESSES
+        last_source_address(),
     );
     limits::check(&limit, total.max(options.echo_connections), local_cap)?;
 
@@ -185,6 +187,9 @@ async fn drive(
     stats.reset_latencies();
     let hold_start = Instant::now();
     let at_start = Counters::take(&stats);
+    let cpu = |pid: Option<u32>| pid.and_then(cpu_seconds);
+    let (server_pid, own_pid) = (local.map(|l| l.pid), Some(std::process::id()));
+    let cpu_start = (cpu(server_pid), cpu(own_pid));
     let mut storm = None;
     if options.reconnect_storm {
         tokio::time::sleep(options.duration / 2).await;
@@ -195,8 +200,14 @@ async fn drive(
     tokio::time::sleep_until(hold_start + options.duration).await;
     let at_end = Counters::take(&stats);
     let hold_s = hold_start.elapsed().as_secs_f64();
+    let busy = |start: Option<f64>, end: Option<f64>| Some((end? - start?) / hold_s);
+    let cpu_use = CpuUse {
+        server_cores: busy(cpu_start.0, cpu(server_pid)),
+        loadtest_cores: busy(cpu_start.1, cpu(own_pid)),
+    };
     let at_hold = memory();
     let in_game_at_end = stats.in_game.load(Relaxed);
+    let connected_at_end = stats.connected.load(Relaxed) + stats.spectators.load(Relaxed);
 
     status.phase("stopping");
     ctx.stop.cancel();
@@ -218,7 +229,7 @@ async fn drive(
         at_end,
         hold_s,
         ramp_s,
-        in_game_at_end,
+        (in_game_at_end, connected_at_end),
         Memories {
             baseline,
             at_hold,
@@ -226,7 +237,15 @@ async fn drive(
         },
         echo,
         storm,
+        cpu_use,
     ))
+}
+
+/// Cores busy on average during the hold (1.0 = one core all the time).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct CpuUse {
+    pub server_cores: Option<f64>,
+    pub loadtest_cores: Option<f64>,
 }
 
 /// Server memory at the moments the report needs.
