@@ -32,6 +32,13 @@ async fn read_until_closed(stream: &mut (impl AsyncRead + Unpin)) -> Vec<u8> {
     }
 }
 
+/// Returns once the server answers HTTP. Paused tests start their clocks only after this:
+/// while the server is still starting (restoring games from the database, on real time),
+/// an idle paused runtime would jump straight to the test's own time limits.
+async fn serving(server: &TestServer) {
+    assert_eq!(server.http_get("/healthz").await.0, 200);
+}
+
 /// Server frames as raw bytes (servers do not mask): how many pings came before the
 /// close frame, and its code.
 fn pings_then_close(mut bytes: &[u8]) -> (usize, Option<u16>) {
@@ -65,6 +72,7 @@ fn pings_then_close(mut bytes: &[u8]) -> (usize, Option<u16>) {
 #[tokio::test(start_paused = true)]
 async fn a_connection_that_does_not_sign_in_in_time_is_closed_4001() {
     let server = start_server_with(|c| c.auth_timeout_secs = 5).await;
+    serving(&server).await;
     let start = Instant::now();
     let mut silent = TestClient::connect_raw(&server).await;
     // Saying hello and pinging is activity, but not signing in: the deadline holds.
@@ -98,6 +106,7 @@ async fn a_connection_that_does_not_sign_in_in_time_is_closed_4001() {
 #[tokio::test(start_paused = true)]
 async fn slowloris_handshakes_are_cut_off() {
     let server = start_server().await; // the default: 10 s to send a request head
+    serving(&server).await;
     let start = Instant::now();
     let mut trickle = TcpStream::connect(server.addr).await.unwrap();
     trickle
@@ -127,6 +136,7 @@ async fn slowloris_handshakes_are_cut_off() {
 #[tokio::test(start_paused = true)]
 async fn connections_past_the_handshake_cap_are_closed_at_once() {
     let server = start_server_with(|c| c.max_handshakes = 2).await;
+    serving(&server).await;
     let start = Instant::now();
     let mut a = TcpStream::connect(server.addr).await.unwrap();
     let mut b = TcpStream::connect(server.addr).await.unwrap();
