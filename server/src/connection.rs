@@ -296,3 +296,47 @@ async fn abandoned(outbox: &Outbox) {
         std::future::pending::<()>().await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn every_close_code_the_server_sends_is_documented() {
+        const PROTOCOL_MD: &str = include_str!("../../PROTOCOL.md");
+        let table = PROTOCOL_MD
+            .split_once("### WebSocket close codes")
+            .expect("PROTOCOL.md has a close-code table")
+            .1;
+        for code in [
+            close::NORMAL,
+            close::GOING_AWAY,
+            close::PROTOCOL,
+            close::UNSUPPORTED_DATA,
+            close::POLICY,
+            close::TOO_BIG,
+            close::INTERNAL,
+            close::RESTART,
+            close::SUPERSEDED,
+            close::AUTH_TIMEOUT,
+            close::HEARTBEAT_TIMEOUT,
+        ] {
+            assert!(table.contains(&format!("\n| {code} |")), "{code}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_rate_limit_allows_bursts_of_twice_the_rate_then_the_rate() {
+        let mut limit = RateLimit::new(20);
+        assert!((0..40).all(|_| limit.allow()), "a burst of 40");
+        assert!(!limit.allow());
+        assert!(!limit.allow());
+        assert_eq!(limit.strikes, 2);
+        tokio::time::advance(Duration::from_millis(500)).await;
+        assert!((0..10).all(|_| limit.allow()), "20 a second");
+        assert_eq!(limit.strikes, 0, "an allowed message clears the strikes");
+        assert!(!limit.allow());
+    }
+}
