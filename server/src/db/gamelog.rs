@@ -6,7 +6,7 @@
 //! the writer groups the appends of many games into one transaction (see `writer`).
 
 use elementals_protocol::messages::GameId;
-use rusqlite::{params, Connection};
+use rusqlite::Connection;
 
 use super::{DbError, DbResult};
 use crate::record::{GameLog, LogStep};
@@ -26,16 +26,27 @@ pub(super) fn encode(steps: &[LogStep]) -> DbResult<Vec<Row>> {
         .collect()
 }
 
-/// Appends steps; a step number already logged for the game is an error (a bug), and the
-/// caller's savepoint then rolls the whole append back.
+/// Appends steps in one statement, so that they are stored all together or, if one of
+/// their step numbers is already logged for the game (a bug), not at all: a failed
+/// statement undoes only itself, and the transaction around it goes on.
 pub(super) fn append(conn: &Connection, game_id: &GameId, rows: &[Row]) -> DbResult<()> {
-    let mut insert =
-        conn.prepare_cached("INSERT INTO game_log (game_id, step, entry) VALUES (?1, ?2, ?3)")?;
-    let game_id = game_id.to_string();
-    for (step, json) in rows {
-        let step = i64::try_from(*step).unwrap_or(i64::MAX);
-        insert.execute(params![game_id, step, json])?;
+    if rows.is_empty() {
+        return Ok(());
     }
+    let values = vec!["(?, ?, ?)"; rows.len()].join(", ");
+    let sql = format!("INSERT INTO game_log (game_id, step, entry) VALUES {values}");
+    let game_id = game_id.to_string();
+    let mut params: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(rows.len() * 3);
+    let steps: Vec<i64> = rows
+        .iter()
+        .map(|(step, _)| i64::try_from(*step).unwrap_or(i64::MAX))
+        .collect();
+    for ((_, json), step) in rows.iter().zip(&steps) {
+        params.push(&game_id);
+        params.push(step);
+        params.push(json);
+    }
+    conn.prepare_cached(&sql)?.execute(params.as_slice())?;
     Ok(())
 }
 

@@ -6,8 +6,9 @@
 //! Durable game writes are group-committed: when the writer takes a `RecordGame` or an
 //! `AppendLog` it also takes every such request already queued behind it and commits them
 //! all in one transaction, so a burst of game ends, or the moves of many games at once,
-//! cost one fsync rather than one each. Each request in a batch sits in its own savepoint,
-//! so one failing write is answered with its error and the others commit. Requests keep
+//! cost one fsync rather than one each. Each finished game in a batch sits in its own
+//! savepoint, and each append is one statement, so one failing write is answered with its
+//! error and the others commit. Requests keep
 //! their order: a game's log appends always precede its record.
 
 use elementals_protocol::messages::{GameId, SeatPair};
@@ -253,9 +254,10 @@ fn write_batch(conn: &mut Connection, batch: &Batch) -> rusqlite::Result<Vec<Ans
                 records = true;
                 Answer::Record(in_savepoint(&mut tx, |sp| games::record(sp, record)))
             }
-            GameWrite::Append(game_id, rows, _) => Answer::Append(in_savepoint(&mut tx, |sp| {
-                gamelog::append(sp, game_id, rows)
-            })),
+            // One statement, all or nothing: no savepoint of its own needed.
+            GameWrite::Append(game_id, rows, _) => {
+                Answer::Append(gamelog::append(&tx, game_id, rows))
+            }
         });
     }
     if records {
