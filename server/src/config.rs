@@ -122,3 +122,48 @@ impl Config {
         Duration::from_secs(self.token_days * 24 * 3600)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn abuse_limits_default_to_the_documented_values() {
+        let config = Config::parse_from(["elementals-server"]);
+        assert_eq!(config.max_connections, 19_000);
+        assert_eq!(config.max_connections_per_ip, 64);
+        assert_eq!(config.max_handshakes, 1024);
+        assert_eq!(config.handshake_timeout(), Duration::from_secs(10));
+        assert_eq!(config.auth_timeout(), Duration::from_secs(30));
+        assert_eq!(config.heartbeat(), Duration::from_secs(20));
+        assert_eq!(config.idle_timeout(), Duration::from_secs(60));
+        assert_eq!(config.message_rate, 20);
+        assert_eq!(config.login_failures_per_account, 5);
+        assert_eq!(config.login_failures_per_ip, 20);
+        assert_eq!(config.token_ttl(), Duration::from_secs(30 * 24 * 3600));
+        assert!(config.trusted_proxy.is_empty() && config.allowed_origin.is_empty());
+    }
+
+    #[test]
+    fn proxies_and_origins_repeat_or_take_lists() {
+        let config = Config::parse_from([
+            "elementals-server",
+            "--trusted-proxy",
+            "10.0.0.1",
+            "--trusted-proxy=10.0.0.2,::1",
+            "--allowed-origin",
+            "https://a.example",
+            "--allowed-origin=https://b.example",
+        ]);
+        let proxies: Vec<IpAddr> = ["10.0.0.1", "10.0.0.2", "::1"]
+            .iter()
+            .map(|a| a.parse().unwrap())
+            .collect();
+        assert_eq!(config.trusted_proxy, proxies);
+        assert_eq!(
+            config.allowed_origin,
+            ["https://a.example", "https://b.example"]
+        );
+        assert!(Config::try_parse_from(["x", "--trusted-proxy", "not-an-ip"]).is_err());
+    }
+}
