@@ -23,6 +23,9 @@ const PASSWORD: &str = "loadtest-password";
 /// How long a player waits for `rating_update` after a rated game it did not draw.
 const RATING_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Reconnect attempts after a storm before the player gives up (and counts an error).
+const RESUME_ATTEMPTS: u32 = 20;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// Queue and play games.
@@ -111,7 +114,7 @@ impl Player {
         let stats = self.ctx.stats.clone();
         let mut resumed_from: Option<Instant> = None;
         loop {
-            let conn = match self.sign_in(resumed_from).await {
+            let conn = match self.sign_in_with_retries(resumed_from).await {
                 Ok(conn) => conn,
                 Err(e) => {
                     if !self.ctx.stop.is_cancelled() {
@@ -137,6 +140,29 @@ impl Player {
                 Some(at) => Some(at),
                 None => return,
             };
+        }
+    }
+
+    /// After a dropped connection, retry refused or failed reconnects with a growing,
+    /// jittered backoff, as the protocol asks of clients after a restart; the first
+    /// sign-in is tried once.
+    async fn sign_in_with_retries(
+        &mut self,
+        resumed_from: Option<Instant>,
+    ) -> Result<Conn, ConnError> {
+        let mut backoff = Duration::from_millis(100);
+        let mut attempt = 1;
+        loop {
+            match self.sign_in(resumed_from).await {
+                Err(ConnError::Server { code }) => return Err(ConnError::Server { code }),
+                Err(_) if resumed_from.is_some() && attempt < RESUME_ATTEMPTS => {
+                    self.ctx.stats.resume_retries.fetch_add(1, Relaxed);
+                    tokio::time::sleep(backoff.mul_f64(0.5 + rand::random::<f64>())).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    attempt += 1;
+                }
+                other => return other,
+            }
         }
     }
 
@@ -427,18 +453,22 @@ impl Player {
                 if self.game.is_some() {
                     stats.error("game_start while seated");
                 }
-                self.queued = false;
-                self.game = Some(Seated {
-                    state: GameState::new(game.clone(), Some(*seat)),
-                    seat: *seat,
-                    think_until: None,
-                    committed: None,
-                    revealed: None,
-                    sealed: None,
-                    rating_deadline: None,
-                    last_event: Instant::now(),
-                    _in_game: Gauge::up(stats.clone(), |s| &s.in_game),
-                });
+                let state = GameState::new(game.clone(), Some(*seat));
+                self.seat_in(state, *seat);
+                Ok(())
+            }
+            // Seated while the connection was down (paired as it dropped, so the
+            // `game_start` went to the old socket): the resumed session's snapshot says so.
+            (
+                ServerMsg::Snapshot {
+                    id: None,
+                    snapshot,
+                    seat: Some(seat),
+                },
+                _,
+            ) if self.game.is_none() => {
+                let state = GameState::from_snapshot(snapshot.clone(), Some(*seat));
+                self.seat_in(state, *seat);
                 Ok(())
             }
             _ => self.apply(conn, &msg, pending).await,
@@ -495,6 +525,21 @@ impl Player {
             _ => {}
         }
         Ok(())
+    }
+
+    fn seat_in(&mut self, state: GameState, seat: Seat) {
+        self.queued = false;
+        self.game = Some(Seated {
+            state,
+            seat,
+            think_until: None,
+            committed: None,
+            revealed: None,
+            sealed: None,
+            rating_deadline: None,
+            last_event: Instant::now(),
+            _in_game: Gauge::up(self.ctx.stats.clone(), |s| &s.in_game),
+        });
     }
 
     fn leave_game(&mut self) {

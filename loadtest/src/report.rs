@@ -39,6 +39,8 @@ pub struct StormResult {
     /// From the signal to return until the last player was back.
     pub all_back_s: f64,
     pub resume_latency_ms: Percentiles,
+    /// Reconnects retried (with backoff) after a refused or failed attempt.
+    pub retries: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

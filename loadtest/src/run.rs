@@ -281,5 +281,6 @@ async fn reconnect_storm(stats: &Stats, storm: &watch::Sender<Storm>, players: u
         back: latency.count - resumed_before,
         all_back_s,
         resume_latency_ms: latency,
+        retries: stats.resume_retries.load(Relaxed),
     }
 }

@@ -81,6 +81,8 @@ pub struct Stats {
     pub frames_in: AtomicU64,
     /// Fresh snapshots a spectator needed after falling behind (allowed by the protocol).
     pub spectator_resyncs: AtomicU64,
+    /// Reconnects retried after being refused or failing during a storm.
+    pub resume_retries: AtomicU64,
     /// `commit` sent to its `ok`.
     pub commit_ack: Latency,
     /// The round's last `reveal` sent to `round_result` at each player.
