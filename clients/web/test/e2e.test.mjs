@@ -247,6 +247,8 @@ describe('the browser client against a real server', { timeout: 600_000 }, () =>
       await erin.page.getByRole('button', { name: 'Rematch', exact: true }).click();
       await erin.page.getByRole('button', { name: 'Rematch offered' }).waitFor(STEP);
       await finn.page.getByRole('button', { name: 'Accept rematch' }).click();
+      // The finished game's view stays up until the new game arrives: wait for a new id.
+      await erin.page.waitForSelector(`.game.playing:not([data-game-id="${first}"])`, STEP);
       const second = await waitForGame(erin.page);
       await finn.page.waitForSelector(`.game.playing[data-game-id="${second}"]`, STEP);
       await erin.page.waitForSelector(`.game.playing[data-game-id="${second}"]`, STEP);
