@@ -190,6 +190,26 @@ impl Lobby {
         Ok(())
     }
 
+    /// What a seek and a challenge both require: a valid game, a player free to start one,
+    /// and no guest asking for a rated game.
+    fn check_new_offer(
+        &self,
+        member: &Member,
+        variant: &Variant,
+        tc: &TimeControl,
+        rated: bool,
+    ) -> Result<()> {
+        validate_game(variant, tc)?;
+        self.ready_for_new_game(member.account)?;
+        if rated && member.info.guest {
+            return Err(LobbyError::new(
+                ErrorCode::GuestNotAllowed,
+                "guests play unrated games only",
+            ));
+        }
+        Ok(())
+    }
+
     fn join_pool(
         &mut self,
         member: Member,
@@ -311,14 +331,7 @@ impl Lobby {
         tc: TimeControl,
         rated: bool,
     ) -> Result<Seek> {
-        validate_game(&variant, &tc)?;
-        self.ready_for_new_game(member.account)?;
-        if rated && member.info.guest {
-            return Err(LobbyError::new(
-                ErrorCode::GuestNotAllowed,
-                "guests play unrated games only",
-            ));
-        }
+        self.check_new_offer(&member, &variant, &tc, rated)?;
         let open = self
             .seeks
             .values()
@@ -407,14 +420,7 @@ impl Lobby {
         tc: TimeControl,
         rated: bool,
     ) -> Result<Challenge> {
-        validate_game(&variant, &tc)?;
-        self.ready_for_new_game(member.account)?;
-        if rated && member.info.guest {
-            return Err(LobbyError::new(
-                ErrorCode::GuestNotAllowed,
-                "guests play unrated games only",
-            ));
-        }
+        self.check_new_offer(&member, &variant, &tc, rated)?;
         let Some((to, user)) = self.services.registry.online_by_name(&opponent) else {
             return Err(LobbyError::new(
                 ErrorCode::UnknownPlayer,
