@@ -39,8 +39,6 @@ pub enum After {
 
 struct User {
     account: AccountId,
-    name: String,
-    guest: bool,
     token: String,
 }
 
@@ -537,8 +535,6 @@ impl Session {
         }
         self.user = Some(User {
             account: account.id,
-            name: account.name.clone(),
-            guest: account.guest,
             token: signed.token.clone(),
         });
         self.send(ServerMsg::Authenticated {
@@ -551,7 +547,6 @@ impl Session {
             // The game queues the snapshot to this connection itself.
             let _ = game.player(seat).attach(self.outbox.clone(), None).await;
         }
-        let _ = (&self.user.as_ref().map(|u| (&u.name, u.guest)),);
         Ok(())
     }
 }
