@@ -1,59 +1,21 @@
-//! The log of games in progress: appended step by step, read back once at startup, and
-//! deleted in the transaction that stores the finished game's record.
-//!
-//! Each step is one row of JSON (`record::LogStep`), encoded by the caller so that the
-//! writer thread only writes. A step is durable once the transaction holding it commits;
-//! the writer groups the appends of many games into one transaction (see `writer`).
+//! The `game_log` table, where earlier versions of the server kept the logs of games in
+//! progress (one row of JSON, a `record::LogStep`, per step). The journal (`journal.rs`)
+//! holds them now; at open, whatever the table still holds is read here, carried into the
+//! journal and the table emptied, so that a game in progress survives the upgrade.
 
 use elementals_protocol::messages::GameId;
 use rusqlite::Connection;
 
-use super::{DbError, DbResult};
+use super::DbResult;
 use crate::record::{GameLog, LogStep};
 
-/// One encoded step: its number and its JSON.
-pub(super) type Row = (u64, String);
-
-/// Encodes steps for `append` (on the caller's thread, not the writer's).
-pub(super) fn encode(steps: &[LogStep]) -> DbResult<Vec<Row>> {
-    steps
-        .iter()
-        .map(|step| {
-            serde_json::to_string(step)
-                .map(|json| (step.step, json))
-                .map_err(|e| DbError::Sqlite(format!("encoding a game log step: {e}")))
-        })
-        .collect()
-}
-
-/// Appends steps in one statement, so that they are stored all together or, if one of
-/// their step numbers is already logged for the game (a bug), not at all: a failed
-/// statement undoes only itself, and the transaction around it goes on.
-pub(super) fn append(conn: &Connection, game_id: &GameId, rows: &[Row]) -> DbResult<()> {
-    if rows.is_empty() {
-        return Ok(());
+/// Deletes these games' logs (they are in the journal now). A log that could not be
+/// decoded stays, as it always did, for an operator to look at.
+pub(super) fn clear(conn: &Connection, logs: &[GameLog]) -> DbResult<()> {
+    let mut delete = conn.prepare_cached("DELETE FROM game_log WHERE game_id = ?1")?;
+    for log in logs {
+        delete.execute([log.game_id.to_string()])?;
     }
-    let values = vec!["(?, ?, ?)"; rows.len()].join(", ");
-    let sql = format!("INSERT INTO game_log (game_id, step, entry) VALUES {values}");
-    let game_id = game_id.to_string();
-    let mut params: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(rows.len() * 3);
-    let steps: Vec<i64> = rows
-        .iter()
-        .map(|(step, _)| i64::try_from(*step).unwrap_or(i64::MAX))
-        .collect();
-    for ((_, json), step) in rows.iter().zip(&steps) {
-        params.push(&game_id);
-        params.push(step);
-        params.push(json);
-    }
-    conn.prepare_cached(&sql)?.execute(params.as_slice())?;
-    Ok(())
-}
-
-/// Deletes a game's log (its record is being stored in the same transaction).
-pub(super) fn clear(conn: &Connection, game_id: &str) -> DbResult<()> {
-    conn.prepare_cached("DELETE FROM game_log WHERE game_id = ?1")?
-        .execute([game_id])?;
     Ok(())
 }
 

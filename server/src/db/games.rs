@@ -1,5 +1,5 @@
-//! Finished games: stored exactly once per game id, with their rating changes applied and
-//! their live log deleted in the same transaction, and read back as JSON.
+//! Finished games: stored exactly once per game id, with their rating changes applied in
+//! the same transaction, and read back as JSON.
 //!
 //! The writer rates from the ratings stored *now*, not from those in the record (which
 //! were shown when the game started): a player who finished another game meanwhile is
@@ -11,7 +11,7 @@ use elementals_protocol::rules::Seat;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::schema::ms_to_sql;
-use super::{gamelog, DbError, DbResult};
+use super::{DbError, DbResult};
 use crate::record::{AccountId, GameRecord};
 
 /// Store `record` unless its id is already stored, and apply what it means for the two
@@ -42,8 +42,6 @@ pub(super) fn record(
             record.rounds.len() as i64,
             json,
         ])?;
-    // The game is over for good: its live log goes in the same transaction as its record.
-    gamelog::clear(conn, &game_id)?;
     if inserted == 0 {
         // Already recorded: a retry after a lost reply, or a duplicate. Change nothing.
         return recorded_changes(conn, &game_id);
@@ -62,6 +60,15 @@ pub(super) fn record(
         }
         _ => Ok(None),
     }
+}
+
+/// Whether a record of the game is stored (its live log is then no longer needed).
+pub(super) fn is_recorded(conn: &Connection, game_id: &GameId) -> DbResult<bool> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM games WHERE id = ?1")?
+        .query_row([game_id.to_string()], |_| Ok(()))
+        .optional()?
+        .is_some())
 }
 
 /// A drawn game that would have been rated had someone won. Aborts are not draws: they

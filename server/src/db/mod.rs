@@ -11,13 +11,18 @@
 //! - `writer`: the thread, its request enum and the batching loop.
 //! - `accounts`: accounts, sessions, the leaderboard and player pages.
 //! - `games`: recording a finished game exactly once, with its rating changes.
-//! - `gamelog`: the live games' logs: append, load at startup, clear with the record.
+//! - `journal`: the live games' logs, in an append-only file of their own, on a thread of
+//!   their own: append (durable before it is answered), forget once recorded, compaction.
+//! - `gamelog`: the `game_log` table where earlier versions kept those logs; read once at
+//!   open, carried into the journal and emptied.
 //!
-//! Invariant: only the writer thread holds a connection; everything else goes through `Db`.
+//! Invariant: only the writer thread holds a connection, and only the journal thread
+//! writes the game log; everything else goes through `Db`.
 
 mod accounts;
 mod gamelog;
 mod games;
+mod journal;
 mod schema;
 mod writer;
 
@@ -105,16 +110,36 @@ pub struct SessionRow {
 #[derive(Clone)]
 pub struct Db {
     requests: mpsc::Sender<Request>,
+    journal: mpsc::Sender<journal::Request>,
 }
 
 pub type DbResult<T> = Result<T, DbError>;
 
 impl Db {
     /// Open (creating if needed) the database at `path`, apply migrations, start the writer.
+    ///
+    /// The live games' log is opened beside it (`<path>-gamelog`) and compacted to the
+    /// games that have no record yet.
     pub fn open(path: &std::path::Path) -> DbResult<Db> {
-        let conn = schema::open(path)?;
+        Db::open_with(path, journal::Compaction::default())
+    }
+
+    fn open_with(path: &std::path::Path, compaction: journal::Compaction) -> DbResult<Db> {
+        let mut conn = schema::open(path)?;
+        let carried = gamelog::load(&mut conn)?;
+        let journal = journal::Journal::open(
+            &journal::path_for(path),
+            compaction,
+            |game_id| games::is_recorded(&conn, game_id),
+            &carried,
+        )?;
+        if !carried.is_empty() {
+            // They are durable in the journal now.
+            gamelog::clear(&conn, &carried)?;
+        }
         let requests = writer::spawn(conn)?;
-        Ok(Db { requests })
+        let journal = journal::spawn(journal)?;
+        Ok(Db { requests, journal })
     }
 
     pub async fn create_account(
@@ -182,18 +207,27 @@ impl Db {
         &self,
         record: GameRecord,
     ) -> DbResult<Option<SeatPair<RatingChange>>> {
-        self.call(|reply| Request::RecordGame {
-            record: Box::new(record),
-            reply,
-        })
-        .await
+        let game_id = record.game_id;
+        let changes = self
+            .call(|reply| Request::RecordGame {
+                record: Box::new(record),
+                reply,
+            })
+            .await?;
+        // Durable now: its log can go at the next compaction. Should this be lost (a
+        // crash), the next open drops the log anyway, the record being there.
+        let _ = self
+            .journal
+            .send(journal::Request::Forget { game_id })
+            .await;
+        Ok(changes)
     }
 
-    /// Append steps to a live game's log; returns once they are durably committed (with
-    /// whatever other games' writes were queued alongside, in one transaction).
+    /// Append steps to a live game's log; returns once they are durable (with whatever
+    /// other games' steps were queued alongside, in one write and one `fdatasync`).
     pub async fn append_log(&self, game_id: GameId, steps: &[LogStep]) -> DbResult<()> {
-        let rows = gamelog::encode(steps)?;
-        self.call(|reply| Request::AppendLog {
+        let rows = journal::encode(steps)?;
+        call(&self.journal, |reply| journal::Request::Append {
             game_id,
             rows,
             reply,
@@ -203,7 +237,7 @@ impl Db {
 
     /// The logs of every game that has not been recorded: the games to restore at startup.
     pub async fn unfinished_games(&self) -> DbResult<Vec<GameLog>> {
-        self.call(|reply| Request::LoadLogs { reply }).await
+        call(&self.journal, |reply| journal::Request::Load { reply }).await
     }
 
     pub async fn leaderboard(&self, limit: u32) -> DbResult<Vec<LeaderRow>> {
@@ -228,26 +262,36 @@ impl Db {
 
     /// Wait until everything sent before this call is committed.
     pub async fn flush(&self) -> DbResult<()> {
+        call(&self.journal, |reply| journal::Request::Flush { reply }).await?;
         self.call(|reply| Request::Flush { reply }).await
     }
 
-    /// Wait until everything sent before this call is committed, then stop the writer.
-    /// Later calls on any handle return [`DbError::Closed`].
+    /// Wait until everything sent before this call is committed, then stop the journal
+    /// and the writer. Later calls on any handle return [`DbError::Closed`].
     pub async fn shutdown(&self) -> DbResult<()> {
-        self.call(|reply| Request::Shutdown { reply }).await
+        let journal = call(&self.journal, |reply| journal::Request::Shutdown { reply }).await;
+        let writer = self.call(|reply| Request::Shutdown { reply }).await;
+        journal.and(writer)
     }
 
-    /// Send one request and wait for its answer. The writer gone (stopped, or its queue
-    /// dropped with this request in it) is `Closed`.
     async fn call<T>(
         &self,
         request: impl FnOnce(oneshot::Sender<DbResult<T>>) -> Request,
     ) -> DbResult<T> {
-        let (reply, answer) = oneshot::channel();
-        self.requests
-            .send(request(reply))
-            .await
-            .map_err(|_| DbError::Closed)?;
-        answer.await.map_err(|_| DbError::Closed)?
+        call(&self.requests, request).await
     }
+}
+
+/// Send one request to a thread and wait for its answer. The thread gone (stopped, or its
+/// queue dropped with this request in it) is `Closed`.
+async fn call<R, T>(
+    queue: &mpsc::Sender<R>,
+    request: impl FnOnce(oneshot::Sender<DbResult<T>>) -> R,
+) -> DbResult<T> {
+    let (reply, answer) = oneshot::channel();
+    queue
+        .send(request(reply))
+        .await
+        .map_err(|_| DbError::Closed)?;
+    answer.await.map_err(|_| DbError::Closed)?
 }

@@ -353,5 +353,5 @@ mod concurrency;
 /// The batching loop itself, fed a queue prepared before it starts.
 mod writer_loop;
 
-/// The live games' logs.
-mod gamelog;
+/// The live games' logs (the journal, and the table earlier versions kept them in).
+mod journal;

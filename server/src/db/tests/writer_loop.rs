@@ -3,7 +3,7 @@
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::super::writer::{self, Request, WriterStats, MAX_BATCH};
+use super::super::writer::{self, Request, WriterStats, MAX_BATCH_GAMES};
 use super::super::{accounts, schema};
 use super::*;
 
@@ -57,7 +57,7 @@ fn queue_flush(queue: &mpsc::Sender<Request>) -> Answer<()> {
 }
 
 #[test]
-fn queued_games_share_a_transaction_and_other_requests_keep_their_place() {
+fn queued_requests_share_a_transaction_and_each_sees_those_before_it() {
     let p = prepared();
     let (queue, requests) = mpsc::channel(writer::REQUEST_QUEUE);
     let a = won(&p.ann, &p.bob, Seat::One);
@@ -77,20 +77,20 @@ fn queued_games_share_a_transaction_and_other_requests_keep_their_place() {
 
     // Ends because every sender is gone: the loop stops when its handles do.
     let stats = writer::run(p.conn, requests);
-    // [first, second] up to the lookup, then [repeat, broken, last].
+    // [first, second, lookup, repeat, broken, last] in one transaction; then the flush.
     assert_eq!(
         stats,
         WriterStats {
-            batches: 2,
+            batches: 1,
+            requests: 6,
             games: 5,
-            appends: 0,
         }
     );
 
     let first = first.blocking_recv().unwrap().unwrap();
     assert!(first.is_some());
     assert!(second.blocking_recv().unwrap().unwrap().is_some());
-    // Answered between the batches: it sees both games of the first and none of the second.
+    // Run in its place: it sees the two games queued before it and none after.
     let ann = lookup.blocking_recv().unwrap().unwrap().unwrap();
     assert_eq!((ann.wins, ann.losses), (2, 0));
     assert_eq!(repeat.blocking_recv().unwrap().unwrap(), first);
@@ -105,10 +105,10 @@ fn queued_games_share_a_transaction_and_other_requests_keep_their_place() {
 }
 
 #[test]
-fn a_batch_holds_at_most_the_batch_limit() {
+fn a_batch_holds_at_most_the_game_limit() {
     let p = prepared();
     let (queue, requests) = mpsc::channel(writer::REQUEST_QUEUE);
-    let total = MAX_BATCH + 44;
+    let total = MAX_BATCH_GAMES + 44;
     let answers: Vec<_> = (0..total)
         .map(|_| queue_game(&queue, won(&p.ann, &p.bob, Seat::One)))
         .collect();
@@ -119,8 +119,8 @@ fn a_batch_holds_at_most_the_batch_limit() {
         stats,
         WriterStats {
             batches: 2,
+            requests: total as u64,
             games: total as u64,
-            appends: 0,
         }
     );
     for answer in answers {

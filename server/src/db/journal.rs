@@ -1,0 +1,624 @@
+//! The live games' log: an append-only file beside the database (`<database>-gamelog`),
+//! owned by its own thread ("game-log"), with one `fdatasync` per batch of appends.
+//!
+//! Why a file of its own and not a table: a move waits for its step to be durable, so the
+//! log is on every move's path. As a SQLite table it cost a b-tree insert into an index
+//! keyed by game, and a scattered delete of every finished game's rows, so each group
+//! commit rewrote hundreds of pages; and it shared the one writer thread with sign-ins,
+//! whose own fsyncs moves then waited behind. Here a batch is one sequential write and
+//! one `fdatasync`, on a thread that does nothing else.
+//!
+//! Format: an 8-byte magic, then frames. A frame is its payload's length (u32, little
+//! endian), the payload's CRC-32, and the payload: the game id (16 bytes), the step number
+//! (u64, little endian) and the step as JSON (`record::LogStep`). A crash can only tear
+//! the last frames written; reading stops at the first frame that is short or fails its
+//! checksum, and everything before it is intact.
+//!
+//! Finished games are not deleted from the file: once a game's record is committed in the
+//! database, `Db::record_game` tells the journal to forget it, and the next compaction
+//! (a rewrite of the live games' frames into a new file, renamed over the old one) drops
+//! its frames. Opening always compacts, keeping only the games the database has no record
+//! of, so a forget lost in a crash costs nothing. Invariant: a game's frames leave the
+//! file only after its record is durable in the database.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use elementals_protocol::messages::GameId;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{DbError, DbResult};
+use crate::record::{GameLog, LogStep};
+
+/// The first bytes of every game-log file (a version in the last byte).
+const MAGIC: &[u8; 8] = b"ELGLOG\0\x01";
+/// Length and checksum before each payload.
+const FRAME_HEADER: usize = 8;
+/// Game id and step number at the start of each payload.
+const PAYLOAD_PREFIX: usize = 16 + 8;
+/// No step is near this; a longer declared length is damage, not data.
+const MAX_PAYLOAD: usize = 16 << 20;
+
+/// Requests queued for the journal. Appends come from every live game at once; a full
+/// queue makes the games wait (back-pressure) rather than grow memory.
+pub(super) const REQUEST_QUEUE: usize = 8192;
+
+/// At most this many appends per batch (one write and one `fdatasync`).
+pub(super) const MAX_BATCH_APPENDS: usize = 4096;
+
+/// One encoded step: its number and its JSON.
+pub(super) type Row = (u64, String);
+
+type Reply<T> = oneshot::Sender<DbResult<T>>;
+
+/// What the journal thread is asked to do.
+pub(super) enum Request {
+    /// Steps of a live game, answered once they are durable.
+    Append {
+        game_id: GameId,
+        rows: Vec<Row>,
+        reply: Reply<()>,
+    },
+    /// The game's record is durable in the database: its frames may go.
+    Forget { game_id: GameId },
+    /// The logs of every live game, in step order.
+    Load { reply: Reply<Vec<GameLog>> },
+    /// Answered once everything queued before it is durable.
+    Flush { reply: Reply<()> },
+    /// Like `Flush`, then the thread stops.
+    Shutdown { reply: Reply<()> },
+}
+
+/// When a compaction runs: once the file is at least `min_len` bytes and more than
+/// `ratio` times what its live games' frames take.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Compaction {
+    pub min_len: u64,
+    pub ratio: u64,
+}
+
+impl Default for Compaction {
+    fn default() -> Self {
+        // 64 MiB is a few seconds of the busiest load measured, and the rewrite copies at
+        // most a quarter of it.
+        Compaction {
+            min_len: 64 << 20,
+            ratio: 4,
+        }
+    }
+}
+
+/// What the journal did in its life; logged when it stops.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct JournalStats {
+    pub batches: u64,
+    pub appends: u64,
+    pub compactions: u64,
+}
+
+/// A live game: the next step it may append and the bytes its frames take.
+#[derive(Debug, Clone, Copy)]
+struct LiveGame {
+    next_step: u64,
+    bytes: u64,
+}
+
+/// The open game log.
+pub(super) struct Journal {
+    path: PathBuf,
+    /// Positioned at `len`, the end of the last durable frame.
+    file: File,
+    len: u64,
+    live: HashMap<GameId, LiveGame>,
+    live_bytes: u64,
+    compaction: Compaction,
+    /// After a failed `fdatasync` nothing written since the last good one can be trusted
+    /// to be on disk, so every later append is refused with this.
+    broken: Option<String>,
+    /// Held for the journal's life: a second server on the same database is refused.
+    _lock: File,
+}
+
+/// The game log's path for a database at `database`.
+pub(super) fn path_for(database: &Path) -> PathBuf {
+    let mut path = database.as_os_str().to_owned();
+    path.push("-gamelog");
+    PathBuf::from(path)
+}
+
+/// Encodes steps for an append (on the caller's thread, not the journal's).
+pub(super) fn encode(steps: &[LogStep]) -> DbResult<Vec<Row>> {
+    steps
+        .iter()
+        .map(|step| {
+            serde_json::to_string(step)
+                .map(|json| (step.step, json))
+                .map_err(|e| DbError::Sqlite(format!("encoding a game log step: {e}")))
+        })
+        .collect()
+}
+
+fn io_error(what: &str, path: &Path, e: io::Error) -> DbError {
+    DbError::Sqlite(format!("game log {}: {what}: {e}", path.display()))
+}
+
+impl Journal {
+    /// Opens (creating if needed) the log at `path`, keeping only the games for which
+    /// `recorded` says no record is stored, and adding `carried` (the logs of a database
+    /// that kept them in its `game_log` table). The file is rewritten with what is kept
+    /// and made durable before this returns.
+    pub(super) fn open(
+        path: &Path,
+        compaction: Compaction,
+        mut recorded: impl FnMut(&GameId) -> DbResult<bool>,
+        carried: &[GameLog],
+    ) -> DbResult<Journal> {
+        let lock_path = {
+            let mut p = path.as_os_str().to_owned();
+            p.push(".lock");
+            PathBuf::from(p)
+        };
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| io_error("cannot open the lock file", &lock_path, e))?;
+        lock.try_lock().map_err(|_| {
+            DbError::Sqlite(format!(
+                "game log {}: another server is using this database",
+                path.display()
+            ))
+        })?;
+
+        // Which games the file holds, and of those which are finished.
+        let mut games: HashMap<GameId, bool> = HashMap::new();
+        if path.exists() {
+            let end = scan(path, |game_id, _, _| {
+                games.entry(game_id).or_insert(false);
+            })
+            .map_err(|e| io_error("cannot read", path, e))?;
+            if end.torn > 0 {
+                tracing::warn!(
+                    path = %path.display(),
+                    kept = end.valid_len,
+                    dropped = end.torn,
+                    "the game log ends in a torn write (a crash mid-append); dropping it"
+                );
+            }
+            for (game_id, finished) in games.iter_mut() {
+                *finished = recorded(game_id)?;
+            }
+        }
+        let mut carried_live = Vec::new();
+        for log in carried {
+            if !games.contains_key(&log.game_id) && !recorded(&log.game_id)? {
+                carried_live.push(log);
+            }
+        }
+        let keep = |game_id: &GameId| games.get(game_id) == Some(&false);
+        let live = rewrite(path, keep, &carried_live)?;
+        let (file, len) = open_for_append(path)?;
+        let live_bytes = live.values().map(|g| g.bytes).sum();
+        Ok(Journal {
+            path: path.to_owned(),
+            file,
+            len,
+            live,
+            live_bytes,
+            compaction,
+            broken: None,
+            _lock: lock,
+        })
+    }
+
+    /// How many games the log holds.
+    pub(super) fn live_games(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Appends a batch: one write and one `fdatasync` for all of them, then each is
+    /// answered. An append whose steps do not follow its game's last logged step is
+    /// refused alone, and nothing of it is written.
+    fn append_batch(&mut self, batch: Vec<(GameId, Vec<Row>, Reply<()>)>) {
+        let mut buf = Vec::new();
+        let mut answers: Vec<DbResult<()>> = Vec::with_capacity(batch.len());
+        // Each game's state before this batch, to put back if the write fails.
+        let mut undo: Vec<(GameId, Option<LiveGame>)> = Vec::new();
+        let before = self.live_bytes;
+        for (game_id, rows, _) in &batch {
+            if let Some(why) = &self.broken {
+                answers.push(Err(DbError::Sqlite(why.clone())));
+                continue;
+            }
+            let current = self.live.get(game_id).copied();
+            let mut next = current.map_or(0, |g| g.next_step);
+            let in_order = rows.iter().all(|(step, _)| {
+                let ok = *step >= next;
+                next = step + 1;
+                ok
+            });
+            if !in_order {
+                answers.push(Err(DbError::Sqlite(format!(
+                    "game {game_id}: a step that is already logged"
+                ))));
+                continue;
+            }
+            if rows.is_empty() {
+                answers.push(Ok(()));
+                continue;
+            }
+            let start = buf.len();
+            for (step, json) in rows {
+                push_frame(&mut buf, game_id, *step, json.as_bytes());
+            }
+            let bytes = (buf.len() - start) as u64;
+            undo.push((*game_id, current));
+            let game = self.live.entry(*game_id).or_insert(LiveGame {
+                next_step: 0,
+                bytes: 0,
+            });
+            game.next_step = next;
+            game.bytes += bytes;
+            self.live_bytes += bytes;
+            answers.push(Ok(()));
+        }
+        if !buf.is_empty() {
+            if let Err(error) = self.write_durably(&buf) {
+                for (game_id, state) in undo.into_iter().rev() {
+                    match state {
+                        Some(state) => self.live.insert(game_id, state),
+                        None => self.live.remove(&game_id),
+                    };
+                }
+                self.live_bytes = before;
+                for answer in answers.iter_mut().filter(|a| a.is_ok()) {
+                    *answer = Err(error.clone_message());
+                }
+            }
+        }
+        for ((_, _, reply), answer) in batch.into_iter().zip(answers) {
+            let _ = reply.send(answer);
+        }
+    }
+
+    /// Writes `buf` at the end and syncs it. A failed write is cut off again; a failed
+    /// sync breaks the journal for good.
+    fn write_durably(&mut self, buf: &[u8]) -> DbResult<()> {
+        if let Err(e) = self.file.write_all(buf) {
+            let error = io_error("cannot append", &self.path, e);
+            let restored = self
+                .file
+                .set_len(self.len)
+                .and_then(|()| self.file.seek(SeekFrom::Start(self.len)).map(|_| ()));
+            if let Err(e) = restored {
+                self.broken = Some(format!("{error}; and cannot cut it back: {e}"));
+            }
+            return Err(error);
+        }
+        if let Err(e) = self.file.sync_data() {
+            let error = io_error("cannot sync", &self.path, e);
+            tracing::error!(%error, "the game log is broken: no more moves can be made durable");
+            self.broken = Some(error.to_string());
+            return Err(error);
+        }
+        self.len += buf.len() as u64;
+        Ok(())
+    }
+
+    fn forget(&mut self, game_id: &GameId) {
+        if let Some(game) = self.live.remove(game_id) {
+            self.live_bytes -= game.bytes;
+        }
+    }
+
+    fn wants_compaction(&self) -> bool {
+        let live = MAGIC.len() as u64 + self.live_bytes;
+        self.broken.is_none()
+            && self.len >= self.compaction.min_len
+            && self.len > self.compaction.ratio.saturating_mul(live)
+    }
+
+    /// Rewrites the file with the live games' frames only. On failure the old file stays
+    /// (it holds everything) and the next try waits for another `min_len` of growth.
+    fn compact(&mut self) -> DbResult<()> {
+        let live = &self.live;
+        let kept = rewrite(&self.path, |id| live.contains_key(id), &[])?;
+        let (file, len) = open_for_append(&self.path)?;
+        self.file = file;
+        self.len = len;
+        self.live_bytes = kept.values().map(|g| g.bytes).sum();
+        Ok(())
+    }
+
+    /// Every live game's log, read back from the file.
+    fn load(&self) -> DbResult<Vec<GameLog>> {
+        let mut logs: HashMap<GameId, Vec<LogStep>> = HashMap::new();
+        let mut broken: Vec<GameId> = Vec::new();
+        scan(&self.path, |game_id, _, json| {
+            if !self.live.contains_key(&game_id) || broken.contains(&game_id) {
+                return;
+            }
+            match serde_json::from_slice::<LogStep>(json) {
+                Ok(step) => logs.entry(game_id).or_default().push(step),
+                Err(error) => {
+                    tracing::error!(%game_id, %error, "cannot decode a game's log; skipping the game");
+                    logs.remove(&game_id);
+                    broken.push(game_id);
+                }
+            }
+        })
+        .map_err(|e| io_error("cannot read", &self.path, e))?;
+        let mut logs: Vec<GameLog> = logs
+            .into_iter()
+            .map(|(game_id, mut steps)| {
+                steps.sort_by_key(|s| s.step);
+                GameLog { game_id, steps }
+            })
+            .collect();
+        logs.sort_by_key(|l| l.game_id.0);
+        Ok(logs)
+    }
+}
+
+impl DbError {
+    /// The same error again (a batch answers every append with its failure).
+    fn clone_message(&self) -> DbError {
+        match self {
+            DbError::NameTaken => DbError::NameTaken,
+            DbError::Sqlite(m) => DbError::Sqlite(m.clone()),
+            DbError::Closed => DbError::Closed,
+        }
+    }
+}
+
+fn push_frame(buf: &mut Vec<u8>, game_id: &GameId, step: u64, json: &[u8]) {
+    let mut payload = Vec::with_capacity(PAYLOAD_PREFIX + json.len());
+    payload.extend_from_slice(game_id.0.as_bytes());
+    payload.extend_from_slice(&step.to_le_bytes());
+    payload.extend_from_slice(json);
+    buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    buf.extend_from_slice(&payload);
+}
+
+/// Where a scan stopped: the end of the last whole frame, and how many bytes after it
+/// were not a whole frame (a torn write).
+struct ScanEnd {
+    valid_len: u64,
+    torn: u64,
+}
+
+/// Calls `each(game_id, step, json)` for every whole frame, in file order.
+fn scan(path: &Path, mut each: impl FnMut(GameId, u64, &[u8])) -> io::Result<ScanEnd> {
+    let file = File::open(path)?;
+    let total = file.metadata()?.len();
+    let mut reader = BufReader::with_capacity(256 << 10, file);
+    let mut magic = [0; MAGIC.len()];
+    if total < MAGIC.len() as u64 {
+        // Created, then cut short before its magic was durable: nothing was ever in it.
+        return Ok(ScanEnd {
+            valid_len: 0,
+            torn: total,
+        });
+    }
+    reader.read_exact(&mut magic)?;
+    if &magic != MAGIC {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not an Elementals game log (wrong magic)",
+        ));
+    }
+    let mut at = MAGIC.len() as u64;
+    let mut payload = Vec::new();
+    loop {
+        let mut header = [0; FRAME_HEADER];
+        if total - at < FRAME_HEADER as u64 {
+            break;
+        }
+        reader.read_exact(&mut header)?;
+        let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
+        let whole = FRAME_HEADER as u64 + len as u64;
+        if !(PAYLOAD_PREFIX..=MAX_PAYLOAD).contains(&len) || total - at < whole {
+            break;
+        }
+        payload.resize(len, 0);
+        reader.read_exact(&mut payload)?;
+        if crc32fast::hash(&payload) != crc {
+            break;
+        }
+        let id = uuid::Uuid::from_bytes(payload[..16].try_into().expect("16 bytes"));
+        let step = u64::from_le_bytes(payload[16..24].try_into().expect("8 bytes"));
+        each(GameId(id), step, &payload[PAYLOAD_PREFIX..]);
+        at += whole;
+    }
+    Ok(ScanEnd {
+        valid_len: at,
+        torn: total - at,
+    })
+}
+
+/// Writes a new file holding the magic, the frames of `path` whose game `keep`s, and the
+/// `carried` logs; syncs it and renames it over `path`. Returns the games it holds.
+fn rewrite(
+    path: &Path,
+    keep: impl Fn(&GameId) -> bool,
+    carried: &[&GameLog],
+) -> DbResult<HashMap<GameId, LiveGame>> {
+    let tmp = {
+        let mut p = path.as_os_str().to_owned();
+        p.push(".tmp");
+        PathBuf::from(p)
+    };
+    let file = File::create(&tmp).map_err(|e| io_error("cannot create", &tmp, e))?;
+    let mut copier = Copier {
+        out: BufWriter::with_capacity(256 << 10, file),
+        frame: Vec::new(),
+        live: HashMap::new(),
+        failed: None,
+    };
+    copier.write(MAGIC);
+    if path.exists() {
+        scan(path, |game_id, step, json| {
+            if keep(&game_id) {
+                copier.copy(game_id, step, json);
+            }
+        })
+        .map_err(|e| io_error("cannot read", path, e))?;
+    }
+    for log in carried {
+        for step in &log.steps {
+            let json = serde_json::to_vec(step)
+                .map_err(|e| DbError::Sqlite(format!("encoding a game log step: {e}")))?;
+            copier.copy(log.game_id, step.step, &json);
+        }
+    }
+    let Copier {
+        out, live, failed, ..
+    } = copier;
+    let written = failed.map_or(Ok(()), Err).and_then(|()| {
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()
+    });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io_error("cannot write", &tmp, e));
+    }
+    std::fs::rename(&tmp, path).map_err(|e| io_error("cannot rename over", path, e))?;
+    // The rename itself is durable once the directory is synced.
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_error("cannot sync the directory of", path, e))?;
+    Ok(live)
+}
+
+/// Writes frames into a new file, counting what each game takes; the first error sticks.
+struct Copier {
+    out: BufWriter<File>,
+    frame: Vec<u8>,
+    live: HashMap<GameId, LiveGame>,
+    failed: Option<io::Error>,
+}
+
+impl Copier {
+    fn write(&mut self, bytes: &[u8]) {
+        if self.failed.is_none() {
+            self.failed = self.out.write_all(bytes).err();
+        }
+    }
+
+    fn copy(&mut self, game_id: GameId, step: u64, json: &[u8]) {
+        let mut frame = std::mem::take(&mut self.frame);
+        frame.clear();
+        push_frame(&mut frame, &game_id, step, json);
+        self.write(&frame);
+        let game = self.live.entry(game_id).or_insert(LiveGame {
+            next_step: 0,
+            bytes: 0,
+        });
+        game.next_step = game.next_step.max(step + 1);
+        game.bytes += frame.len() as u64;
+        self.frame = frame;
+    }
+}
+
+fn open_for_append(path: &Path) -> DbResult<(File, u64)> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| io_error("cannot open", path, e))?;
+    let len = file
+        .seek(SeekFrom::End(0))
+        .map_err(|e| io_error("cannot open", path, e))?;
+    Ok((file, len))
+}
+
+/// Starts the journal's thread and returns the sender of its queue.
+pub(super) fn spawn(journal: Journal) -> DbResult<mpsc::Sender<Request>> {
+    let (requests, queue) = mpsc::channel(REQUEST_QUEUE);
+    std::thread::Builder::new()
+        .name("game-log".into())
+        .spawn(move || run(journal, queue))
+        .map_err(|e| DbError::Sqlite(format!("cannot start the game log thread: {e}")))?;
+    Ok(requests)
+}
+
+/// The journal loop: runs until every sender is dropped or a `Shutdown` is reached.
+/// Appends queued together are written together, up to `MAX_BATCH_APPENDS`.
+pub(super) fn run(mut journal: Journal, mut queue: mpsc::Receiver<Request>) -> JournalStats {
+    let mut stats = JournalStats::default();
+    let mut next: Option<Request> = None;
+    // After a failed compaction, the length the file must reach before the next try.
+    let mut retry_at = 0;
+    let shutdown = loop {
+        let Some(request) = next.take().or_else(|| queue.blocking_recv()) else {
+            break None;
+        };
+        match request {
+            Request::Append {
+                game_id,
+                rows,
+                reply,
+            } => {
+                let mut batch = vec![(game_id, rows, reply)];
+                while batch.len() < MAX_BATCH_APPENDS {
+                    match queue.try_recv() {
+                        Ok(Request::Append {
+                            game_id,
+                            rows,
+                            reply,
+                        }) => batch.push((game_id, rows, reply)),
+                        Ok(other) => {
+                            next = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                stats.batches += 1;
+                stats.appends += batch.len() as u64;
+                journal.append_batch(batch);
+            }
+            Request::Forget { game_id } => journal.forget(&game_id),
+            Request::Load { reply } => {
+                let _ = reply.send(journal.load());
+            }
+            // Every append before it was answered only once durable.
+            Request::Flush { reply } => {
+                let _ = reply.send(Ok(()));
+            }
+            Request::Shutdown { reply } => break Some(reply),
+        }
+        if journal.wants_compaction() && journal.len >= retry_at {
+            match journal.compact() {
+                Ok(()) => stats.compactions += 1,
+                Err(error) => {
+                    tracing::error!(%error, "cannot compact the game log; it keeps growing");
+                    retry_at = journal.len + journal.compaction.min_len;
+                }
+            }
+        }
+    };
+    drop(queue);
+    tracing::info!(
+        batches = stats.batches,
+        appends = stats.appends,
+        compactions = stats.compactions,
+        live_games = journal.live_games(),
+        "game log stopped"
+    );
+    // Closed (and its lock released) before a shutdown is answered, so that the database
+    // can be opened again at once.
+    drop(journal);
+    if let Some(reply) = shutdown {
+        let _ = reply.send(Ok(()));
+    }
+    stats
+}

@@ -1,0 +1,344 @@
+//! The live games' logs: appended, read back at startup, dropped once the game is
+//! recorded, surviving torn writes, compaction and the move from the old table.
+
+use std::io::Write;
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::super::journal::{self, Compaction, Journal, JournalStats, Request, MAX_BATCH_APPENDS};
+use super::super::schema;
+use super::*;
+use crate::game::GameSetup;
+use crate::record::{LogEntry, LogStep};
+
+fn setup(record: &GameRecord) -> GameSetup {
+    GameSetup {
+        game_id: record.game_id,
+        variant: record.variant,
+        time_control: record.time_control,
+        rated: record.rated,
+        players: record.players.clone(),
+    }
+}
+
+fn step(step: u64, entry: LogEntry) -> LogStep {
+    LogStep {
+        step,
+        at: 1_000 + step,
+        banks_us: SeatPair::new(60_000_000, 59_000_001),
+        seq: step,
+        entry,
+    }
+}
+
+fn start(record: &GameRecord) -> LogStep {
+    step(
+        0,
+        LogEntry::Start {
+            setup: setup(record),
+            started_at: record.started_at,
+        },
+    )
+}
+
+fn commit(n: u64) -> LogStep {
+    step(
+        n,
+        LogEntry::Commit {
+            round: 1,
+            seat: Seat::One,
+            commitment: "ab".repeat(32),
+        },
+    )
+}
+
+async fn logs(db: &Db) -> Vec<GameLog> {
+    let mut logs = db.unfinished_games().await.unwrap();
+    logs.sort_by_key(|l| l.game_id.0);
+    logs
+}
+
+fn file_len(t: &TestDb) -> u64 {
+    std::fs::metadata(journal::path_for(&t.path)).unwrap().len()
+}
+
+#[tokio::test]
+async fn logged_steps_read_back_per_game_in_order_until_the_game_is_recorded() {
+    let t = open_db();
+    let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
+    let (a, b) = (won(&ann, &bob, Seat::One), won(&bob, &ann, Seat::Two));
+    t.db.append_log(a.game_id, &[start(&a)]).await.unwrap();
+    t.db.append_log(b.game_id, &[start(&b), commit(1)])
+        .await
+        .unwrap();
+    t.db.append_log(a.game_id, &[commit(1), commit(2)])
+        .await
+        .unwrap();
+    let logs = t.db.unfinished_games().await.unwrap();
+    assert_eq!(logs.len(), 2);
+    let log_a = logs.iter().find(|l| l.game_id == a.game_id).unwrap();
+    let log_b = logs.iter().find(|l| l.game_id == b.game_id).unwrap();
+    assert_eq!(log_a.steps, vec![start(&a), commit(1), commit(2)]);
+    assert_eq!(log_b.steps, vec![start(&b), commit(1)]);
+
+    // Once its record is committed a game's log is no longer the journal's.
+    t.db.record_game(a.clone()).await.unwrap();
+    let logs = t.db.unfinished_games().await.unwrap();
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0].game_id, b.game_id);
+
+    // And after a restart the same holds, read from the file.
+    t.db.shutdown().await.unwrap();
+    let db = Db::open(&t.path).unwrap();
+    let logs = db.unfinished_games().await.unwrap();
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0].steps, vec![start(&b), commit(1)]);
+    db.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_step_logged_twice_is_refused_and_changes_nothing() {
+    let t = open_db();
+    let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
+    let a = won(&ann, &bob, Seat::One);
+    t.db.append_log(a.game_id, &[start(&a)]).await.unwrap();
+    let again = t.db.append_log(a.game_id, &[commit(1), commit(0)]).await;
+    assert!(matches!(again, Err(DbError::Sqlite(_))), "{again:?}");
+    let again = t.db.append_log(a.game_id, &[start(&a)]).await;
+    assert!(matches!(again, Err(DbError::Sqlite(_))), "{again:?}");
+    t.db.append_log(a.game_id, &[commit(1)]).await.unwrap();
+    let logs = t.db.unfinished_games().await.unwrap();
+    assert_eq!(logs[0].steps, vec![start(&a), commit(1)]);
+}
+
+#[tokio::test]
+async fn a_log_left_behind_by_a_recorded_game_is_dropped_at_open() {
+    let t = open_db();
+    let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
+    let a = won(&ann, &bob, Seat::One);
+    t.db.record_game(a.clone()).await.unwrap();
+    // As if the forget that follows a record had been lost in a crash.
+    t.db.append_log(a.game_id, &[start(&a), commit(1)])
+        .await
+        .unwrap();
+    t.db.shutdown().await.unwrap();
+    let db = Db::open(&t.path).unwrap();
+    assert!(db.unfinished_games().await.unwrap().is_empty());
+    db.shutdown().await.unwrap();
+    assert_eq!(file_len(&t), 8, "only the magic is left");
+}
+
+#[tokio::test]
+async fn a_torn_write_at_the_end_is_dropped_and_everything_before_it_kept() {
+    let t = open_db();
+    let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
+    let a = won(&ann, &bob, Seat::One);
+    t.db.append_log(a.game_id, &[start(&a), commit(1)])
+        .await
+        .unwrap();
+    t.db.shutdown().await.unwrap();
+    let whole = file_len(&t);
+    // A crash in the middle of the next append: a frame header and part of its payload,
+    // then a frame whose bytes are all there but whose checksum is wrong.
+    let path = journal::path_for(&t.path);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    file.write_all(&[200, 0, 0, 0, 1, 2, 3, 4, 9, 9, 9])
+        .unwrap();
+    drop(file);
+
+    let db = Db::open(&t.path).unwrap();
+    assert_eq!(logs(&db).await[0].steps, vec![start(&a), commit(1)]);
+    assert_eq!(file_len(&t), whole);
+    db.append_log(a.game_id, &[commit(2)]).await.unwrap();
+    db.shutdown().await.unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let valid = bytes.len();
+    let mut bad = bytes[whole as usize..].to_vec();
+    bad[5] ^= 0xff; // one bit of the checksum
+    bytes.extend_from_slice(&bad);
+    std::fs::write(&path, &bytes).unwrap();
+
+    let db = Db::open(&t.path).unwrap();
+    assert_eq!(
+        logs(&db).await[0].steps,
+        vec![start(&a), commit(1), commit(2)]
+    );
+    assert_eq!(file_len(&t) as usize, valid);
+    db.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn compaction_drops_recorded_games_and_keeps_live_ones_whole() {
+    let t = open_db();
+    t.db.shutdown().await.unwrap();
+    let small = Compaction {
+        min_len: 16 << 10,
+        ratio: 2,
+    };
+    let db = Db::open_with(&t.path, small).unwrap();
+    let (ann, bob) = (register(&db, "ann").await, register(&db, "bob").await);
+    let games: Vec<GameRecord> = (0..20).map(|_| won(&ann, &bob, Seat::One)).collect();
+    for game in &games {
+        let steps: Vec<LogStep> = std::iter::once(start(game))
+            .chain((1..10).map(commit))
+            .collect();
+        db.append_log(game.game_id, &steps).await.unwrap();
+    }
+    let before = file_len(&t);
+    assert!(before > small.min_len, "{before}");
+    for game in &games[1..] {
+        db.record_game(game.clone()).await.unwrap();
+    }
+    // The next request after the forgets finds the file mostly dead and rewrites it.
+    db.append_log(games[0].game_id, &[commit(10)])
+        .await
+        .unwrap();
+    db.flush().await.unwrap();
+    let after = file_len(&t);
+    // One game of twenty is left (its start, with the setup, is the largest step).
+    assert!(after < before / 4, "{before} -> {after}");
+    let expected: Vec<LogStep> = std::iter::once(start(&games[0]))
+        .chain((1..=10).map(commit))
+        .collect();
+    let logs = logs(&db).await;
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0].steps, expected);
+    // Appends go on after the rewrite, and the file reads back whole.
+    db.append_log(games[0].game_id, &[commit(11)])
+        .await
+        .unwrap();
+    db.shutdown().await.unwrap();
+    let db = Db::open(&t.path).unwrap();
+    let logs = db.unfinished_games().await.unwrap();
+    assert_eq!(logs[0].steps.len(), 12);
+    assert_eq!(logs[0].steps[11], commit(11));
+    db.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn logs_kept_in_the_old_table_are_carried_into_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("elementals.db");
+    let conn = schema::open(&path).unwrap();
+    let ann = super::super::accounts::create_account(&conn, "Ann", "h").unwrap();
+    let bob = super::super::accounts::create_account(&conn, "Bob", "h").unwrap();
+    let (live, recorded) = (won(&ann, &bob, Seat::One), won(&ann, &bob, Seat::Two));
+    super::super::games::record(&conn, &recorded).unwrap();
+    let mut insert = conn
+        .prepare("INSERT INTO game_log (game_id, step, entry) VALUES (?1, ?2, ?3)")
+        .unwrap();
+    for game in [&live, &recorded] {
+        for step in [start(game), commit(1)] {
+            let json = serde_json::to_string(&step).unwrap();
+            insert
+                .execute(rusqlite::params![
+                    game.game_id.to_string(),
+                    step.step as i64,
+                    json
+                ])
+                .unwrap();
+        }
+    }
+    drop(insert);
+    drop(conn);
+
+    let db = Db::open(&path).unwrap();
+    let logs = db.unfinished_games().await.unwrap();
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0].game_id, live.game_id);
+    assert_eq!(logs[0].steps, vec![start(&live), commit(1)]);
+    db.append_log(live.game_id, &[commit(2)]).await.unwrap();
+    db.shutdown().await.unwrap();
+    // The carried rows went, and so did the recorded game's (its log was of no use).
+    assert_eq!(count(&path, "game_log"), 0);
+
+    let db = Db::open(&path).unwrap();
+    let logs = db.unfinished_games().await.unwrap();
+    assert_eq!(logs[0].steps, vec![start(&live), commit(1), commit(2)]);
+    db.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_second_server_on_the_same_database_is_refused() {
+    let t = open_db();
+    let second = Db::open(&t.path);
+    assert!(matches!(second, Err(DbError::Sqlite(ref m)) if m.contains("another server")));
+    t.db.shutdown().await.unwrap();
+    Db::open(&t.path).unwrap().shutdown().await.unwrap();
+}
+
+fn open_journal(dir: &tempfile::TempDir) -> Journal {
+    Journal::open(
+        &dir.path().join("j-gamelog"),
+        Compaction::default(),
+        |_| Ok(false),
+        &[],
+    )
+    .unwrap()
+}
+
+#[test]
+fn appends_queued_together_share_one_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let (queue, requests) = mpsc::channel(journal::REQUEST_QUEUE);
+    let games: Vec<GameId> = (0..10).map(|_| GameId(uuid::Uuid::new_v4())).collect();
+    let answers: Vec<_> = games
+        .iter()
+        .map(|game_id| {
+            let (reply, answer) = oneshot::channel();
+            let rows = journal::encode(&[commit(0), commit(1)]).unwrap();
+            let append = Request::Append {
+                game_id: *game_id,
+                rows,
+                reply,
+            };
+            assert!(queue.try_send(append).is_ok());
+            answer
+        })
+        .collect();
+    drop(queue);
+    let stats = journal::run(open_journal(&dir), requests);
+    assert_eq!(
+        stats,
+        JournalStats {
+            batches: 1,
+            appends: 10,
+            compactions: 0,
+        }
+    );
+    for answer in answers {
+        answer.blocking_recv().unwrap().unwrap();
+    }
+}
+
+#[test]
+fn a_batch_holds_at_most_the_append_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (queue, requests) = mpsc::channel(MAX_BATCH_APPENDS + 10);
+    let game_id = GameId(uuid::Uuid::new_v4());
+    let answers: Vec<_> = (0..MAX_BATCH_APPENDS as u64 + 10)
+        .map(|n| {
+            let (reply, answer) = oneshot::channel();
+            let rows = journal::encode(&[commit(n)]).unwrap();
+            let append = Request::Append {
+                game_id,
+                rows,
+                reply,
+            };
+            assert!(queue.try_send(append).is_ok());
+            answer
+        })
+        .collect();
+    drop(queue);
+    let stats = journal::run(open_journal(&dir), requests);
+    assert_eq!(
+        (stats.batches, stats.appends),
+        (2, MAX_BATCH_APPENDS as u64 + 10)
+    );
+    for answer in answers {
+        answer.blocking_recv().unwrap().unwrap();
+    }
+}
