@@ -10,6 +10,7 @@ mod options;
 mod player;
 mod report;
 mod run;
+mod sampler;
 mod spectator;
 mod stats;
 mod status;

@@ -8,11 +8,19 @@ use clap::{Args, Parser, Subcommand};
 /// Load test for the Elementals server: simulated players who sign in, queue and play
 /// whole games with real commit–reveal, spectators on live games, and the machine's
 /// WebSocket echo ceiling for comparison. Traffic stays on loopback.
+///
+/// For a soak (does the server's memory or descriptor count grow over a long run?),
+/// `--sample-every 10s --samples-csv FILE` records the local server's RSS and open file
+/// descriptors over the run, and the report summarises them after a warm-up; the script
+/// `loadtest/soak.sh MINUTES` runs one with a steady workload and prints a verdict.
 #[derive(Debug, Parser)]
 #[command(
     name = "elementals-loadtest",
     version,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    // A flag given twice takes its last value, so scripts (`soak.sh`) can put defaults
+    // first and let their caller's flags override them.
+    args_override_self = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -104,6 +112,28 @@ pub struct RunOptions {
     /// Write the results as a JSON object to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+
+    /// Sample the local server's RSS and open file descriptors this often (at least
+    /// `1s`), with the run's progress (phase, players, in game, games, rounds/s); the
+    /// report gets every sample (`server_samples`) and their trend over the hold after a
+    /// warm-up of 20 % of it (at least 2 minutes, at most half). For soak runs.
+    #[arg(long, value_parser = parse_duration)]
+    pub sample_every: Option<Duration>,
+
+    /// Append each sample to this CSV file (with a header) as it is taken; samples
+    /// every 10 s unless `--sample-every` says otherwise.
+    #[arg(long)]
+    pub samples_csv: Option<PathBuf>,
+}
+
+impl RunOptions {
+    /// How often to sample the server, if at all.
+    pub fn sampling(&self) -> Option<Duration> {
+        self.sample_every.or(self
+            .samples_csv
+            .is_some()
+            .then_some(crate::sampler::DEFAULT_INTERVAL))
+    }
 }
 
 /// `30s`, `2m`, `1500ms`, `1h`, or a bare number of seconds.
@@ -143,6 +173,8 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("12"), Ok(Duration::from_secs(12)));
+        assert_eq!(parse_duration("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_duration("1.5min"), Ok(Duration::from_secs(90)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("3 days").is_err());
     }

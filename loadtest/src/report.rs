@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::echo::EchoResult;
 use crate::options::RunOptions;
 use crate::run::{CpuUse, Memories};
+use crate::sampler::{Samples, Trend};
 use crate::stats::{Percentiles, Stats};
 
 /// Counters read at the start and the end of the hold.
@@ -92,6 +93,9 @@ pub struct Report {
     /// the end (other work on the machine shows there).
     pub cpu: CpuUse,
     pub load_average_1m: Option<f64>,
+    /// With `--sample-every` or `--samples-csv`: the local server's RSS and descriptors
+    /// over the run, and their trend over the hold after its warm-up.
+    pub server_samples: Option<Samples>,
 }
 
 impl Report {
@@ -108,6 +112,7 @@ impl Report {
         echo: Option<EchoResult>,
         reconnect_storm: Option<StormResult>,
         cpu: CpuUse,
+        server_samples: Option<Samples>,
     ) -> Report {
         let per_s = |n: u64| n as f64 / hold_s.max(1e-9);
         let messages_per_s = per_s(end.frames - start.frames);
@@ -149,6 +154,7 @@ impl Report {
             reconnect_storm,
             cpu,
             load_average_1m: load_average(),
+            server_samples,
         }
     }
 
@@ -220,6 +226,69 @@ impl Report {
                 format!("{:.1} KiB", per / 1024.0),
             );
         }
+        if let Some(samples) = &self.server_samples {
+            let after = samples.summary.as_ref().map_or_else(
+                || {
+                    let warmup = crate::sampler::warmup_s(self.duration_s);
+                    format!("; none after the warm-up ({warmup:.0} s of the hold)")
+                },
+                |s| {
+                    format!(
+                        "; after the warm-up: {} from {:.0} to {:.0} s of the hold",
+                        s.samples, s.from_hold_s, s.to_hold_s
+                    )
+                },
+            );
+            row(
+                "server samples",
+                format!(
+                    "{} every {:.0} s{after}{}",
+                    samples.samples.len(),
+                    samples.every_s,
+                    samples
+                        .csv
+                        .as_ref()
+                        .map(|p| format!(" ({})", p.display()))
+                        .unwrap_or_default()
+                ),
+            );
+            if let Some(summary) = &samples.summary {
+                // Values in `unit`s of `scale`; MiB get a decimal, counts none.
+                let trend = |t: &Option<Trend>, unit: &str, scale: f64| {
+                    t.map_or("-".into(), |t| {
+                        let v = |n: u64| n as f64 / scale;
+                        let d = usize::from(scale > 1.0);
+                        format!(
+                            "{:.d$} -> {:.d$}{unit} ({:+.1} %; min {:.d$}, max {:.d$}; \
+                             slope {:+.2}{unit}/min)",
+                            v(t.first),
+                            v(t.last),
+                            t.growth_percent,
+                            v(t.min),
+                            v(t.max),
+                            t.slope_per_min / scale,
+                        )
+                    })
+                };
+                row(
+                    "server rss after warm-up",
+                    trend(&summary.server_rss_bytes, " MiB", 1048576.0),
+                );
+                row(
+                    "server fds after warm-up",
+                    trend(&summary.server_fds, "", 1.0),
+                );
+                let count = |n: Option<u64>| n.map_or("-".into(), |n| n.to_string());
+                row(
+                    "server fds before / after clients",
+                    format!(
+                        "{} / {}",
+                        count(summary.server_fds_before_clients),
+                        count(summary.server_fds_after_clients)
+                    ),
+                );
+            }
+        }
         if let (Some(echo), Some(ratio)) = (&self.echo, self.messages_vs_echo) {
             row(
                 "echo ceiling",
@@ -265,7 +334,7 @@ impl Report {
 }
 
 /// The 1-minute load average, from `/proc/loadavg`.
-fn load_average() -> Option<f64> {
+pub fn load_average() -> Option<f64> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
     text.split_whitespace().next()?.parse().ok()
 }

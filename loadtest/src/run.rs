@@ -24,6 +24,7 @@ use crate::local::{cpu_seconds, LocalServer, Memory};
 use crate::options::RunOptions;
 use crate::player::{Player, Role};
 use crate::report::{Counters, Report, StormResult};
+use crate::sampler::{self, Sampler};
 use crate::spectator::Spectator;
 use crate::stats::Stats;
 use crate::status::Status;
@@ -37,6 +38,9 @@ const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long stopped clients get to close before they are aborted.
 const STOP_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// When sampling, how long after the clients have stopped the last sample is taken.
+const SETTLE_AFTER_STOP: Duration = Duration::from_secs(2);
+
 pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
     let total = options.players + options.spectators;
     if total == 0 {
@@ -44,6 +48,17 @@ pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
     }
     if !(0.0..=1.0).contains(&options.playing_fraction) {
         bail!("--playing-fraction must be between 0 and 1");
+    }
+    if let Some(every) = options.sampling() {
+        if options.server.is_some() {
+            bail!("--sample-every and --samples-csv sample the local server: not with --server");
+        }
+        if every < sampler::MIN_INTERVAL {
+            bail!(
+                "--sample-every must be at least {:?}",
+                sampler::MIN_INTERVAL
+            );
+        }
     }
     let limit = limits::raise().context("reading RLIMIT_NOFILE")?;
     let local_cap = options
@@ -149,6 +164,19 @@ async fn drive(
     let memory = || local.and_then(LocalServer::memory);
     let baseline = memory();
     let status = Status::start(stats.clone(), options.players, local.map(|l| l.pid));
+    let sampler = match (options.sampling(), local) {
+        (Some(every), Some(local)) => {
+            let csv = options.samples_csv.as_deref();
+            match Sampler::start(every, csv, stats.clone(), local.pid, status.phase_cell()) {
+                Ok(sampler) => Some(sampler),
+                Err(e) => {
+                    status.finish();
+                    return Err(e);
+                }
+            }
+        }
+        _ => None,
+    };
 
     // Ramp: players first (spectators need live games), at the given rate.
     let total = options.players + options.spectators;
@@ -186,6 +214,9 @@ async fn drive(
     // Hold: rates and latencies describe this window only.
     stats.reset_latencies();
     let hold_start = Instant::now();
+    if let Some(sampler) = &sampler {
+        sampler.hold_started(hold_start);
+    }
     let at_start = Counters::take(&stats);
     let cpu = |pid: Option<u32>| pid.and_then(cpu_seconds);
     let (server_pid, own_pid) = (local.map(|l| l.pid), Some(std::process::id()));
@@ -200,6 +231,9 @@ async fn drive(
     tokio::time::sleep_until(hold_start + options.duration).await;
     let at_end = Counters::take(&stats);
     let hold_s = hold_start.elapsed().as_secs_f64();
+    if let Some(sampler) = &sampler {
+        sampler.sample_now();
+    }
     let busy = |start: Option<f64>, end: Option<f64>| Some((end? - start?) / hold_s);
     let cpu_use = CpuUse {
         server_cores: busy(cpu_start.0, cpu(server_pid)),
@@ -216,6 +250,15 @@ async fn drive(
     })
     .await;
     clients.abort_all();
+    let server_samples = match sampler {
+        Some(sampler) => {
+            // Give the server a moment to notice the closed sockets before the last
+            // sample counts its descriptors.
+            tokio::time::sleep(SETTLE_AFTER_STOP).await;
+            Some(sampler.finish(hold_s))
+        }
+        None => None,
+    };
     let server_peak = memory().map(|m| m.peak).or(status.peak_rss());
     status.finish();
 
@@ -238,6 +281,7 @@ async fn drive(
         echo,
         storm,
         cpu_use,
+        server_samples,
     ))
 }
 

@@ -13,15 +13,33 @@ use tokio::time::Instant;
 use crate::local::Memory;
 use crate::stats::Stats;
 
+/// The run's phase (`ramp`, `hold`, `storm`, `stopping`), shared with whoever reports it.
+#[derive(Clone)]
+pub struct PhaseCell(Arc<Mutex<&'static str>>);
+
+impl PhaseCell {
+    pub fn new(phase: &'static str) -> PhaseCell {
+        PhaseCell(Arc::new(Mutex::new(phase)))
+    }
+
+    pub fn get(&self) -> &'static str {
+        *self.0.lock().expect("phase lock")
+    }
+
+    pub fn set(&self, phase: &'static str) {
+        *self.0.lock().expect("phase lock") = phase;
+    }
+}
+
 pub struct Status {
-    phase: Arc<Mutex<&'static str>>,
+    phase: PhaseCell,
     peak_rss: Arc<AtomicU64>,
     task: JoinHandle<()>,
 }
 
 impl Status {
     pub fn start(stats: Arc<Stats>, players: u64, server_pid: Option<u32>) -> Status {
-        let phase = Arc::new(Mutex::new("ramp"));
+        let phase = PhaseCell::new("ramp");
         let peak_rss = Arc::new(AtomicU64::new(0));
         let task = tokio::spawn(report_every_second(
             stats,
@@ -38,7 +56,12 @@ impl Status {
     }
 
     pub fn phase(&self, phase: &'static str) {
-        *self.phase.lock().expect("phase lock") = phase;
+        self.phase.set(phase);
+    }
+
+    /// The phase, for the sampler's records.
+    pub fn phase_cell(&self) -> PhaseCell {
+        self.phase.clone()
     }
 
     /// The highest server RSS sampled (a fallback when VmHWM cannot be read).
@@ -58,7 +81,7 @@ async fn report_every_second(
     stats: Arc<Stats>,
     players: u64,
     server_pid: Option<u32>,
-    phase: Arc<Mutex<&'static str>>,
+    phase: PhaseCell,
     peak_rss: Arc<AtomicU64>,
 ) {
     let terminal = std::io::stderr().is_terminal();
@@ -76,7 +99,7 @@ async fn report_every_second(
         let line = format!(
             "[{elapsed:>4}s {:<8}] players {}/{players}  spectators {}  in game {}  rounds/s {}  \
              p99 result {:.1} ms  errors {}{}",
-            *phase.lock().expect("phase lock"),
+            phase.get(),
             stats.connected.load(Relaxed),
             stats.spectators.load(Relaxed),
             stats.in_game.load(Relaxed),

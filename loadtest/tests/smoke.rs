@@ -8,6 +8,7 @@ use std::process::Command;
 fn a_short_run_completes_games_without_errors() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let json = dir.path().join("smoke.json");
+    let csv = dir.path().join("samples.csv");
     let output = Command::new(env!("CARGO_BIN_EXE_elementals-loadtest"))
         .args([
             "--players=200",
@@ -15,8 +16,10 @@ fn a_short_run_completes_games_without_errors() {
             "--think-ms=100",
             "--ramp-per-s=400",
             "--duration=10s",
+            "--sample-every=2s",
         ])
         .arg(format!("--json={}", json.display()))
+        .arg(format!("--samples-csv={}", csv.display()))
         .output()
         .expect("running elementals-loadtest");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -58,4 +61,47 @@ fn a_short_run_completes_games_without_errors() {
         }
     }
     assert!(report["errors_by_kind"].is_object());
+
+    // The server's samples: one before any client, every 2 s, at the end of the hold
+    // and after the clients have gone; the summary covers the hold's second half.
+    let samples = report["server_samples"]["samples"]
+        .as_array()
+        .unwrap_or_else(|| panic!("server_samples.samples missing in {text}"));
+    assert!(samples.len() >= 6, "{} samples in {text}", samples.len());
+    for sample in samples {
+        for key in [
+            "server_rss_bytes",
+            "server_fds",
+            "elapsed_s",
+            "games_completed",
+        ] {
+            assert!(sample[key].is_number(), "{key} missing in {sample}");
+        }
+    }
+    let summary = &report["server_samples"]["summary"];
+    for key in [
+        "first",
+        "last",
+        "min",
+        "max",
+        "growth_percent",
+        "slope_per_min",
+    ] {
+        assert!(
+            summary["server_rss_bytes"][key].is_number(),
+            "server_rss_bytes.{key} missing in {summary}"
+        );
+        assert!(
+            summary["server_fds"][key].is_number(),
+            "server_fds.{key} missing in {summary}"
+        );
+    }
+    let fds = summary["server_fds"]["last"].as_u64().expect("a count");
+    assert!(fds >= 220, "220 clients' sockets, but {fds} descriptors");
+    let lines = std::fs::read_to_string(&csv).expect("the samples CSV");
+    let mut lines = lines.lines();
+    assert!(lines
+        .next()
+        .is_some_and(|h| h.starts_with("elapsed_s,phase,")));
+    assert_eq!(lines.count(), samples.len(), "a CSV line per sample");
 }
