@@ -14,15 +14,21 @@ use super::schema::ms_to_sql;
 use super::{DbError, DbResult};
 use crate::record::{AccountId, GameRecord};
 
-/// Store `record` unless its id is already stored, and apply what it means for the two
-/// accounts. The caller owns the transaction (a savepoint within a batch).
+/// A record as the JSON stored for it; done by the caller, off the writer's thread.
+pub(super) fn encode(record: &GameRecord) -> DbResult<String> {
+    serde_json::to_string(record)
+        .map_err(|e| DbError::Sqlite(format!("encoding the game record: {e}")))
+}
+
+/// Store `record` (`json` is its `encode`ing) unless its id is already stored, and apply
+/// what it means for the two accounts. The caller owns the transaction (a savepoint
+/// within a batch).
 pub(super) fn record(
     conn: &Connection,
     record: &GameRecord,
+    json: &str,
 ) -> DbResult<Option<SeatPair<RatingChange>>> {
     let game_id = record.game_id.to_string();
-    let json = serde_json::to_string(record)
-        .map_err(|e| DbError::Sqlite(format!("encoding the game record: {e}")))?;
     let inserted = conn
         .prepare_cached(
             "INSERT INTO games (id, rated, one_id, two_id, winner, reason, started_at, ended_at,

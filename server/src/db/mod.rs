@@ -9,6 +9,8 @@
 //!
 //! - `schema`: opening the file, its PRAGMAs and the numbered migrations.
 //! - `writer`: the thread, its request enum and the batching loop.
+//! - `checkpoint`: a second thread and connection that folds the WAL into the database
+//!   file, off the writer's path.
 //! - `accounts`: accounts, sessions, the leaderboard and player pages.
 //! - `games`: recording a finished game exactly once, with its rating changes.
 //! - `journal`: the live games' logs, in an append-only file of their own, on a thread of
@@ -16,10 +18,12 @@
 //! - `gamelog`: the `game_log` table where earlier versions kept those logs; read once at
 //!   open, carried into the journal and emptied.
 //!
-//! Invariant: only the writer thread holds a connection, and only the journal thread
-//! writes the game log; everything else goes through `Db`.
+//! Invariant: only the writer thread changes the database (the checkpointer's connection
+//! only folds committed pages into the file), and only the journal thread writes the game
+//! log; everything else goes through `Db`.
 
 mod accounts;
+mod checkpoint;
 mod gamelog;
 mod games;
 mod journal;
@@ -137,7 +141,8 @@ impl Db {
             // They are durable in the journal now.
             gamelog::clear(&conn, &carried)?;
         }
-        let requests = writer::spawn(conn)?;
+        let checkpointer = checkpoint::spawn(path)?;
+        let requests = writer::spawn(conn, Some(checkpointer))?;
         let journal = journal::spawn(journal)?;
         Ok(Db { requests, journal })
     }
@@ -208,9 +213,11 @@ impl Db {
         record: GameRecord,
     ) -> DbResult<Option<SeatPair<RatingChange>>> {
         let game_id = record.game_id;
+        let json = games::encode(&record)?;
         let changes = self
             .call(|reply| Request::RecordGame {
                 record: Box::new(record),
+                json,
                 reply,
             })
             .await?;

@@ -15,7 +15,9 @@ use elementals_protocol::rating::RatingChange;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{accounts, games, AccountRow, DbError, DbResult, LeaderRow, PlayerPage, SessionRow};
+use super::{
+    accounts, checkpoint, games, AccountRow, DbError, DbResult, LeaderRow, PlayerPage, SessionRow,
+};
 use crate::record::{AccountId, GameRecord};
 
 /// Requests queued for the writer. Each server-wide burst (many games ending at once,
@@ -74,6 +76,8 @@ pub(super) enum Request {
     RecordGame {
         // Boxed: a record is far larger than every other request.
         record: Box<GameRecord>,
+        /// The record as stored (`games::encode`).
+        json: String,
         reply: Reply<Changes>,
     },
     Leaderboard {
@@ -106,18 +110,31 @@ pub(super) struct WriterStats {
     pub games: u64,
 }
 
-/// Start the writer thread on `conn` and return the sender of its queue.
-pub(super) fn spawn(conn: Connection) -> DbResult<mpsc::Sender<Request>> {
+/// Start the writer thread on `conn` and return the sender of its queue. After each
+/// commit it nudges the checkpointer, if there is one.
+pub(super) fn spawn(
+    conn: Connection,
+    checkpointer: Option<checkpoint::Nudge>,
+) -> DbResult<mpsc::Sender<Request>> {
     let (requests, queue) = mpsc::channel(REQUEST_QUEUE);
     std::thread::Builder::new()
         .name("db-writer".into())
-        .spawn(move || run(conn, queue))
+        .spawn(move || run_with(conn, queue, checkpointer))
         .map_err(|e| DbError::Sqlite(format!("cannot start the writer thread: {e}")))?;
     Ok(requests)
 }
 
 /// The writer loop: runs until every handle is dropped or a `Shutdown` is reached.
-pub(super) fn run(mut conn: Connection, mut queue: mpsc::Receiver<Request>) -> WriterStats {
+#[cfg(test)]
+pub(super) fn run(conn: Connection, queue: mpsc::Receiver<Request>) -> WriterStats {
+    run_with(conn, queue, None)
+}
+
+fn run_with(
+    mut conn: Connection,
+    mut queue: mpsc::Receiver<Request>,
+    checkpointer: Option<checkpoint::Nudge>,
+) -> WriterStats {
     let mut stats = WriterStats::default();
     // A request taken off the queue while gathering a batch, to be handled right after it.
     let mut next: Option<Request> = None;
@@ -150,7 +167,12 @@ pub(super) fn run(mut conn: Connection, mut queue: mpsc::Receiver<Request>) -> W
                 stats.batches += 1;
                 stats.requests += batch.len() as u64;
                 stats.games += games as u64;
-                run_batch(&mut conn, batch, games > 0);
+                if run_batch(&mut conn, batch, games > 0) {
+                    if let Some(nudge) = &checkpointer {
+                        // Full means a nudge is already pending.
+                        let _ = nudge.try_send(());
+                    }
+                }
             }
         }
     };
@@ -186,7 +208,8 @@ fn pending<T: Send + 'static>(reply: Reply<T>, answer: DbResult<T>) -> Pending {
 }
 
 /// Runs a batch in one transaction, each request in its own savepoint, then answers all.
-fn run_batch(conn: &mut Connection, batch: Vec<Request>, records: bool) {
+/// Returns whether it committed.
+fn run_batch(conn: &mut Connection, batch: Vec<Request>, records: bool) -> bool {
     let mut answers: Vec<Pending> = Vec::with_capacity(batch.len());
     let committed = (|| -> rusqlite::Result<()> {
         let mut tx = conn.transaction()?;
@@ -202,6 +225,7 @@ fn run_batch(conn: &mut Connection, batch: Vec<Request>, records: bool) {
     for answer in answers {
         answer(&committed);
     }
+    committed.is_ok()
 }
 
 /// One request in its own savepoint: if it fails it is rolled back alone.
@@ -238,9 +262,14 @@ fn execute(tx: &mut rusqlite::Transaction<'_>, request: Request) -> Pending {
             reply,
             in_savepoint(tx, |c| accounts::revoke_session(c, &token_hash)),
         ),
-        Request::RecordGame { record, reply } => {
-            pending(reply, in_savepoint(tx, |c| games::record(c, &record)))
-        }
+        Request::RecordGame {
+            record,
+            json,
+            reply,
+        } => pending(
+            reply,
+            in_savepoint(tx, |c| games::record(c, &record, &json)),
+        ),
         Request::Leaderboard { limit, reply } => pending(reply, accounts::leaderboard(tx, limit)),
         Request::PlayerPage { name, reply } => pending(reply, accounts::player_page(tx, &name)),
         Request::GameRecord { game_id, reply } => {

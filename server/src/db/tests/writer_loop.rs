@@ -4,7 +4,7 @@
 use tokio::sync::{mpsc, oneshot};
 
 use super::super::writer::{self, Request, WriterStats, MAX_BATCH_GAMES};
-use super::super::{accounts, schema};
+use super::super::{accounts, games, schema};
 use super::*;
 
 struct Prepared {
@@ -39,7 +39,11 @@ fn queue_game(
     let (reply, answer) = oneshot::channel();
     let record = Box::new(record);
     assert!(queue
-        .try_send(Request::RecordGame { record, reply })
+        .try_send(Request::RecordGame {
+            json: games::encode(&record).unwrap(),
+            record,
+            reply,
+        })
         .is_ok());
     answer
 }
