@@ -227,14 +227,19 @@ async fn write_loop(
             biased;
             out = rx.recv() => match out {
                 Some(Outbound::Frame(bytes)) => {
-                    state.metrics.messages_out.fetch_add(1, Relaxed);
                     // A client that stops reading leaves this send pending; whoever then
                     // finds its outbox full kills the connection, which ends the wait.
+                    let mut close = None;
                     let sent = tokio::select! {
-                        sent = sink.send(Message::Binary(bytes)) => sent.is_ok(),
+                        sent = send_burst(&mut sink, &mut rx, bytes, &mut close, &state) => sent,
                         _ = abandoned(&outbox) => false,
                     };
                     if !sent {
+                        break;
+                    }
+                    if let Some((code, reason)) = close {
+                        let frame = CloseFrame { code, reason: Utf8Bytes::from(reason) };
+                        let _ = sink.send(Message::Close(Some(frame))).await;
                         break;
                     }
                 }
@@ -286,6 +291,43 @@ async fn write_loop(
     let _ = sink.close().await;
     // Make sure the reader stops too.
     outbox.kill();
+}
+
+/// At most this many frames go out in one write.
+const MAX_BURST: usize = 64;
+
+/// Sends `first` and whatever else is already queued behind it (up to `MAX_BURST` frames)
+/// with one flush, so a burst of events (a reveal and the round's result, say) costs one
+/// write to the socket rather than one each. A close found in the queue is left in
+/// `close` for the caller, after the frames before it. Returns whether the frames went.
+async fn send_burst(
+    sink: &mut SplitSink<WebSocket, Message>,
+    rx: &mut mpsc::Receiver<Outbound>,
+    first: bytes::Bytes,
+    close: &mut Option<(u16, String)>,
+    state: &AppState,
+) -> bool {
+    let mut frames = 1;
+    if sink.feed(Message::Binary(first)).await.is_err() {
+        return false;
+    }
+    while frames < MAX_BURST {
+        match rx.try_recv() {
+            Ok(Outbound::Frame(bytes)) => {
+                frames += 1;
+                if sink.feed(Message::Binary(bytes)).await.is_err() {
+                    return false;
+                }
+            }
+            Ok(Outbound::Close { code, reason }) => {
+                *close = Some((code, reason));
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    state.metrics.messages_out.fetch_add(frames as u64, Relaxed);
+    sink.flush().await.is_ok()
 }
 
 /// Resolves when the connection is killed without a flush (it fell behind or was
