@@ -4,8 +4,11 @@
 //! `axum::serve` has neither, so a client could open sockets and trickle header bytes
 //! forever (slowloris). Here each connection must deliver a complete request head within
 //! `--handshake-timeout-secs` of connecting (and of its previous response, for keep-alive),
-//! and at most `--max-handshakes` connections may be in that state at once; more are closed
-//! as they are accepted. A connection leaves this accounting when it upgrades to a
+//! and at most `--max-handshakes` connections may be in that state at once. Beyond that the
+//! loop stops accepting until one finishes: further connections wait in the kernel's
+//! accept queue (`LISTEN_BACKLOG` deep) rather than being refused, so a burst of
+//! reconnecting clients (a restart, a network blip) is admitted as fast as handshakes
+//! complete instead of retrying with backoff. A connection leaves this accounting when it upgrades to a
 //! WebSocket: from then on the connection caps in `http` and the sign-in and idle timeouts
 //! in `connection` govern it. Only HTTP/1.1 is served: WebSockets need nothing else, and
 //! HTTP/2's preface detection would be a read without a deadline.
@@ -41,6 +44,22 @@ const DRAIN: Duration = Duration::from_secs(5);
 /// accept rather than spinning.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
+/// Connections the kernel queues for `accept` (it caps this at `net.core.somaxconn`,
+/// 4096 by default on current kernels).
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// A listener on `addr` with a `LISTEN_BACKLOG`-deep accept queue.
+pub fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// Serve `app` on `listener` until `shutdown` completes; then stop accepting, ask open
 /// HTTP connections to finish their current request, and wait (boundedly) for them.
 pub async fn serve(
@@ -55,6 +74,14 @@ pub async fn serve(
     let stop = CancellationToken::new();
     let mut shutdown = pin!(shutdown);
     loop {
+        // A free handshake slot first, then a connection to give it to.
+        let permit = tokio::select! {
+            _ = &mut shutdown => break,
+            permit = handshakes.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
         let (stream, peer) = tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -65,11 +92,6 @@ pub async fn serve(
                     continue;
                 }
             },
-        };
-        // Refused by closing at once: a client over this cap is not worth an HTTP answer.
-        let Ok(permit) = handshakes.clone().try_acquire_owned() else {
-            tracing::debug!(%peer, "too many connections in their handshake; closed");
-            continue;
         };
         let app = app.clone();
         let stop = stop.clone();

@@ -75,8 +75,8 @@ pub struct Config {
     #[arg(long, env = "ELEMENTALS_HANDSHAKE_TIMEOUT_SECS", default_value_t = 10)]
     pub handshake_timeout_secs: u64,
 
-    /// Most TCP connections still in their HTTP handshake at once; more are closed at
-    /// accept. Upgraded WebSockets do not count.
+    /// Most TCP connections still in their HTTP handshake at once; more wait in the
+    /// kernel's accept queue until one finishes. Upgraded WebSockets do not count.
     #[arg(long, env = "ELEMENTALS_MAX_HANDSHAKES", default_value_t = 1024)]
     pub max_handshakes: usize,
 

@@ -16,7 +16,7 @@ async fn main() -> anyhow::Result<()> {
     } else {
         tracing_subscriber::fmt().with_env_filter(filter).init();
     }
-    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    let listener = elementals_server::accept::listen(config.listen)?;
     elementals_server::run(listener, config, shutdown_signal()).await
 }
 
