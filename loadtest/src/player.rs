@@ -250,6 +250,9 @@ impl Player {
         let mut pacer = Pacer::new(conn.rate);
         let mut pending: Vec<(RequestId, Pending)> = Vec::new();
         let mut storm = self.ctx.storm.clone();
+        // Only a change after this session began concerns it (a session begun by the
+        // return itself must not take that return for a new storm).
+        storm.borrow_and_update();
         let mut lobby_next = Instant::now() + self.lobby_poll().unwrap_or_default();
         let stop = self.ctx.stop.clone();
         loop {
@@ -263,7 +266,9 @@ impl Player {
                     return Ok(Exit::Stop);
                 }
                 Ok(()) = storm.changed() => {
-                    if *storm.borrow_and_update() == Storm::Drop {
+                    // A `Return` seen here means the `Drop` before it came while this
+                    // player was busy and was missed: it drops now all the same.
+                    if *storm.borrow_and_update() != Storm::Calm {
                         // Dropped, not closed: as a network failure or a restart looks.
                         drop(conn);
                         return Ok(Exit::Storm);
