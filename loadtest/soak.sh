@@ -31,7 +31,9 @@
 # a copy of the binary placed in SOAK_OUT, so that a rebuild during the run cannot
 # replace it. Needs jq for the verdict (without it, the load test's own summary rows).
 #
-# Exit status: 0 flat, 3 RSS or descriptors grew past the limits, other: the run failed.
+# Exit status: 0 flat and clean; 3 RSS or descriptors grew past the limits; 4 not a
+# clean soak: errors during the run, or a stall (no round completed in a sample after
+# the warm-up, which makes flat figures meaningless); other: the run failed.
 #
 # Example: loadtest/soak.sh 30
 #          LOADTEST_BIN=/tmp/soak/bin/elementals-loadtest loadtest/soak.sh 30 --players 2000
@@ -114,9 +116,15 @@ jq -r --argjson max_rss "$max_rss" --argjson max_fds "$max_fds" '
       "  server RSS  \($r.first | mib) MiB -> \($r.last | mib) MiB  (\($r.growth_percent | pct) %; min \($r.min | mib), max \($r.max | mib); slope \($r.slope_per_min / 1048576 * 100 | round / 100) MiB/min)",
       "  server fds  \($f.first) -> \($f.last)  (\($f.growth_percent | pct) %; min \($f.min), max \($f.max)); before clients \($s.server_fds_before_clients), after \($s.server_fds_after_clients)",
       "  errors      \(.errors) \(.errors_by_kind | tostring)",
+      "  stalls      \($s.samples_without_rounds) of the \($s.samples) samples saw no round completed",
       (if $r.growth_percent <= $max_rss and $f.growth_percent <= $max_fds
        then "verdict: FLAT (RSS growth <= \($max_rss) %, fd growth <= \($max_fds) %)"
-       else "verdict: GROWING (limits: RSS \($max_rss) %, fds \($max_fds) %)" end)
+       else "verdict: GROWING (limits: RSS \($max_rss) %, fds \($max_fds) %)" end),
+      (if .errors > 0 or ($s.samples_without_rounds > 0 and .playing_fraction > 0)
+       then "verdict: NOT CLEAN: \(.errors) errors, \($s.samples_without_rounds) samples without a round"
+       else empty end)
 ' "$out/report.json" | tee "$out/verdict.txt"
 echo "soak: results in $out"
 grep -q '^verdict: FLAT' "$out/verdict.txt" || exit 3
+grep -q '^verdict: NOT CLEAN' "$out/verdict.txt" && exit 4
+exit 0

@@ -278,6 +278,16 @@ impl Report {
                     "server fds after warm-up",
                     trend(&summary.server_fds, "", 1.0),
                 );
+                if summary.samples_without_rounds > 0 && self.playing_fraction > 0.0 {
+                    row(
+                        "STALLED after warm-up",
+                        format!(
+                            "no round completed in {} of {} samples: the figures above \
+                             describe a server doing nothing",
+                            summary.samples_without_rounds, summary.samples
+                        ),
+                    );
+                }
                 let count = |n: Option<u64>| n.map_or("-".into(), |n| n.to_string());
                 row(
                     "server fds before / after clients",

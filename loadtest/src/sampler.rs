@@ -160,6 +160,11 @@ pub struct Summary {
     pub to_hold_s: f64,
     pub server_rss_bytes: Option<Trend>,
     pub server_fds: Option<Trend>,
+    /// Of those samples, how many saw no round completed since the previous one: with
+    /// players playing, a stalled server (flat figures then mean nothing).
+    pub samples_without_rounds: usize,
+    /// Errors counted from the first of those samples to the last.
+    pub errors: u64,
     /// Descriptors before the first client and after the last one had closed: a
     /// server that releases every connection's socket comes back to about where it
     /// started.
@@ -190,6 +195,8 @@ impl Summary {
             to_hold_s: steady.last()?.hold_s?,
             server_rss_bytes: Trend::of(&points(|s| s.server_rss_bytes)),
             server_fds: Trend::of(&points(|s| s.server_fds)),
+            samples_without_rounds: steady.iter().filter(|s| s.rounds_per_s == 0.0).count(),
+            errors: steady.last()?.errors.saturating_sub(steady.first()?.errors),
             server_fds_before_clients: samples.first().and_then(|s| s.server_fds),
             server_fds_after_clients: samples
                 .iter()
@@ -359,6 +366,17 @@ mod tests {
     use super::*;
 
     fn sample(phase: &'static str, hold_s: Option<f64>, rss: u64, fds: u64) -> Sample {
+        sample_with(phase, hold_s, rss, fds, 100.0, 0)
+    }
+
+    fn sample_with(
+        phase: &'static str,
+        hold_s: Option<f64>,
+        rss: u64,
+        fds: u64,
+        rounds_per_s: f64,
+        errors: u64,
+    ) -> Sample {
         Sample {
             elapsed_s: hold_s.unwrap_or(0.0) + 10.0,
             phase,
@@ -369,8 +387,8 @@ mod tests {
             spectators: 0,
             in_game: 0,
             games_completed: 0,
-            rounds_per_s: 0.0,
-            errors: 0,
+            rounds_per_s,
+            errors,
             loadtest_rss_bytes: None,
             loadtest_fds: None,
             load_average_1m: None,
@@ -426,8 +444,8 @@ mod tests {
             sample("hold", Some(100.0), 300, 4020),
             sample("hold", Some(150.0), 400, 4020),
             sample("storm", Some(200.0), 900, 9000),
-            sample("hold", Some(250.0), 420, 4021),
-            sample("hold", Some(300.0), 440, 4020),
+            sample_with("hold", Some(250.0), 420, 4021, 0.0, 3),
+            sample_with("hold", Some(300.0), 440, 4020, 100.0, 5),
             sample("stopping", Some(301.0), 440, 4020),
             sample("stopped", Some(303.0), 430, 21),
         ];
@@ -443,6 +461,7 @@ mod tests {
         let fds = s.server_fds.expect("fds");
         assert_eq!((fds.first, fds.last, fds.max), (4020, 4020, 4021));
         assert_eq!(fds.growth_percent, 0.0);
+        assert_eq!((s.samples_without_rounds, s.errors), (1, 5));
         assert_eq!(s.server_fds_before_clients, Some(20));
         assert_eq!(s.server_fds_after_clients, Some(21));
 
@@ -456,7 +475,7 @@ mod tests {
     #[test]
     fn a_csv_line_has_a_field_per_column() {
         let line = sample("hold", Some(12.345), 1024, 9).csv_line();
-        assert_eq!(line, "22.3,hold,12.3,1024,9,0,0,0,0,0.0,0,,,");
+        assert_eq!(line, "22.3,hold,12.3,1024,9,0,0,0,0,100.0,0,,,");
         assert_eq!(
             line.split(',').count(),
             CSV_HEADER.split(',').count(),
