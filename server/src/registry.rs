@@ -4,6 +4,9 @@
 //! game state: a game's state lives only in its actor. No lock here is held across an
 //! `.await`.
 
+use std::collections::VecDeque;
+use std::sync::{Mutex, PoisonError};
+
 use dashmap::DashMap;
 use elementals_protocol::messages::{GameId, LiveGame, PlayerInfo, SeatPair};
 use elementals_protocol::rules::{Seat, Variant};
@@ -48,10 +51,13 @@ pub struct Registry {
     /// Lower-cased name to account, for online users only.
     by_name: DashMap<String, AccountId>,
     finished: DashMap<GameId, FinishedGame>,
+    /// The finished games in the order they finished, oldest first (ids already
+    /// forgotten are skipped when they come up).
+    finished_order: Mutex<VecDeque<GameId>>,
 }
 
 /// How many finished games are remembered for rematches before the oldest are forgotten.
-const FINISHED_MEMORY: usize = 10_000;
+pub(crate) const FINISHED_MEMORY: usize = 10_000;
 
 impl Registry {
     pub fn new() -> Self {
@@ -82,12 +88,20 @@ impl Registry {
         ] {
             self.seated.remove_if(&account, |_, (g, _)| *g == game_id);
         }
-        if self.finished.len() >= FINISHED_MEMORY {
-            // Cheap eviction of an arbitrary entry; rematches are for the last few minutes.
-            if let Some(k) = self.finished.iter().next().map(|e| *e.key()) {
-                self.finished.remove(&k);
-            }
+        // The oldest go first. (No guard into `finished` may be alive across its own
+        // `remove`: a shard's read guard held while the same thread takes its write lock
+        // deadlocks the worker thread, which once froze the server at its 10,000th game.)
+        let mut order = self
+            .finished_order
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        while self.finished.len() >= FINISHED_MEMORY {
+            let Some(oldest) = order.pop_front() else {
+                break;
+            };
+            self.finished.remove(&oldest);
         }
+        order.push_back(game_id);
         self.finished.insert(game_id, finished);
     }
 
@@ -164,5 +178,53 @@ impl Registry {
 
     pub fn online_count(&self) -> usize {
         self.online.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finished(n: i64) -> FinishedGame {
+        FinishedGame {
+            players: SeatPair::new(n, n + 1),
+            variant: Variant::CLASSIC,
+            time_control: TimeControl::BLITZ,
+            rated: true,
+            rematch_offers: SeatPair::new(false, false),
+        }
+    }
+
+    #[test]
+    fn past_its_memory_it_forgets_the_oldest_finished_games_and_goes_on() {
+        // On a thread of its own, so that a deadlock fails the test instead of hanging it.
+        let (done, finished_all) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let registry = Registry::new();
+            let ids: Vec<GameId> = (0..FINISHED_MEMORY + 50)
+                .map(|_| GameId(uuid::Uuid::new_v4()))
+                .collect();
+            for (n, id) in ids.iter().enumerate() {
+                registry.finish_game(*id, finished(n as i64));
+            }
+            assert_eq!(registry.finished.len(), FINISHED_MEMORY);
+            assert!(registry.finished_game(&ids[49]).is_none());
+            assert!(registry.finished_game(&ids[50]).is_some());
+            // One forgotten by hand (a rematch taken up) is skipped when its turn comes.
+            registry.forget_finished(&ids[100]);
+            let later: Vec<GameId> = (0..61).map(|_| GameId(uuid::Uuid::new_v4())).collect();
+            for id in &later {
+                registry.finish_game(*id, finished(0));
+            }
+            done.send((registry, ids, later)).unwrap();
+        });
+        let (registry, ids, later) = finished_all
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the registry thread finished: no deadlock, no failed assertion");
+        assert_eq!(registry.finished.len(), FINISHED_MEMORY);
+        assert!(registry.finished_game(&ids[110]).is_none());
+        assert!(registry.finished_game(&ids[111]).is_some());
+        assert!(registry.finished_game(later.last().unwrap()).is_some());
+        assert!(registry.finished_game(ids.last().unwrap()).is_some());
     }
 }
