@@ -1,6 +1,7 @@
 //! The cost of the durable game log: how long a game waits for its step to be committed
 //! (which delays only that game's `ok` and events) with many games appending at once, and
-//! how many steps per second the writer's group commit sustains.
+//! how many steps per second the game log's batched appends (one write and one
+//! `fdatasync` per batch, `db/journal.rs`) sustain.
 //!
 //! `cargo bench -p elementals-server --bench gamelog` (a plain program: it prints tables).
 //! Each game appends its start, then `STEPS` commitment-sized steps, each awaited as the
@@ -96,7 +97,7 @@ fn ms(d: Duration) -> String {
 }
 
 /// One run per entry of `concurrency`, one line each, each on a fresh database (a live
-/// server's log holds only its live games: a finished game's log is deleted).
+/// server's log holds only its live games: a finished game's log is compacted away).
 async fn table(concurrency: &[usize], period: Option<Duration>) {
     println!("games at once | steps | steps/s | wait p50 ms | p90 ms | p99 ms | max ms");
     println!("---|---|---|---|---|---|---");
