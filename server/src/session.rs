@@ -278,21 +278,17 @@ impl Session {
                 rated,
             } => {
                 let member = self.member().await?;
-                let (tc, rated) = self
-                    .lobby(|reply| LobbyCmd::JoinPool {
-                        member,
-                        variant,
-                        preset: time_control,
-                        rated,
-                        reply,
-                    })
-                    .await?;
-                Ok(ServerMsg::Queued {
+                // The lobby queues the `queued` answer itself, ahead of any `game_start`.
+                self.lobby(|reply| LobbyCmd::JoinPool {
                     id,
+                    member,
                     variant,
-                    time_control: tc,
+                    preset: time_control,
                     rated,
+                    reply,
                 })
+                .await?;
+                return Ok(None);
             }
             C::LeavePool { id } => {
                 let account = self.user()?.account;

@@ -419,3 +419,40 @@ async fn nobody_committing_in_round_one_aborts_unrated() {
     assert_eq!(page["rating"], 1.0);
     assert_eq!(page["history"].as_array().unwrap().len(), 0);
 }
+
+/// The second player into the pool is paired at once: its `queued` answer must still come
+/// before `game_start` (a client that took them the other way round would think itself
+/// queued all through its game, and never queue again after it). The seating runs in a
+/// task of its own, so the order was once a race: many pairings give it room to show.
+#[tokio::test]
+async fn queued_comes_before_game_start_when_an_opponent_is_waiting() {
+    let server = start_server().await;
+    for pair in 0..30 {
+        let mut first = TestClient::connect(&server).await;
+        first.register(&format!("waits{pair:02}")).await;
+        let mut second = TestClient::connect(&server).await;
+        second.register(&format!("joins{pair:02}")).await;
+        first.join_pool(Variant::CLASSIC, "blitz").await;
+        let id = second.id();
+        second
+            .send(&ClientMsg::JoinPool {
+                id,
+                variant: Variant::CLASSIC,
+                time_control: "blitz".into(),
+                rated: true,
+            })
+            .await;
+        let order: Vec<&str> = {
+            let mut seen = Vec::new();
+            while seen.len() < 2 {
+                match second.recv().await {
+                    ServerMsg::Queued { id: got, .. } if got == id => seen.push("queued"),
+                    ServerMsg::GameStart { .. } => seen.push("game_start"),
+                    _ => {}
+                }
+            }
+            seen
+        };
+        assert_eq!(order, ["queued", "game_start"], "pairing {pair}");
+    }
+}

@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use elementals_protocol::messages::{Challenge, GameId, GameInfo, SeatPair, Seek, ServerMsg};
+use elementals_protocol::messages::{
+    Challenge, GameId, GameInfo, RequestId, SeatPair, Seek, ServerMsg,
+};
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::{ErrorCode, TimeControl};
 use tokio::sync::mpsc;
@@ -82,13 +84,14 @@ impl Lobby {
     fn handle(&mut self, cmd: LobbyCmd) {
         match cmd {
             LobbyCmd::JoinPool {
+                id,
                 member,
                 variant,
                 preset,
                 rated,
                 reply,
             } => {
-                let _ = reply.send(self.join_pool(member, variant, preset, rated));
+                let _ = reply.send(self.join_pool(id, member, variant, preset, rated));
             }
             LobbyCmd::LeavePool { account, reply } => {
                 let left = self.leave_pool(account);
@@ -212,11 +215,12 @@ impl Lobby {
 
     fn join_pool(
         &mut self,
+        id: RequestId,
         member: Member,
         variant: Variant,
         preset: String,
         rated: bool,
-    ) -> Result<(TimeControl, bool)> {
+    ) -> Result<()> {
         variant
             .validate()
             .map_err(|e| LobbyError::new(ErrorCode::InvalidVariant, e.to_string()))?;
@@ -236,6 +240,14 @@ impl Lobby {
             preset,
             rated,
         };
+        // Queued before a pairing below can send `game_start` (the seating runs in a task
+        // of its own; had the session answered, its `queued` could have come second).
+        let _ = member.outbox.send_msg(&ServerMsg::Queued {
+            id,
+            variant,
+            time_control: tc,
+            rated,
+        });
         let now = Instant::now().into_std();
         let account = member.account;
         let pool = self.pools.entry(key.clone()).or_default();
@@ -246,7 +258,7 @@ impl Lobby {
             self.start_pool_game(&key, a as AccountId, b as AccountId, tc);
         }
         self.update_queued_metric();
-        Ok((tc, rated))
+        Ok(())
     }
 
     fn leave_pool(&mut self, account: AccountId) -> bool {

@@ -10,7 +10,7 @@ pub mod pairing;
 
 use std::sync::Arc;
 
-use elementals_protocol::messages::{Challenge, GameId, PlayerInfo, Seek};
+use elementals_protocol::messages::{Challenge, GameId, PlayerInfo, RequestId, Seek};
 use elementals_protocol::rules::Variant;
 use elementals_protocol::{ErrorCode, TimeControl};
 use tokio::sync::{mpsc, oneshot};
@@ -50,12 +50,16 @@ pub type LobbyReply<T> = oneshot::Sender<Result<T, LobbyError>>;
 
 #[derive(Debug)]
 pub enum LobbyCmd {
+    /// Answered `Ok` once the lobby has queued the `queued` frame (request `id`) to the
+    /// member's outbox itself, before any `game_start` of a pairing it makes at once: the
+    /// client always hears `queued` first.
     JoinPool {
+        id: RequestId,
         member: Member,
         variant: Variant,
         preset: String,
         rated: bool,
-        reply: LobbyReply<(TimeControl, bool)>,
+        reply: LobbyReply<()>,
     },
     LeavePool {
         account: AccountId,
