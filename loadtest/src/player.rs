@@ -23,6 +23,10 @@ const PASSWORD: &str = "loadtest-password";
 /// How long a player waits for `rating_update` after a rated game it did not draw.
 const RATING_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// After a resume, how long a seated player waits for its game's snapshot before asking
+/// whether it is still seated.
+const ASK_AFTER: Duration = Duration::from_secs(2);
+
 /// Reconnect attempts after a storm before the player gives up (and counts an error).
 const RESUME_ATTEMPTS: u32 = 20;
 
@@ -215,15 +219,32 @@ impl Player {
         Ok(conn)
     }
 
-    /// Back in the game means its snapshot has arrived (it follows `authenticated`).
+    /// Back in the game means its snapshot has arrived (it follows `authenticated` when the
+    /// player is still seated). A game can also have ended while the player was away, its
+    /// `game_over` lost with the old socket: then no snapshot comes, so after a short wait
+    /// the player asks (`sync`), and a refusal means the game is over: back, with no game.
     async fn await_snapshot(&mut self, conn: &mut Conn) -> Result<(), ConnError> {
         let deadline = Instant::now() + Duration::from_secs(15);
+        let mut ask_at = Some(Instant::now() + ASK_AFTER);
         let mut scratch = Vec::new();
-        while self.game.is_some() {
-            let msg = tokio::time::timeout_at(deadline, conn.recv())
-                .await
-                .map_err(|_| ConnError::Timeout)??;
-            let snapshot = matches!(msg, ServerMsg::Snapshot { id: None, .. });
+        while let Some(game_id) = self.game.as_ref().map(|g| g.state.game_id()) {
+            let wait_until = ask_at.map_or(deadline, |at| at.min(deadline));
+            let msg = match tokio::time::timeout_at(wait_until, conn.recv()).await {
+                Ok(msg) => msg?,
+                Err(_) if ask_at.take().is_some() => {
+                    match conn.request(|id| ClientMsg::Sync { id, game_id }).await {
+                        Ok(reply) => reply,
+                        // Not seated in it any more: it ended while we were away.
+                        Err(ConnError::Server { .. }) => {
+                            self.leave_game();
+                            break;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(_) => return Err(ConnError::Timeout),
+            };
+            let snapshot = matches!(msg, ServerMsg::Snapshot { .. });
             self.handle(conn, msg, &mut scratch).await?;
             if snapshot {
                 break;
