@@ -51,7 +51,9 @@ pub struct Sample {
     pub in_game: i64,
     /// Games completed since the run began.
     pub games_completed: u64,
-    /// Rounds completed per second since the previous sample.
+    /// Rounds completed per second since the previous sample; a sample taken within a
+    /// second of it (the one at the end of the hold) repeats its rate rather than
+    /// dividing a handful of rounds by a fraction of a second.
     pub rounds_per_s: f64,
     /// Errors counted since the run began.
     pub errors: u64,
@@ -165,9 +167,10 @@ pub struct Summary {
     pub samples_without_rounds: usize,
     /// Errors counted from the first of those samples to the last.
     pub errors: u64,
-    /// Descriptors before the first client and after the last one had closed: a
-    /// server that releases every connection's socket comes back to about where it
-    /// started.
+    /// Descriptors at the first sample, before any client (taken as soon as the server
+    /// listens, before it has opened its database and game log: a few fewer than at
+    /// rest), and after the last client had closed: a server that releases every
+    /// connection's socket comes back to about where it started.
     pub server_fds_before_clients: Option<u64>,
     pub server_fds_after_clients: Option<u64>,
 }
@@ -327,10 +330,16 @@ impl Inner {
         let own_pid = std::process::id();
         let mut state = self.state.lock().expect("sampler lock");
         let rounds_per_s = match state.last {
-            Some((at, before)) if now > at => (rounds - before) as f64 / (now - at).as_secs_f64(),
-            _ => 0.0,
+            Some((at, before)) if now - at >= MIN_INTERVAL => {
+                state.last = Some((now, rounds));
+                (rounds - before) as f64 / (now - at).as_secs_f64()
+            }
+            Some(_) => state.samples.last().map_or(0.0, |s| s.rounds_per_s),
+            None => {
+                state.last = Some((now, rounds));
+                0.0
+            }
         };
-        state.last = Some((now, rounds));
         let sample = Sample {
             elapsed_s: (now - self.start).as_secs_f64(),
             phase: phase.unwrap_or_else(|| self.phase.get()),
