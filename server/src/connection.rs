@@ -230,8 +230,11 @@ async fn write_loop(
                     // A client that stops reading leaves this send pending; whoever then
                     // finds its outbox full kills the connection, which ends the wait.
                     let mut close = None;
+                    // Boxed: its state lives only while it sends, not in every idle
+                    // connection's task (it would make each one larger).
+                    let burst = Box::pin(send_burst(&mut sink, &mut rx, bytes, &mut close, &state));
                     let sent = tokio::select! {
-                        sent = send_burst(&mut sink, &mut rx, bytes, &mut close, &state) => sent,
+                        sent = burst => sent,
                         _ = abandoned(&outbox) => false,
                     };
                     if !sent {
