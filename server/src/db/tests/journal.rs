@@ -281,6 +281,23 @@ fn open_journal(dir: &tempfile::TempDir) -> Journal {
     .unwrap()
 }
 
+/// Queues an append before the journal's loop runs; returns where its answer comes.
+fn queue_append(
+    queue: &mpsc::Sender<Request>,
+    game_id: GameId,
+    steps: &[LogStep],
+) -> oneshot::Receiver<DbResult<()>> {
+    let (reply, answer) = oneshot::channel();
+    let rows = journal::encode(steps).unwrap();
+    let append = Request::Append {
+        game_id,
+        rows,
+        reply,
+    };
+    assert!(queue.try_send(append).is_ok());
+    answer
+}
+
 #[test]
 fn appends_queued_together_share_one_write() {
     let dir = tempfile::tempdir().unwrap();
@@ -288,17 +305,7 @@ fn appends_queued_together_share_one_write() {
     let games: Vec<GameId> = (0..10).map(|_| GameId(uuid::Uuid::new_v4())).collect();
     let answers: Vec<_> = games
         .iter()
-        .map(|game_id| {
-            let (reply, answer) = oneshot::channel();
-            let rows = journal::encode(&[commit(0), commit(1)]).unwrap();
-            let append = Request::Append {
-                game_id: *game_id,
-                rows,
-                reply,
-            };
-            assert!(queue.try_send(append).is_ok());
-            answer
-        })
+        .map(|game_id| queue_append(&queue, *game_id, &[commit(0), commit(1)]))
         .collect();
     drop(queue);
     let stats = journal::run(open_journal(&dir), requests);
@@ -321,17 +328,7 @@ fn a_batch_holds_at_most_the_append_limit() {
     let (queue, requests) = mpsc::channel(MAX_BATCH_APPENDS + 10);
     let game_id = GameId(uuid::Uuid::new_v4());
     let answers: Vec<_> = (0..MAX_BATCH_APPENDS as u64 + 10)
-        .map(|n| {
-            let (reply, answer) = oneshot::channel();
-            let rows = journal::encode(&[commit(n)]).unwrap();
-            let append = Request::Append {
-                game_id,
-                rows,
-                reply,
-            };
-            assert!(queue.try_send(append).is_ok());
-            answer
-        })
+        .map(|n| queue_append(&queue, game_id, &[commit(n)]))
         .collect();
     drop(queue);
     let stats = journal::run(open_journal(&dir), requests);
