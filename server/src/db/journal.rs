@@ -374,14 +374,19 @@ impl DbError {
     }
 }
 
+/// Appends one frame to `buf`: the payload is written in place, then its length and
+/// checksum filled in before it.
 fn push_frame(buf: &mut Vec<u8>, game_id: &GameId, step: u64, json: &[u8]) {
-    let mut payload = Vec::with_capacity(PAYLOAD_PREFIX + json.len());
-    payload.extend_from_slice(game_id.0.as_bytes());
-    payload.extend_from_slice(&step.to_le_bytes());
-    payload.extend_from_slice(json);
-    buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    buf.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    buf.extend_from_slice(&payload);
+    let start = buf.len();
+    buf.resize(start + FRAME_HEADER, 0);
+    buf.extend_from_slice(game_id.0.as_bytes());
+    buf.extend_from_slice(&step.to_le_bytes());
+    buf.extend_from_slice(json);
+    let payload = &buf[start + FRAME_HEADER..];
+    let len = (payload.len() as u32).to_le_bytes();
+    let crc = crc32fast::hash(payload).to_le_bytes();
+    buf[start..start + 4].copy_from_slice(&len);
+    buf[start + 4..start + FRAME_HEADER].copy_from_slice(&crc);
 }
 
 /// Where a scan stopped: the end of the last whole frame, and how many bytes after it
