@@ -123,8 +123,13 @@ pub(super) struct Journal {
 
 /// The game log's path for a database at `database`.
 pub(super) fn path_for(database: &Path) -> PathBuf {
-    let mut path = database.as_os_str().to_owned();
-    path.push("-gamelog");
+    with_suffix(database, "-gamelog")
+}
+
+/// `path` with `suffix` appended to its last component.
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut path = path.as_os_str().to_owned();
+    path.push(suffix);
     PathBuf::from(path)
 }
 
@@ -155,11 +160,7 @@ impl Journal {
         mut recorded: impl FnMut(&GameId) -> DbResult<bool>,
         carried: &[GameLog],
     ) -> DbResult<Journal> {
-        let lock_path = {
-            let mut p = path.as_os_str().to_owned();
-            p.push(".lock");
-            PathBuf::from(p)
-        };
+        let lock_path = with_suffix(path, ".lock");
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -275,7 +276,7 @@ impl Journal {
                 }
                 self.live_bytes = before;
                 for answer in answers.iter_mut().filter(|a| a.is_ok()) {
-                    *answer = Err(error.clone_message());
+                    *answer = Err(error.clone());
                 }
             }
         }
@@ -363,17 +364,6 @@ impl Journal {
     }
 }
 
-impl DbError {
-    /// The same error again (a batch answers every append with its failure).
-    fn clone_message(&self) -> DbError {
-        match self {
-            DbError::NameTaken => DbError::NameTaken,
-            DbError::Sqlite(m) => DbError::Sqlite(m.clone()),
-            DbError::Closed => DbError::Closed,
-        }
-    }
-}
-
 /// Appends one frame to `buf`: the payload is written in place, then its length and
 /// checksum filled in before it.
 fn push_frame(buf: &mut Vec<u8>, game_id: &GameId, step: u64, json: &[u8]) {
@@ -453,11 +443,7 @@ fn rewrite(
     keep: impl Fn(&GameId) -> bool,
     carried: &[&GameLog],
 ) -> DbResult<HashMap<GameId, LiveGame>> {
-    let tmp = {
-        let mut p = path.as_os_str().to_owned();
-        p.push(".tmp");
-        PathBuf::from(p)
-    };
+    let tmp = with_suffix(path, ".tmp");
     let file = File::create(&tmp).map_err(|e| io_error("cannot create", &tmp, e))?;
     let mut copier = Copier {
         out: BufWriter::with_capacity(256 << 10, file),

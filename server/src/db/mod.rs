@@ -40,7 +40,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::record::{AccountId, GameLog, GameRecord, LogStep};
 use writer::Request;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum DbError {
     #[error("name already taken")]
     NameTaken,

@@ -470,9 +470,14 @@ pub async fn paired_players(
     a: &str,
     b: &str,
 ) -> (TestClient, TestClient, GameInfo) {
-    let mut ca = TestClient::connect(server).await;
+    paired_at(server.addr, a, b).await
+}
+
+/// `paired_players` on a server at `addr` (one started as a child process, say).
+pub async fn paired_at(addr: SocketAddr, a: &str, b: &str) -> (TestClient, TestClient, GameInfo) {
+    let mut ca = TestClient::connect_at(addr).await;
     ca.register(a).await;
-    let mut cb = TestClient::connect(server).await;
+    let mut cb = TestClient::connect_at(addr).await;
     cb.register(b).await;
     ca.join_pool(Variant::CLASSIC, "blitz").await;
     cb.join_pool(Variant::CLASSIC, "blitz").await;

@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use elementals_protocol::messages::{ClientMsg, GameInfo, GameSnapshot, ServerMsg};
-use elementals_protocol::rules::{Seat, Variant};
+use elementals_protocol::messages::{ClientMsg, GameSnapshot, ServerMsg};
 use tokio::process::{Child, Command};
 
 use crate::common::{http_get, TestClient, WAIT};
@@ -171,24 +170,6 @@ async fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)>
     let text = String::from_utf8_lossy(&buf);
     let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
     Ok((status, text.to_string()))
-}
-
-/// Two registered players paired in the classic blitz pool; returns them in seat order.
-pub async fn paired_at(addr: SocketAddr, a: &str, b: &str) -> (TestClient, TestClient, GameInfo) {
-    let mut ca = TestClient::connect_at(addr).await;
-    ca.register(a).await;
-    let mut cb = TestClient::connect_at(addr).await;
-    cb.register(b).await;
-    ca.join_pool(Variant::CLASSIC, "blitz").await;
-    cb.join_pool(Variant::CLASSIC, "blitz").await;
-    let (game, seat_a) = ca.game_start().await;
-    let (_, seat_b) = cb.game_start().await;
-    assert_ne!(seat_a, seat_b);
-    if seat_a == Seat::One {
-        (ca, cb, game)
-    } else {
-        (cb, ca, game)
-    }
 }
 
 /// Signs in again with `token`; returns the client and the snapshot of the game it is

@@ -78,12 +78,7 @@ impl GameState {
         if self.record.is_some() || !under_way {
             return None;
         }
-        self.phase = Phase::Commit;
-        self.phase_since = now;
-        self.commits = SeatPair::default();
-        self.reveals = SeatPair::default();
-        self.reveal_by = None;
-        self.banks.set_running(self.outstanding(), now);
+        self.clear_round(now);
         Some(self.round)
     }
 

@@ -178,13 +178,19 @@ impl GameState {
         self.start_round(now, out);
     }
 
-    pub(super) fn start_round(&mut self, now: Instant, out: &mut Vec<ServerMsg>) {
+    /// The current round back to its commit phase with nothing committed or revealed, and
+    /// the clocks of the seats that now owe a commitment running.
+    pub(super) fn clear_round(&mut self, now: Instant) {
         self.phase = Phase::Commit;
         self.phase_since = now;
         self.commits = SeatPair::default();
         self.reveals = SeatPair::default();
         self.reveal_by = None;
         self.banks.set_running(self.outstanding(), now);
+    }
+
+    pub(super) fn start_round(&mut self, now: Instant, out: &mut Vec<ServerMsg>) {
+        self.clear_round(now);
         out.push(ServerMsg::RoundStart {
             game_id: self.info.game_id,
             seq: self.next_seq(),
