@@ -20,6 +20,9 @@ pub struct Session {
     pub token: String,
     /// Unix time in milliseconds.
     pub token_expires_at: u64,
+    /// The live game the account holds a seat in: its `snapshot` is the next event
+    /// ([`Client::next_event`]). `None` when not seated (a game it was in has ended).
+    pub game_id: Option<GameId>,
 }
 
 /// What `queued` confirms about the pool joined.
@@ -338,11 +341,13 @@ impl Client {
                 account,
                 token,
                 token_expires_at,
+                game_id,
                 ..
             } => Ok(Session {
                 account,
                 token,
                 token_expires_at,
+                game_id,
             }),
             other => Err(ClientError::unexpected(other)),
         }

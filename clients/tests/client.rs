@@ -30,6 +30,7 @@ fn authenticated(id: u32, name: &str) -> ServerMsg {
         },
         token: "ab".repeat(32),
         token_expires_at: 1,
+        game_id: None,
     }
 }
 
@@ -109,6 +110,31 @@ async fn register_or_login_logs_in_when_the_name_is_taken() {
     let session = session.unwrap();
     assert_eq!(session.account.name, "ann");
     assert_eq!(session.token.len(), 64);
+    assert_eq!(session.game_id, None);
+}
+
+#[tokio::test]
+async fn a_resumed_session_says_which_game_it_is_seated_in() {
+    let (client, mut conn, _server) = connected().await;
+    let game_id = GameId(uuid::Uuid::from_u128(7));
+    let script = async move {
+        let ClientMsg::Resume { id, token } = conn.recv().await else {
+            panic!("expected resume");
+        };
+        assert_eq!(token, "cd".repeat(32));
+        let mut reply = authenticated(id, "ann");
+        if let ServerMsg::Authenticated {
+            game_id: seated, ..
+        } = &mut reply
+        {
+            *seated = Some(game_id);
+        }
+        conn.send(&reply).await;
+        conn
+    };
+    let token = "cd".repeat(32);
+    let (session, _conn) = tokio::join!(client.resume(&token), script);
+    assert_eq!(session.unwrap().game_id, Some(game_id));
 }
 
 #[tokio::test]

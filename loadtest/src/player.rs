@@ -23,10 +23,6 @@ const PASSWORD: &str = "loadtest-password";
 /// How long a player waits for `rating_update` after a rated game it did not draw.
 const RATING_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// After a resume, how long a seated player waits for its game's snapshot before asking
-/// whether it is still seated.
-const ASK_AFTER: Duration = Duration::from_secs(2);
-
 /// Reconnect attempts after a storm before the player gives up (and counts an error).
 const RESUME_ATTEMPTS: u32 = 20;
 
@@ -204,53 +200,47 @@ impl Player {
                 }
             }
         };
-        let ServerMsg::Authenticated { token, .. } = reply else {
+        let ServerMsg::Authenticated { token, game_id, .. } = reply else {
             return Err(ConnError::Unexpected);
         };
         self.token = Some(token);
         if let Some(from) = resumed_from {
             // A dropped connection left the pool; a seat is kept.
             self.queued = false;
-            if self.game.is_some() {
-                self.await_snapshot(&mut conn).await?;
+            match game_id {
+                // Seated: back in the game means its snapshot has arrived.
+                Some(game_id) => {
+                    if self.game.as_ref().map(|g| g.state.game_id()) != Some(game_id) {
+                        // Not the game it knew of: that one ended while it was away.
+                        self.leave_game();
+                    }
+                    self.await_snapshot(&mut conn).await?
+                }
+                // Not seated: a game it was in ended while it was away (its `game_over`
+                // lost with the old socket). It is back, with no game.
+                None => self.leave_game(),
             }
             self.ctx.stats.resume.record(from.elapsed());
         }
         Ok(conn)
     }
 
-    /// Back in the game means its snapshot has arrived (it follows `authenticated` when the
-    /// player is still seated). A game can also have ended while the player was away, its
-    /// `game_over` lost with the old socket: then no snapshot comes, so after a short wait
-    /// the player asks (`sync`), and a refusal means the game is over: back, with no game.
+    /// The snapshot follows `authenticated` at once when the player is seated (it may be
+    /// of a game paired as the old connection dropped, whose `game_start` was lost).
     async fn await_snapshot(&mut self, conn: &mut Conn) -> Result<(), ConnError> {
         let deadline = Instant::now() + Duration::from_secs(15);
-        let mut ask_at = Some(Instant::now() + ASK_AFTER);
         let mut scratch = Vec::new();
-        while let Some(game_id) = self.game.as_ref().map(|g| g.state.game_id()) {
-            let wait_until = ask_at.map_or(deadline, |at| at.min(deadline));
-            let msg = match tokio::time::timeout_at(wait_until, conn.recv()).await {
+        loop {
+            let msg = match tokio::time::timeout_at(deadline, conn.recv()).await {
                 Ok(msg) => msg?,
-                Err(_) if ask_at.take().is_some() => {
-                    match conn.request(|id| ClientMsg::Sync { id, game_id }).await {
-                        Ok(reply) => reply,
-                        // Not seated in it any more: it ended while we were away.
-                        Err(ConnError::Server { .. }) => {
-                            self.leave_game();
-                            break;
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
                 Err(_) => return Err(ConnError::Timeout),
             };
             let snapshot = matches!(msg, ServerMsg::Snapshot { .. });
             self.handle(conn, msg, &mut scratch).await?;
             if snapshot {
-                break;
+                return Ok(());
             }
         }
-        Ok(())
     }
 
     async fn wait_for_return(&mut self) -> Option<Instant> {

@@ -105,3 +105,43 @@ fn a_short_run_completes_games_without_errors() {
         .is_some_and(|h| h.starts_with("elapsed_s,phase,")));
     assert_eq!(lines.count(), samples.len(), "a CSV line per sample");
 }
+
+/// Every player's socket dropped at once halfway through and all resume with their
+/// tokens: some come back to a game still on (a snapshot), some to one that ended while
+/// they were away (`authenticated` says they hold no seat). All must be back, error-free.
+#[test]
+fn a_short_reconnect_storm_brings_every_player_back() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let json = dir.path().join("storm.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_elementals-loadtest"))
+        .args([
+            "--players=200",
+            "--think-ms=100",
+            "--ramp-per-s=400",
+            "--duration=8s",
+            "--reconnect-storm",
+        ])
+        .arg(format!("--json={}", json.display()))
+        .output()
+        .expect("running elementals-loadtest");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the load test failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let text = std::fs::read_to_string(&json).expect("the --json file");
+    let report: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(report["errors"].as_u64(), Some(0), "errors:\n{stdout}");
+    let storm = &report["reconnect_storm"];
+    assert_eq!(storm["players"].as_u64(), Some(200), "{text}");
+    assert_eq!(storm["back"].as_u64(), Some(200), "not all back:\n{stdout}");
+    assert!(
+        storm["in_game_at_drop"].as_u64().is_some_and(|n| n > 0),
+        "nobody was in a game when the storm hit:\n{stdout}"
+    );
+    assert!(
+        report["games_completed"].as_u64().is_some_and(|n| n > 0),
+        "no game completed:\n{stdout}"
+    );
+}

@@ -490,6 +490,11 @@ pub enum ServerMsg {
         token: String,
         /// Unix time in milliseconds.
         token_expires_at: u64,
+        /// The live game this account holds a seat in, whose `snapshot` follows at once;
+        /// `None` when it holds none (a client coming back knows at once whether its
+        /// game is still on). Absent from older servers' frames, which reads as `None`.
+        #[serde(default)]
+        game_id: Option<GameId>,
     },
     Queued {
         id: RequestId,

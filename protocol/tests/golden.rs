@@ -275,6 +275,7 @@ fn session() -> (Vec<Frame>, GameSnapshot) {
             },
             token: TOKEN.into(),
             token_expires_at: STARTED_AT - 10_000 + 30 * 24 * 3_600_000,
+            game_id: None,
         }),
         C(ClientMsg::JoinPool {
             id: 3,
@@ -623,6 +624,20 @@ fn golden_server_frames() {
     assert_pinned_server(&snapshot, GOLDEN_SNAPSHOT);
 }
 
+#[test]
+fn an_authenticated_frame_without_game_id_reads_as_not_seated() {
+    let (frames, _) = session();
+    let old = hex::decode(GOLDEN_AUTHENTICATED_WITHOUT_GAME_ID).unwrap();
+    assert_eq!(
+        decode_server(&old).as_ref(),
+        Ok(server_frame(&frames, "authenticated"))
+    );
+    assert!(matches!(
+        decode_server(&old),
+        Ok(ServerMsg::Authenticated { game_id: None, .. })
+    ));
+}
+
 // Pinned once from the code, checked by eye: a map (0x8_), string keys (0xa_), `type` first.
 const GOLDEN_HELLO: &str = concat!(
     "84a474797065a568656c6c6fa2696401b070726f746f636f6c5f76657273696f",
@@ -657,6 +672,16 @@ const GOLDEN_WELCOME: &str = concat!(
     "73cd4e20af69646c655f74696d656f75745f6d73cdea60",
 );
 const GOLDEN_AUTHENTICATED: &str = concat!(
+    "86a474797065ad61757468656e74696361746564a2696402a76163636f756e74",
+    "86a46e616d65a5616c696365a6726174696e67cb3ff4cccccccccccda5677565",
+    "7374c2a477696e7304a66c6f7373657303a5647261777301a5746f6b656ed940",
+    "3761336339653166376133633965316637613363396531663761336339653166",
+    "3761336339653166376133633965316637613363396531663761336339653166",
+    "b0746f6b656e5f657870697265735f6174cf0000019c115948f0a767616d655f",
+    "6964c0",
+);
+// The same frame as a server sent it before `game_id` existed: a map of 5.
+const GOLDEN_AUTHENTICATED_WITHOUT_GAME_ID: &str = concat!(
     "85a474797065ad61757468656e74696361746564a2696402a76163636f756e74",
     "86a46e616d65a5616c696365a6726174696e67cb3ff4cccccccccccda5677565",
     "7374c2a477696e7304a66c6f7373657303a5647261777301a5746f6b656ed940",

@@ -322,6 +322,7 @@ fn server_examples() -> Vec<ServerMsg> {
             },
             token: "0f".repeat(32),
             token_expires_at: 1_769_817_600_000,
+            game_id: Some(game_id()),
         },
         Queued {
             id: 6,

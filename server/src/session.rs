@@ -4,12 +4,14 @@
 //! The seat a connection acts for is always looked up from its own signed-in account in
 //! the registry, never taken from the message: a connection cannot act for another seat.
 
+use bytes::Bytes;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use elementals_protocol::messages::{Account, ClientMsg, GameId, PlayerInfo, RequestId, ServerMsg};
+use elementals_protocol::wire;
 use elementals_protocol::{ErrorCode, PROTOCOL_VERSION};
 
 use crate::auth::{AuthError, SignedIn};
@@ -533,16 +535,28 @@ impl Session {
             account: account.id,
             token: signed.token.clone(),
         });
-        self.send(ServerMsg::Authenticated {
+        let authenticated = |game_id| ServerMsg::Authenticated {
             id,
             account: account_msg(account),
-            token: signed.token,
+            token: signed.token.clone(),
             token_expires_at: signed.expires_at,
-        });
+            game_id,
+        };
         if let Some((game, seat)) = self.state.registry.seat_of(account.id) {
-            // The game queues the snapshot to this connection itself.
-            let _ = game.player(seat).attach(self.outbox.clone(), None).await;
+            // The game queues `authenticated` (naming it) and the snapshot to this
+            // connection itself, in order with its events. If it has just ended, neither
+            // is queued and the answer below says the account is not seated.
+            let frame = Bytes::from(wire::encode(&authenticated(Some(game.game_id()))));
+            let player = game.player(seat);
+            if player
+                .attach_after(self.outbox.clone(), frame)
+                .await
+                .is_ok()
+            {
+                return Ok(());
+            }
         }
+        self.send(authenticated(None));
         Ok(())
     }
 }

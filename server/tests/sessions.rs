@@ -97,20 +97,23 @@ async fn a_player_reconnecting_within_the_grace_period_continues_the_game() {
     .await;
 
     let mut back = TestClient::connect(&server).await;
-    assert!(matches!(
-        back.resume(&token).await,
-        ServerMsg::Authenticated { .. }
-    ));
-    let snapshot = match back
-        .expect("snapshot", |m| matches!(m, ServerMsg::Snapshot { .. }))
-        .await
-    {
-        ServerMsg::Snapshot { snapshot, seat, .. } => {
+    match back.resume(&token).await {
+        ServerMsg::Authenticated { game_id, .. } => assert_eq!(game_id, Some(g)),
+        other => panic!("{other:?}"),
+    }
+    // The snapshot is the very next frame.
+    let snapshot = match back.recv().await {
+        ServerMsg::Snapshot {
+            id: None,
+            snapshot,
+            seat,
+        } => {
             assert_eq!(seat, Some(Seat::One));
             snapshot
         }
-        _ => unreachable!(),
+        other => panic!("{other:?}"),
     };
+    assert_eq!(snapshot.game.game_id, g);
     assert_eq!(snapshot.round, 2);
     assert_eq!(snapshot.rounds.len(), 1);
     two.expect("presence back", |m| {
@@ -124,6 +127,45 @@ async fn a_player_reconnecting_within_the_grace_period_continues_the_game() {
     })
     .await;
     play_round(&mut back, &mut two, g, 2, (1, 2)).await;
+}
+
+#[tokio::test]
+async fn a_player_whose_game_ended_while_away_is_told_at_sign_in() {
+    let server = start_server().await;
+    let (one, mut two, game) = paired_players(&server, "ivan1", "jill1").await;
+    let token = one.token.clone().unwrap();
+    one.close().await;
+    two.expect("presence away", |m| {
+        matches!(
+            m,
+            ServerMsg::Presence {
+                connected: false,
+                ..
+            }
+        )
+    })
+    .await;
+    let id = two.id();
+    assert_ok(
+        &two.request(ClientMsg::Resign {
+            id,
+            game_id: game.game_id,
+        })
+        .await,
+    );
+    two.expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+        .await;
+
+    let mut back = TestClient::connect(&server).await;
+    match back.resume(&token).await {
+        ServerMsg::Authenticated { game_id, .. } => assert_eq!(game_id, None),
+        other => panic!("{other:?}"),
+    }
+    // No snapshot follows: the next frame is the answer to the next request.
+    let id = back.id();
+    back.send(&ClientMsg::Ping { id }).await;
+    let r = back.recv().await;
+    assert!(matches!(r, ServerMsg::Pong { .. }), "{r:?}");
 }
 
 #[tokio::test]
@@ -149,7 +191,10 @@ async fn a_restarted_server_keeps_accounts_ratings_and_records() {
     let server = server.restart().await;
     let mut c = TestClient::connect(&server).await;
     match c.resume(&token).await {
-        ServerMsg::Authenticated { account, .. } => {
+        ServerMsg::Authenticated {
+            account, game_id, ..
+        } => {
+            assert_eq!(game_id, None);
             assert_eq!(account.name, winner);
             assert_eq!(account.rating, 1.5);
             assert_eq!(account.wins, 1);

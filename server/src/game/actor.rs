@@ -162,12 +162,16 @@ impl Actor {
                 seat,
                 outbox,
                 request_id,
+                prelude,
                 reply,
             } => {
                 self.state.attach(seat, now, &mut out);
                 // The new connection learns of its own arrival from the snapshot it gets.
                 self.emit(out, received).await;
                 let snapshot = self.snapshot();
+                if let Some(frame) = prelude {
+                    let _ = outbox.send(frame);
+                }
                 queue_snapshot(&outbox, request_id, &snapshot, Some(seat));
                 lock(&self.shared).fanout.set_player(seat, Some(outbox));
                 let _ = reply.send(Ok(snapshot));

@@ -1,6 +1,7 @@
 //! Handles to a game actor. A player's handle is bound to one seat and can only act for
 //! it; a spectator's handle can only watch. Both wrap the same bounded command channel.
 
+use bytes::Bytes;
 use elementals_protocol::messages::{GameId, GameSnapshot, RequestId};
 use elementals_protocol::rules::{Element, Seat};
 use elementals_protocol::ErrorCode;
@@ -61,6 +62,9 @@ pub enum GameCmd {
         seat: Seat,
         outbox: Outbox,
         request_id: Option<RequestId>,
+        /// A frame queued just before the snapshot: the session's `authenticated`, which
+        /// names this game, so that the two arrive together or not at all.
+        prelude: Option<Bytes>,
         reply: Reply<GameSnapshot>,
     },
     /// A player's connection went away (ignored unless `conn_id` is the attached one).
@@ -167,12 +171,32 @@ impl PlayerHandle {
         outbox: Outbox,
         request_id: Option<RequestId>,
     ) -> Result<GameSnapshot, GameError> {
+        self.attach_with(outbox, request_id, None).await
+    }
+
+    /// `attach`, with `prelude` queued to `outbox` just before the snapshot. If the game is
+    /// gone, neither is queued.
+    pub async fn attach_after(
+        &self,
+        outbox: Outbox,
+        prelude: Bytes,
+    ) -> Result<GameSnapshot, GameError> {
+        self.attach_with(outbox, None, Some(prelude)).await
+    }
+
+    async fn attach_with(
+        &self,
+        outbox: Outbox,
+        request_id: Option<RequestId>,
+        prelude: Option<Bytes>,
+    ) -> Result<GameSnapshot, GameError> {
         let seat = self.seat;
         self.game
             .request(|reply| GameCmd::Attach {
                 seat,
                 outbox,
                 request_id,
+                prelude,
                 reply,
             })
             .await
