@@ -48,6 +48,14 @@ const LINGER: Duration = Duration::from_secs(10);
 /// Spectator counts go to the players at most this often.
 const SPECTATOR_BATCH: Duration = Duration::from_secs(1);
 
+/// How long events other than a round's result and the game's end may wait for the next
+/// ones before going to spectators, so that a round's reveals and its result (which follow
+/// each other within milliseconds) reach them as one write. Players never wait.
+const SPECTATOR_COALESCE: Duration = Duration::from_millis(50);
+
+/// Spectators brought up to date between two looks at the game's commands.
+const SPECTATOR_CHUNK: usize = 256;
+
 struct Actor {
     game_id: GameId,
     state: GameState,
@@ -64,6 +72,10 @@ struct Actor {
     announce_at: Option<Instant>,
     /// The count the players last heard.
     announced: u32,
+    /// When the spectators' backlog is due to be delivered (see `SPECTATOR_COALESCE`).
+    deliver_at: Option<Instant>,
+    /// A delivery to spectators is under way (one chunk per turn of the loop).
+    delivering: bool,
 }
 
 impl Actor {
@@ -83,6 +95,9 @@ impl Actor {
                 // judged by the clock at the moment it is handled.
                 cmd = self.rx.recv(), if self.rx_open => self.on_cmd(cmd).await,
                 () = sleep_until_some(deadline) => self.on_deadline().await,
+                // Spectators when nothing above is waiting, a chunk at a time.
+                () = std::future::ready(()), if self.delivering => self.deliver_chunk().await,
+                () = sleep_until_some(self.deliver_at) => self.start_delivery(),
                 () = sleep_until_some(self.announce_at) => self.announce_spectators(),
             }
         }
@@ -123,10 +138,13 @@ impl Actor {
                 // At shutdown, stop lingering once the record is written.
                 () = stop.cancelled(), if written => break,
                 cmd = self.rx.recv(), if self.rx_open => self.on_cmd(cmd).await,
+                () = std::future::ready(()), if self.delivering => self.deliver_chunk().await,
+                () = sleep_until_some(self.deliver_at) => self.start_delivery(),
                 () = sleep_until_some(self.announce_at) => self.announce_spectators(),
                 () = sleep_until(linger_until), if written => break,
             }
         }
+        self.deliver_all();
         let spectators = std::mem::take(&mut lock(&self.shared).fanout).spectator_count();
         spectators_left(&self.services, spectators);
     }
@@ -281,26 +299,27 @@ impl Actor {
             .map(|e| Bytes::from(wire::encode(e)))
             .collect();
         let now = Instant::now().into_std();
-        let (delivery, spectators) = {
+        let (queued, spectators, backlog) = {
             let mut shared = lock(&self.shared);
-            let count = shared.fanout.spectator_count();
-            let state = &self.state;
-            let resync = || {
-                Bytes::from(wire::encode(&ServerMsg::Snapshot {
-                    id: None,
-                    snapshot: state.snapshot(now, count),
-                    seat: None,
-                }))
-            };
-            let delivery = shared.fanout.broadcast(&frames, resync);
-            shared.mirror(state, now);
-            (delivery, shared.fanout.spectator_count())
+            let queued = shared.fanout.broadcast(&frames);
+            shared.mirror(&self.state, now);
+            let backlog = shared.fanout.has_backlog();
+            (queued, shared.fanout.spectator_count(), backlog)
         };
         let metrics = Arc::clone(&self.services.metrics);
-        metrics.messages_out.fetch_add(delivery.queued, Relaxed);
-        if delivery.removed > 0 {
-            spectators_left(&self.services, delivery.removed);
-            self.spectators_changed();
+        metrics.messages_out.fetch_add(queued, Relaxed);
+        if backlog {
+            let urgent = events.iter().any(|e| {
+                matches!(
+                    e,
+                    ServerMsg::RoundResult { .. } | ServerMsg::GameOver { .. }
+                )
+            });
+            if urgent {
+                self.start_delivery();
+            } else if !self.delivering && self.deliver_at.is_none() {
+                self.deliver_at = Some(Instant::now() + SPECTATOR_COALESCE);
+            }
         }
         let resolved = events
             .iter()
@@ -314,6 +333,62 @@ impl Actor {
                 self.services.registry.update_summary(summary);
             }
         }
+    }
+
+    fn start_delivery(&mut self) {
+        self.deliver_at = None;
+        self.delivering = true;
+    }
+
+    /// Brings the next chunk of spectators up to date, then lets other tasks run (the
+    /// connections just handed frames, and the players' next moves).
+    async fn deliver_chunk(&mut self) {
+        let delivery = self.deliver(SPECTATOR_CHUNK);
+        if delivery.done {
+            self.delivering = false;
+        } else {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Delivers the whole backlog at once (the game's task is ending).
+    fn deliver_all(&mut self) {
+        self.deliver(usize::MAX);
+        self.delivering = false;
+        self.deliver_at = None;
+    }
+
+    /// One delivery step of `chunk` spectators, or of the whole backlog for `usize::MAX`.
+    fn deliver(&mut self, chunk: usize) -> fanout::Delivery {
+        let now = Instant::now().into_std();
+        let delivery = {
+            let mut shared = lock(&self.shared);
+            let count = shared.fanout.spectator_count();
+            let state = &self.state;
+            // A spectator that fell behind gets the game as it is now, which covers every
+            // frame of the backlog.
+            let resync = || {
+                Bytes::from(wire::encode(&ServerMsg::Snapshot {
+                    id: None,
+                    snapshot: state.snapshot(now, count),
+                    seat: None,
+                }))
+            };
+            if chunk == usize::MAX {
+                shared.fanout.deliver_all(resync)
+            } else {
+                shared.fanout.deliver(chunk, resync)
+            }
+        };
+        self.services
+            .metrics
+            .messages_out
+            .fetch_add(delivery.queued, Relaxed);
+        if delivery.removed > 0 {
+            spectators_left(&self.services, delivery.removed);
+            self.spectators_changed();
+        }
+        delivery
     }
 
     fn snapshot(&self) -> GameSnapshot {

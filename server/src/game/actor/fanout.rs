@@ -3,8 +3,18 @@
 //! Every frame is encoded once by the caller and cloned (a reference count) per recipient.
 //! Nothing here waits: a player whose outbox is full has its connection killed (it gets a
 //! snapshot when it comes back); a spectator whose outbox is full stops receiving events and
-//! is offered a fresh snapshot with each later batch instead, until one fits or it has failed
-//! [`MAX_RESYNC_ATTEMPTS`] times in a row and is dropped.
+//! is offered a fresh snapshot with each later delivery instead, until one fits or it has
+//! failed [`MAX_RESYNC_ATTEMPTS`] times in a row and is dropped.
+//!
+//! Players get each batch at once. Spectators get it from a backlog that the actor works
+//! through in passes of at most a chunk of spectators at a time (`deliver`), yielding
+//! between chunks: ten thousand spectators then cost the players' next event a chunk's worth
+//! of waiting, not ten thousand wake-ups, and events that arrive while a pass is under way
+//! reach the rest of that pass together (one write per spectator). Each spectator knows how
+//! far into the stream it is, so however passes and batches interleave, it gets every frame
+//! once and in order.
+
+use std::collections::VecDeque;
 
 use bytes::Bytes;
 use elementals_protocol::messages::SeatPair;
@@ -12,7 +22,8 @@ use elementals_protocol::rules::Seat;
 
 use crate::outbox::{Outbox, SendError};
 
-/// Consecutive batches a lagging spectator may fail to take a snapshot before it is dropped.
+/// Consecutive deliveries a lagging spectator may fail to take a snapshot before it is
+/// dropped.
 pub(in crate::game) const MAX_RESYNC_ATTEMPTS: u8 = 3;
 
 #[derive(Debug)]
@@ -20,21 +31,30 @@ struct Spectator {
     outbox: Outbox,
     /// `Some(failed resyncs)` while it is behind; it then gets snapshots, not events.
     lagging: Option<u8>,
+    /// The number, in the game's stream of spectator frames, of the next frame it needs.
+    next: u64,
 }
 
-/// What one broadcast did.
+/// What one delivery did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(in crate::game) struct Delivery {
     /// Frames queued, counting each recipient.
     pub queued: u64,
     /// Spectators removed (gone, or dropped for lagging).
     pub removed: u32,
+    /// Whether every spectator now has every frame (the backlog is empty).
+    pub done: bool,
 }
 
 #[derive(Debug, Default)]
 pub(in crate::game) struct Fanout {
     players: SeatPair<Option<Outbox>>,
     spectators: Vec<Spectator>,
+    /// Frames not yet queued to every spectator: frame number `base + i` is `backlog[i]`.
+    backlog: VecDeque<Bytes>,
+    base: u64,
+    /// The next spectator of the pass under way.
+    cursor: usize,
 }
 
 impl Fanout {
@@ -47,21 +67,29 @@ impl Fanout {
         self.players.get(seat).as_ref().map(Outbox::conn_id)
     }
 
-    /// Adds a spectator; a connection already watching is replaced. Returns whether the
+    /// Adds a spectator that has been sent a snapshot of the game as it is now (so it needs
+    /// none of the backlog); a connection already watching is replaced. Returns whether the
     /// count grew.
     pub fn add_spectator(&mut self, outbox: Outbox) -> bool {
         let existed = self.remove_spectator(outbox.conn_id());
         self.spectators.push(Spectator {
             outbox,
             lagging: None,
+            next: self.end(),
         });
         !existed
     }
 
     pub fn remove_spectator(&mut self, conn_id: u64) -> bool {
-        let before = self.spectators.len();
-        self.spectators.retain(|s| s.outbox.conn_id() != conn_id);
-        self.spectators.len() != before
+        let Some(at) = self
+            .spectators
+            .iter()
+            .position(|s| s.outbox.conn_id() == conn_id)
+        else {
+            return false;
+        };
+        self.remove_at(at);
+        true
     }
 
     pub fn spectator_count(&self) -> u32 {
@@ -78,27 +106,101 @@ impl Fanout {
             .sum()
     }
 
-    /// Queues a batch of numbered events to both players and every spectator in step;
-    /// `resync` encodes a snapshot (taken after the batch) for spectators that are behind,
-    /// and is called at most once.
-    pub fn broadcast(&mut self, frames: &[Bytes], mut resync: impl FnMut() -> Bytes) -> Delivery {
-        let mut delivery = Delivery::default();
+    /// Queues a batch of numbered events to both players now, and puts it on the
+    /// spectators' backlog for `deliver`. Returns the frames queued.
+    pub fn broadcast(&mut self, frames: &[Bytes]) -> u64 {
+        let mut queued = 0;
         for frame in frames {
-            delivery.queued += self.to_players(frame);
+            queued += self.to_players(frame);
         }
+        if !self.spectators.is_empty() {
+            self.backlog.extend(frames.iter().cloned());
+        } else {
+            // Nobody to wait for: the stream moves on without a backlog.
+            self.base += frames.len() as u64;
+        }
+        queued
+    }
+
+    /// Whether some spectator still lacks some frame.
+    pub fn has_backlog(&self) -> bool {
+        !self.backlog.is_empty()
+    }
+
+    /// Brings up to `chunk` spectators, from where the pass under way stands, up to date;
+    /// `resync` encodes a snapshot of the game as it is now (after every frame of the
+    /// backlog) for spectators that are behind, and is called at most once.
+    pub fn deliver(&mut self, chunk: usize, mut resync: impl FnMut() -> Bytes) -> Delivery {
+        let mut delivery = Delivery::default();
+        let end = self.end();
         let mut snapshot: Option<Bytes> = None;
-        self.spectators.retain_mut(|s| {
+        let mut served = 0;
+        while served < chunk && self.cursor < self.spectators.len() {
+            served += 1;
+            let s = &mut self.spectators[self.cursor];
+            if s.next >= end {
+                self.cursor += 1;
+                continue;
+            }
             let keep = match s.lagging {
-                None => send_events(s, frames, &mut delivery.queued),
+                None => {
+                    let from = usize::try_from(s.next - self.base).unwrap_or(usize::MAX);
+                    send_events(s, self.backlog.range(from..), &mut delivery.queued)
+                }
                 Some(_) => {
                     let frame = snapshot.get_or_insert_with(&mut resync);
                     send_resync(s, frame, &mut delivery.queued)
                 }
             };
-            delivery.removed += u32::from(!keep);
-            keep
-        });
+            s.next = end;
+            if keep {
+                self.cursor += 1;
+            } else {
+                self.spectators.remove(self.cursor);
+                delivery.removed += 1;
+            }
+        }
+        if self.cursor >= self.spectators.len() {
+            self.cursor = 0;
+            if self.spectators.iter().all(|s| s.next >= end) {
+                // Everyone has everything: the backlog can go.
+                self.base = end;
+                self.backlog.clear();
+            }
+        }
+        delivery.done = self.backlog.is_empty();
         delivery
+    }
+
+    /// Delivers the whole backlog now (a game that is stopping).
+    pub fn deliver_all(&mut self, mut resync: impl FnMut() -> Bytes) -> Delivery {
+        let mut total = Delivery::default();
+        loop {
+            let delivery = self.deliver(usize::MAX, &mut resync);
+            total.queued += delivery.queued;
+            total.removed += delivery.removed;
+            if delivery.done {
+                total.done = true;
+                return total;
+            }
+        }
+    }
+
+    /// The number the next frame of the stream will have.
+    fn end(&self) -> u64 {
+        self.base + self.backlog.len() as u64
+    }
+
+    fn remove_at(&mut self, at: usize) {
+        self.spectators.remove(at);
+        if at < self.cursor {
+            self.cursor -= 1;
+        }
+        if self.spectators.is_empty() {
+            self.base = self.end();
+            self.backlog.clear();
+            self.cursor = 0;
+        }
     }
 }
 
@@ -114,8 +216,12 @@ fn send_to_player(outbox: &Outbox, frame: &Bytes) -> bool {
     }
 }
 
-/// Sends the batch to a spectator in step; returns whether to keep it.
-fn send_events(s: &mut Spectator, frames: &[Bytes], queued: &mut u64) -> bool {
+/// Sends frames to a spectator in step; returns whether to keep it.
+fn send_events<'a>(
+    s: &mut Spectator,
+    frames: impl Iterator<Item = &'a Bytes>,
+    queued: &mut u64,
+) -> bool {
     for frame in frames {
         match s.outbox.send(frame.clone()) {
             Ok(()) => *queued += 1,
@@ -147,5 +253,109 @@ fn send_resync(s: &mut Spectator, snapshot: &Bytes, queued: &mut u64) -> bool {
             true
         }
         Err(SendError::Closed) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outbox::Outbound;
+    use tokio::sync::mpsc;
+
+    fn frame(n: u8) -> Bytes {
+        Bytes::from(vec![n])
+    }
+
+    fn spectator(fanout: &mut Fanout, id: u64) -> mpsc::Receiver<Outbound> {
+        let (outbox, rx) = Outbox::new(id, 64);
+        fanout.add_spectator(outbox);
+        rx
+    }
+
+    fn received(rx: &mut mpsc::Receiver<Outbound>) -> Vec<u8> {
+        std::iter::from_fn(|| match rx.try_recv() {
+            Ok(Outbound::Frame(b)) => Some(b[0]),
+            _ => None,
+        })
+        .collect()
+    }
+
+    fn no_resync() -> Bytes {
+        panic!("nobody is lagging")
+    }
+
+    #[test]
+    fn batches_arriving_mid_pass_reach_every_spectator_once_and_in_order() {
+        let mut fanout = Fanout::default();
+        let mut rxs: Vec<_> = (0..5).map(|id| spectator(&mut fanout, id)).collect();
+        fanout.broadcast(&[frame(1)]);
+        // Two spectators get frame 1; then frame 2 comes.
+        assert!(!fanout.deliver(2, no_resync).done);
+        fanout.broadcast(&[frame(2), frame(3)]);
+        // The rest of the pass gets 1, 2 and 3 together; a second pass brings the first
+        // two up to date.
+        let mut deliveries = 0;
+        loop {
+            deliveries += 1;
+            if fanout.deliver(2, no_resync).done {
+                break;
+            }
+            assert!(deliveries < 10, "the backlog never empties");
+        }
+        for rx in &mut rxs {
+            assert_eq!(received(rx), [1, 2, 3]);
+        }
+        assert!(!fanout.has_backlog());
+    }
+
+    #[test]
+    fn a_spectator_joining_mid_pass_gets_only_what_follows_its_snapshot() {
+        let mut fanout = Fanout::default();
+        let mut first = spectator(&mut fanout, 1);
+        let _second = spectator(&mut fanout, 2);
+        fanout.broadcast(&[frame(1)]);
+        assert!(!fanout.deliver(1, no_resync).done);
+        let mut late = spectator(&mut fanout, 3);
+        fanout.broadcast(&[frame(2)]);
+        fanout.deliver_all(no_resync);
+        assert_eq!(received(&mut first), [1, 2]);
+        assert_eq!(received(&mut late), [2]);
+    }
+
+    #[test]
+    fn removing_a_spectator_mid_pass_skips_nobody() {
+        let mut fanout = Fanout::default();
+        let mut rxs: Vec<_> = (0..4).map(|id| spectator(&mut fanout, id)).collect();
+        fanout.broadcast(&[frame(7)]);
+        assert!(!fanout.deliver(2, no_resync).done);
+        assert!(fanout.remove_spectator(0));
+        assert!(fanout.deliver(10, no_resync).done);
+        for rx in &mut rxs[1..] {
+            assert_eq!(received(rx), [7]);
+        }
+        // The last spectator leaving clears the backlog.
+        fanout.broadcast(&[frame(8)]);
+        for id in 1..4 {
+            fanout.remove_spectator(id);
+        }
+        assert!(!fanout.has_backlog());
+    }
+
+    #[test]
+    fn a_full_spectator_is_resynced_with_a_snapshot_of_now() {
+        let mut fanout = Fanout::default();
+        let (outbox, mut rx) = Outbox::new(9, 1);
+        fanout.add_spectator(outbox);
+        fanout.broadcast(&[frame(1), frame(2)]);
+        // Frame 1 fits, frame 2 does not: it is lagging.
+        assert!(fanout.deliver_all(no_resync).done);
+        assert_eq!(received(&mut rx), [1]);
+        fanout.broadcast(&[frame(3)]);
+        let delivery = fanout.deliver_all(|| frame(99));
+        assert_eq!(delivery.queued, 1);
+        assert_eq!(received(&mut rx), [99]);
+        fanout.broadcast(&[frame(4)]);
+        fanout.deliver_all(no_resync);
+        assert_eq!(received(&mut rx), [4]);
     }
 }

@@ -72,6 +72,8 @@ fn launch(
         finished: finished_game(&setup),
         announce_at: None,
         announced: 0,
+        deliver_at: None,
+        delivering: false,
     };
     let task = services.tasks.spawn(actor.run(first));
     services.tasks.spawn(supervisor::supervise(

@@ -90,11 +90,10 @@ pub(in crate::game) async fn supervise(
                 },
             };
             let frame = Bytes::from(wire::encode(&over));
-            // A lagging spectator gets the GameOver itself in place of a snapshot.
-            queued = shared
-                .fanout
-                .broadcast(std::slice::from_ref(&frame), || frame.clone())
-                .queued;
+            // Spectators get what the game had left for them, then the end; a lagging
+            // one gets the GameOver itself in place of a snapshot.
+            queued = shared.fanout.broadcast(std::slice::from_ref(&frame));
+            queued += shared.fanout.deliver_all(|| frame.clone()).queued;
             Some(GameRecord {
                 game_id,
                 variant: setup.variant,

@@ -102,7 +102,7 @@ async fn spectator_counts_are_batched() {
 async fn a_spectator_that_stops_reading_is_resynced_or_dropped_and_never_slows_players() {
     let h = Harness::new().await;
     let mut game = h.start(0, TC).await;
-    // `stuck` never reads; `slow` holds two frames and catches up between rounds.
+    // `stuck` never reads; `slow` holds two frames and catches up when it reads.
     // Each outbox holds the queued snapshot plus the capacity named here.
     let stuck = Inbox::new(1 + 1);
     let mut slow = Inbox::new(1 + 2);
@@ -113,36 +113,85 @@ async fn a_spectator_that_stops_reading_is_resynced_or_dropped_and_never_slows_p
             .await
             .unwrap();
     }
+    // Round 1 reaches spectators in one delivery (its events come together); it overflows
+    // both outboxes, so both fall behind.
     game.play(1, 1, 2).await;
+    let watched = [slow.next().await, slow.next().await, slow.next().await];
+    assert!(matches!(watched[0], ServerMsg::Snapshot { .. }));
+    assert_eq!(seqs(&watched[1..]).len(), 2);
+    assert_eq!(slow.drain(), []);
     assert!(!stuck.outbox.kill_token().is_cancelled());
-    slow.drain();
 
-    // Round 2's first event: `stuck` fails its third resync and is dropped; `slow` is
-    // offered a snapshot that includes that event, and then follows events again.
+    // The next delivery (round 2's first event, once the coalescing wait has passed;
+    // paused time runs on to it) offers both a snapshot: `slow` takes it, `stuck` fails.
     game.one.commit(2, 1).await.unwrap();
-    assert!(stuck.outbox.kill_token().is_cancelled());
-    let resync = match slow.drain().as_slice() {
-        [ServerMsg::Snapshot {
+    let resync = match slow.next().await {
+        ServerMsg::Snapshot {
             id: None,
             snapshot,
             seat: None,
-        }] => snapshot.clone(),
-        other => panic!("expected one snapshot, got {other:?}"),
+        } => snapshot,
+        other => panic!("expected a snapshot, got {other:?}"),
     };
     assert!(resync.committed.one);
+    // `slow` follows events again; `stuck` fails its second resync.
     game.two.commit(2, 2).await.unwrap();
-    let caught_up = slow.drain();
+    let caught_up = [slow.next().await, slow.next().await];
     assert_eq!(seqs(&caught_up), [resync.seq + 1, resync.seq + 2]);
+    assert!(!stuck.outbox.kill_token().is_cancelled());
+    // The third failed resync drops `stuck`.
+    game.one.reveal(2, 1).await.unwrap();
+    stuck.outbox.kill_token().cancelled().await;
+    assert_eq!(seqs(&[slow.next().await]), [resync.seq + 3]);
 
     // The players missed nothing and were never cut off.
     let one = game.one.drain();
     let expected: Vec<u64> = (seqs(&one)[0]..).take(one.len()).collect();
     assert_eq!(seqs(&one), expected);
-    assert_eq!(*seqs(&one).last().unwrap(), resync.seq + 2);
+    assert_eq!(*seqs(&one).last().unwrap(), resync.seq + 3);
     assert!(!game.one.inbox.outbox.kill_token().is_cancelled());
     assert!(!game.two.inbox.outbox.kill_token().is_cancelled());
     assert_eq!(h.metrics().spectators.load(Relaxed), 1);
     advance(Duration::from_secs(1)).await;
     let _ = game.snapshot().await;
     assert_eq!(counts(&game.two.drain()), [1]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn spectators_get_a_rounds_moves_together_and_its_result_without_waiting() {
+    let h = Harness::new().await;
+    let mut game = h.start(0, TC).await;
+    // More spectators than one chunk of a delivery.
+    let mut watchers: Vec<Inbox> = (0..600).map(|_| Inbox::new(64)).collect();
+    for w in &mut watchers {
+        game.handle
+            .spectator()
+            .watch(w.outbox.clone(), None)
+            .await
+            .unwrap();
+        assert!(matches!(w.next().await, ServerMsg::Snapshot { .. }));
+    }
+    let start = tokio::time::Instant::now();
+    game.one.commit(1, 5).await.unwrap();
+    // The players have it at once; spectators not yet (it may be joined by what follows).
+    assert_eq!(seqs(&game.two.drain()).len(), 1);
+    assert_eq!(watchers[0].drain(), []);
+    game.two.commit(1, 2).await.unwrap();
+    game.one.reveal(1, 5).await.unwrap();
+    game.two.reveal(1, 2).await.unwrap();
+    let players: Vec<u64> = seqs(&game.one.drain());
+    // The result goes out without the coalescing wait, with everything before it, to
+    // every spectator once and in order.
+    for w in &mut watchers {
+        let mut got = Vec::new();
+        while got.len() < players.len() {
+            got.push(w.next().await);
+        }
+        assert_eq!(seqs(&got), players);
+        assert!(got
+            .iter()
+            .any(|m| matches!(m, ServerMsg::RoundResult { .. })));
+        assert_eq!(w.drain(), []);
+    }
+    assert_eq!(tokio::time::Instant::now(), start);
 }
