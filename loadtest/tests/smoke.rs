@@ -4,32 +4,42 @@
 
 use std::process::Command;
 
-#[test]
-fn a_short_run_completes_games_without_errors() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let json = dir.path().join("smoke.json");
-    let csv = dir.path().join("samples.csv");
+/// Runs the load generator with `args` and `--json` into `dir`: the report, its text and
+/// the run's standard output. The run itself must succeed.
+fn run(dir: &tempfile::TempDir, args: &[&str]) -> (serde_json::Value, String, String) {
+    let json = dir.path().join("report.json");
     let output = Command::new(env!("CARGO_BIN_EXE_elementals-loadtest"))
-        .args([
-            "--players=200",
-            "--spectators=20",
-            "--think-ms=100",
-            "--ramp-per-s=400",
-            "--duration=10s",
-            "--sample-every=2s",
-        ])
+        .args(args)
         .arg(format!("--json={}", json.display()))
-        .arg(format!("--samples-csv={}", csv.display()))
         .output()
         .expect("running elementals-loadtest");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
         "the load test failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     let text = std::fs::read_to_string(&json).expect("the --json file");
-    let report: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let report = serde_json::from_str(&text).expect("valid JSON");
+    (report, text, stdout)
+}
+
+#[test]
+fn a_short_run_completes_games_without_errors() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let csv = dir.path().join("samples.csv");
+    let (report, text, stdout) = run(
+        &dir,
+        &[
+            "--players=200",
+            "--spectators=20",
+            "--think-ms=100",
+            "--ramp-per-s=400",
+            "--duration=10s",
+            "--sample-every=2s",
+            &format!("--samples-csv={}", csv.display()),
+        ],
+    );
     let count = |key: &str| {
         report[key]
             .as_u64()
@@ -112,26 +122,16 @@ fn a_short_run_completes_games_without_errors() {
 #[test]
 fn a_short_reconnect_storm_brings_every_player_back() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let json = dir.path().join("storm.json");
-    let output = Command::new(env!("CARGO_BIN_EXE_elementals-loadtest"))
-        .args([
+    let (report, text, stdout) = run(
+        &dir,
+        &[
             "--players=200",
             "--think-ms=100",
             "--ramp-per-s=400",
             "--duration=8s",
             "--reconnect-storm",
-        ])
-        .arg(format!("--json={}", json.display()))
-        .output()
-        .expect("running elementals-loadtest");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the load test failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        ],
     );
-    let text = std::fs::read_to_string(&json).expect("the --json file");
-    let report: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
     assert_eq!(report["errors"].as_u64(), Some(0), "errors:\n{stdout}");
     let storm = &report["reconnect_storm"];
     assert_eq!(storm["players"].as_u64(), Some(200), "{text}");

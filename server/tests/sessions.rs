@@ -85,16 +85,7 @@ async fn a_player_reconnecting_within_the_grace_period_continues_the_game() {
     play_round(&mut one, &mut two, g, 1, (5, 2)).await;
     let token = one.token.clone().unwrap();
     one.close().await;
-    two.expect("presence away", |m| {
-        matches!(
-            m,
-            ServerMsg::Presence {
-                connected: false,
-                ..
-            }
-        )
-    })
-    .await;
+    presence(&mut two, false).await;
 
     let mut back = TestClient::connect(&server).await;
     match back.resume(&token).await {
@@ -116,16 +107,7 @@ async fn a_player_reconnecting_within_the_grace_period_continues_the_game() {
     assert_eq!(snapshot.game.game_id, g);
     assert_eq!(snapshot.round, 2);
     assert_eq!(snapshot.rounds.len(), 1);
-    two.expect("presence back", |m| {
-        matches!(
-            m,
-            ServerMsg::Presence {
-                connected: true,
-                ..
-            }
-        )
-    })
-    .await;
+    presence(&mut two, true).await;
     play_round(&mut back, &mut two, g, 2, (1, 2)).await;
 }
 
@@ -135,16 +117,7 @@ async fn a_player_whose_game_ended_while_away_is_told_at_sign_in() {
     let (one, mut two, game) = paired_players(&server, "ivan1", "jill1").await;
     let token = one.token.clone().unwrap();
     one.close().await;
-    two.expect("presence away", |m| {
-        matches!(
-            m,
-            ServerMsg::Presence {
-                connected: false,
-                ..
-            }
-        )
-    })
-    .await;
+    presence(&mut two, false).await;
     let id = two.id();
     assert_ok(
         &two.request(ClientMsg::Resign {
@@ -241,4 +214,14 @@ async fn http_health_and_metrics() {
     assert!(body.contains("elementals_result_latency_seconds_bucket"));
     let (status, _) = server.http_get("/api/players/nobody").await;
     assert_eq!(status, 404);
+}
+
+/// Waits for the opponent's `presence` to say `connected`.
+async fn presence(client: &mut TestClient, connected: bool) {
+    client
+        .expect(
+            "presence",
+            |m| matches!(m, ServerMsg::Presence { connected: c, .. } if *c == connected),
+        )
+        .await;
 }
