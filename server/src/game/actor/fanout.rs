@@ -127,7 +127,7 @@ impl Fanout {
         !self.backlog.is_empty()
     }
 
-    /// Brings up to `chunk` spectators, from where the pass under way stands, up to date;
+    /// Brings up to `chunk` more spectators, from where the pass under way stands, up to date;
     /// `resync` encodes a snapshot of the game as it is now (after every frame of the
     /// backlog) for spectators that are behind, and is called at most once.
     pub fn deliver(&mut self, chunk: usize, mut resync: impl FnMut() -> Bytes) -> Delivery {
@@ -136,12 +136,13 @@ impl Fanout {
         let mut snapshot: Option<Bytes> = None;
         let mut served = 0;
         while served < chunk && self.cursor < self.spectators.len() {
-            served += 1;
             let s = &mut self.spectators[self.cursor];
             if s.next >= end {
+                // Up to date already (passing it over costs nothing worth a chunk).
                 self.cursor += 1;
                 continue;
             }
+            served += 1;
             let keep = match s.lagging {
                 None => {
                     let from = usize::try_from(s.next - self.base).unwrap_or(usize::MAX);
