@@ -4,6 +4,7 @@
 //! writer drains the connection's outbox, sends heartbeats and closes with a meaningful
 //! code. When one side ends, the other is stopped.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering::Relaxed;
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
-use elementals_protocol::messages::ServerMsg;
+use elementals_protocol::messages::{ClientMsg, ServerMsg};
 use elementals_protocol::wire::{self, DecodeError};
 use elementals_protocol::ErrorCode;
 use futures::stream::{SplitSink, SplitStream};
@@ -76,7 +77,21 @@ impl RateLimit {
 /// Messages refused for rate in a row before the connection is closed with 1008.
 const RATE_STRIKES_BEFORE_CLOSE: u32 = 20;
 
-pub async fn serve(socket: WebSocket, state: Arc<AppState>, peer: SocketAddr) {
+/// Serves one upgraded WebSocket until it closes; `held` (the connection's admission
+/// permits) is released after the writer has stopped.
+///
+/// The connection is set up (outbox, writer task, session) before the future is returned,
+/// and that future is an `async` block rather than an `async fn`: it is the state of every
+/// open connection's task for as long as the connection lives, and an `async fn` keeps a
+/// second copy of each argument in it (the WebSocket alone is 368 bytes). Together with
+/// the boxed message handling in `read_loop` this keeps an idle connection's task small
+/// (BENCHMARKS.md, density).
+pub fn serve<H: Send + 'static>(
+    socket: WebSocket,
+    state: Arc<AppState>,
+    peer: SocketAddr,
+    held: H,
+) -> impl Future<Output = ()> + Send + 'static {
     let conn_id = state.next_conn_id.fetch_add(1, Relaxed);
     let (outbox, rx) = Outbox::new(conn_id, OUTBOX_CAPACITY);
     let (sink, stream) = socket.split();
@@ -86,120 +101,163 @@ pub async fn serve(socket: WebSocket, state: Arc<AppState>, peer: SocketAddr) {
 
     let mut writer = tokio::spawn(write_loop(sink, rx, outbox.clone(), state.clone()));
     let mut session = Session::new(state.clone(), outbox.clone(), peer);
-    // A bug that panics while handling one message must cost only this connection: the
-    // session is still released below (and by its `Drop` if even this is unwound), and
-    // the client is told with 1011, so the player resumes as after any dropped connection.
-    let reader = AssertUnwindSafe(read_loop(stream, &mut session, &outbox, &state));
-    if reader.catch_unwind().await.is_err() {
-        tracing::error!(conn_id, %peer, "connection task panicked; closing it");
-        outbox.close(close::INTERNAL, "internal server error");
+    async move {
+        // A bug that panics while handling one message must cost only this connection:
+        // the session is still released below (and by its `Drop` if even this is
+        // unwound), and the client is told with 1011, so the player resumes as after any
+        // dropped connection.
+        let reader = AssertUnwindSafe(read_loop(stream, &mut session, &outbox, &state));
+        if reader.catch_unwind().await.is_err() {
+            tracing::error!(conn_id, %peer, "connection task panicked; closing it");
+            outbox.close(close::INTERNAL, "internal server error");
+        }
+        session.end();
+        // The reader is done: let the writer flush what is queued (a close frame, say),
+        // then stop. A writer stuck on a client that stopped reading is aborted, so its
+        // socket and buffers are released now, not when the client finally reads.
+        drop(session);
+        if !outbox.kill_token().is_cancelled() {
+            // Not when already killed: a connection that fell behind is not flushed.
+            outbox.kill_after_flush();
+        }
+        if tokio::time::timeout(WRITER_FLUSH, &mut writer)
+            .await
+            .is_err()
+        {
+            writer.abort();
+        }
+        state.metrics.connections.fetch_sub(1, Relaxed);
+        tracing::debug!(conn_id, "disconnected");
+        drop(held);
     }
-    session.end();
-    // The reader is done: let the writer flush what is queued (a close frame, say), then
-    // stop. A writer stuck on a client that stopped reading is aborted, so its socket and
-    // buffers are released now, not when the client finally reads.
-    drop(session);
-    if !outbox.kill_token().is_cancelled() {
-        // Not when already killed: a connection that fell behind is not flushed.
-        outbox.kill_after_flush();
-    }
-    if tokio::time::timeout(WRITER_FLUSH, &mut writer)
-        .await
-        .is_err()
-    {
-        writer.abort();
-    }
-    state.metrics.connections.fetch_sub(1, Relaxed);
-    tracing::debug!(conn_id, "disconnected");
 }
 
 /// How long a closing connection's writer may take to send what is queued.
 const WRITER_FLUSH: Duration = Duration::from_secs(5);
 
-async fn read_loop(
+/// Reads frames and hands each message to the session, until the connection ends. (An
+/// `async` block, not an `async fn`: see `serve`.)
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps its arguments twice"
+)]
+fn read_loop<'a>(
     mut stream: SplitStream<WebSocket>,
-    session: &mut Session,
+    session: &'a mut Session,
+    outbox: &'a Outbox,
+    state: &'a AppState,
+) -> impl Future<Output = ()> + Send + 'a {
+    async move {
+        let mut limit = RateLimit::new(state.config.message_rate);
+        let auth_deadline = Instant::now() + state.config.auth_timeout();
+        let idle = state.config.idle_timeout();
+        let kill = outbox.kill_token();
+        loop {
+            let signed_in = session.is_authenticated();
+            let deadline = if signed_in {
+                Instant::now() + idle
+            } else {
+                auth_deadline.min(Instant::now() + idle)
+            };
+            let frame = tokio::select! {
+                _ = kill.cancelled() => return,
+                f = tokio::time::timeout_at(deadline, stream.next()) => f,
+            };
+            let msg = match receive(frame, signed_in, auth_deadline, &mut limit, outbox, state) {
+                Received::Message(msg) => msg,
+                Received::Nothing => continue,
+                Received::End => return,
+            };
+            // Boxed: handling a message may wait on the database, the hasher, the lobby or
+            // a game, and that state (about 1.4 KiB) would otherwise be part of every
+            // connection's task even while it is idle.
+            if let After::Close(code, reason) = Box::pin(session.handle(msg)).await {
+                outbox.close(code, reason);
+                return;
+            }
+        }
+    }
+}
+
+/// What one wait for a frame came to.
+enum Received {
+    /// A message for the session.
+    Message(ClientMsg),
+    /// Nothing to handle (a ping, a refused or undecodable message): read on.
+    Nothing,
+    /// The connection ends (any close is already queued).
+    End,
+}
+
+/// Checks one frame (or the lack of one) against the deadlines, the frame rules and the
+/// rate limit, and decodes it, telling the client what is wrong where something is.
+fn receive(
+    frame: Result<Option<Result<Message, axum::Error>>, tokio::time::error::Elapsed>,
+    signed_in: bool,
+    auth_deadline: Instant,
+    limit: &mut RateLimit,
     outbox: &Outbox,
     state: &AppState,
-) {
-    let mut limit = RateLimit::new(state.config.message_rate);
-    let auth_deadline = Instant::now() + state.config.auth_timeout();
-    let idle = state.config.idle_timeout();
-    let kill = outbox.kill_token();
-    loop {
-        let deadline = if session.is_authenticated() {
-            Instant::now() + idle
-        } else {
-            auth_deadline.min(Instant::now() + idle)
-        };
-        let frame = tokio::select! {
-            _ = kill.cancelled() => return,
-            f = tokio::time::timeout_at(deadline, stream.next()) => f,
-        };
-        let msg = match frame {
-            Err(_) if !session.is_authenticated() && Instant::now() >= auth_deadline => {
-                outbox.close(close::AUTH_TIMEOUT, "sign in within the time limit");
-                return;
-            }
-            Err(_) => {
-                outbox.close(close::HEARTBEAT_TIMEOUT, "no frames received: idle timeout");
-                return;
-            }
-            Ok(None) => return,
-            Ok(Some(Err(e))) => {
-                if is_too_big(&e) {
-                    let _ = outbox.send_msg(&ServerMsg::error(
-                        None,
-                        ErrorCode::MessageTooLarge,
-                        "message too large",
-                    ));
-                    outbox.close(close::TOO_BIG, "message too large");
-                }
-                return;
-            }
-            Ok(Some(Ok(msg))) => msg,
-        };
-        let bytes = match msg {
-            Message::Binary(bytes) => bytes,
-            Message::Text(_) => {
+) -> Received {
+    let msg = match frame {
+        Err(_) if !signed_in && Instant::now() >= auth_deadline => {
+            outbox.close(close::AUTH_TIMEOUT, "sign in within the time limit");
+            return Received::End;
+        }
+        Err(_) => {
+            outbox.close(close::HEARTBEAT_TIMEOUT, "no frames received: idle timeout");
+            return Received::End;
+        }
+        Ok(None) => return Received::End,
+        Ok(Some(Err(e))) => {
+            if is_too_big(&e) {
                 let _ = outbox.send_msg(&ServerMsg::error(
                     None,
-                    ErrorCode::BadMessage,
-                    "text frames are not accepted: send binary MessagePack",
+                    ErrorCode::MessageTooLarge,
+                    "message too large",
                 ));
-                outbox.close(close::UNSUPPORTED_DATA, "binary frames only");
-                return;
+                outbox.close(close::TOO_BIG, "message too large");
             }
-            Message::Close(_) => return,
-            Message::Ping(_) | Message::Pong(_) => continue,
-        };
-        state.metrics.messages_in.fetch_add(1, Relaxed);
-        if !limit.allow() {
-            if limit.strikes >= RATE_STRIKES_BEFORE_CLOSE {
-                outbox.close(close::POLICY, "rate limit exceeded");
-                return;
-            }
+            return Received::End;
+        }
+        Ok(Some(Ok(msg))) => msg,
+    };
+    let bytes = match msg {
+        Message::Binary(bytes) => bytes,
+        Message::Text(_) => {
             let _ = outbox.send_msg(&ServerMsg::error(
                 None,
-                ErrorCode::RateLimited,
-                "too many messages; slow down",
+                ErrorCode::BadMessage,
+                "text frames are not accepted: send binary MessagePack",
             ));
-            continue;
+            outbox.close(close::UNSUPPORTED_DATA, "binary frames only");
+            return Received::End;
         }
-        match wire::decode_client(&bytes) {
-            Ok(msg) => {
-                if let After::Close(code, reason) = session.handle(msg).await {
-                    outbox.close(code, reason);
-                    return;
-                }
+        Message::Close(_) => return Received::End,
+        Message::Ping(_) | Message::Pong(_) => return Received::Nothing,
+    };
+    state.metrics.messages_in.fetch_add(1, Relaxed);
+    if !limit.allow() {
+        if limit.strikes >= RATE_STRIKES_BEFORE_CLOSE {
+            outbox.close(close::POLICY, "rate limit exceeded");
+            return Received::End;
+        }
+        let _ = outbox.send_msg(&ServerMsg::error(
+            None,
+            ErrorCode::RateLimited,
+            "too many messages; slow down",
+        ));
+        return Received::Nothing;
+    }
+    match wire::decode_client(&bytes) {
+        Ok(msg) => Received::Message(msg),
+        Err(e) => {
+            let _ = outbox.send_msg(&ServerMsg::error(None, e.code(), e.to_string()));
+            if let DecodeError::TooLarge { .. } = e {
+                outbox.close(close::TOO_BIG, "message too large");
+                return Received::End;
             }
-            Err(e) => {
-                let _ = outbox.send_msg(&ServerMsg::error(None, e.code(), e.to_string()));
-                if let DecodeError::TooLarge { .. } = e {
-                    outbox.close(close::TOO_BIG, "message too large");
-                    return;
-                }
-            }
+            Received::Nothing
         }
     }
 }
@@ -212,88 +270,128 @@ fn is_too_big(e: &axum::Error) -> bool {
         || text.contains("size")
 }
 
-async fn write_loop(
+/// What woke an idle writer.
+enum Wake {
+    Out(Option<Outbound>),
+    Killed,
+    Shutdown,
+    Heartbeat,
+}
+
+/// Drains the outbox to the socket, sends heartbeats, and closes with a meaningful code.
+///
+/// While idle the task holds only the wait below; what it does once woken (`act`) is
+/// boxed, so that state exists only while it sends, not in every idle connection's task.
+/// (An `async` block, not an `async fn`: see `serve`.)
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps its arguments twice"
+)]
+fn write_loop(
     mut sink: SplitSink<WebSocket, Message>,
     mut rx: mpsc::Receiver<Outbound>,
     outbox: Outbox,
     state: Arc<AppState>,
-) {
-    let kill = outbox.kill_token();
-    let mut heartbeat = tokio::time::interval(state.config.heartbeat());
-    heartbeat.reset();
-    let shutdown = state.shutdown.clone();
-    loop {
-        tokio::select! {
-            biased;
-            out = rx.recv() => match out {
-                Some(Outbound::Frame(bytes)) => {
-                    // A client that stops reading leaves this send pending; whoever then
-                    // finds its outbox full kills the connection, which ends the wait.
-                    let mut close = None;
-                    // Boxed: its state lives only while it sends, not in every idle
-                    // connection's task (it would make each one larger).
-                    let burst = Box::pin(send_burst(&mut sink, &mut rx, bytes, &mut close, &state));
-                    let sent = tokio::select! {
-                        sent = burst => sent,
-                        _ = abandoned(&outbox) => false,
-                    };
-                    if !sent {
-                        break;
-                    }
-                    if let Some((code, reason)) = close {
-                        let frame = CloseFrame { code, reason: Utf8Bytes::from(reason) };
-                        let _ = sink.send(Message::Close(Some(frame))).await;
-                        break;
-                    }
-                }
-                Some(Outbound::Close { code, reason }) => {
-                    let frame = CloseFrame { code, reason: Utf8Bytes::from(reason) };
-                    let _ = sink.send(Message::Close(Some(frame))).await;
-                    break;
-                }
-                None => break,
-            },
-            _ = kill.cancelled() => {
-                // Killed: either it fell behind or the reader ended. Drain what is already
-                // queued only if the reader asked for a flush.
-                if outbox.flush_requested() {
-                    while let Ok(out) = rx.try_recv() {
-                        match out {
-                            Outbound::Frame(bytes) => { let _ = sink.send(Message::Binary(bytes)).await; }
-                            Outbound::Close { code, reason } => {
-                                let frame = CloseFrame { code, reason: Utf8Bytes::from(reason) };
-                                let _ = sink.send(Message::Close(Some(frame))).await;
-                                break;
-                            }
-                        }
-                    }
-                } else {
-                    let frame = CloseFrame { code: close::POLICY, reason: Utf8Bytes::from_static("not reading fast enough") };
-                    let _ = sink.send(Message::Close(Some(frame))).await;
-                }
+) -> impl Future<Output = ()> + Send + 'static {
+    async move {
+        let kill = outbox.kill_token();
+        let mut heartbeat = tokio::time::interval(state.config.heartbeat());
+        heartbeat.reset();
+        loop {
+            let wake = tokio::select! {
+                biased;
+                out = rx.recv() => Wake::Out(out),
+                _ = kill.cancelled() => Wake::Killed,
+                _ = state.shutdown.cancelled() => Wake::Shutdown,
+                _ = heartbeat.tick() => Wake::Heartbeat,
+            };
+            if !Box::pin(act(wake, &mut sink, &mut rx, &outbox, &state)).await {
                 break;
-            }
-            _ = shutdown.cancelled() => {
-                let notice = ServerMsg::Notice { code: "shutting_down".into(), message: "the server is restarting; resume with your token".into() };
-                let _ = sink.send(Message::Binary(wire::encode(&notice).into())).await;
-                let frame = CloseFrame { code: close::RESTART, reason: Utf8Bytes::from_static("server restart") };
-                let _ = sink.send(Message::Close(Some(frame))).await;
-                break;
-            }
-            _ = heartbeat.tick() => {
-                let sent = tokio::select! {
-                    sent = sink.send(Message::Ping(Default::default())) => sent.is_ok(),
-                    _ = abandoned(&outbox) => false,
-                };
-                if !sent {
-                    break;
-                }
             }
         }
+        let _ = sink.close().await;
+        // Make sure the reader stops too.
+        outbox.kill();
     }
-    let _ = sink.close().await;
-    // Make sure the reader stops too.
-    outbox.kill();
+}
+
+/// The writer's answer to one wake-up; returns whether it keeps going.
+async fn act(
+    wake: Wake,
+    sink: &mut SplitSink<WebSocket, Message>,
+    rx: &mut mpsc::Receiver<Outbound>,
+    outbox: &Outbox,
+    state: &AppState,
+) -> bool {
+    match wake {
+        Wake::Out(Some(Outbound::Frame(bytes))) => {
+            // A client that stops reading leaves this send pending; whoever then finds its
+            // outbox full kills the connection, which ends the wait.
+            let mut close = None;
+            let sent = tokio::select! {
+                sent = send_burst(sink, rx, bytes, &mut close, state) => sent,
+                _ = abandoned(outbox) => false,
+            };
+            if !sent {
+                return false;
+            }
+            match close {
+                Some((code, reason)) => {
+                    send_close(sink, code, reason).await;
+                    false
+                }
+                None => true,
+            }
+        }
+        Wake::Out(Some(Outbound::Close { code, reason })) => {
+            send_close(sink, code, reason).await;
+            false
+        }
+        Wake::Out(None) => false,
+        Wake::Killed => {
+            // Killed: either it fell behind or the reader ended. Drain what is already
+            // queued only if the reader asked for a flush.
+            if outbox.flush_requested() {
+                while let Ok(out) = rx.try_recv() {
+                    match out {
+                        Outbound::Frame(bytes) => {
+                            let _ = sink.send(Message::Binary(bytes)).await;
+                        }
+                        Outbound::Close { code, reason } => {
+                            send_close(sink, code, reason).await;
+                            break;
+                        }
+                    }
+                }
+            } else {
+                send_close(sink, close::POLICY, "not reading fast enough").await;
+            }
+            false
+        }
+        Wake::Shutdown => {
+            let notice = ServerMsg::Notice {
+                code: "shutting_down".into(),
+                message: "the server is restarting; resume with your token".into(),
+            };
+            let _ = sink
+                .send(Message::Binary(wire::encode(&notice).into()))
+                .await;
+            send_close(sink, close::RESTART, "server restart").await;
+            false
+        }
+        Wake::Heartbeat => tokio::select! {
+            sent = sink.send(Message::Ping(Default::default())) => sent.is_ok(),
+            _ = abandoned(outbox) => false,
+        },
+    }
+}
+
+async fn send_close(sink: &mut SplitSink<WebSocket, Message>, code: u16, reason: &'static str) {
+    let frame = CloseFrame {
+        code,
+        reason: Utf8Bytes::from_static(reason),
+    };
+    let _ = sink.send(Message::Close(Some(frame))).await;
 }
 
 /// At most this many frames go out in one write.
@@ -307,7 +405,7 @@ async fn send_burst(
     sink: &mut SplitSink<WebSocket, Message>,
     rx: &mut mpsc::Receiver<Outbound>,
     first: bytes::Bytes,
-    close: &mut Option<(u16, String)>,
+    close: &mut Option<(u16, &'static str)>,
     state: &AppState,
 ) -> bool {
     let mut frames = 1;

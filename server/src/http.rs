@@ -62,7 +62,7 @@ async fn ws_upgrade(
     let Ok(permit) = state.connection_permits.clone().try_acquire_owned() else {
         return (StatusCode::SERVICE_UNAVAILABLE, "too many connections").into_response();
     };
-    let tasks = state.tasks.clone();
+    let client = SocketAddr::new(client, peer.port());
     ws.protocols(["elementals.v1"])
         .read_buffer_size(READ_BUFFER)
         .write_buffer_size(WRITE_BUFFER)
@@ -70,11 +70,17 @@ async fn ws_upgrade(
         .max_message_size(MAX_CLIENT_MESSAGE_BYTES)
         .max_frame_size(MAX_CLIENT_MESSAGE_BYTES)
         .on_upgrade(move |socket| {
-            tasks.track_future(async move {
-                let client = SocketAddr::new(client, peer.port());
-                crate::connection::serve(socket, state, client).await;
-                drop((permit, ip_slot));
-            })
+            // The connection gets a task of its own, sized for it alone: awaited here, it
+            // would live inside axum's upgrade task, whose upgrade state (config, this
+            // closure, the protocol header) stays allocated for the connection's lifetime.
+            let tasks = state.tasks.clone();
+            tasks.spawn(crate::connection::serve(
+                socket,
+                state,
+                client,
+                (permit, ip_slot),
+            ));
+            std::future::ready(())
         })
 }
 

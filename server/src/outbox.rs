@@ -16,13 +16,17 @@ use tokio_util::sync::CancellationToken;
 pub const OUTBOX_CAPACITY: usize = 256;
 
 /// What a connection's writer task is asked to do.
+///
+/// No larger than a `Bytes` (32 bytes): the channel allocates a block of 32 of these for
+/// every connection up front, idle or not. Close reasons are fixed strings for that reason
+/// (a `String` made it 40 bytes).
 #[derive(Debug)]
 pub enum Outbound {
     Frame(Bytes),
     /// Send a close frame with this code and reason, then stop.
     Close {
         code: u16,
-        reason: String,
+        reason: &'static str,
     },
 }
 
@@ -88,11 +92,8 @@ impl Outbox {
     }
 
     /// Ask the writer to close the connection with a close code.
-    pub fn close(&self, code: u16, reason: impl Into<String>) {
-        let close = Outbound::Close {
-            code,
-            reason: reason.into(),
-        };
+    pub fn close(&self, code: u16, reason: &'static str) {
+        let close = Outbound::Close { code, reason };
         if self.tx.try_send(close).is_err() {
             self.kill.cancel();
         }
@@ -115,5 +116,34 @@ impl Outbox {
 
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed() || self.kill.is_cancelled()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outbound_is_no_larger_than_its_frame() {
+        assert_eq!(
+            std::mem::size_of::<Outbound>(),
+            std::mem::size_of::<Bytes>()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_close_is_queued_behind_the_frames() {
+        let (outbox, mut rx) = Outbox::new(7, 4);
+        outbox.send(Bytes::from_static(b"one")).unwrap();
+        outbox.close(4000, "superseded");
+        assert!(matches!(rx.recv().await, Some(Outbound::Frame(f)) if f == "one"));
+        assert!(matches!(
+            rx.recv().await,
+            Some(Outbound::Close {
+                code: 4000,
+                reason: "superseded"
+            })
+        ));
+        assert!(!outbox.kill_token().is_cancelled());
     }
 }
