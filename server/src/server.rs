@@ -61,6 +61,31 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// whose log append is one group commit) before it flushes and exits.
 const GAMES_GRACE: Duration = Duration::from_secs(5);
 
+/// Blocks of at least this many bytes get pages of their own (`mmap`), given back to the
+/// system when freed. argon2id's working memory (19 MiB by default, one block per password
+/// hashed or verified) is the one such block the server allocates over and over.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MMAP_THRESHOLD: usize = 1 << 20;
+
+/// Makes glibc's malloc map large blocks separately, always. By default it raises that
+/// threshold to the size of the largest mapped block freed so far, so after the first
+/// password hash every further hash's 19 MiB came from the heap of whichever arena its
+/// blocking thread used, and stayed resident: 40 registrations left the server at 637 MiB
+/// of RSS, against 10 MiB with a fixed threshold (BENCHMARKS.md, density). Elsewhere (other
+/// allocators) this does nothing.
+fn return_large_blocks_to_the_system() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let threshold = libc::c_int::try_from(MMAP_THRESHOLD).unwrap_or(libc::c_int::MAX);
+        // SAFETY: `mallopt` only sets an allocator parameter (under the allocator's own
+        // lock); no memory is touched. A refusal (0) leaves glibc's default in place.
+        let set = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, threshold) };
+        if set == 0 {
+            tracing::warn!("could not set malloc's mmap threshold");
+        }
+    }
+}
+
 /// Restore the games in progress, serve on `listener` until `shutdown` completes, then
 /// stop starting games, stop the games where they stand (every step they acknowledged is
 /// in their logs, and they resume at the next start), tell every client, let the
@@ -70,6 +95,7 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    return_large_blocks_to_the_system();
     let db = Db::open(&config.database)?;
     let registry = Arc::new(Registry::new());
     let metrics = Arc::new(Metrics::default());
@@ -145,4 +171,31 @@ pub async fn run(
     db.shutdown().await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
+mod tests {
+    use std::hint::black_box;
+
+    use super::*;
+
+    /// Bytes in blocks that malloc has mapped apart, now.
+    fn mapped_bytes() -> usize {
+        // SAFETY: `mallinfo2` only reads the allocator's statistics.
+        unsafe { libc::mallinfo2() }.hblkhd
+    }
+
+    #[test]
+    fn large_blocks_stay_mapped_apart_after_a_larger_one_is_freed() {
+        return_large_blocks_to_the_system();
+        // By glibc's default, freeing this would raise the threshold above 8 MiB.
+        drop(black_box(vec![1u8; 8 * MMAP_THRESHOLD]));
+        let before = mapped_bytes();
+        let block = black_box(vec![1u8; 2 * MMAP_THRESHOLD]);
+        assert!(
+            mapped_bytes() >= before + block.len(),
+            "a 2 MiB block is mapped apart"
+        );
+        drop(block);
+    }
 }
