@@ -30,13 +30,20 @@ fn player(account: &AccountRow) -> RecordPlayer {
     }
 }
 
+/// The hex of 32 random bytes, as a commitment or a nonce is recorded: every one distinct
+/// and incompressible, as real ones are (a repeated pattern would flatter any encoding
+/// that packs or compresses the record).
+fn random_hex32() -> String {
+    hex::encode(rand::random::<[u8; 32]>())
+}
+
 /// A rated game of `ROUNDS` rounds won at the edge by seat one.
 fn record(one: &AccountRow, two: &AccountRow) -> GameRecord {
     let rounds = (1..=ROUNDS)
         .map(|round| RoundLog {
             round,
-            commitments: SeatPair::new("ab".repeat(32), "cd".repeat(32)),
-            nonces: SeatPair::new("01".repeat(32), "02".repeat(32)),
+            commitments: SeatPair::new(random_hex32(), random_hex32()),
+            nonces: SeatPair::new(random_hex32(), random_hex32()),
             picks: SeatPair::new(1, 1),
             outcome: Outcome {
                 winner: None,
