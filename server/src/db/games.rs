@@ -1,5 +1,5 @@
 //! Finished games: stored exactly once per game id, with their rating changes applied in
-//! the same transaction, and read back as JSON.
+//! the same transaction, and read back as JSON (how a record is stored: `stored`).
 //!
 //! The writer rates from the ratings stored *now*, not from those in the record (which
 //! were shown when the game started): a player who finished another game meanwhile is
@@ -11,22 +11,16 @@ use elementals_protocol::rules::Seat;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::schema::ms_to_sql;
-use super::{DbError, DbResult};
+use super::{stored, DbError, DbResult};
 use crate::record::{AccountId, GameRecord};
 
-/// A record as the JSON stored for it; done by the caller, off the writer's thread.
-pub(super) fn encode(record: &GameRecord) -> DbResult<String> {
-    serde_json::to_string(record)
-        .map_err(|e| DbError::Sqlite(format!("encoding the game record: {e}")))
-}
-
-/// Store `record` (`json` is its `encode`ing) unless its id is already stored, and apply
+/// Store `record` (`stored` is its `stored::encode`ing) unless its id is already stored, and apply
 /// what it means for the two accounts. The caller owns the transaction (a savepoint
 /// within a batch).
 pub(super) fn record(
     conn: &Connection,
     record: &GameRecord,
-    json: &str,
+    stored: &[u8],
 ) -> DbResult<Option<SeatPair<RatingChange>>> {
     let game_id = record.game_id.to_string();
     let inserted = conn
@@ -46,7 +40,7 @@ pub(super) fn record(
             ms_to_sql(record.started_at),
             ms_to_sql(record.ended_at),
             record.rounds.len() as i64,
-            json,
+            stored,
         ])?;
     if inserted == 0 {
         // Already recorded: a retry after a lost reply, or a duplicate. Change nothing.
@@ -173,20 +167,18 @@ fn recorded_changes(conn: &Connection, game_id: &str) -> DbResult<Option<SeatPai
     Ok(changes)
 }
 
-/// The stored record of a game, parsed back into JSON.
+/// The stored record of a game, as JSON (a BLOB of this server's, or the JSON TEXT of
+/// an earlier one's).
 pub(super) fn stored_record(
     conn: &Connection,
     game_id: &GameId,
 ) -> DbResult<Option<serde_json::Value>> {
-    let text: Option<String> = conn
-        .prepare_cached("SELECT record FROM games WHERE id = ?1")?
-        .query_row([game_id.to_string()], |row| row.get(0))
-        .optional()?;
-    text.map(|text| {
-        serde_json::from_str(&text)
-            .map_err(|e| DbError::Sqlite(format!("stored record of game {game_id}: {e}")))
-    })
-    .transpose()
+    let mut query = conn.prepare_cached("SELECT record FROM games WHERE id = ?1")?;
+    let mut rows = query.query([game_id.to_string()])?;
+    match rows.next()? {
+        Some(row) => stored::to_json(game_id, row.get_ref(0)?).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// The reason as the protocol spells it (`"time"`, `"draw_agreed"`, ...).

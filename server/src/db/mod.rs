@@ -13,6 +13,8 @@
 //!   file, off the writer's path.
 //! - `accounts`: accounts, sessions, the leaderboard and player pages.
 //! - `games`: recording a finished game exactly once, with its rating changes.
+//! - `stored`: the stored form of a game's record (a versioned MessagePack BLOB; older
+//!   rows' JSON TEXT still reads back).
 //! - `journal`: the live games' logs, in an append-only file of their own, on a thread of
 //!   their own: append (durable before it is answered), forget once recorded, compaction.
 //! - `gamelog`: the `game_log` table where earlier versions kept those logs; read once at
@@ -28,6 +30,7 @@ mod gamelog;
 mod games;
 mod journal;
 mod schema;
+mod stored;
 mod writer;
 
 #[cfg(test)]
@@ -213,11 +216,12 @@ impl Db {
         record: GameRecord,
     ) -> DbResult<Option<SeatPair<RatingChange>>> {
         let game_id = record.game_id;
-        let json = games::encode(&record)?;
+        // Encoded here, on the caller's thread: the writer only writes.
+        let stored = stored::encode(&record)?;
         let changes = self
             .call(|reply| Request::RecordGame {
                 record: Box::new(record),
-                json,
+                stored,
                 reply,
             })
             .await?;

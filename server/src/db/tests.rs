@@ -353,5 +353,8 @@ mod concurrency;
 /// The batching loop itself, fed a queue prepared before it starts.
 mod writer_loop;
 
+/// How a game's record is stored, and read back from what earlier servers stored.
+mod stored;
+
 /// The live games' logs (the journal, and the table earlier versions kept them in).
 mod journal;

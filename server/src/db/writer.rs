@@ -76,8 +76,8 @@ pub(super) enum Request {
     RecordGame {
         // Boxed: a record is far larger than every other request.
         record: Box<GameRecord>,
-        /// The record as stored (`games::encode`).
-        json: String,
+        /// The record as stored (`stored::encode`).
+        stored: Vec<u8>,
         reply: Reply<Changes>,
     },
     Leaderboard {
@@ -264,11 +264,11 @@ fn execute(tx: &mut rusqlite::Transaction<'_>, request: Request) -> Pending {
         ),
         Request::RecordGame {
             record,
-            json,
+            stored,
             reply,
         } => pending(
             reply,
-            in_savepoint(tx, |c| games::record(c, &record, &json)),
+            in_savepoint(tx, |c| games::record(c, &record, &stored)),
         ),
         Request::Leaderboard { limit, reply } => pending(reply, accounts::leaderboard(tx, limit)),
         Request::PlayerPage { name, reply } => pending(reply, accounts::player_page(tx, &name)),

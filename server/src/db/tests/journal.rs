@@ -226,8 +226,8 @@ async fn logs_kept_in_the_old_table_are_carried_into_the_journal() {
     let ann = super::super::accounts::create_account(&conn, "Ann", "h").unwrap();
     let bob = super::super::accounts::create_account(&conn, "Bob", "h").unwrap();
     let (live, recorded) = (won(&ann, &bob, Seat::One), won(&ann, &bob, Seat::Two));
-    let json = super::super::games::encode(&recorded).unwrap();
-    super::super::games::record(&conn, &recorded, &json).unwrap();
+    let stored = super::super::stored::encode(&recorded).unwrap();
+    super::super::games::record(&conn, &recorded, &stored).unwrap();
     let mut insert = conn
         .prepare("INSERT INTO game_log (game_id, step, entry) VALUES (?1, ?2, ?3)")
         .unwrap();

@@ -4,7 +4,7 @@
 use tokio::sync::{mpsc, oneshot};
 
 use super::super::writer::{self, Request, WriterStats, MAX_BATCH_GAMES};
-use super::super::{accounts, games, schema};
+use super::super::{accounts, schema, stored};
 use super::*;
 
 struct Prepared {
@@ -40,7 +40,7 @@ fn queue_game(
     let record = Box::new(record);
     assert!(queue
         .try_send(Request::RecordGame {
-            json: games::encode(&record).unwrap(),
+            stored: stored::encode(&record).unwrap(),
             record,
             reply,
         })
