@@ -141,16 +141,19 @@ fn stored_rating(conn: &Connection, account: AccountId) -> DbResult<f64> {
         .ok_or_else(|| DbError::Sqlite(format!("no account {account}")))
 }
 
+/// Both seats' changes of one game, found by the primary keys of `games` and
+/// `rating_history` (there is no index of the history by game alone).
+pub(super) const RECORDED_CHANGES: &str = r#"
+    SELECT one."before", one."after", two."before", two."after"
+    FROM games g
+    JOIN rating_history one ON one.game_id = g.id AND one.account_id = g.one_id
+    JOIN rating_history two ON two.game_id = g.id AND two.account_id = g.two_id
+    WHERE g.id = ?1"#;
+
 /// The changes a stored game made, seat by seat; `None` if it changed no rating.
 fn recorded_changes(conn: &Connection, game_id: &str) -> DbResult<Option<SeatPair<RatingChange>>> {
     let changes = conn
-        .prepare_cached(
-            r#"SELECT one."before", one."after", two."before", two."after"
-               FROM games g
-               JOIN rating_history one ON one.game_id = g.id AND one.account_id = g.one_id
-               JOIN rating_history two ON two.game_id = g.id AND two.account_id = g.two_id
-               WHERE g.id = ?1"#,
-        )?
+        .prepare_cached(RECORDED_CHANGES)?
         .query_row([game_id], |row| {
             Ok(SeatPair::new(
                 RatingChange {

@@ -83,6 +83,11 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE UNIQUE INDEX game_log_steps ON game_log (game_id, step);
     "#,
+    // 3: `rating_history_by_game` dropped. Its one reader, the look-up of a game's changes
+    // when the game is recorded again, knows both accounts, so the primary key
+    // (account_id, game_id) serves it; every rated game wrote two entries into it, at
+    // random places (game ids are random).
+    "DROP INDEX IF EXISTS rating_history_by_game;",
 ];
 
 /// Open (creating if needed) the file, set the connection up and bring the schema up to date.

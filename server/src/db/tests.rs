@@ -223,6 +223,32 @@ async fn a_game_recorded_twice_counts_once() {
     assert_eq!(count(&t.path, "rating_history"), 2);
 }
 
+#[test]
+fn a_recorded_games_changes_are_found_by_primary_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let conn = schema::open(&dir.path().join("elementals.db")).unwrap();
+    let plan = conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {}", games::RECORDED_CHANGES))
+        .unwrap()
+        .query_map(["id"], |row| row.get::<_, String>(3))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    // Three look-ups by key, no scan: the lookup needs no index by game alone (dropped
+    // by migration 3).
+    assert_eq!(plan.len(), 3, "{plan:?}");
+    for (step, key) in plan.iter().zip([
+        "(id=?)",
+        "(account_id=? AND game_id=?)",
+        "(account_id=? AND game_id=?)",
+    ]) {
+        assert!(
+            step.starts_with("SEARCH") && step.ends_with(key),
+            "{plan:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn unrated_guest_drawn_and_aborted_games_change_no_rating() {
     let t = open_db();
