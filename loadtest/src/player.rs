@@ -525,8 +525,15 @@ impl Player {
                 }
             }
             ServerMsg::GameOver { result, rated, .. } => {
-                if result.reason != EndReason::Edge {
-                    stats.error(format!("game over by {:?}", result.reason));
+                let increment = game.state.info().time_control.increment_ms;
+                match result.reason {
+                    EndReason::Edge => {}
+                    EndReason::Time if can_run_out(self.ctx.style.think, increment) => {
+                        if game.seat == Seat::One {
+                            stats.games_lost_on_time.fetch_add(1, Relaxed);
+                        }
+                    }
+                    reason => stats.error(format!("game over by {reason:?}")),
                 }
                 if game.seat == Seat::One {
                     stats.games.fetch_add(1, Relaxed);
@@ -563,9 +570,34 @@ impl Player {
     }
 }
 
+/// Whether players thinking `think` on average (0.5–1.5 times it, see `Ctx::think`) can
+/// run their banks out with this increment: each round costs a bank its thinking and gives
+/// back the increment, so only thinking longer than the increment drains it. Otherwise a
+/// game lost on time means the server charged the clocks for time the player did not take.
+fn can_run_out(think: Duration, increment_ms: u64) -> bool {
+    think.mul_f64(1.5) > Duration::from_millis(increment_ms)
+}
+
 async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_thinking_longer_than_the_increment_can_run_a_bank_out() {
+        // The soak's 4 s against blitz's 2 s increment: long games may end on time.
+        assert!(can_run_out(Duration::from_secs(4), 2_000));
+        // The CI smoke run's 100 ms: a time loss there is an error.
+        assert!(!can_run_out(Duration::from_millis(100), 2_000));
+        // The longest think is 1.5 times the mean: 1.4 s × 1.5 = 2.1 s outruns a 2 s
+        // increment, 1.3 s × 1.5 = 1.95 s does not.
+        assert!(can_run_out(Duration::from_millis(1_400), 2_000));
+        assert!(!can_run_out(Duration::from_millis(1_300), 2_000));
     }
 }

@@ -59,6 +59,8 @@ pub struct Report {
     pub rounds_completed: u64,
     /// During the hold.
     pub games_in_hold: u64,
+    /// Games that ended on time where the think time could drain a bank (not errors).
+    pub games_lost_on_time: u64,
     pub rounds_in_hold: u64,
     pub rounds_per_s: f64,
     /// Frames sent plus received by all simulated clients, per second of the hold: the
@@ -133,6 +135,7 @@ impl Report {
             games_completed: stats.games.load(Relaxed),
             rounds_completed: stats.rounds.load(Relaxed),
             games_in_hold: end.games - start.games,
+            games_lost_on_time: stats.games_lost_on_time.load(Relaxed),
             rounds_in_hold: end.rounds - start.rounds,
             rounds_per_s: per_s(end.rounds - start.rounds),
             messages_per_s,
@@ -192,6 +195,7 @@ impl Report {
             "games completed (hold)",
             format!("{} ({})", self.games_completed, self.games_in_hold),
         );
+        row("games lost on time", self.games_lost_on_time.to_string());
         row(
             "rounds completed (hold)",
             format!("{} ({})", self.rounds_completed, self.rounds_in_hold),

@@ -76,6 +76,9 @@ pub struct Stats {
     /// Counted once per game (by the player in seat one).
     pub rounds: AtomicU64,
     pub games: AtomicU64,
+    /// Games ended by a bank running out where the players' thinking could drain it (their
+    /// think time exceeds the increment): a legitimate end, not an error. Once per game.
+    pub games_lost_on_time: AtomicU64,
     /// Frames sent and received by every simulated connection.
     pub frames_out: AtomicU64,
     pub frames_in: AtomicU64,

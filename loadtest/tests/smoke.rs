@@ -46,6 +46,8 @@ fn a_short_run_completes_games_without_errors() {
             .unwrap_or_else(|| panic!("{key} missing in {text}"))
     };
     assert_eq!(count("errors"), 0, "errors in the run:\n{stdout}");
+    // Thinking 100 ms against a 2 s increment, no bank can run out.
+    assert_eq!(count("games_lost_on_time"), 0, "{stdout}");
     assert_eq!(count("players_target"), 200);
     assert_eq!(
         report["players_connected_peak"].as_i64(),
