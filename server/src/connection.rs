@@ -294,15 +294,21 @@ fn write_loop(
     state: Arc<AppState>,
 ) -> impl Future<Output = ()> + Send + 'static {
     async move {
-        let kill = outbox.kill_token();
         let mut heartbeat = tokio::time::interval(state.config.heartbeat());
         heartbeat.reset();
+        // Armed once for the connection's life, not once per frame: re-arming meant taking
+        // the kill token's lock and the server-wide shutdown token's lock twice for every
+        // frame sent (10,000 spectators' writers contending for the latter at each event).
+        // Either one firing ends the loop, so neither is polled after it completes.
+        let killed = outbox.kill_token().cancelled_owned();
+        let shutdown = state.shutdown.clone().cancelled_owned();
+        tokio::pin!(killed, shutdown);
         loop {
             let wake = tokio::select! {
                 biased;
                 out = rx.recv() => Wake::Out(out),
-                _ = kill.cancelled() => Wake::Killed,
-                _ = state.shutdown.cancelled() => Wake::Shutdown,
+                () = &mut killed => Wake::Killed,
+                () = &mut shutdown => Wake::Shutdown,
                 _ = heartbeat.tick() => Wake::Heartbeat,
             };
             if !Box::pin(act(wake, &mut sink, &mut rx, &outbox, &state)).await {
