@@ -447,7 +447,12 @@ impl Session {
             }),
             C::Watch { id, game_id } => {
                 if !self.watching.contains_key(&game_id) && self.watching.len() >= MAX_WATCHED {
-                    return Err(err(ErrorCode::TooManyRequests, "watching too many games"));
+                    // Games that have ended since they were watched no longer count.
+                    self.watching
+                        .retain(|id, _| state.registry.game(id).is_some());
+                    if self.watching.len() >= MAX_WATCHED {
+                        return Err(err(ErrorCode::TooManyRequests, "watching too many games"));
+                    }
                 }
                 let game = state
                     .registry

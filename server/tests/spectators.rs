@@ -99,3 +99,55 @@ async fn players_finish_a_game_while_a_spectator_reads_nothing() {
         .await;
     drop(stuck);
 }
+
+#[tokio::test]
+async fn games_that_have_ended_do_not_count_against_the_watch_limit() {
+    let server = start_server().await;
+    let mut games = Vec::new();
+    for i in 0..17 {
+        games.push(paired_players(&server, &format!("wla{i:02}"), &format!("wlb{i:02}")).await);
+    }
+    let mut fan = TestClient::connect(&server).await;
+    for (_, _, game) in &games[..16] {
+        let id = fan.id();
+        let r = fan
+            .request(ClientMsg::Watch {
+                id,
+                game_id: game.game_id,
+            })
+            .await;
+        assert!(matches!(r, ServerMsg::Snapshot { .. }), "{r:?}");
+    }
+    let seventeenth = games[16].2.game_id;
+    let id = fan.id();
+    let r = fan
+        .request(ClientMsg::Watch {
+            id,
+            game_id: seventeenth,
+        })
+        .await;
+    assert_error(&r, elementals_protocol::ErrorCode::TooManyRequests);
+
+    // The first game ends (its rating update comes after the registry has let it go).
+    let (one, two, first) = &mut games[0];
+    let id = one.id();
+    assert_ok(
+        &one.request(ClientMsg::Resign {
+            id,
+            game_id: first.game_id,
+        })
+        .await,
+    );
+    two.expect("rating_update", |m| {
+        matches!(m, ServerMsg::RatingUpdate { .. })
+    })
+    .await;
+    let id = fan.id();
+    let r = fan
+        .request(ClientMsg::Watch {
+            id,
+            game_id: seventeenth,
+        })
+        .await;
+    assert!(matches!(r, ServerMsg::Snapshot { .. }), "{r:?}");
+}
