@@ -109,14 +109,15 @@ impl Registry {
         self.games.get(game_id).map(|e| e.handle.clone())
     }
 
+    /// Every live game, the most watched first.
     pub fn live_games(&self) -> Vec<LiveGame> {
-        let mut games: Vec<LiveGame> = self.games.iter().map(|e| e.summary.clone()).collect();
-        games.sort_by(|a, b| {
-            b.spectators
-                .cmp(&a.spectators)
-                .then(a.game_id.cmp(&b.game_id))
-        });
-        games
+        self.most_watched(usize::MAX)
+    }
+
+    /// The `limit` most watched live games, the most watched first (ties by game id).
+    pub fn most_watched(&self, limit: usize) -> Vec<LiveGame> {
+        let games: Vec<LiveGame> = self.games.iter().map(|e| e.summary.clone()).collect();
+        first_by_spectators(games, limit)
     }
 
     pub fn live_game_count(&self) -> usize {
@@ -181,6 +182,21 @@ impl Registry {
     }
 }
 
+/// `games` sorted by spectators (most first, ties by game id), cut to `limit`.
+fn first_by_spectators(mut games: Vec<LiveGame>, limit: usize) -> Vec<LiveGame> {
+    let order = |a: &LiveGame, b: &LiveGame| {
+        b.spectators
+            .cmp(&a.spectators)
+            .then(a.game_id.cmp(&b.game_id))
+    };
+    if limit < games.len() {
+        games.select_nth_unstable_by(limit, order);
+        games.truncate(limit);
+    }
+    games.sort_by(order);
+    games
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +209,42 @@ mod tests {
             rated: true,
             rematch_offers: SeatPair::new(false, false),
         }
+    }
+
+    #[test]
+    fn the_most_watched_come_first_and_the_rest_are_cut() {
+        let player = |name: &str| PlayerInfo {
+            name: name.into(),
+            rating: 1.0,
+            guest: false,
+        };
+        let games: Vec<LiveGame> = [3, 9, 0, 9, 5, 1]
+            .into_iter()
+            .enumerate()
+            .map(|(n, spectators)| LiveGame {
+                game_id: GameId(uuid::Uuid::from_u128(n as u128)),
+                variant: Variant::CLASSIC,
+                time_control: TimeControl::BLITZ,
+                rated: true,
+                players: SeatPair::new(player("a"), player("b")),
+                round: 1,
+                positions: vec![0; 5],
+                spectators,
+            })
+            .collect();
+        let counts = |games: &[LiveGame]| -> Vec<(u32, u128)> {
+            games
+                .iter()
+                .map(|g| (g.spectators, g.game_id.0.as_u128()))
+                .collect()
+        };
+        let top = first_by_spectators(games.clone(), 3);
+        assert_eq!(counts(&top), [(9, 1), (9, 3), (5, 4)]);
+        let all = first_by_spectators(games, usize::MAX);
+        assert_eq!(
+            counts(&all),
+            [(9, 1), (9, 3), (5, 4), (3, 0), (1, 5), (0, 2)]
+        );
     }
 
     #[test]

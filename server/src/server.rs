@@ -62,10 +62,13 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 const GAMES_GRACE: Duration = Duration::from_secs(5);
 
 /// Blocks of at least this many bytes get pages of their own (`mmap`), given back to the
-/// system when freed. argon2id's working memory (19 MiB by default, one block per password
-/// hashed or verified) is the one such block the server allocates over and over.
+/// system when freed: glibc's own starting value, kept fixed. argon2id's working memory
+/// (19 MiB by default, one block per password hashed or verified) is one such block the
+/// server allocates over and over; a connection's WebSocket write buffer grown by a
+/// large frame is another (at 1 MiB, 400 connections' ~280 KB buffers stayed resident
+/// after the connections had closed; at 128 KiB they went back: BENCHMARKS.md, density).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MMAP_THRESHOLD: usize = 1 << 20;
+const MMAP_THRESHOLD: usize = 128 << 10;
 
 /// Makes glibc's malloc map large blocks separately, always. By default it raises that
 /// threshold to the size of the largest mapped block freed so far, so after the first

@@ -28,6 +28,11 @@ use crate::server::AppState;
 /// Games one connection may watch at once.
 const MAX_WATCHED: usize = 16;
 
+/// Live games one `list_games` answers with (the most watched). All of them, on a busy
+/// server, made an answer of ~500 KB, and the WebSocket keeps a write buffer as large as
+/// the largest frame it has sent for the connection's life.
+const MAX_LISTED_GAMES: usize = 100;
+
 /// Test-only: a `ping` with this id makes the session panic, to show that a crashed
 /// connection task harms nothing else.
 #[cfg(feature = "test-hooks")]
@@ -443,7 +448,7 @@ impl Session {
             }
             C::ListGames { id } => Ok(ServerMsg::LiveGames {
                 id,
-                games: state.registry.live_games(),
+                games: state.registry.most_watched(MAX_LISTED_GAMES),
             }),
             C::Watch { id, game_id } => {
                 if !self.watching.contains_key(&game_id) && self.watching.len() >= MAX_WATCHED {
