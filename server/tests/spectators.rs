@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use elementals_protocol::messages::{ClientMsg, ServerMsg};
+use elementals_protocol::messages::{ClientMsg, GameId, ServerMsg};
 use elementals_protocol::rules::Seat;
 
 #[tokio::test]
@@ -109,23 +109,11 @@ async fn games_that_have_ended_do_not_count_against_the_watch_limit() {
     }
     let mut fan = TestClient::connect(&server).await;
     for (_, _, game) in &games[..16] {
-        let id = fan.id();
-        let r = fan
-            .request(ClientMsg::Watch {
-                id,
-                game_id: game.game_id,
-            })
-            .await;
+        let r = watch(&mut fan, game.game_id).await;
         assert!(matches!(r, ServerMsg::Snapshot { .. }), "{r:?}");
     }
     let seventeenth = games[16].2.game_id;
-    let id = fan.id();
-    let r = fan
-        .request(ClientMsg::Watch {
-            id,
-            game_id: seventeenth,
-        })
-        .await;
+    let r = watch(&mut fan, seventeenth).await;
     assert_error(&r, elementals_protocol::ErrorCode::TooManyRequests);
 
     // The first game ends (its rating update comes after the registry has let it go).
@@ -142,12 +130,11 @@ async fn games_that_have_ended_do_not_count_against_the_watch_limit() {
         matches!(m, ServerMsg::RatingUpdate { .. })
     })
     .await;
-    let id = fan.id();
-    let r = fan
-        .request(ClientMsg::Watch {
-            id,
-            game_id: seventeenth,
-        })
-        .await;
+    let r = watch(&mut fan, seventeenth).await;
     assert!(matches!(r, ServerMsg::Snapshot { .. }), "{r:?}");
+}
+
+async fn watch(client: &mut TestClient, game_id: GameId) -> ServerMsg {
+    let id = client.id();
+    client.request(ClientMsg::Watch { id, game_id }).await
 }
