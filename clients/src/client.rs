@@ -296,6 +296,8 @@ impl Client {
 
     // --- spectating ---
 
+    /// The live games, the most watched first: at most 100 (the server's HTTP API at
+    /// `/api/games/live` lists them all).
     pub async fn list_games(&self) -> Result<Vec<LiveGame>, ClientError> {
         match self.request(|id| ClientMsg::ListGames { id }).await? {
             ServerMsg::LiveGames { games, .. } => Ok(games),
