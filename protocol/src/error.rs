@@ -56,7 +56,7 @@ error_codes! {
     OwnSeek = "own_seek": "A player cannot accept their own seek or challenge themselves.",
     UnknownChallenge = "unknown_challenge": "No pending challenge with that id is addressed to, or from, this player.",
     UnknownPlayer = "unknown_player": "No player with that name is known or online.",
-    TooManyRequests = "too_many_requests": "Too many open seeks or challenges at once.",
+    TooManyRequests = "too_many_requests": "Too many open seeks or challenges, or live games watched, at once.",
     UnknownGame = "unknown_game": "No live game has that id.",
     NotSeated = "not_seated": "The connection holds no seat in that game.",
     WrongRound = "wrong_round": "The message names a round other than the current one.",
