@@ -183,8 +183,7 @@ mod tests {
     use super::*;
 
     /// Whether glibc's malloc mapped the block at `ptr` apart: the `IS_MMAPPED` bit (2) of
-    /// the size word just before it. Unlike malloc's global statistics, this does not
-    /// depend on what other tests' threads allocate meanwhile.
+    /// the size word just before it.
     fn mapped_apart(ptr: *const u8) -> bool {
         // SAFETY: `ptr` is the start of a live block from glibc's malloc, which keeps the
         // block's size word (with its flag bits) in the `usize` right before it.
@@ -192,15 +191,34 @@ mod tests {
         size_word & 2 != 0
     }
 
+    /// Set in the process the test below starts to run itself alone.
+    const PROBE: &str = "ELEMENTALS_MALLOC_PROBE";
+
     #[test]
     fn large_blocks_stay_mapped_apart_after_a_larger_one_is_freed() {
+        if std::env::var_os(PROBE).is_none() {
+            // Only meaningful in a process of its own: in this one, another test's thread
+            // may have left a free chunk or an arena top large enough to serve the block.
+            let status = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "server::tests::large_blocks_stay_mapped_apart_after_a_larger_one_is_freed",
+                    "--test-threads=1",
+                ])
+                .env(PROBE, "1")
+                .status()
+                .expect("running this test in a process of its own");
+            assert!(status.success(), "the probe process failed: {status}");
+            return;
+        }
         return_large_blocks_to_the_system();
-        // By glibc's default, freeing this would raise the threshold above 8 MiB.
-        drop(black_box(vec![1u8; 8 * MMAP_THRESHOLD]));
-        let block = black_box(vec![1u8; 2 * MMAP_THRESHOLD]);
+        // By glibc's default, freeing a mapped 30 MiB block raises the threshold to 30 MiB,
+        // and argon2id's 19 MiB then comes from a heap and stays resident.
+        drop(black_box(vec![1u8; 30 << 20]));
+        let block = black_box(vec![1u8; 19 << 20]);
         assert!(
             mapped_apart(block.as_ptr()),
-            "a 2 MiB block is mapped apart"
+            "a 19 MiB block is mapped apart"
         );
     }
 }
