@@ -116,8 +116,17 @@ impl Registry {
 
     /// The `limit` most watched live games, the most watched first (ties by game id).
     pub fn most_watched(&self, limit: usize) -> Vec<LiveGame> {
-        let games: Vec<LiveGame> = self.games.iter().map(|e| e.summary.clone()).collect();
-        first_by_spectators(games, limit)
+        // Rank by (spectators, id) first and clone only the summaries kept, looked up again
+        // after the iteration's guards are gone (a game that ended meanwhile is left out).
+        let ranked: Vec<(u32, GameId)> = self
+            .games
+            .iter()
+            .map(|e| (e.summary.spectators, *e.key()))
+            .collect();
+        first_by_spectators(ranked, limit)
+            .into_iter()
+            .filter_map(|(_, id)| self.games.get(&id).map(|e| e.summary.clone()))
+            .collect()
     }
 
     pub fn live_game_count(&self) -> usize {
@@ -182,13 +191,10 @@ impl Registry {
     }
 }
 
-/// `games` sorted by spectators (most first, ties by game id), cut to `limit`.
-fn first_by_spectators(mut games: Vec<LiveGame>, limit: usize) -> Vec<LiveGame> {
-    let order = |a: &LiveGame, b: &LiveGame| {
-        b.spectators
-            .cmp(&a.spectators)
-            .then(a.game_id.cmp(&b.game_id))
-    };
+/// (spectators, game) pairs sorted by spectators (most first, ties by game id), cut to
+/// `limit`.
+fn first_by_spectators(mut games: Vec<(u32, GameId)>, limit: usize) -> Vec<(u32, GameId)> {
+    let order = |a: &(u32, GameId), b: &(u32, GameId)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
     if limit < games.len() {
         games.select_nth_unstable_by(limit, order);
         games.truncate(limit);
@@ -213,30 +219,13 @@ mod tests {
 
     #[test]
     fn the_most_watched_come_first_and_the_rest_are_cut() {
-        let player = |name: &str| PlayerInfo {
-            name: name.into(),
-            rating: 1.0,
-            guest: false,
-        };
-        let games: Vec<LiveGame> = [3, 9, 0, 9, 5, 1]
+        let games: Vec<(u32, GameId)> = [3, 9, 0, 9, 5, 1]
             .into_iter()
             .enumerate()
-            .map(|(n, spectators)| LiveGame {
-                game_id: GameId(uuid::Uuid::from_u128(n as u128)),
-                variant: Variant::CLASSIC,
-                time_control: TimeControl::BLITZ,
-                rated: true,
-                players: SeatPair::new(player("a"), player("b")),
-                round: 1,
-                positions: vec![0; 5],
-                spectators,
-            })
+            .map(|(n, spectators)| (spectators, GameId(uuid::Uuid::from_u128(n as u128))))
             .collect();
-        let counts = |games: &[LiveGame]| -> Vec<(u32, u128)> {
-            games
-                .iter()
-                .map(|g| (g.spectators, g.game_id.0.as_u128()))
-                .collect()
+        let counts = |games: &[(u32, GameId)]| -> Vec<(u32, u128)> {
+            games.iter().map(|(n, id)| (*n, id.0.as_u128())).collect()
         };
         let top = first_by_spectators(games.clone(), 3);
         assert_eq!(counts(&top), [(9, 1), (9, 3), (5, 4)]);

@@ -238,14 +238,7 @@ async fn out_of_phase_and_foreign_moves_change_nothing() {
 async fn resignation_loses_and_is_rated() {
     let server = start_server().await;
     let (mut one, mut two, game) = paired_players(&server, "jack1", "kate1").await;
-    let id = one.id();
-    assert_ok(
-        &one.request(ClientMsg::Resign {
-            id,
-            game_id: game.game_id,
-        })
-        .await,
-    );
+    one.resign(game.game_id).await;
     match two
         .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
         .await

@@ -118,14 +118,7 @@ async fn a_player_whose_game_ended_while_away_is_told_at_sign_in() {
     let token = one.token.clone().unwrap();
     one.close().await;
     presence(&mut two, false).await;
-    let id = two.id();
-    assert_ok(
-        &two.request(ClientMsg::Resign {
-            id,
-            game_id: game.game_id,
-        })
-        .await,
-    );
+    two.resign(game.game_id).await;
     two.expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
         .await;
 
@@ -145,14 +138,7 @@ async fn a_player_whose_game_ended_while_away_is_told_at_sign_in() {
 async fn a_restarted_server_keeps_accounts_ratings_and_records() {
     let server = start_server().await;
     let (mut one, mut two, game) = paired_players(&server, "yuri1", "zoe01").await;
-    let id = one.id();
-    assert_ok(
-        &one.request(ClientMsg::Resign {
-            id,
-            game_id: game.game_id,
-        })
-        .await,
-    );
+    one.resign(game.game_id).await;
     two.expect("rating_update", |m| {
         matches!(m, ServerMsg::RatingUpdate { .. })
     })

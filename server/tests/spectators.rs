@@ -118,14 +118,7 @@ async fn games_that_have_ended_do_not_count_against_the_watch_limit() {
 
     // The first game ends (its rating update comes after the registry has let it go).
     let (one, two, first) = &mut games[0];
-    let id = one.id();
-    assert_ok(
-        &one.request(ClientMsg::Resign {
-            id,
-            game_id: first.game_id,
-        })
-        .await,
-    );
+    one.resign(first.game_id).await;
     two.expect("rating_update", |m| {
         matches!(m, ServerMsg::RatingUpdate { .. })
     })

@@ -364,6 +364,12 @@ impl TestClient {
         .await
     }
 
+    /// Resign `game_id`, which must be answered `ok`.
+    pub async fn resign(&mut self, game_id: GameId) {
+        let id = self.id();
+        assert_ok(&self.request(ClientMsg::Resign { id, game_id }).await);
+    }
+
     pub async fn join_pool(&mut self, variant: Variant, preset: &str) {
         let id = self.id();
         match self
