@@ -26,6 +26,9 @@ pub struct LocalServer {
     _dir: Option<tempfile::TempDir>,
 }
 
+/// Names another `elementals-loadtest` executable whose `serve` and `echo-serve` to run.
+pub const SERVER_EXE_VAR: &str = "ELEMENTALS_LOADTEST_SERVER_EXE";
+
 impl LocalServer {
     /// Start the game server on a fresh database in a temporary directory.
     pub async fn game(argon2_memory_kib: u32, extra: &[String]) -> anyhow::Result<LocalServer> {
@@ -47,7 +50,12 @@ impl LocalServer {
     }
 
     async fn spawn(args: &[String], dir: Option<tempfile::TempDir>) -> anyhow::Result<LocalServer> {
-        let exe = std::env::current_exe().context("finding this executable")?;
+        // Another build's `serve` may be measured against this load generator (a server
+        // built differently, with the generator unchanged): its path in this variable.
+        let exe = match std::env::var_os(SERVER_EXE_VAR) {
+            Some(path) => path.into(),
+            None => std::env::current_exe().context("finding this executable")?,
+        };
         let mut child = Command::new(exe)
             .args(args)
             .stdin(Stdio::piped())
