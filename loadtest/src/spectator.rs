@@ -16,6 +16,9 @@ use crate::stats::Gauge;
 /// How long a spectator waits before asking again when no game is live.
 const NO_GAME_BACKOFF: Duration = Duration::from_millis(500);
 
+/// A watched game that sends nothing for this long counts as a timeout.
+const SILENCE: Duration = Duration::from_secs(120);
+
 pub struct Spectator {
     ctx: Shared,
     index: u64,
@@ -94,10 +97,24 @@ impl Spectator {
     async fn follow(&self, conn: &mut Conn, mut state: GameState) -> Result<(), ConnError> {
         let stats = &self.ctx.stats;
         let _watching = Gauge::up(stats.clone(), |s| &s.watching);
+        // One timer per game watched, not one per frame: 10,000 spectators each arming and
+        // cancelling a timer for every frame was a tenth of the load generator's time in
+        // the fan-out run, on the cores the server shares. The timer only fires to check.
+        let mut heard = Instant::now();
+        let watchdog = tokio::time::sleep(SILENCE);
+        tokio::pin!(watchdog);
         while !state.is_over() {
-            let msg = tokio::time::timeout(Duration::from_secs(120), conn.recv())
-                .await
-                .map_err(|_| ConnError::Timeout)??;
+            let msg = tokio::select! {
+                msg = conn.recv() => msg?,
+                () = &mut watchdog => {
+                    if heard.elapsed() >= SILENCE {
+                        return Err(ConnError::Timeout);
+                    }
+                    watchdog.as_mut().reset(heard + SILENCE);
+                    continue;
+                }
+            };
+            heard = Instant::now();
             match state.apply(&msg) {
                 Applied::Applied => {}
                 Applied::Gap { .. } => {
