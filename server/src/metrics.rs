@@ -99,7 +99,7 @@ impl Metrics {
             ),
             (
                 "elementals_messages_out_total",
-                "Messages queued to clients.",
+                "Messages sent to clients.",
                 &self.messages_out,
             ),
         ];

@@ -299,15 +299,15 @@ impl Actor {
             .map(|e| Bytes::from(wire::encode(e)))
             .collect();
         let now = Instant::now().into_std();
-        let (queued, spectators, backlog) = {
+        // (Frames are counted in `messages_out` by the connections' writers, as sent.)
+        let (spectators, backlog) = {
             let mut shared = lock(&self.shared);
-            let queued = shared.fanout.broadcast(&frames);
+            shared.fanout.broadcast(&frames);
             shared.mirror(&self.state, now);
             let backlog = shared.fanout.has_backlog();
-            (queued, shared.fanout.spectator_count(), backlog)
+            (shared.fanout.spectator_count(), backlog)
         };
         let metrics = Arc::clone(&self.services.metrics);
-        metrics.messages_out.fetch_add(queued, Relaxed);
         if backlog {
             let urgent = events.iter().any(|e| {
                 matches!(
@@ -380,10 +380,6 @@ impl Actor {
                 shared.fanout.deliver(chunk, resync)
             }
         };
-        self.services
-            .metrics
-            .messages_out
-            .fetch_add(delivery.queued, Relaxed);
         if delivery.removed > 0 {
             spectators_left(&self.services, delivery.removed);
             self.spectators_changed();
@@ -413,12 +409,8 @@ impl Actor {
         self.announced = count;
         let game_id = self.game_id;
         let frame = Bytes::from(wire::encode(&ServerMsg::Spectators { game_id, count }));
-        let queued = shared.fanout.to_players(&frame);
+        shared.fanout.to_players(&frame);
         drop(shared);
-        self.services
-            .metrics
-            .messages_out
-            .fetch_add(queued, Relaxed);
         if self.state.result().is_none() {
             let summary = self.state.summary(count);
             self.services.registry.update_summary(summary);

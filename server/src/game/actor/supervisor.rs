@@ -70,10 +70,9 @@ pub(in crate::game) async fn supervise(
         winner: None,
         reason: EndReason::ServerAborted,
     };
-    let (already_finished, record, queued, spectators) = {
+    let (already_finished, record, spectators) = {
         let mut shared = lock(&shared);
         let already_finished = std::mem::replace(&mut shared.finished, true);
-        let mut queued = 0;
         let record = if already_finished {
             shared.unrecorded.take()
         } else {
@@ -92,8 +91,8 @@ pub(in crate::game) async fn supervise(
             let frame = Bytes::from(wire::encode(&over));
             // Spectators get what the game had left for them, then the end; a lagging
             // one gets the GameOver itself in place of a snapshot.
-            queued = shared.fanout.broadcast(std::slice::from_ref(&frame));
-            queued += shared.fanout.deliver_all(|| frame.clone()).queued;
+            shared.fanout.broadcast(std::slice::from_ref(&frame));
+            shared.fanout.deliver_all(|| frame.clone());
             Some(GameRecord {
                 game_id,
                 variant: setup.variant,
@@ -108,9 +107,8 @@ pub(in crate::game) async fn supervise(
             })
         };
         let spectators = std::mem::take(&mut shared.fanout).spectator_count();
-        (already_finished, record, queued, spectators)
+        (already_finished, record, spectators)
     };
-    services.metrics.messages_out.fetch_add(queued, Relaxed);
     spectators_left(&services, spectators);
     if !already_finished {
         services

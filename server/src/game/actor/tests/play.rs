@@ -50,7 +50,6 @@ async fn the_seed_game_ends_at_the_edge_and_is_rated_once_recorded() {
     assert_eq!(m.games_started.load(Relaxed), 1);
     assert_eq!(m.games_finished.load(Relaxed), 1);
     assert_eq!(m.live_games.load(Relaxed), 0);
-    assert!(m.messages_out.load(Relaxed) >= 2 * one.len() as u64);
     assert!(m
         .render()
         .contains("elementals_result_latency_seconds_count 5"));
