@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
@@ -20,7 +21,7 @@ use futures::{FutureExt, SinkExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::outbox::{Outbound, Outbox, OUTBOX_CAPACITY};
+use crate::outbox::{Other, Outbound, Outbox, OUTBOX_CAPACITY};
 use crate::server::AppState;
 use crate::session::{After, Session};
 
@@ -330,13 +331,26 @@ async fn act(
     state: &AppState,
 ) -> bool {
     match wake {
-        Wake::Out(Some(Outbound::Frame(bytes))) => {
+        Wake::Out(Some(Outbound::Other(Other::Close { code, reason }))) => {
+            send_close(sink, code, reason).await;
+            false
+        }
+        Wake::Out(Some(first)) => {
             // A client that stops reading leaves this send pending; whoever then finds its
-            // outbox full kills the connection, which ends the wait.
+            // outbox full kills the connection, which ends the wait. Most sends complete
+            // at once (the socket has room), so that wait is armed only for one that does
+            // not: arming it is a clone of the kill token and two locks of its waiter list.
             let mut close = None;
-            let sent = tokio::select! {
-                sent = send_burst(sink, rx, bytes, &mut close, state) => sent,
-                _ = abandoned(outbox) => false,
+            let sent = {
+                let burst = send_burst(sink, rx, first, &mut close, state);
+                tokio::pin!(burst);
+                match futures::poll!(burst.as_mut()) {
+                    Poll::Ready(sent) => sent,
+                    Poll::Pending => tokio::select! {
+                        sent = &mut burst => sent,
+                        _ = abandoned(outbox) => false,
+                    },
+                }
             };
             if !sent {
                 return false;
@@ -349,26 +363,21 @@ async fn act(
                 None => true,
             }
         }
-        Wake::Out(Some(Outbound::Close { code, reason })) => {
-            send_close(sink, code, reason).await;
-            false
-        }
         Wake::Out(None) => false,
         Wake::Killed => {
             // Killed: either it fell behind or the reader ended. Drain what is already
             // queued only if the reader asked for a flush.
             if outbox.flush_requested() {
                 while let Ok(out) = rx.try_recv() {
-                    match out {
-                        Outbound::Frame(bytes) => {
-                            let _ = sink.send(Message::Binary(bytes)).await;
-                        }
-                        Outbound::Close { code, reason } => {
-                            send_close(sink, code, reason).await;
-                            break;
-                        }
+                    if let Some((code, reason)) = out.close() {
+                        send_close(sink, code, reason).await;
+                        break;
+                    }
+                    if feed(sink, &out).await.is_err() {
+                        break;
                     }
                 }
+                let _ = sink.flush().await;
             } else {
                 send_close(sink, close::POLICY, "not reading fast enough").await;
             }
@@ -403,38 +412,46 @@ async fn send_close(sink: &mut SplitSink<WebSocket, Message>, code: u16, reason:
 /// At most this many frames go out in one write.
 const MAX_BURST: usize = 64;
 
-/// Sends `first` and whatever else is already queued behind it (up to `MAX_BURST` frames)
-/// with one flush, so a burst of events (a reveal and the round's result, say) costs one
-/// write to the socket rather than one each. A close found in the queue is left in
-/// `close` for the caller, after the frames before it. Returns whether the frames went.
+/// Sends `first` and whatever else is already queued behind it (up to about `MAX_BURST`
+/// frames) with one flush, so a burst of events (a reveal and the round's result, say)
+/// costs one write to the socket rather than one each. A close found in the queue is left
+/// in `close` for the caller, after the frames before it. Returns whether the frames went.
 async fn send_burst(
     sink: &mut SplitSink<WebSocket, Message>,
     rx: &mut mpsc::Receiver<Outbound>,
-    first: bytes::Bytes,
+    first: Outbound,
     close: &mut Option<(u16, &'static str)>,
     state: &AppState,
 ) -> bool {
-    let mut frames = 1;
-    if sink.feed(Message::Binary(first)).await.is_err() {
+    let Ok(mut frames) = feed(sink, &first).await else {
         return false;
-    }
+    };
     while frames < MAX_BURST {
         match rx.try_recv() {
-            Ok(Outbound::Frame(bytes)) => {
-                frames += 1;
-                if sink.feed(Message::Binary(bytes)).await.is_err() {
-                    return false;
-                }
-            }
-            Ok(Outbound::Close { code, reason }) => {
+            Ok(Outbound::Other(Other::Close { code, reason })) => {
                 *close = Some((code, reason));
                 break;
             }
+            Ok(out) => match feed(sink, &out).await {
+                Ok(fed) => frames += fed,
+                Err(()) => return false,
+            },
             Err(_) => break,
         }
     }
     state.metrics.messages_out.fetch_add(frames as u64, Relaxed);
     sink.flush().await.is_ok()
+}
+
+/// Buffers an item's frames for the next flush; returns how many.
+async fn feed(sink: &mut SplitSink<WebSocket, Message>, out: &Outbound) -> Result<usize, ()> {
+    for frame in out.frames() {
+        // A clone of a `Bytes` is a reference count, not a copy.
+        sink.feed(Message::Binary(frame.clone()))
+            .await
+            .map_err(|_| ())?;
+    }
+    Ok(out.frames().len())
 }
 
 /// Resolves when the connection is killed without a flush (it fell behind or was

@@ -5,6 +5,8 @@
 //! reading. What happens then is the sender's choice: a game kills a player's connection
 //! (the player resynchronises on reconnect), a game resynchronises or drops a spectator.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use elementals_protocol::messages::ServerMsg;
 use elementals_protocol::wire;
@@ -19,15 +21,41 @@ pub const OUTBOX_CAPACITY: usize = 256;
 ///
 /// No larger than a `Bytes` (32 bytes): the channel allocates a block of 32 of these for
 /// every connection up front, idle or not. Close reasons are fixed strings for that reason
-/// (a `String` made it 40 bytes).
+/// (a `String` made it 40 bytes), and everything but a single frame is in an enum of its
+/// own: a `Bytes` has room for telling one other variant apart without a tag, not two.
 #[derive(Debug)]
 pub enum Outbound {
     Frame(Bytes),
+    Other(Other),
+}
+
+#[derive(Debug)]
+pub enum Other {
+    /// `frames[from..]`, in order: a game's events for one spectator, queued as one item.
+    /// The slice is shared by every spectator of the delivery (one reference count each),
+    /// so a delivery of several events costs each spectator one push, not one per event.
+    Frames { frames: Arc<[Bytes]>, from: u32 },
     /// Send a close frame with this code and reason, then stop.
-    Close {
-        code: u16,
-        reason: &'static str,
-    },
+    Close { code: u16, reason: &'static str },
+}
+
+impl Outbound {
+    /// The frames to send, in order (none for a close).
+    pub fn frames(&self) -> &[Bytes] {
+        match self {
+            Outbound::Frame(frame) => std::slice::from_ref(frame),
+            Outbound::Other(Other::Frames { frames, from }) => &frames[*from as usize..],
+            Outbound::Other(Other::Close { .. }) => &[],
+        }
+    }
+
+    /// The close asked for, if that is what this is.
+    pub fn close(&self) -> Option<(u16, &'static str)> {
+        match self {
+            Outbound::Other(Other::Close { code, reason }) => Some((*code, reason)),
+            _ => None,
+        }
+    }
 }
 
 /// Why a frame could not be queued.
@@ -70,12 +98,27 @@ impl Outbox {
     }
 
     pub fn send(&self, frame: Bytes) -> Result<(), SendError> {
-        self.tx
-            .try_send(Outbound::Frame(frame))
-            .map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => SendError::Full,
-                mpsc::error::TrySendError::Closed(_) => SendError::Closed,
-            })
+        self.push(Outbound::Frame(frame))
+    }
+
+    /// Queues `frames[from..]` as one item (nothing when that is empty).
+    pub fn send_frames(&self, frames: &Arc<[Bytes]>, from: usize) -> Result<(), SendError> {
+        let out = match &frames[from.min(frames.len())..] {
+            [] => return Ok(()),
+            [one] => Outbound::Frame(one.clone()),
+            _ => Outbound::Other(Other::Frames {
+                frames: Arc::clone(frames),
+                from: u32::try_from(from).expect("a backlog of fewer than 2^32 frames"),
+            }),
+        };
+        self.push(out)
+    }
+
+    fn push(&self, out: Outbound) -> Result<(), SendError> {
+        self.tx.try_send(out).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => SendError::Full,
+            mpsc::error::TrySendError::Closed(_) => SendError::Closed,
+        })
     }
 
     /// Encode and queue one message for this connection alone.
@@ -93,7 +136,7 @@ impl Outbox {
 
     /// Ask the writer to close the connection with a close code.
     pub fn close(&self, code: u16, reason: &'static str) {
-        let close = Outbound::Close { code, reason };
+        let close = Outbound::Other(Other::Close { code, reason });
         if self.tx.try_send(close).is_err() {
             self.kill.cancel();
         }
@@ -137,13 +180,7 @@ mod tests {
         outbox.send(Bytes::from_static(b"one")).unwrap();
         outbox.close(4000, "superseded");
         assert!(matches!(rx.recv().await, Some(Outbound::Frame(f)) if f == "one"));
-        assert!(matches!(
-            rx.recv().await,
-            Some(Outbound::Close {
-                code: 4000,
-                reason: "superseded"
-            })
-        ));
+        assert_eq!(rx.recv().await.unwrap().close(), Some((4000, "superseded")));
         assert!(!outbox.kill_token().is_cancelled());
     }
 }

@@ -15,6 +15,7 @@
 //! once and in order.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use elementals_protocol::messages::SeatPair;
@@ -52,6 +53,9 @@ pub(in crate::game) struct Fanout {
     spectators: Vec<Spectator>,
     /// Frames not yet queued to every spectator: frame number `base + i` is `backlog[i]`.
     backlog: VecDeque<Bytes>,
+    /// The backlog as one shared slice, made at the first delivery after it changed: each
+    /// spectator is queued its part of it as one item.
+    shared: Option<Arc<[Bytes]>>,
     base: u64,
     /// The next spectator of the pass under way.
     cursor: usize,
@@ -115,6 +119,7 @@ impl Fanout {
         }
         if !self.spectators.is_empty() {
             self.backlog.extend(frames.iter().cloned());
+            self.shared = None;
         } else {
             // Nobody to wait for: the stream moves on without a backlog.
             self.base += frames.len() as u64;
@@ -133,6 +138,10 @@ impl Fanout {
     pub fn deliver(&mut self, chunk: usize, mut resync: impl FnMut() -> Bytes) -> Delivery {
         let mut delivery = Delivery::default();
         let end = self.end();
+        let backlog = Arc::clone(
+            self.shared
+                .get_or_insert_with(|| self.backlog.iter().cloned().collect()),
+        );
         let mut snapshot: Option<Bytes> = None;
         let mut served = 0;
         while served < chunk && self.cursor < self.spectators.len() {
@@ -146,7 +155,7 @@ impl Fanout {
             let keep = match s.lagging {
                 None => {
                     let from = usize::try_from(s.next - self.base).unwrap_or(usize::MAX);
-                    send_events(s, self.backlog.range(from..), &mut delivery.queued)
+                    send_events(s, &backlog, from, &mut delivery.queued)
                 }
                 Some(_) => {
                     let frame = snapshot.get_or_insert_with(&mut resync);
@@ -167,6 +176,7 @@ impl Fanout {
                 // Everyone has everything: the backlog can go.
                 self.base = end;
                 self.backlog.clear();
+                self.shared = None;
             }
         }
         delivery.done = self.backlog.is_empty();
@@ -200,6 +210,7 @@ impl Fanout {
         if self.spectators.is_empty() {
             self.base = self.end();
             self.backlog.clear();
+            self.shared = None;
             self.cursor = 0;
         }
     }
@@ -217,23 +228,19 @@ fn send_to_player(outbox: &Outbox, frame: &Bytes) -> bool {
     }
 }
 
-/// Sends frames to a spectator in step; returns whether to keep it.
-fn send_events<'a>(
-    s: &mut Spectator,
-    frames: impl Iterator<Item = &'a Bytes>,
-    queued: &mut u64,
-) -> bool {
-    for frame in frames {
-        match s.outbox.send(frame.clone()) {
-            Ok(()) => *queued += 1,
-            Err(SendError::Full) => {
-                s.lagging = Some(0);
-                return true;
-            }
-            Err(SendError::Closed) => return false,
+/// Queues `backlog[from..]` to a spectator as one item; returns whether to keep it.
+fn send_events(s: &mut Spectator, backlog: &Arc<[Bytes]>, from: usize, queued: &mut u64) -> bool {
+    match s.outbox.send_frames(backlog, from) {
+        Ok(()) => {
+            *queued += backlog.len().saturating_sub(from) as u64;
+            true
         }
+        Err(SendError::Full) => {
+            s.lagging = Some(0);
+            true
+        }
+        Err(SendError::Closed) => false,
     }
-    true
 }
 
 /// Offers a lagging spectator a snapshot; returns whether to keep it.
@@ -274,11 +281,9 @@ mod tests {
     }
 
     fn received(rx: &mut mpsc::Receiver<Outbound>) -> Vec<u8> {
-        std::iter::from_fn(|| match rx.try_recv() {
-            Ok(Outbound::Frame(b)) => Some(b[0]),
-            _ => None,
-        })
-        .collect()
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .flat_map(|out| out.frames().iter().map(|b| b[0]).collect::<Vec<_>>())
+            .collect()
     }
 
     fn no_resync() -> Bytes {
@@ -347,8 +352,10 @@ mod tests {
         let mut fanout = Fanout::default();
         let (outbox, mut rx) = Outbox::new(9, 1);
         fanout.add_spectator(outbox);
-        fanout.broadcast(&[frame(1), frame(2)]);
-        // Frame 1 fits, frame 2 does not: it is lagging.
+        fanout.broadcast(&[frame(1)]);
+        assert!(fanout.deliver_all(no_resync).done);
+        // Frame 1 fills the outbox, frame 2 does not fit: it is lagging.
+        fanout.broadcast(&[frame(2)]);
         assert!(fanout.deliver_all(no_resync).done);
         assert_eq!(received(&mut rx), [1]);
         fanout.broadcast(&[frame(3)]);
@@ -358,5 +365,23 @@ mod tests {
         fanout.broadcast(&[frame(4)]);
         fanout.deliver_all(no_resync);
         assert_eq!(received(&mut rx), [4]);
+    }
+
+    #[test]
+    fn a_delivery_queues_each_spectator_one_item_sharing_the_frames() {
+        let mut fanout = Fanout::default();
+        let mut rxs: Vec<_> = (0..3).map(|id| spectator(&mut fanout, id)).collect();
+        fanout.broadcast(&[frame(1), frame(2), frame(3)]);
+        let delivery = fanout.deliver_all(no_resync);
+        assert_eq!(delivery.queued, 9, "frames, counting each spectator");
+        let items: Vec<Outbound> = rxs.iter_mut().map(|rx| rx.try_recv().unwrap()).collect();
+        for (item, rx) in items.iter().zip(&mut rxs) {
+            assert!(rx.try_recv().is_err(), "one item each");
+            let frames: Vec<u8> = item.frames().iter().map(|b| b[0]).collect();
+            assert_eq!(frames, [1, 2, 3]);
+        }
+        // The bytes are the broadcast's own, not copies.
+        let first = items[0].frames()[0].as_ptr();
+        assert!(items.iter().all(|item| item.frames()[0].as_ptr() == first));
     }
 }

@@ -10,9 +10,11 @@ mod incident;
 mod play;
 mod watch;
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use elementals_protocol::commitment::{self, NONCE_LEN};
 use elementals_protocol::messages::{GameId, GameSnapshot, SeatPair, ServerMsg};
 use elementals_protocol::rules::{Element, Seat, Variant};
@@ -43,35 +45,55 @@ fn outbox(capacity: usize) -> (Outbox, mpsc::Receiver<Outbound>) {
     Outbox::new(NEXT_CONN.fetch_add(1, Relaxed), capacity)
 }
 
-fn decode(outbound: Outbound) -> ServerMsg {
-    match outbound {
-        Outbound::Frame(bytes) => {
-            wire::decode_server(&bytes).expect("the actor sends valid frames")
-        }
-        Outbound::Close { code, reason } => panic!("unexpected close {code}: {reason}"),
-    }
+fn decode(frame: &Bytes) -> ServerMsg {
+    wire::decode_server(frame).expect("the actor sends valid frames")
 }
 
 /// One connection's end of an outbox.
 struct Inbox {
     outbox: Outbox,
     rx: mpsc::Receiver<Outbound>,
+    /// Frames of an item taken from `rx` and not yet looked at.
+    pending: VecDeque<Bytes>,
 }
 
 impl Inbox {
     fn new(capacity: usize) -> Inbox {
         let (outbox, rx) = outbox(capacity);
-        Inbox { outbox, rx }
+        Inbox {
+            outbox,
+            rx,
+            pending: VecDeque::new(),
+        }
+    }
+
+    fn take(&mut self, out: Outbound) {
+        if let Some((code, reason)) = out.close() {
+            panic!("unexpected close {code}: {reason}");
+        }
+        self.pending.extend(out.frames().iter().cloned());
+    }
+
+    /// Every frame queued so far, raw.
+    fn raw(&mut self) -> Vec<Bytes> {
+        while let Ok(out) = self.rx.try_recv() {
+            self.take(out);
+        }
+        self.pending.drain(..).collect()
     }
 
     /// Everything queued so far.
     fn drain(&mut self) -> Vec<ServerMsg> {
-        std::iter::from_fn(|| self.rx.try_recv().ok().map(decode)).collect()
+        self.raw().iter().map(decode).collect()
     }
 
     /// The next frame, waiting for it (paused time runs on to the next timer meanwhile).
     async fn next(&mut self) -> ServerMsg {
-        decode(self.rx.recv().await.expect("the outbox is open"))
+        while self.pending.is_empty() {
+            let out = self.rx.recv().await.expect("the outbox is open");
+            self.take(out);
+        }
+        decode(&self.pending.pop_front().expect("a frame"))
     }
 
     /// Waits for the game's end, skipping other frames.

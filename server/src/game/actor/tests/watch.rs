@@ -9,15 +9,10 @@ use elementals_protocol::wire;
 use tokio::time::advance;
 
 use super::{seqs, Harness, Inbox, TC};
-use crate::outbox::Outbound;
 
 /// Every frame queued to `inbox` so far, raw.
 fn raw(inbox: &mut Inbox) -> Vec<Bytes> {
-    std::iter::from_fn(|| match inbox.rx.try_recv() {
-        Ok(Outbound::Frame(bytes)) => Some(bytes),
-        _ => None,
-    })
-    .collect()
+    inbox.raw()
 }
 
 /// The spectator counts the players were told.
@@ -102,29 +97,56 @@ async fn spectator_counts_are_batched() {
 async fn a_spectator_that_stops_reading_is_resynced_or_dropped_and_never_slows_players() {
     let h = Harness::new().await;
     let mut game = h.start(0, TC).await;
-    // `stuck` never reads; `slow` holds two frames and catches up when it reads.
-    // Each outbox holds the queued snapshot plus the capacity named here.
-    let stuck = Inbox::new(1 + 1);
-    let mut slow = Inbox::new(1 + 2);
-    for w in [&stuck, &slow] {
+    // A delivery is one outbox item however many events it brings, and each of these
+    // outboxes holds the queued snapshot plus one more item. `stuck` never reads; `slow`
+    // reads now and then; `witness` reads everything, to tell when a delivery happened.
+    let stuck = Inbox::new(2);
+    let mut slow = Inbox::new(2);
+    let mut witness = Inbox::new(64);
+    for w in [&stuck, &slow, &witness] {
         game.handle
             .spectator()
             .watch(w.outbox.clone(), None)
             .await
             .unwrap();
     }
-    // Round 1 reaches spectators in one delivery (its events come together); it overflows
-    // both outboxes, so both fall behind.
+    assert!(matches!(witness.next().await, ServerMsg::Snapshot { .. }));
+    // Round 1 reaches spectators as one delivery (its events come together): both small
+    // outboxes are now full.
     game.play(1, 1, 2).await;
-    let watched = [slow.next().await, slow.next().await, slow.next().await];
-    assert!(matches!(watched[0], ServerMsg::Snapshot { .. }));
-    assert_eq!(seqs(&watched[1..]).len(), 2);
-    assert_eq!(slow.drain(), []);
-    assert!(!stuck.outbox.kill_token().is_cancelled());
+    let round_one = [vec![witness.next().await], witness.drain()].concat();
+    assert!(matches!(
+        round_one.last(),
+        Some(ServerMsg::RoundStart { round: 2, .. })
+    ));
+    let read = slow.drain();
+    assert!(matches!(read[0], ServerMsg::Snapshot { .. }));
+    assert_eq!(read[1..], round_one[..], "`slow` got round 1 whole");
 
-    // The next delivery (round 2's first event, once the coalescing wait has passed;
-    // paused time runs on to it) offers both a snapshot: `slow` takes it, `stuck` fails.
+    // Round 2's first commit: `stuck` has no room and falls behind; `slow` takes it.
     game.one.commit(2, 1).await.unwrap();
+    let _ = witness.next().await;
+    // The second: `stuck` is offered a snapshot and has no room (its first failure);
+    // `slow` is now full.
+    game.two.commit(2, 2).await.unwrap();
+    let _ = witness.next().await;
+    witness.drain();
+    // The first reveal: `stuck` fails again, `slow` falls behind.
+    game.one.reveal(2, 1).await.unwrap();
+    let _ = witness.next().await;
+    assert!(!stuck.outbox.kill_token().is_cancelled());
+    let read = slow.drain();
+    assert!(matches!(read[0], ServerMsg::Committed { round: 2, .. }));
+    assert!(matches!(
+        read.last(),
+        Some(ServerMsg::RevealPhase { round: 2, .. })
+    ));
+
+    // The result: `stuck` fails a third time and is dropped; `slow` has room again and
+    // gets a snapshot of the game as it now is in place of what it missed.
+    game.two.reveal(2, 2).await.unwrap();
+    let result = [vec![witness.next().await], witness.drain()].concat();
+    stuck.outbox.kill_token().cancelled().await;
     let resync = match slow.next().await {
         ServerMsg::Snapshot {
             id: None,
@@ -133,28 +155,24 @@ async fn a_spectator_that_stops_reading_is_resynced_or_dropped_and_never_slows_p
         } => snapshot,
         other => panic!("expected a snapshot, got {other:?}"),
     };
-    assert!(resync.committed.one);
-    // `slow` follows events again; `stuck` fails its second resync.
-    game.two.commit(2, 2).await.unwrap();
-    let caught_up = [slow.next().await, slow.next().await];
-    assert_eq!(seqs(&caught_up), [resync.seq + 1, resync.seq + 2]);
-    assert!(!stuck.outbox.kill_token().is_cancelled());
-    // The third failed resync drops `stuck`.
-    game.one.reveal(2, 1).await.unwrap();
-    stuck.outbox.kill_token().cancelled().await;
-    assert_eq!(seqs(&[slow.next().await]), [resync.seq + 3]);
+    assert_eq!(resync.rounds.len(), 2);
+    assert_eq!(Some(resync.seq), seqs(&result).last().copied());
+    assert_eq!(slow.drain(), []);
+    // And follows the events again from there.
+    game.one.commit(3, 1).await.unwrap();
+    assert_eq!(seqs(&[slow.next().await]), [resync.seq + 1]);
 
     // The players missed nothing and were never cut off.
     let one = game.one.drain();
     let expected: Vec<u64> = (seqs(&one)[0]..).take(one.len()).collect();
     assert_eq!(seqs(&one), expected);
-    assert_eq!(*seqs(&one).last().unwrap(), resync.seq + 3);
+    assert_eq!(*seqs(&one).last().unwrap(), resync.seq + 1);
     assert!(!game.one.inbox.outbox.kill_token().is_cancelled());
     assert!(!game.two.inbox.outbox.kill_token().is_cancelled());
-    assert_eq!(h.metrics().spectators.load(Relaxed), 1);
+    assert_eq!(h.metrics().spectators.load(Relaxed), 2);
     advance(Duration::from_secs(1)).await;
     let _ = game.snapshot().await;
-    assert_eq!(counts(&game.two.drain()), [1]);
+    assert_eq!(counts(&game.two.drain()).last(), Some(&2));
 }
 
 #[tokio::test(start_paused = true)]
