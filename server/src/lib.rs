@@ -3,6 +3,7 @@
 
 pub mod accept;
 pub mod admission;
+pub mod alloc;
 pub mod auth;
 pub mod clock;
 pub mod config;

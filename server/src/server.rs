@@ -61,34 +61,6 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// whose log append is one group commit) before it flushes and exits.
 const GAMES_GRACE: Duration = Duration::from_secs(5);
 
-/// Blocks of at least this many bytes get pages of their own (`mmap`), given back to the
-/// system when freed: glibc's own starting value, kept fixed. argon2id's working memory
-/// (19 MiB by default, one block per password hashed or verified) is one such block the
-/// server allocates over and over; a connection's WebSocket write buffer grown by a
-/// large frame is another (at 1 MiB, 400 connections' ~280 KB buffers stayed resident
-/// after the connections had closed; at 128 KiB they went back: BENCHMARKS.md, density).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MMAP_THRESHOLD: usize = 128 << 10;
-
-/// Makes glibc's malloc map large blocks separately, always. By default it raises that
-/// threshold to the size of the largest mapped block freed so far, so after the first
-/// password hash every further hash's 19 MiB came from the heap of whichever arena its
-/// blocking thread used, and stayed resident: 40 registrations left the server at 637 MiB
-/// of RSS, against 10 MiB with a fixed threshold (BENCHMARKS.md, density). Elsewhere (other
-/// allocators) this does nothing.
-fn return_large_blocks_to_the_system() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        let threshold = libc::c_int::try_from(MMAP_THRESHOLD).unwrap_or(libc::c_int::MAX);
-        // SAFETY: `mallopt` only sets an allocator parameter (under the allocator's own
-        // lock); no memory is touched. A refusal (0) leaves glibc's default in place.
-        let set = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, threshold) };
-        if set == 0 {
-            tracing::warn!("could not set malloc's mmap threshold");
-        }
-    }
-}
-
 /// Restore the games in progress, serve on `listener` until `shutdown` completes, then
 /// stop starting games, stop the games where they stand (every step they acknowledged is
 /// in their logs, and they resume at the next start), tell every client, let the
@@ -98,7 +70,7 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    return_large_blocks_to_the_system();
+    crate::alloc::configure();
     let db = Db::open(&config.database)?;
     let registry = Arc::new(Registry::new());
     let metrics = Arc::new(Metrics::default());
@@ -174,51 +146,4 @@ pub async fn run(
     db.shutdown().await?;
     tracing::info!("stopped");
     Ok(())
-}
-
-#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
-mod tests {
-    use std::hint::black_box;
-
-    use super::*;
-
-    /// Whether glibc's malloc mapped the block at `ptr` apart: the `IS_MMAPPED` bit (2) of
-    /// the size word just before it.
-    fn mapped_apart(ptr: *const u8) -> bool {
-        // SAFETY: `ptr` is the start of a live block from glibc's malloc, which keeps the
-        // block's size word (with its flag bits) in the `usize` right before it.
-        let size_word = unsafe { ptr.cast::<usize>().sub(1).read() };
-        size_word & 2 != 0
-    }
-
-    /// Set in the process the test below starts to run itself alone.
-    const PROBE: &str = "ELEMENTALS_MALLOC_PROBE";
-
-    #[test]
-    fn large_blocks_stay_mapped_apart_after_a_larger_one_is_freed() {
-        if std::env::var_os(PROBE).is_none() {
-            // Only meaningful in a process of its own: in this one, another test's thread
-            // may have left a free chunk or an arena top large enough to serve the block.
-            let status = std::process::Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    "server::tests::large_blocks_stay_mapped_apart_after_a_larger_one_is_freed",
-                    "--test-threads=1",
-                ])
-                .env(PROBE, "1")
-                .status()
-                .expect("running this test in a process of its own");
-            assert!(status.success(), "the probe process failed: {status}");
-            return;
-        }
-        return_large_blocks_to_the_system();
-        // By glibc's default, freeing a mapped 30 MiB block raises the threshold to 30 MiB,
-        // and argon2id's 19 MiB then comes from a heap and stays resident.
-        drop(black_box(vec![1u8; 30 << 20]));
-        let block = black_box(vec![1u8; 19 << 20]);
-        assert!(
-            mapped_apart(block.as_ptr()),
-            "a 19 MiB block is mapped apart"
-        );
-    }
 }
