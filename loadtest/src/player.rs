@@ -445,6 +445,12 @@ impl Player {
             Some(pending.swap_remove(at).1)
         });
         match (&msg, waiting) {
+            (ServerMsg::Error { code, .. }, Some(what))
+                if crossed_the_end(*code, what, self.game.as_ref().map(|g| &g.state)) =>
+            {
+                stats.moves_after_game_over.fetch_add(1, Relaxed);
+                Ok(())
+            }
             (ServerMsg::Error { code, .. }, Some(what)) => {
                 stats.error(format!("{}: server error {code}", what.name()));
                 Ok(())
@@ -570,6 +576,16 @@ impl Player {
     }
 }
 
+/// Whether an error answering a move means only that the move crossed its game's end on
+/// the wire (the opponent's clock ran out as it was sent, say). The end is queued to the
+/// connection before the answer, so the player has seen it by then: a `game_over` error
+/// for a game still live in the player's view is the server's error.
+fn crossed_the_end(code: ErrorCode, what: Pending, game: Option<&GameState>) -> bool {
+    code == ErrorCode::GameOver
+        && matches!(what, Pending::Commit(_) | Pending::Reveal)
+        && game.is_none_or(GameState::is_over)
+}
+
 /// Whether players thinking `think` on average (0.5–1.5 times it, see `Ctx::think`) can
 /// run their banks out with this increment: each round costs a bank its thinking and gives
 /// back the increment, so only thinking longer than the increment drains it. Otherwise a
@@ -599,5 +615,54 @@ mod tests {
         // increment, 1.3 s × 1.5 = 1.95 s does not.
         assert!(can_run_out(Duration::from_millis(1_400), 2_000));
         assert!(!can_run_out(Duration::from_millis(1_300), 2_000));
+    }
+
+    #[test]
+    fn only_a_game_over_error_for_a_game_seen_ending_is_a_move_crossing_the_end() {
+        use elementals_client::protocol::messages::{
+            Clocks, GameId, GameInfo, GameResult, PlayerInfo, SeatPair,
+        };
+        use elementals_client::protocol::{TimeControl, Variant};
+        let player = |name: &str| PlayerInfo {
+            name: name.into(),
+            rating: 1.0,
+            guest: false,
+        };
+        let game_id = GameId::new_random_from([7; 16]);
+        let mut live = GameState::new(
+            GameInfo {
+                game_id,
+                variant: Variant::CLASSIC,
+                time_control: TimeControl::BLITZ,
+                rated: true,
+                players: SeatPair::new(player("ann"), player("bob")),
+                started_at: 0,
+            },
+            Some(Seat::One),
+        );
+        let commit = Pending::Commit(Instant::now());
+        // The game is live in the player's view: the server is wrong to say it is over.
+        assert!(!crossed_the_end(ErrorCode::GameOver, commit, Some(&live)));
+        // Other errors, and errors to other requests, stay errors.
+        assert!(!crossed_the_end(ErrorCode::RateLimited, commit, None));
+        assert!(!crossed_the_end(ErrorCode::GameOver, Pending::Join, None));
+        // Seen ending (kept while a rating is awaited), or already left: a crossing.
+        let over = ServerMsg::GameOver {
+            game_id,
+            seq: 1,
+            result: GameResult {
+                winner: Some(Seat::Two),
+                reason: EndReason::Time,
+            },
+            rated: true,
+            clocks: Clocks {
+                one_ms: 0,
+                two_ms: 900,
+                running: SeatPair::new(false, false),
+            },
+        };
+        assert_eq!(live.apply(&over), Applied::Applied);
+        assert!(crossed_the_end(ErrorCode::GameOver, commit, Some(&live)));
+        assert!(crossed_the_end(ErrorCode::GameOver, Pending::Reveal, None));
     }
 }

@@ -61,6 +61,8 @@ pub struct Report {
     pub games_in_hold: u64,
     /// Games that ended on time where the think time could drain a bank (not errors).
     pub games_lost_on_time: u64,
+    /// Moves answered `game_over` because the game had just ended (not errors).
+    pub moves_after_game_over: u64,
     pub rounds_in_hold: u64,
     pub rounds_per_s: f64,
     /// Frames sent plus received by all simulated clients, per second of the hold: the
@@ -136,6 +138,7 @@ impl Report {
             rounds_completed: stats.rounds.load(Relaxed),
             games_in_hold: end.games - start.games,
             games_lost_on_time: stats.games_lost_on_time.load(Relaxed),
+            moves_after_game_over: stats.moves_after_game_over.load(Relaxed),
             rounds_in_hold: end.rounds - start.rounds,
             rounds_per_s: per_s(end.rounds - start.rounds),
             messages_per_s,
@@ -196,6 +199,10 @@ impl Report {
             format!("{} ({})", self.games_completed, self.games_in_hold),
         );
         row("games lost on time", self.games_lost_on_time.to_string());
+        row(
+            "moves after game over",
+            self.moves_after_game_over.to_string(),
+        );
         row(
             "rounds completed (hold)",
             format!("{} ({})", self.rounds_completed, self.rounds_in_hold),

@@ -79,6 +79,10 @@ pub struct Stats {
     /// Games ended by a bank running out where the players' thinking could drain it (their
     /// think time exceeds the increment): a legitimate end, not an error. Once per game.
     pub games_lost_on_time: AtomicU64,
+    /// A `commit` or `reveal` answered `game_over` after the player had seen its game end:
+    /// the move crossed the end on the wire (the opponent's clock ran out, say), not an
+    /// error of the server's.
+    pub moves_after_game_over: AtomicU64,
     /// Frames sent and received by every simulated connection.
     pub frames_out: AtomicU64,
     pub frames_in: AtomicU64,
