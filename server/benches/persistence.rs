@@ -3,6 +3,11 @@
 //! batched transactions (many games ending at once) and without (one at a time).
 //!
 //! `cargo bench -p elementals-server --bench persistence`
+//!
+//! The games are played between `PERSISTENCE_ACCOUNTS` accounts (default 200). With few
+//! accounts a batch's per-account index entries share pages; with many (a real server's
+//! thousands of players) they fall on pages of their own, which is the harder case:
+//! `PERSISTENCE_ACCOUNTS=20000 cargo bench -p elementals-server --bench persistence`.
 
 use std::time::{Duration, Instant};
 
@@ -19,7 +24,16 @@ const CONCURRENT_GAMES: u64 = 1_000;
 /// Games recorded one after another (each waits for its own fsync).
 const SEQUENTIAL_GAMES: u64 = 50;
 const ROUNDS: u32 = 30;
-const ACCOUNTS: usize = 200;
+/// Accounts the games are spread over, unless `PERSISTENCE_ACCOUNTS` says otherwise.
+const DEFAULT_ACCOUNTS: usize = 200;
+
+fn accounts_wanted() -> usize {
+    std::env::var("PERSISTENCE_ACCOUNTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n >= 2)
+        .unwrap_or(DEFAULT_ACCOUNTS)
+}
 
 fn player(account: &AccountRow) -> RecordPlayer {
     RecordPlayer {
@@ -82,17 +96,27 @@ impl Bench {
         let runtime = tokio::runtime::Runtime::new().expect("runtime");
         let dir = tempfile::tempdir().expect("temporary directory");
         let db = Db::open(&dir.path().join("bench.db")).expect("database");
+        let wanted = accounts_wanted();
         let accounts = runtime.block_on(async {
-            let mut accounts = Vec::with_capacity(ACCOUNTS);
-            for i in 0..ACCOUNTS {
-                let account = db
-                    .create_account(format!("bench{i}"), "not-a-real-hash".into())
-                    .await
-                    .expect("account");
-                accounts.push(account);
+            // Created many at a time, so that the writer batches them.
+            let mut accounts = Vec::with_capacity(wanted);
+            for start in (0..wanted).step_by(1_000) {
+                let calls: Vec<_> = (start..wanted.min(start + 1_000))
+                    .map(|i| {
+                        let db = db.clone();
+                        tokio::spawn(async move {
+                            db.create_account(format!("bench{i}"), "not-a-real-hash".into())
+                                .await
+                        })
+                    })
+                    .collect();
+                for call in calls {
+                    accounts.push(call.await.expect("task").expect("account"));
+                }
             }
             accounts
         });
+        println!("persistence: {} accounts", accounts.len());
         Bench {
             runtime,
             db,
@@ -103,14 +127,13 @@ impl Bench {
 
     fn records(&self, n: u64) -> Vec<GameRecord> {
         (0..n as usize)
-            .map(|i| {
-                let one = &self.accounts[i % ACCOUNTS];
-                let two = &self.accounts[(i * 7 + 1) % ACCOUNTS];
-                let two = if two.id == one.id {
-                    &self.accounts[(i + 1) % ACCOUNTS]
-                } else {
-                    two
-                };
+            .map(|_| {
+                // Pairs drawn at random, as a lobby's would be: with many accounts a
+                // batch's games touch index pages of their own.
+                let n = self.accounts.len();
+                let a = rand::random_range(0..n);
+                let b = (a + rand::random_range(1..n)) % n;
+                let (one, two) = (&self.accounts[a], &self.accounts[b]);
                 record(one, two)
             })
             .collect()
