@@ -323,6 +323,44 @@ fn appends_queued_together_share_one_write() {
 }
 
 #[test]
+fn a_forget_between_appends_does_not_cut_the_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    // A game logged earlier (its appends long answered) whose record is now durable.
+    let ended = GameId(uuid::Uuid::new_v4());
+    let (queue, requests) = mpsc::channel(journal::REQUEST_QUEUE);
+    let logged = queue_append(&queue, ended, &[commit(0)]);
+    drop(queue);
+    journal::run(open_journal(&dir), requests);
+    logged.blocking_recv().unwrap().unwrap();
+
+    let (first, second) = (GameId(uuid::Uuid::new_v4()), GameId(uuid::Uuid::new_v4()));
+    let (queue, requests) = mpsc::channel(journal::REQUEST_QUEUE);
+    let mut answers = vec![queue_append(&queue, first, &[commit(0)])];
+    assert!(queue.try_send(Request::Forget { game_id: ended }).is_ok());
+    answers.push(queue_append(&queue, second, &[commit(0)]));
+    let (reply, loaded) = oneshot::channel();
+    assert!(queue.try_send(Request::Load { reply }).is_ok());
+    drop(queue);
+    let stats = journal::run(open_journal(&dir), requests);
+    assert_eq!((stats.batches, stats.appends), (1, 2));
+    for answer in answers {
+        answer.blocking_recv().unwrap().unwrap();
+    }
+    // The forgotten game is gone from what a restart would restore; the others are there.
+    let mut live: Vec<GameId> = loaded
+        .blocking_recv()
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|log| log.game_id)
+        .collect();
+    live.sort();
+    let mut expected = vec![first, second];
+    expected.sort();
+    assert_eq!(live, expected);
+}
+
+#[test]
 fn a_batch_holds_at_most_the_append_limit() {
     let dir = tempfile::tempdir().unwrap();
     let (queue, requests) = mpsc::channel(MAX_BATCH_APPENDS + 10);
