@@ -88,6 +88,13 @@ const MIGRATIONS: &[&str] = &[
     // (account_id, game_id) serves it; every rated game wrote two entries into it, at
     // random places (game ids are random).
     "DROP INDEX IF EXISTS rating_history_by_game;",
+    // 4: `games_by_one` and `games_by_two` dropped. No query reads them (a player's games
+    // are not listed anywhere yet), and each recorded game wrote an entry into each, at
+    // its players' places: with thousands of accounts, two more pages of every batch to
+    // write twice (WAL, then checkpoint). The persistence bench over 20,000 accounts
+    // (BENCHMARKS.md §5) measured the cost. Listing a player's games will want an index
+    // of its own, chosen with that query and that bench in hand.
+    "DROP INDEX IF EXISTS games_by_one; DROP INDEX IF EXISTS games_by_two;",
 ];
 
 /// Open (creating if needed) the file, set the connection up and bring the schema up to date.

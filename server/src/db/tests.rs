@@ -224,6 +224,31 @@ async fn a_game_recorded_twice_counts_once() {
 }
 
 #[test]
+fn recording_a_game_writes_no_index_that_nothing_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let conn = schema::open(&dir.path().join("elementals.db")).unwrap();
+    let indexes = |table: &str| -> Vec<String> {
+        conn.prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?1 ORDER BY name",
+        )
+        .unwrap()
+        .query_map([table], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    };
+    // The primary keys' own indexes, and the player page's history by time.
+    assert_eq!(indexes("games"), ["sqlite_autoindex_games_1"]);
+    assert_eq!(
+        indexes("rating_history"),
+        [
+            "rating_history_by_time",
+            "sqlite_autoindex_rating_history_1"
+        ]
+    );
+}
+
+#[test]
 fn a_recorded_games_changes_are_found_by_primary_keys() {
     let dir = tempfile::tempdir().unwrap();
     let conn = schema::open(&dir.path().join("elementals.db")).unwrap();
