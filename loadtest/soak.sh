@@ -4,9 +4,12 @@
 # A soak test: the load test held for MINUTES minutes against its own local server (in a
 # process of its own, on a temporary database, loopback only), sampling the server's
 # resident memory (VmRSS) and open file descriptors every SAMPLE_EVERY. After a warm-up
-# (20 % of the hold, at least 2 minutes, at most half) both should stay flat; the script
-# prints them at the end of the warm-up and at the end of the hold, with the growth in
-# percent, and a verdict.
+# (20 % of the hold, at least 2 minutes, at most half; `--warmup 15m` sets it) both should
+# stay flat; the script prints them at the end of the warm-up and at the end of the hold,
+# with the growth in percent, and a verdict. The server remembers the last 10,000 finished
+# games, so its memory grows until that many have finished (~14 minutes at this workload's
+# ~12 games a second): give a soak of 24 minutes or more `--warmup 15m` for a verdict on
+# the steady state.
 #
 # The workload (overridable: later flags win): 4,000 players, half of them playing a
 # pick every 2-6 s, the rest signed in and listing the open seeks every ~10 s, signed

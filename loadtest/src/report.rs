@@ -240,7 +240,7 @@ impl Report {
         if let Some(samples) = &self.server_samples {
             let after = samples.summary.as_ref().map_or_else(
                 || {
-                    let warmup = crate::sampler::warmup_s(self.duration_s);
+                    let warmup = samples.warmup_s;
                     format!("; none after the warm-up ({warmup:.0} s of the hold)")
                 },
                 |s| {

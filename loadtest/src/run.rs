@@ -255,7 +255,7 @@ async fn drive(
             // Give the server a moment to notice the closed sockets before the last
             // sample counts its descriptors.
             tokio::time::sleep(SETTLE_AFTER_STOP).await;
-            Some(sampler.finish(hold_s))
+            Some(sampler.finish(options.warmup_s(hold_s)))
         }
         None => None,
     };

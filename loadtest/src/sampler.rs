@@ -176,11 +176,9 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Summarise the samples of a run whose hold lasted `hold_s`: those taken in the
-    /// `hold` phase (not during a reconnect storm) from the warm-up on. `None` without
-    /// any such sample.
-    pub fn of(samples: &[Sample], hold_s: f64) -> Option<Summary> {
-        let warmup = warmup_s(hold_s);
+    /// Summarise the samples taken in the `hold` phase (not during a reconnect storm)
+    /// from `warmup` seconds into it on. `None` without any such sample.
+    pub fn of(samples: &[Sample], warmup: f64) -> Option<Summary> {
         let steady: Vec<&Sample> = samples
             .iter()
             .filter(|s| s.phase == "hold" && s.hold_s.is_some_and(|h| h >= warmup))
@@ -214,6 +212,8 @@ impl Summary {
 #[derive(Debug, Clone, Serialize)]
 pub struct Samples {
     pub every_s: f64,
+    /// Seconds of the hold the summary skips.
+    pub warmup_s: f64,
     pub csv: Option<PathBuf>,
     pub summary: Option<Summary>,
     pub samples: Vec<Sample>,
@@ -304,8 +304,8 @@ impl Sampler {
     }
 
     /// Stop sampling, take a last sample labelled `stopped`, and return them all with
-    /// the summary of a hold of `hold_s` seconds.
-    pub fn finish(self, hold_s: f64) -> Samples {
+    /// their summary after `warmup_s` seconds of the hold.
+    pub fn finish(self, warmup_s: f64) -> Samples {
         self.task.abort();
         self.inner.take(Some("stopped"));
         let mut state = self.inner.state.lock().expect("sampler lock");
@@ -315,8 +315,9 @@ impl Sampler {
         let samples = std::mem::take(&mut state.samples);
         Samples {
             every_s: self.every.as_secs_f64(),
+            warmup_s,
             csv: state.csv.as_ref().map(|(path, _)| path.clone()),
-            summary: Summary::of(&samples, hold_s),
+            summary: Summary::of(&samples, warmup_s),
             samples,
         }
     }
@@ -458,7 +459,7 @@ mod tests {
             sample("stopping", Some(301.0), 440, 4020),
             sample("stopped", Some(303.0), 430, 21),
         ];
-        let s = Summary::of(&samples, 300.0).expect("samples after the warm-up");
+        let s = Summary::of(&samples, warmup_s(300.0)).expect("samples after the warm-up");
         assert_eq!(s.warmup_s, 120.0);
         assert_eq!((s.samples, s.from_hold_s, s.to_hold_s), (3, 150.0, 300.0));
         let rss = s.server_rss_bytes.expect("rss");
@@ -475,7 +476,7 @@ mod tests {
         assert_eq!(s.server_fds_after_clients, Some(21));
 
         assert_eq!(
-            Summary::of(&samples[..3], 300.0),
+            Summary::of(&samples[..3], warmup_s(300.0)),
             None,
             "nothing after warm-up"
         );
