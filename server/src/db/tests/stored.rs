@@ -65,6 +65,18 @@ fn set_stored_value(path: &Path, game_id: &str, value: Value) {
         .unwrap();
 }
 
+/// A database with one `played` game of `rounds` rounds recorded and written; its id.
+async fn one_recorded_game(rounds: u32) -> (TestDb, GameRecord, String) {
+    let t = open_db();
+    let ann = register(&t.db, "Ann").await;
+    let bob = register(&t.db, "Bob").await;
+    let record = played(&ann, &bob, rounds);
+    let id = record.game_id.to_string();
+    t.db.record_game(record.clone()).await.unwrap();
+    t.db.flush().await.unwrap();
+    (t, record, id)
+}
+
 #[tokio::test]
 async fn a_played_game_is_stored_compactly_and_reads_back_as_its_json() {
     let t = open_db();
@@ -98,13 +110,7 @@ async fn a_played_game_is_stored_compactly_and_reads_back_as_its_json() {
 
 #[tokio::test]
 async fn a_record_stored_as_json_by_an_earlier_server_still_reads_back() {
-    let t = open_db();
-    let ann = register(&t.db, "Ann").await;
-    let bob = register(&t.db, "Bob").await;
-    let record = played(&ann, &bob, 12);
-    let id = record.game_id.to_string();
-    t.db.record_game(record.clone()).await.unwrap();
-    t.db.flush().await.unwrap();
+    let (t, record, id) = one_recorded_game(12).await;
     // As an earlier server wrote it: the JSON, as TEXT.
     let json = serde_json::to_string(&record).unwrap();
     set_stored_value(&t.path, &id, Value::Text(json));
@@ -123,13 +129,7 @@ async fn a_record_stored_as_json_by_an_earlier_server_still_reads_back() {
 
 #[tokio::test]
 async fn a_corrupt_or_unknown_record_is_an_error_not_a_panic() {
-    let t = open_db();
-    let ann = register(&t.db, "Ann").await;
-    let bob = register(&t.db, "Bob").await;
-    let record = played(&ann, &bob, 3);
-    let id = record.game_id.to_string();
-    t.db.record_game(record.clone()).await.unwrap();
-    t.db.flush().await.unwrap();
+    let (t, record, id) = one_recorded_game(3).await;
     let (good, _) = stored_value(&t.path, &id);
 
     let mut unknown = good.clone();

@@ -39,8 +39,6 @@ struct Spectator {
 /// What one delivery did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(in crate::game) struct Delivery {
-    /// Frames queued, counting each recipient.
-    pub queued: u64,
     /// Spectators removed (gone, or dropped for lagging).
     pub removed: u32,
     /// Whether every spectator now has every frame (the backlog is empty).
@@ -101,21 +99,17 @@ impl Fanout {
     }
 
     /// Queues one unnumbered frame to both players only.
-    pub fn to_players(&self, frame: &Bytes) -> u64 {
-        let players = [&self.players.one, &self.players.two];
-        players
-            .into_iter()
-            .flatten()
-            .map(|p| u64::from(send_to_player(p, frame)))
-            .sum()
+    pub fn to_players(&self, frame: &Bytes) {
+        for player in [&self.players.one, &self.players.two].into_iter().flatten() {
+            player.send_or_kill(frame.clone());
+        }
     }
 
     /// Queues a batch of numbered events to both players now, and puts it on the
-    /// spectators' backlog for `deliver`. Returns the frames queued.
-    pub fn broadcast(&mut self, frames: &[Bytes]) -> u64 {
-        let mut queued = 0;
+    /// spectators' backlog for `deliver`.
+    pub fn broadcast(&mut self, frames: &[Bytes]) {
         for frame in frames {
-            queued += self.to_players(frame);
+            self.to_players(frame);
         }
         if !self.spectators.is_empty() {
             self.backlog.extend(frames.iter().cloned());
@@ -124,7 +118,6 @@ impl Fanout {
             // Nobody to wait for: the stream moves on without a backlog.
             self.base += frames.len() as u64;
         }
-        queued
     }
 
     /// Whether some spectator still lacks some frame.
@@ -155,11 +148,11 @@ impl Fanout {
             let keep = match s.lagging {
                 None => {
                     let from = usize::try_from(s.next - self.base).unwrap_or(usize::MAX);
-                    send_events(s, &backlog, from, &mut delivery.queued)
+                    send_events(s, &backlog, from)
                 }
                 Some(_) => {
                     let frame = snapshot.get_or_insert_with(&mut resync);
-                    send_resync(s, frame, &mut delivery.queued)
+                    send_resync(s, frame)
                 }
             };
             s.next = end;
@@ -188,7 +181,6 @@ impl Fanout {
         let mut total = Delivery::default();
         loop {
             let delivery = self.deliver(usize::MAX, &mut resync);
-            total.queued += delivery.queued;
             total.removed += delivery.removed;
             if delivery.done {
                 total.done = true;
@@ -216,25 +208,10 @@ impl Fanout {
     }
 }
 
-/// `Outbox::send_or_kill`, but saying whether the frame was queued (for the metrics).
-fn send_to_player(outbox: &Outbox, frame: &Bytes) -> bool {
-    match outbox.send(frame.clone()) {
-        Ok(()) => true,
-        Err(SendError::Full) => {
-            outbox.kill();
-            false
-        }
-        Err(SendError::Closed) => false,
-    }
-}
-
 /// Queues `backlog[from..]` to a spectator as one item; returns whether to keep it.
-fn send_events(s: &mut Spectator, backlog: &Arc<[Bytes]>, from: usize, queued: &mut u64) -> bool {
+fn send_events(s: &mut Spectator, backlog: &Arc<[Bytes]>, from: usize) -> bool {
     match s.outbox.send_frames(backlog, from) {
-        Ok(()) => {
-            *queued += backlog.len().saturating_sub(from) as u64;
-            true
-        }
+        Ok(()) => true,
         Err(SendError::Full) => {
             s.lagging = Some(0);
             true
@@ -244,10 +221,9 @@ fn send_events(s: &mut Spectator, backlog: &Arc<[Bytes]>, from: usize, queued: &
 }
 
 /// Offers a lagging spectator a snapshot; returns whether to keep it.
-fn send_resync(s: &mut Spectator, snapshot: &Bytes, queued: &mut u64) -> bool {
+fn send_resync(s: &mut Spectator, snapshot: &Bytes) -> bool {
     match s.outbox.send(snapshot.clone()) {
         Ok(()) => {
-            *queued += 1;
             s.lagging = None;
             true
         }
@@ -359,8 +335,7 @@ mod tests {
         assert!(fanout.deliver_all(no_resync).done);
         assert_eq!(received(&mut rx), [1]);
         fanout.broadcast(&[frame(3)]);
-        let delivery = fanout.deliver_all(|| frame(99));
-        assert_eq!(delivery.queued, 1);
+        fanout.deliver_all(|| frame(99));
         assert_eq!(received(&mut rx), [99]);
         fanout.broadcast(&[frame(4)]);
         fanout.deliver_all(no_resync);
@@ -372,8 +347,7 @@ mod tests {
         let mut fanout = Fanout::default();
         let mut rxs: Vec<_> = (0..3).map(|id| spectator(&mut fanout, id)).collect();
         fanout.broadcast(&[frame(1), frame(2), frame(3)]);
-        let delivery = fanout.deliver_all(no_resync);
-        assert_eq!(delivery.queued, 9, "frames, counting each spectator");
+        fanout.deliver_all(no_resync);
         let items: Vec<Outbound> = rxs.iter_mut().map(|rx| rx.try_recv().unwrap()).collect();
         for (item, rx) in items.iter().zip(&mut rxs) {
             assert!(rx.try_recv().is_err(), "one item each");
