@@ -202,6 +202,20 @@ impl Conn {
         }
     }
 
+    /// The bare socket (non-blocking) and the next request id, for a client that reads it
+    /// itself from here on (`lean.rs`). Only between requests, with nothing stashed.
+    pub fn into_std(self) -> Result<(std::net::TcpStream, RequestId), ConnError> {
+        if !self.stashed.is_empty() {
+            return Err(ConnError::Unexpected);
+        }
+        let stream = self
+            .ws
+            .into_inner()
+            .into_std()
+            .map_err(ConnError::Connect)?;
+        Ok((stream, self.next_id))
+    }
+
     /// Close politely; errors are moot, the socket goes either way.
     pub async fn close(mut self) {
         let _ = tokio::time::timeout(Duration::from_secs(1), self.ws.close(None)).await;

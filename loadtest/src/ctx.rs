@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::lean::LeanSpectators;
 use crate::stats::Stats;
 
 /// How simulated players play.
@@ -47,6 +48,8 @@ pub struct Ctx {
     pub reveals: RevealLog,
     /// Per (game, round): the latest arrival of its result at any spectator.
     pub fanout: DashMap<(GameId, u32), Duration>,
+    /// With `--lean-spectators`: where signed-in spectators hand their sockets.
+    pub lean: Option<LeanSpectators>,
 }
 
 /// When each game's latest rounds had their last reveal sent, so the players and

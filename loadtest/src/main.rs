@@ -4,6 +4,7 @@
 mod conn;
 mod ctx;
 mod echo;
+mod lean;
 mod limits;
 mod local;
 mod options;

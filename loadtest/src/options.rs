@@ -52,6 +52,12 @@ pub struct RunOptions {
     #[arg(long, default_value_t = 0)]
     pub spectators: u64,
 
+    /// Read every spectator's socket from one thread polling them all, instead of a task
+    /// per spectator: for thousands of spectators, so that the fan-out figure measures
+    /// the server rather than the load generator (see `lean.rs`).
+    #[arg(long)]
+    pub lean_spectators: bool,
+
     /// The share of players who queue and play; the rest stay signed in, in the lobby.
     #[arg(long, default_value_t = 1.0)]
     pub playing_fraction: f64,

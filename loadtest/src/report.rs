@@ -48,6 +48,9 @@ pub struct StormResult {
 pub struct Report {
     pub players_target: u64,
     pub spectators_target: u64,
+    /// How spectators were read: `"tasks"` (a task per spectator, through the client
+    /// code the players use) or `"lean"` (one thread polling them all, `--lean-spectators`).
+    pub spectator_client: &'static str,
     pub playing_fraction: f64,
     pub think_ms: u64,
     pub players_connected_peak: i64,
@@ -129,6 +132,10 @@ impl Report {
         Report {
             players_target: options.players,
             spectators_target: options.spectators,
+            spectator_client: match options.lean_spectators {
+                true => "lean",
+                false => "tasks",
+            },
             playing_fraction: options.playing_fraction,
             think_ms: options.think_ms,
             players_connected_peak: stats.connected_peak.load(Relaxed),
@@ -184,8 +191,8 @@ impl Report {
             row(
                 "spectators (peak / target)",
                 format!(
-                    "{} / {}",
-                    self.spectators_connected_peak, self.spectators_target
+                    "{} / {} ({})",
+                    self.spectators_connected_peak, self.spectators_target, self.spectator_client
                 ),
             );
         }

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::conn::{last_source_address, spread_over_sources, CONNECTIONS_PER_ADDRESS};
 use crate::ctx::{Ctx, PlayStyle, RevealLog, Storm};
 use crate::echo::{self, EchoResult};
+use crate::lean::LeanSpectators;
 use crate::limits;
 use crate::local::{cpu_seconds, LocalServer, Memory};
 use crate::options::RunOptions;
@@ -145,6 +146,15 @@ async fn drive(
 ) -> anyhow::Result<Report> {
     let stats = Arc::new(Stats::default());
     let (storm_tx, storm_rx) = watch::channel(Storm::Calm);
+    let stop = CancellationToken::new();
+    let (lean, lean_reader) = match options.lean_spectators && options.spectators > 0 {
+        true => {
+            let (lean, reader) = LeanSpectators::start(stats.clone(), stop.clone())
+                .context("starting the lean spectators' thread")?;
+            (Some(lean), Some(reader))
+        }
+        false => (None, None),
+    };
     let ctx = Arc::new(Ctx {
         server,
         stats: stats.clone(),
@@ -156,11 +166,20 @@ async fn drive(
                 .then(|| Duration::from_millis(options.lobby_poll_ms)),
         },
         tag: format!("{:04x}", rand::random::<u16>()),
-        stop: CancellationToken::new(),
+        stop,
         storm: storm_rx,
         reveals: RevealLog::default(),
         fanout: DashMap::new(),
+        lean,
     });
+    let lean_thread = match lean_reader {
+        Some(reader) => Some(
+            reader
+                .spawn(ctx.clone())
+                .context("starting the lean spectators' thread")?,
+        ),
+        None => None,
+    };
     let memory = || local.and_then(LocalServer::memory);
     let baseline = memory();
     let status = Status::start(stats.clone(), options.players, local.map(|l| l.pid));
@@ -211,8 +230,10 @@ async fn drive(
     let ramp_s = started.elapsed().as_secs_f64();
     status.phase("hold");
 
-    // Hold: rates and latencies describe this window only.
+    // Hold: rates and latencies describe this window only (the fan-out's tails too: a
+    // round of the ramp reached fewer spectators than the run holds).
     stats.reset_latencies();
+    ctx.fanout.clear();
     let hold_start = Instant::now();
     if let Some(sampler) = &sampler {
         sampler.hold_started(hold_start);
@@ -250,6 +271,10 @@ async fn drive(
     })
     .await;
     clients.abort_all();
+    if let Some(thread) = lean_thread {
+        // It looks at the stop signal every 50 ms.
+        let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    }
     let server_samples = match sampler {
         Some(sampler) => {
             // Give the server a moment to notice the closed sockets before the last

@@ -47,6 +47,15 @@ impl Spectator {
             }
         };
         stats.spectator_in();
+        if let Some(lean) = &self.ctx.lean {
+            // From here on its socket is read by the lean spectators' thread, which counts
+            // it out when it ends.
+            if let Err(e) = lean.adopt(self.index, conn) {
+                stats.error(e.kind("spectator adopt"));
+                stats.spectator_out();
+            }
+            return;
+        }
         let stop = self.ctx.stop.clone();
         let watched = tokio::select! {
             _ = stop.cancelled() => Ok(()),

@@ -118,6 +118,42 @@ fn a_short_run_completes_games_without_errors() {
     assert_eq!(lines.count(), samples.len(), "a CSV line per sample");
 }
 
+/// Spectators read by the lean thread (`--lean-spectators`): they sign in, find the live
+/// games, watch them, and time results, without errors.
+#[test]
+fn lean_spectators_watch_games_and_time_their_results() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (report, text, stdout) = run(
+        &dir,
+        &[
+            "--players=20",
+            "--spectators=60",
+            "--lean-spectators",
+            "--think-ms=100",
+            "--ramp-per-s=400",
+            "--duration=5s",
+        ],
+    );
+    assert_eq!(report["errors"].as_u64(), Some(0), "errors:\n{stdout}");
+    assert_eq!(report["spectator_client"], "lean", "{text}");
+    assert_eq!(
+        report["spectators_connected_peak"].as_i64(),
+        Some(60),
+        "{stdout}"
+    );
+    let timed = report["spectator_result_latency_ms"]["count"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("spectator_result_latency_ms.count missing in {text}"));
+    assert!(
+        timed > 60,
+        "only {timed} results timed at spectators:\n{stdout}"
+    );
+    let rounds = report["fanout_last_spectator_ms"]["count"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("fanout_last_spectator_ms.count missing in {text}"));
+    assert!(rounds > 0, "no round's fan-out timed:\n{stdout}");
+}
+
 /// Every player's socket dropped at once halfway through and all resume with their
 /// tokens: some come back to a game still on (a snapshot), some to one that ended while
 /// they were away (`authenticated` says they hold no seat). All must be back, error-free.

@@ -1,0 +1,597 @@
+//! Lean spectators (`--lean-spectators`): every spectator socket read by one thread that
+//! polls them all, instead of a task per spectator.
+//!
+//! A spectator still connects, says `hello` and signs in as a guest through [`Conn`] like
+//! any other; then its socket is handed to this thread, which lists the live games,
+//! watches one, follows its events and times each `round_result` exactly as
+//! `spectator.rs` does, picking another game when one ends. What it leaves out is the
+//! per-socket machinery: with a tokio task and a tungstenite stream per spectator, the
+//! load generator spent ~15 µs of CPU per frame received, so 10,000 spectators took
+//! ~150 ms of one core to read one event, on the two cores it shares with the server, and
+//! the fan-out benchmark measured the generator (BENCHMARKS.md, §4). Here a frame costs a
+//! `read` of whatever the socket holds, a header parse and a MessagePack decode.
+//!
+//! It is a real WebSocket client all the same: it masks what it sends, answers pings,
+//! refuses masked or fragmented server frames, checks every event's number and asks for
+//! a fresh snapshot on a gap, as the protocol says a spectator that fell behind must.
+
+use std::collections::VecDeque;
+use std::io::{ErrorKind, Read, Write};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use elementals_client::protocol::messages::{GameId, RequestId};
+use elementals_client::protocol::wire::{self, MAX_SERVER_MESSAGE_BYTES};
+use elementals_client::protocol::{ClientMsg, ErrorCode, ServerMsg};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token, Waker};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::conn::{reply_id, Conn, ConnError};
+use crate::ctx::Ctx;
+use crate::stats::Stats;
+
+/// The token that wakes the thread to adopt new sockets.
+const WAKE: Token = Token(usize::MAX);
+
+/// Readiness events taken per wait: enough for every spectator of a fan-out run at once.
+const EVENTS: usize = 16 * 1024;
+
+/// The longest the thread sleeps without looking at the stop signal and the back-offs.
+const TICK: Duration = Duration::from_millis(50);
+
+/// How long a spectator waits before listing the games again when none is live.
+const NO_GAME_BACKOFF: Duration = Duration::from_millis(500);
+
+/// The handle the spectator tasks use to hand their sockets over.
+pub struct LeanSpectators {
+    adopt: mpsc::Sender<Adopted>,
+    waker: Arc<Waker>,
+}
+
+/// A signed-in spectator's socket and the next request id it may use.
+struct Adopted {
+    index: u64,
+    stream: std::net::TcpStream,
+    next_id: RequestId,
+}
+
+impl LeanSpectators {
+    /// Start the thread; it runs until `stop` is cancelled and every socket is closed.
+    pub fn start(
+        stats: Arc<Stats>,
+        stop: CancellationToken,
+    ) -> std::io::Result<(LeanSpectators, Reader)> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
+        let (adopt, adopted) = mpsc::channel();
+        let reader = Reader {
+            poll,
+            adopted,
+            stats,
+            stop,
+            watchers: Vec::new(),
+            free: Vec::new(),
+            backoff: VecDeque::new(),
+        };
+        Ok((LeanSpectators { adopt, waker }, reader))
+    }
+
+    /// Hand a signed-in spectator's connection to the thread.
+    pub fn adopt(&self, index: u64, conn: Conn) -> Result<(), ConnError> {
+        let (stream, next_id) = conn.into_std()?;
+        self.adopt
+            .send(Adopted {
+                index,
+                stream,
+                next_id,
+            })
+            .map_err(|_| ConnError::Closed)?;
+        self.waker.wake().map_err(|_| ConnError::Closed)
+    }
+}
+
+/// The thread's state: every adopted socket, by its token.
+pub struct Reader {
+    poll: Poll,
+    adopted: mpsc::Receiver<Adopted>,
+    stats: Arc<Stats>,
+    stop: CancellationToken,
+    watchers: Vec<Option<Watcher>>,
+    free: Vec<usize>,
+    /// Spectators waiting to list the games again, in the order they started waiting.
+    backoff: VecDeque<(Instant, usize)>,
+}
+
+impl Reader {
+    /// Run on a thread of its own until the run stops.
+    pub fn spawn(self, ctx: Arc<Ctx>) -> std::io::Result<JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name("lean-spectators".into())
+            .spawn(move || self.run(&ctx))
+    }
+
+    fn run(mut self, ctx: &Ctx) {
+        let mut events = Events::with_capacity(EVENTS);
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut ready = Vec::with_capacity(EVENTS);
+        while !self.stop.is_cancelled() {
+            if let Err(e) = self.poll.poll(&mut events, Some(TICK)) {
+                if e.kind() != ErrorKind::Interrupted {
+                    self.stats.error("lean spectators: poll failed");
+                    break;
+                }
+            }
+            // Every ready socket is read before any frame is decoded, so that a frame's
+            // time is when it was read, not when the thread got round to it.
+            let mut adopt = false;
+            for event in events.iter() {
+                match event.token() {
+                    WAKE => adopt = true,
+                    Token(slot) => ready.extend(self.read_ready(slot, &mut buf)),
+                }
+            }
+            for one in ready.drain(..) {
+                self.handle(one, ctx);
+            }
+            if adopt {
+                self.adopt_all();
+            }
+            let now = Instant::now();
+            while let Some(&(at, slot)) = self.backoff.front() {
+                if at > now {
+                    break;
+                }
+                self.backoff.pop_front();
+                self.step(slot, |w| w.list());
+            }
+        }
+        for slot in 0..self.watchers.len() {
+            if let Some(mut watcher) = self.watchers[slot].take() {
+                // A polite close; the socket goes either way.
+                let _ = watcher.send_frame(OP_CLOSE, &1000u16.to_be_bytes());
+                self.gone(watcher);
+            }
+        }
+    }
+
+    fn adopt_all(&mut self) {
+        while let Ok(adopted) = self.adopted.try_recv() {
+            let slot = self.free.pop().unwrap_or_else(|| {
+                self.watchers.push(None);
+                self.watchers.len() - 1
+            });
+            let mut stream = TcpStream::from_std(adopted.stream);
+            if self
+                .poll
+                .registry()
+                .register(&mut stream, Token(slot), Interest::READABLE)
+                .is_err()
+            {
+                self.stats.error("spectator adopt: register");
+                self.stats.spectator_out();
+                self.free.push(slot);
+                continue;
+            }
+            self.watchers[slot] = Some(Watcher {
+                index: adopted.index,
+                stream,
+                pending: Vec::new(),
+                next_id: adopted.next_id,
+                state: State::Idle,
+                seq: 0,
+                watching: false,
+                stats: self.stats.clone(),
+            });
+            self.step(slot, |w| w.list());
+        }
+    }
+
+    /// Read everything the socket holds (readiness is edge-triggered) into its buffer:
+    /// when that read was, and how the socket ended if it did.
+    fn read_ready(&mut self, slot: usize, buf: &mut [u8]) -> Option<Ready> {
+        let watcher = self.watchers.get_mut(slot).and_then(Option::as_mut)?;
+        let mut read_at = None;
+        let ended = loop {
+            match watcher.stream.read(buf) {
+                Ok(0) => break Some("spectating: connection closed"),
+                Ok(n) => {
+                    read_at.get_or_insert_with(Instant::now);
+                    watcher.pending.extend_from_slice(&buf[..n]);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => break Some("spectating: connection closed"),
+            }
+        };
+        Some(Ready {
+            slot,
+            read_at: read_at.unwrap_or_else(Instant::now),
+            ended,
+        })
+    }
+
+    /// Handle the frames a socket's read brought, then its end if it ended.
+    fn handle(&mut self, ready: Ready, ctx: &Ctx) {
+        let Some(watcher) = self.watchers.get_mut(ready.slot).and_then(Option::as_mut) else {
+            return;
+        };
+        let outcome = watcher
+            .handle_frames(ctx, ready.read_at)
+            .and_then(|()| ready.ended.map_or(Ok(()), Err));
+        match outcome {
+            Ok(()) => {
+                if let State::Backoff = watcher.state {
+                    let jitter = 0.5 + rand::random::<f64>();
+                    let at = Instant::now() + NO_GAME_BACKOFF.mul_f64(jitter);
+                    self.backoff.push_back((at, ready.slot));
+                    watcher.state = State::Waiting;
+                }
+            }
+            Err(kind) => {
+                if !self.stop.is_cancelled() {
+                    self.stats.error(kind);
+                }
+                if let Some(watcher) = self.watchers[ready.slot].take() {
+                    self.gone(watcher);
+                    self.free.push(ready.slot);
+                }
+            }
+        }
+    }
+
+    /// Run `action` on the spectator in `slot`, dropping it if that fails.
+    fn step(&mut self, slot: usize, action: impl FnOnce(&mut Watcher) -> Result<(), &'static str>) {
+        let Some(watcher) = self.watchers.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        if let Err(kind) = action(watcher) {
+            self.stats.error(kind);
+            if let Some(watcher) = self.watchers[slot].take() {
+                self.gone(watcher);
+                self.free.push(slot);
+            }
+        }
+    }
+
+    fn gone(&mut self, mut watcher: Watcher) {
+        let _ = self.poll.registry().deregister(&mut watcher.stream);
+        watcher.set_watching(false);
+        self.stats.spectator_out();
+    }
+}
+
+/// A socket that was read: which, when, and whether it ended.
+struct Ready {
+    slot: usize,
+    read_at: Instant,
+    ended: Option<&'static str>,
+}
+
+/// Where one spectator is in its cycle of list, watch, follow.
+#[derive(Debug, Clone, Copy)]
+enum State {
+    /// Just adopted.
+    Idle,
+    /// `list_games` sent with this id.
+    Listing(RequestId),
+    /// No game was live: to be queued for another listing.
+    Backoff,
+    /// Queued for another listing.
+    Waiting,
+    /// `watch` or `sync` sent with this id, for this game.
+    Joining(RequestId, GameId),
+    /// Following this game's events.
+    Watching(GameId),
+}
+
+struct Watcher {
+    index: u64,
+    stream: TcpStream,
+    /// Bytes read but not yet a whole frame.
+    pending: Vec<u8>,
+    next_id: RequestId,
+    state: State,
+    /// The last event number applied in the watched game.
+    seq: u64,
+    watching: bool,
+    stats: Arc<Stats>,
+}
+
+const OP_BINARY: u8 = 0x2;
+const OP_CLOSE: u8 = 0x8;
+const OP_PING: u8 = 0x9;
+const OP_PONG: u8 = 0xA;
+
+/// One whole frame at the front of a buffer: its opcode, where its payload lies and how
+/// many bytes it takes.
+#[derive(Debug, PartialEq, Eq)]
+struct Frame {
+    opcode: u8,
+    payload: std::ops::Range<usize>,
+    len: usize,
+}
+
+/// The frame at the front of `buf`: `Ok(None)` until it has all arrived.
+fn parse_frame(buf: &[u8]) -> Result<Option<Frame>, &'static str> {
+    let [first, second, ..] = *buf else {
+        return Ok(None);
+    };
+    if first & 0x80 == 0 || first & 0x0F == 0 {
+        return Err("spectating: fragmented server frame");
+    }
+    if second & 0x80 != 0 {
+        return Err("spectating: masked server frame");
+    }
+    let (header, size) = match second & 0x7F {
+        126 => match buf.get(2..4) {
+            Some(b) => (4, u16::from_be_bytes([b[0], b[1]]) as u64),
+            None => return Ok(None),
+        },
+        127 => match buf.get(2..10) {
+            Some(b) => (10, u64::from_be_bytes(b.try_into().expect("8 bytes"))),
+            None => return Ok(None),
+        },
+        n => (2, n as u64),
+    };
+    if size > MAX_SERVER_MESSAGE_BYTES as u64 {
+        return Err("spectating: server frame too large");
+    }
+    let len = header + size as usize;
+    if buf.len() < len {
+        return Ok(None);
+    }
+    Ok(Some(Frame {
+        opcode: first & 0x0F,
+        payload: header..len,
+        len,
+    }))
+}
+
+/// A masked client frame.
+fn client_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut frame = Vec::with_capacity(payload.len() + 8);
+    frame.push(0x80 | opcode);
+    match payload.len() {
+        n if n < 126 => frame.push(0x80 | n as u8),
+        n => {
+            frame.push(0x80 | 126);
+            frame.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+    }
+    let mask: [u8; 4] = rand::random();
+    frame.extend_from_slice(&mask);
+    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    frame
+}
+
+impl Watcher {
+    fn handle_frames(&mut self, ctx: &Ctx, read_at: Instant) -> Result<(), &'static str> {
+        let mut at = 0;
+        while let Some(frame) = parse_frame(&self.pending[at..])? {
+            let payload = at + frame.payload.start..at + frame.payload.end;
+            at += frame.len;
+            match frame.opcode {
+                OP_BINARY => {
+                    self.stats.frames_in.fetch_add(1, Relaxed);
+                    let msg = match wire::decode_server(&self.pending[payload]) {
+                        Ok(msg) => msg,
+                        Err(_) => {
+                            self.stats.error("decode: undecodable server frame");
+                            continue;
+                        }
+                    };
+                    self.on_message(msg, ctx, read_at)?;
+                }
+                OP_PING => {
+                    let pong = client_frame(OP_PONG, &self.pending[payload]);
+                    self.write(&pong)?;
+                }
+                OP_CLOSE => return Err("spectating: connection closed"),
+                OP_PONG => {}
+                _ => return Err("spectating: unexpected frame"),
+            }
+        }
+        self.pending.drain(..at);
+        Ok(())
+    }
+
+    fn on_message(
+        &mut self,
+        msg: ServerMsg,
+        ctx: &Ctx,
+        read_at: Instant,
+    ) -> Result<(), &'static str> {
+        match (self.state, reply_id(&msg)) {
+            (State::Listing(id), Some(got)) if got == id => {
+                let ServerMsg::LiveGames { games, .. } = msg else {
+                    return Err("spectating: unexpected reply");
+                };
+                if games.is_empty() {
+                    self.state = State::Backoff;
+                    return Ok(());
+                }
+                let game_id = games[(self.index as usize) % games.len()].game_id;
+                self.join(game_id, false)
+            }
+            (State::Joining(id, game_id), Some(got)) if got == id => match msg {
+                ServerMsg::Snapshot { snapshot, .. } if snapshot.game.game_id == game_id => {
+                    self.seq = snapshot.seq;
+                    self.state = State::Watching(game_id);
+                    self.set_watching(true);
+                    Ok(())
+                }
+                // It ended between the list and the watch: choose again.
+                ServerMsg::Error {
+                    code: ErrorCode::UnknownGame,
+                    ..
+                } => self.list(),
+                ServerMsg::Error { .. } => Err("spectating: server error"),
+                _ => Err("spectating: unexpected reply"),
+            },
+            (_, Some(_)) => Err("spectating: unexpected reply"),
+            (State::Watching(game_id), None) => self.on_event(game_id, msg, ctx, read_at),
+            // Pushes for a game no longer followed, or before one is.
+            (_, None) => Ok(()),
+        }
+    }
+
+    fn on_event(
+        &mut self,
+        game_id: GameId,
+        msg: ServerMsg,
+        ctx: &Ctx,
+        read_at: Instant,
+    ) -> Result<(), &'static str> {
+        let Some(seq) = msg.seq() else {
+            return Ok(());
+        };
+        if seq <= self.seq {
+            return Ok(());
+        }
+        if seq > self.seq + 1 {
+            // Allowed by the protocol for a spectator that fell behind.
+            self.stats.spectator_resyncs.fetch_add(1, Relaxed);
+            self.set_watching(false);
+            return self.join(game_id, true);
+        }
+        self.seq = seq;
+        match msg {
+            ServerMsg::RoundResult {
+                game_id, record, ..
+            } => {
+                if let Some(sent) = ctx.reveals.last(game_id, record.round) {
+                    let delay = read_at.saturating_duration_since(sent);
+                    self.stats.spectator_result.record(delay);
+                    let mut last = ctx.fanout.entry((game_id, record.round)).or_default();
+                    *last = (*last).max(delay);
+                }
+                Ok(())
+            }
+            ServerMsg::GameOver { .. } => {
+                self.set_watching(false);
+                self.list()
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn set_watching(&mut self, watching: bool) {
+        if self.watching != watching {
+            self.watching = watching;
+            if watching {
+                self.stats.watching.fetch_add(1, Relaxed);
+            } else {
+                self.stats.watching.fetch_sub(1, Relaxed);
+            }
+        }
+    }
+
+    fn list(&mut self) -> Result<(), &'static str> {
+        let id = self.request(|id| ClientMsg::ListGames { id })?;
+        self.state = State::Listing(id);
+        Ok(())
+    }
+
+    /// `watch` the game, or `sync` it after a gap.
+    fn join(&mut self, game_id: GameId, sync: bool) -> Result<(), &'static str> {
+        let id = self.request(|id| match sync {
+            true => ClientMsg::Sync { id, game_id },
+            false => ClientMsg::Watch { id, game_id },
+        })?;
+        self.state = State::Joining(id, game_id);
+        Ok(())
+    }
+
+    fn request(
+        &mut self,
+        build: impl FnOnce(RequestId) -> ClientMsg,
+    ) -> Result<RequestId, &'static str> {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        let frame = client_frame(OP_BINARY, &wire::encode_client(&build(id)));
+        self.write(&frame)?;
+        self.stats.frames_out.fetch_add(1, Relaxed);
+        Ok(id)
+    }
+
+    fn send_frame(&mut self, opcode: u8, payload: &[u8]) -> Result<(), &'static str> {
+        let frame = client_frame(opcode, payload);
+        self.write(&frame)
+    }
+
+    /// Frames sent are a few dozen bytes into a socket this client rarely writes to: one
+    /// that does not fit at once is a broken connection, not back-pressure to wait out.
+    fn write(&mut self, frame: &[u8]) -> Result<(), &'static str> {
+        match self.stream.write(frame) {
+            Ok(n) if n == frame.len() => Ok(()),
+            Ok(_) | Err(_) => Err("spectating: send failed"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_parsed_whole_or_not_at_all() {
+        let mut buf = vec![0x82, 3, 1, 2, 3, 0x89, 0];
+        assert_eq!(
+            parse_frame(&buf),
+            Ok(Some(Frame {
+                opcode: OP_BINARY,
+                payload: 2..5,
+                len: 5
+            }))
+        );
+        assert_eq!(
+            parse_frame(&buf[5..]),
+            Ok(Some(Frame {
+                opcode: OP_PING,
+                payload: 2..2,
+                len: 2
+            }))
+        );
+        assert_eq!(parse_frame(&buf[..4]), Ok(None));
+        assert_eq!(parse_frame(&buf[..1]), Ok(None));
+        // A 300-byte payload: a 16-bit length.
+        buf = vec![0x82, 126, 1, 44];
+        assert_eq!(parse_frame(&buf), Ok(None));
+        buf.resize(4 + 300, 7);
+        assert_eq!(parse_frame(&buf).unwrap().unwrap().payload, 4..304);
+    }
+
+    #[test]
+    fn frames_a_server_must_not_send_are_refused() {
+        assert!(parse_frame(&[0x02, 1, 0]).is_err(), "not final");
+        assert!(parse_frame(&[0x80, 1, 0]).is_err(), "a continuation");
+        assert!(parse_frame(&[0x82, 0x81, 0, 0, 0, 0, 0]).is_err(), "masked");
+        let huge = (MAX_SERVER_MESSAGE_BYTES as u64 + 1).to_be_bytes();
+        let mut frame = vec![0x82, 127];
+        frame.extend_from_slice(&huge);
+        assert!(parse_frame(&frame).is_err(), "too large");
+    }
+
+    #[test]
+    fn client_frames_are_masked_and_unmask_to_the_payload() {
+        let payload: Vec<u8> = (0..200u8).collect();
+        let frame = client_frame(OP_BINARY, &payload);
+        assert_eq!(frame[0], 0x82);
+        assert_eq!(frame[1], 0x80 | 126);
+        assert_eq!(u16::from_be_bytes([frame[2], frame[3]]), 200);
+        let mask = &frame[4..8];
+        let unmasked: Vec<u8> = frame[8..]
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b ^ mask[i % 4])
+            .collect();
+        assert_eq!(unmasked, payload);
+        let short = client_frame(OP_PONG, b"hi");
+        assert_eq!(&short[..2], &[0x8A, 0x82]);
+        assert_eq!(short.len(), 2 + 4 + 2);
+    }
+}
