@@ -309,14 +309,14 @@ const OP_PONG: u8 = 0xA;
 /// One whole frame at the front of a buffer: its opcode, where its payload lies and how
 /// many bytes it takes.
 #[derive(Debug, PartialEq, Eq)]
-struct Frame {
-    opcode: u8,
-    payload: std::ops::Range<usize>,
-    len: usize,
+pub struct Frame {
+    pub opcode: u8,
+    pub payload: std::ops::Range<usize>,
+    pub len: usize,
 }
 
 /// The frame at the front of `buf`: `Ok(None)` until it has all arrived.
-fn parse_frame(buf: &[u8]) -> Result<Option<Frame>, &'static str> {
+pub fn parse_frame(buf: &[u8]) -> Result<Option<Frame>, &'static str> {
     let [first, second, ..] = *buf else {
         return Ok(None);
     };

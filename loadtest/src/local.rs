@@ -49,6 +49,11 @@ impl LocalServer {
         LocalServer::spawn(&["echo-serve".to_owned()], None).await
     }
 
+    /// Start the bare broadcast server (the fan-out ceiling).
+    pub async fn broadcast() -> anyhow::Result<LocalServer> {
+        LocalServer::spawn(&["broadcast-serve".to_owned()], None).await
+    }
+
     async fn spawn(args: &[String], dir: Option<tempfile::TempDir>) -> anyhow::Result<LocalServer> {
         // Another build's `serve` may be measured against this load generator (a server
         // built differently, with the generator unchanged): its path in this variable.

@@ -1,6 +1,7 @@
 //! `elementals-loadtest`: parse options and run; or, re-executed by a run, be its game
 //! server (`serve`) or its echo server (`echo-serve`) in a process of their own.
 
+mod broadcast;
 mod conn;
 mod ctx;
 mod echo;
@@ -38,6 +39,10 @@ fn main() -> anyhow::Result<()> {
         Some(Command::EchoServe) => {
             limits::raise()?;
             runtime.block_on(echo::serve())
+        }
+        Some(Command::BroadcastServe) => {
+            limits::raise()?;
+            runtime.block_on(broadcast::serve())
         }
         None => {
             let json = cli.run.json.clone();

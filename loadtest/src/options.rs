@@ -40,6 +40,10 @@ pub enum Command {
     /// Run the bare echo server (used by `--echo`).
     #[command(hide = true, name = "echo-serve")]
     EchoServe,
+
+    /// Run the bare broadcast server (used by `--fanout-ceiling`).
+    #[command(hide = true, name = "broadcast-serve")]
+    BroadcastServe,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -109,6 +113,16 @@ pub struct RunOptions {
     /// How long to measure the echo ceiling.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub echo_duration: Duration,
+
+    /// Measure the fan-out ceiling first: a bare WebSocket broadcast server and as many
+    /// lean spectators as `--spectators`, each round timed from the trigger sent to its
+    /// arrival at the last spectator, so the fan-out can be stated against it.
+    #[arg(long)]
+    pub fanout_ceiling: bool,
+
+    /// Broadcasts timed for the fan-out ceiling.
+    #[arg(long, default_value_t = 20)]
+    pub fanout_ceiling_rounds: u64,
 
     /// Halfway through the hold, drop every player's connection at once and have them
     /// all resume with their tokens; report how long until all are back in their games.

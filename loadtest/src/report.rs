@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use serde::Serialize;
 
+use crate::broadcast::CeilingResult;
 use crate::echo::EchoResult;
 use crate::options::RunOptions;
 use crate::run::{CpuUse, Memories};
@@ -95,6 +96,10 @@ pub struct Report {
     pub echo: Option<EchoResult>,
     /// messages_per_s / the echo ceiling's messages_per_s.
     pub messages_vs_echo: Option<f64>,
+    /// With `--fanout-ceiling`: the bare broadcast server's figures, measured first.
+    pub fanout_ceiling: Option<CeilingResult>,
+    /// fanout_last_spectator_ms.p50 / the ceiling's last_spectator_ms.p50.
+    pub fanout_vs_ceiling: Option<f64>,
     pub reconnect_storm: Option<StormResult>,
     /// Cores each process kept busy during the hold, and the machine's load average at
     /// the end (other work on the machine shows there).
@@ -164,11 +169,23 @@ impl Report {
             duration_s: hold_s,
             messages_vs_echo: echo.as_ref().map(|e| messages_per_s / e.messages_per_s),
             echo,
+            fanout_ceiling: None,
+            fanout_vs_ceiling: None,
             reconnect_storm,
             cpu,
             load_average_1m: load_average(),
             server_samples,
         }
+    }
+
+    /// Adds the fan-out ceiling measured before the run.
+    pub fn with_fanout_ceiling(mut self, ceiling: Option<CeilingResult>) -> Report {
+        self.fanout_vs_ceiling = ceiling.as_ref().and_then(|c| {
+            (c.last_spectator_ms.p50 > 0.0 && self.fanout_last_spectator_ms.count > 0)
+                .then(|| self.fanout_last_spectator_ms.p50 / c.last_spectator_ms.p50)
+        });
+        self.fanout_ceiling = ceiling;
+        self
     }
 
     /// The table printed at the end of a run.
@@ -329,6 +346,21 @@ impl Report {
                 ),
             );
             row("messages/s vs echo", format!("{:.1} %", 100.0 * ratio));
+        }
+        if let Some(ceiling) = &self.fanout_ceiling {
+            row(
+                "fan-out ceiling: last spectator",
+                format!(
+                    "{} ({} spectators, {} broadcasts, {} errors)",
+                    lat(&ceiling.last_spectator_ms),
+                    ceiling.spectators,
+                    ceiling.rounds,
+                    ceiling.errors
+                ),
+            );
+            if let Some(ratio) = self.fanout_vs_ceiling {
+                row("fan-out p50 vs ceiling", format!("{ratio:.2} x"));
+            }
         }
         if let Some(storm) = &self.reconnect_storm {
             row(

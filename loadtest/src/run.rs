@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::broadcast::{self, CeilingResult};
 use crate::conn::{last_source_address, spread_over_sources, CONNECTIONS_PER_ADDRESS};
 use crate::ctx::{Ctx, PlayStyle, RevealLog, Storm};
 use crate::echo::{self, EchoResult};
@@ -82,6 +83,10 @@ pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
         true => Some(measure_echo(&options).await?),
         false => None,
     };
+    let ceiling = match options.fanout_ceiling {
+        true => Some(measure_fanout_ceiling(&options).await?),
+        false => None,
+    };
 
     let (local, server) = match &options.server {
         Some(url) => (None, loopback_address(url)?),
@@ -92,7 +97,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
             (Some(local), addr)
         }
     };
-    let result = drive(&options, server, local.as_ref(), echo).await;
+    let result = drive(&options, server, local.as_ref(), echo, ceiling).await;
     if let Some(local) = local {
         local.stop().await;
     }
@@ -138,11 +143,36 @@ async fn measure_echo(options: &RunOptions) -> anyhow::Result<EchoResult> {
     Ok(result)
 }
 
+async fn measure_fanout_ceiling(options: &RunOptions) -> anyhow::Result<CeilingResult> {
+    if options.spectators == 0 {
+        bail!("--fanout-ceiling needs --spectators");
+    }
+    let server = LocalServer::broadcast().await?;
+    eprintln!(
+        "fan-out ceiling: {} spectators, {} broadcasts...",
+        options.spectators, options.fanout_ceiling_rounds
+    );
+    let result = broadcast::measure(
+        server.addr,
+        options.spectators,
+        options.fanout_ceiling_rounds,
+    )
+    .await;
+    server.stop().await;
+    let result = result?;
+    eprintln!(
+        "fan-out ceiling: last spectator p50 {:.1} ms, p99 {:.1} ms",
+        result.last_spectator_ms.p50, result.last_spectator_ms.p99
+    );
+    Ok(result)
+}
+
 async fn drive(
     options: &RunOptions,
     server: SocketAddr,
     local: Option<&LocalServer>,
     echo: Option<EchoResult>,
+    ceiling: Option<CeilingResult>,
 ) -> anyhow::Result<Report> {
     let stats = Arc::new(Stats::default());
     let (storm_tx, storm_rx) = watch::channel(Storm::Calm);
@@ -307,7 +337,8 @@ async fn drive(
         storm,
         cpu_use,
         server_samples,
-    ))
+    )
+    .with_fanout_ceiling(ceiling))
 }
 
 /// Cores busy on average during the hold (1.0 = one core all the time).

@@ -119,7 +119,8 @@ fn a_short_run_completes_games_without_errors() {
 }
 
 /// Spectators read by the lean thread (`--lean-spectators`): they sign in, find the live
-/// games, watch them, and time results, without errors.
+/// games, watch them, and time results, without errors. The fan-out ceiling measured
+/// first reaches every spectator with every broadcast.
 #[test]
 fn lean_spectators_watch_games_and_time_their_results() {
     let dir = tempfile::tempdir().expect("temporary directory");
@@ -129,6 +130,8 @@ fn lean_spectators_watch_games_and_time_their_results() {
             "--players=20",
             "--spectators=60",
             "--lean-spectators",
+            "--fanout-ceiling",
+            "--fanout-ceiling-rounds=3",
             "--think-ms=100",
             "--ramp-per-s=400",
             "--duration=5s",
@@ -152,6 +155,20 @@ fn lean_spectators_watch_games_and_time_their_results() {
         .as_u64()
         .unwrap_or_else(|| panic!("fanout_last_spectator_ms.count missing in {text}"));
     assert!(rounds > 0, "no round's fan-out timed:\n{stdout}");
+    let ceiling = &report["fanout_ceiling"];
+    assert_eq!(ceiling["errors"].as_u64(), Some(0), "{text}");
+    assert_eq!(ceiling["spectators"].as_u64(), Some(60), "{text}");
+    assert_eq!(
+        ceiling["last_spectator_ms"]["count"].as_u64(),
+        Some(3),
+        "a last arrival per broadcast: {text}"
+    );
+    assert_eq!(
+        ceiling["spectator_ms"]["count"].as_u64(),
+        Some(180),
+        "every spectator timed for every broadcast: {text}"
+    );
+    assert!(report["fanout_vs_ceiling"].is_number(), "{text}");
 }
 
 /// Every player's socket dropped at once halfway through and all resume with their
