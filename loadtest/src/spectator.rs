@@ -16,6 +16,12 @@ use crate::stats::Gauge;
 /// How long a spectator waits before asking again when no game is live.
 const NO_GAME_BACKOFF: Duration = Duration::from_millis(500);
 
+/// How long a spectator stays on a finished game before choosing another (each pause drawn
+/// from 0.5–1.5 times this). People look at the final position before moving on; without
+/// it every spectator of a game asks for the game list in the same millisecond as its
+/// last round's result goes out, a stampede no real audience makes.
+pub const GAME_OVER_LINGER: Duration = Duration::from_secs(2);
+
 /// A watched game that sends nothing for this long counts as a timeout.
 const SILENCE: Duration = Duration::from_secs(120);
 
@@ -87,6 +93,7 @@ impl Spectator {
             };
             let state = GameState::from_snapshot(snapshot, None);
             self.follow(conn, state).await?;
+            tokio::time::sleep(GAME_OVER_LINGER.mul_f64(0.5 + rand::random::<f64>())).await;
         }
     }
 
