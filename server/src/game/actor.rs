@@ -53,8 +53,11 @@ const SPECTATOR_BATCH: Duration = Duration::from_secs(1);
 /// each other within milliseconds) reach them as one write. Players never wait.
 const SPECTATOR_COALESCE: Duration = Duration::from_millis(50);
 
-/// Spectators brought up to date between two looks at the game's commands.
-const SPECTATOR_CHUNK: usize = 256;
+/// Spectators brought up to date between two looks at the game's commands. Small chunks
+/// start the writers sooner and keep both workers sending while the actor queues the rest:
+/// with 10,000 spectators the last one had a round's result ~10–15 % sooner at 64 than at
+/// 256, and later still at 1,024 (BENCHMARKS.md, fan-out, server G).
+const SPECTATOR_CHUNK: usize = 64;
 
 struct Actor {
     game_id: GameId,
