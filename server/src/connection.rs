@@ -152,39 +152,18 @@ fn read_loop<'a>(
         let mut limit = RateLimit::new(state.config.message_rate);
         let auth_deadline = Instant::now() + state.config.auth_timeout();
         let idle = state.config.idle_timeout();
-        // The kill wait and the deadline timer are armed once for the connection, not once
-        // per frame: a frame only notes when it came, and the timer, when it fires, checks
-        // the deadline that time gives and re-arms for it if it has moved on. Arming both
-        // per frame cost two locks of the kill token, a timer inserted and removed, and two
-        // allocations for every message (BENCHMARKS.md, throughput).
         let kill = outbox.kill_token();
-        let mut last_frame = Instant::now();
-        let deadline = |signed_in: bool, last_frame: Instant| {
-            let idle_until = last_frame + idle;
-            match signed_in {
-                true => idle_until,
-                false => auth_deadline.min(idle_until),
-            }
-        };
-        let killed = kill.cancelled();
-        let timer = tokio::time::sleep_until(deadline(false, last_frame));
-        tokio::pin!(killed, timer);
         loop {
             let signed_in = session.is_authenticated();
-            let frame = tokio::select! {
-                biased;
-                () = &mut killed => return,
-                f = stream.next() => Some(f),
-                () = &mut timer => {
-                    let due = deadline(signed_in, last_frame);
-                    if Instant::now() < due {
-                        timer.as_mut().reset(due);
-                        continue;
-                    }
-                    None
-                }
+            let deadline = if signed_in {
+                Instant::now() + idle
+            } else {
+                auth_deadline.min(Instant::now() + idle)
             };
-            last_frame = Instant::now();
+            let frame = tokio::select! {
+                _ = kill.cancelled() => return,
+                f = tokio::time::timeout_at(deadline, stream.next()) => f,
+            };
             let msg = match receive(frame, signed_in, auth_deadline, &mut limit, outbox, state) {
                 Received::Message(msg) => msg,
                 Received::Nothing => continue,
@@ -211,10 +190,10 @@ enum Received {
     End,
 }
 
-/// Checks one frame (`None`: the deadline passed without one) against the deadlines, the frame rules and the
+/// Checks one frame (or the lack of one) against the deadlines, the frame rules and the
 /// rate limit, and decodes it, telling the client what is wrong where something is.
 fn receive(
-    frame: Option<Option<Result<Message, axum::Error>>>,
+    frame: Result<Option<Result<Message, axum::Error>>, tokio::time::error::Elapsed>,
     signed_in: bool,
     auth_deadline: Instant,
     limit: &mut RateLimit,
@@ -222,16 +201,16 @@ fn receive(
     state: &AppState,
 ) -> Received {
     let msg = match frame {
-        None if !signed_in && Instant::now() >= auth_deadline => {
+        Err(_) if !signed_in && Instant::now() >= auth_deadline => {
             outbox.close(close::AUTH_TIMEOUT, "sign in within the time limit");
             return Received::End;
         }
-        None => {
+        Err(_) => {
             outbox.close(close::HEARTBEAT_TIMEOUT, "no frames received: idle timeout");
             return Received::End;
         }
-        Some(None) => return Received::End,
-        Some(Some(Err(e))) => {
+        Ok(None) => return Received::End,
+        Ok(Some(Err(e))) => {
             if is_too_big(&e) {
                 let _ = outbox.send_msg(&ServerMsg::error(
                     None,
@@ -242,7 +221,7 @@ fn receive(
             }
             return Received::End;
         }
-        Some(Some(Ok(msg))) => msg,
+        Ok(Some(Ok(msg))) => msg,
     };
     let bytes = match msg {
         Message::Binary(bytes) => bytes,
@@ -320,13 +299,10 @@ fn write_loop(
         heartbeat.reset();
         // Armed once for the connection's life, not once per frame: re-arming meant taking
         // the kill token's lock and the server-wide shutdown token's lock twice for every
-        // frame sent. Each wake-up still polls both waits, which takes each token's lock:
-        // the shutdown wait is on a child of the server's token, so that lock is this
-        // connection's own, not one every writer contends for (10,000 spectators' writers
-        // at each event, every player's writer at every move). Either one firing ends the
-        // loop, so neither is polled after it completes.
+        // frame sent (10,000 spectators' writers contending for the latter at each event).
+        // Either one firing ends the loop, so neither is polled after it completes.
         let killed = outbox.kill_token().cancelled_owned();
-        let shutdown = state.shutdown.child_token().cancelled_owned();
+        let shutdown = state.shutdown.clone().cancelled_owned();
         tokio::pin!(killed, shutdown);
         loop {
             let wake = tokio::select! {
