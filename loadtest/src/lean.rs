@@ -21,7 +21,8 @@
 //! refuses masked or fragmented server frames, checks every event's number and asks for
 //! a fresh snapshot on a gap, as the protocol says a spectator that fell behind must.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{mpsc, Arc};
@@ -85,7 +86,7 @@ impl LeanSpectators {
             stop,
             watchers: Vec::new(),
             free: Vec::new(),
-            backoff: VecDeque::new(),
+            backoff: BinaryHeap::new(),
         };
         Ok((LeanSpectators { adopt, waker }, reader))
     }
@@ -112,8 +113,8 @@ pub struct Reader {
     stop: CancellationToken,
     watchers: Vec<Option<Watcher>>,
     free: Vec<usize>,
-    /// Spectators waiting to list the games again, in the order they started waiting.
-    backoff: VecDeque<(Instant, usize)>,
+    /// Spectators waiting to list the games again, soonest first.
+    backoff: BinaryHeap<Reverse<(Instant, usize)>>,
 }
 
 impl Reader {
@@ -169,12 +170,16 @@ impl Reader {
                 self.adopt_all();
             }
             let now = Instant::now();
-            while let Some(&(at, slot)) = self.backoff.front() {
+            while let Some(&Reverse((at, slot))) = self.backoff.peek() {
                 if at > now {
                     break;
                 }
-                self.backoff.pop_front();
-                self.step(slot, |w| w.list());
+                self.backoff.pop();
+                // Only a spectator still waiting: the slot may have been reused since.
+                self.step(slot, |w| match w.state {
+                    State::Waiting => w.list(),
+                    _ => Ok(()),
+                });
             }
         }
         for slot in 0..self.watchers.len() {
@@ -260,7 +265,7 @@ impl Reader {
                 if let State::Backoff(pause) = watcher.state {
                     let jitter = 0.5 + rand::random::<f64>();
                     let at = Instant::now() + pause.mul_f64(jitter);
-                    self.backoff.push_back((at, slot));
+                    self.backoff.push(Reverse((at, slot)));
                     watcher.state = State::Waiting;
                 }
             }

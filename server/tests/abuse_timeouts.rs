@@ -194,6 +194,72 @@ async fn a_client_that_stops_answering_pings_is_closed_4002() {
     ));
 }
 
+/// The idle deadline moves with every frame, pongs included: a signed-in client that only
+/// answers the heartbeat stays connected for several idle timeouts.
+#[tokio::test]
+async fn answering_pings_keeps_a_quiet_connection_open_past_the_idle_timeout() {
+    let server = start_server_with(|c| {
+        c.heartbeat_secs = 1;
+        c.idle_timeout_secs = 2;
+    })
+    .await;
+    let mut client = TestClient::connect(&server).await;
+    let id = client.id();
+    assert!(matches!(
+        client.request(ClientMsg::Guest { id }).await,
+        ServerMsg::Authenticated { .. }
+    ));
+    // Read (and so answer) pings for two and a half idle timeouts, sending nothing else.
+    let pings = answer_pings_until(&mut client, Instant::now() + Duration::from_secs(5)).await;
+    assert!(pings >= 3, "{pings} pings in 5 s");
+    let id = client.id();
+    assert!(matches!(
+        client.request(ClientMsg::Ping { id }).await,
+        ServerMsg::Pong { .. }
+    ));
+}
+
+/// Seated players whose only frames are pongs keep their seats past the idle timeout.
+#[tokio::test]
+async fn players_who_only_answer_pings_stay_seated_past_the_idle_timeout() {
+    let server = start_server_with(|c| {
+        c.heartbeat_secs = 1;
+        c.idle_timeout_secs = 2;
+    })
+    .await;
+    let (mut one, mut two, _game) = paired_players(&server, "quiet01", "quiet02").await;
+    let until = Instant::now() + Duration::from_secs(5);
+    let (pings_one, pings_two) = tokio::join!(
+        answer_pings_until(&mut one, until),
+        answer_pings_until(&mut two, until)
+    );
+    assert!(
+        pings_one >= 3 && pings_two >= 3,
+        "{pings_one} and {pings_two} pings in 5 s"
+    );
+    for client in [&mut one, &mut two] {
+        let id = client.id();
+        assert!(matches!(
+            client.request(ClientMsg::Ping { id }).await,
+            ServerMsg::Pong { .. }
+        ));
+    }
+}
+
+/// Reads (and so answers pings) until `until`, failing if the connection ends; the pings.
+async fn answer_pings_until(client: &mut TestClient, until: Instant) -> u32 {
+    let mut pings = 0;
+    while Instant::now() < until {
+        match client.next_frame().await {
+            Some(Message::Ping(_)) => pings += 1,
+            Some(Message::Close(frame)) => panic!("closed: {frame:?}"),
+            Some(_) => {}
+            None => panic!("the connection ended"),
+        }
+    }
+    pings
+}
+
 #[tokio::test]
 async fn a_client_that_floods_and_never_reads_is_dropped_without_hurting_others() {
     let server = start_server_with(|c| c.message_rate = 10_000_000).await;
