@@ -171,6 +171,38 @@ fn lean_spectators_watch_games_and_time_their_results() {
     assert!(report["fanout_vs_ceiling"].is_number(), "{text}");
 }
 
+/// Quiet connections live on their pongs: players thinking far longer than the idle
+/// timeout and spectators with little to read, against a server pinging every 2 s and
+/// closing after 6 s without a frame. No connection may be dropped. (A reader that kept
+/// one deadline timer per connection, `f8d7c9b`, dropped every one of them here.)
+#[test]
+fn connections_that_only_answer_pings_are_kept() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (report, _text, stdout) = run(
+        &dir,
+        &[
+            "--players=4",
+            "--spectators=4",
+            "--think-ms=20000",
+            "--ramp-per-s=100",
+            "--duration=15s",
+            "--server-arg=--idle-timeout-secs=6",
+            "--server-arg=--heartbeat-secs=2",
+        ],
+    );
+    assert_eq!(report["errors"].as_u64(), Some(0), "errors:\n{stdout}");
+    assert_eq!(
+        report["spectators_connected_peak"].as_i64(),
+        Some(4),
+        "{stdout}"
+    );
+    assert_eq!(
+        report["players_in_game_at_end"].as_i64(),
+        Some(4),
+        "{stdout}"
+    );
+}
+
 /// Every player's socket dropped at once halfway through and all resume with their
 /// tokens: some come back to a game still on (a snapshot), some to one that ended while
 /// they were away (`authenticated` says they hold no seat). All must be back, error-free.
