@@ -86,9 +86,13 @@ impl Ctx {
 
     /// A think time drawn from 0.5–1.5 times the mean, so players do not move in lockstep.
     pub fn think(&self) -> Duration {
-        let factor = 0.5 + rand::random::<f64>();
-        self.style.think.mul_f64(factor)
+        jittered(self.style.think)
     }
+}
+
+/// A pause drawn from 0.5–1.5 times `mean`, so simulated clients do not act in lockstep.
+pub fn jittered(mean: Duration) -> Duration {
+    mean.mul_f64(0.5 + rand::random::<f64>())
 }
 
 pub type Shared = Arc<Ctx>;

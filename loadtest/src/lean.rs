@@ -38,9 +38,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::conn::{reply_id, Conn, ConnError};
-use crate::ctx::Ctx;
-use crate::spectator::GAME_OVER_LINGER;
-use crate::stats::Stats;
+use crate::ctx::{jittered, Ctx};
+use crate::spectator::{GAME_OVER_LINGER, NO_GAME_BACKOFF};
+use crate::stats::{Gauge, Stats};
 
 /// The token that wakes the thread to adopt new sockets.
 const WAKE: Token = Token(usize::MAX);
@@ -53,9 +53,6 @@ const READ_PHASE: Duration = Duration::from_millis(250);
 
 /// The longest the thread sleeps without looking at the stop signal and the back-offs.
 const TICK: Duration = Duration::from_millis(50);
-
-/// How long a spectator waits before listing the games again when none is live.
-const NO_GAME_BACKOFF: Duration = Duration::from_millis(500);
 
 /// The handle the spectator tasks use to hand their sockets over.
 pub struct LeanSpectators {
@@ -183,10 +180,10 @@ impl Reader {
             }
         }
         for slot in 0..self.watchers.len() {
-            if let Some(mut watcher) = self.watchers[slot].take() {
+            if let Some(watcher) = self.watchers[slot].as_mut() {
                 // A polite close; the socket goes either way.
                 let _ = watcher.send_frame(OP_CLOSE, &1000u16.to_be_bytes());
-                self.gone(watcher);
+                self.remove(slot);
             }
         }
     }
@@ -219,7 +216,7 @@ impl Reader {
                 next_id: adopted.next_id,
                 state: State::Idle,
                 seq: 0,
-                watching: false,
+                watching: None,
                 stats: self.stats.clone(),
             });
             self.step(slot, |w| w.list());
@@ -263,20 +260,16 @@ impl Reader {
         match outcome {
             Ok(()) => {
                 if let State::Backoff(pause) = watcher.state {
-                    let jitter = 0.5 + rand::random::<f64>();
-                    let at = Instant::now() + pause.mul_f64(jitter);
+                    let at = Instant::now() + jittered(pause);
                     self.backoff.push(Reverse((at, slot)));
-                    watcher.state = State::Waiting;
+                    watcher.enter(State::Waiting);
                 }
             }
             Err(kind) => {
                 if !self.stop.is_cancelled() {
                     self.stats.error(kind);
                 }
-                if let Some(watcher) = self.watchers[slot].take() {
-                    self.gone(watcher);
-                    self.free.push(slot);
-                }
+                self.remove(slot);
             }
         }
     }
@@ -288,17 +281,17 @@ impl Reader {
         };
         if let Err(kind) = action(watcher) {
             self.stats.error(kind);
-            if let Some(watcher) = self.watchers[slot].take() {
-                self.gone(watcher);
-                self.free.push(slot);
-            }
+            self.remove(slot);
         }
     }
 
-    fn gone(&mut self, mut watcher: Watcher) {
-        let _ = self.poll.registry().deregister(&mut watcher.stream);
-        watcher.set_watching(false);
-        self.stats.spectator_out();
+    /// Drop the spectator in `slot` (its `watching` gauge goes down with it).
+    fn remove(&mut self, slot: usize) {
+        if let Some(mut watcher) = self.watchers[slot].take() {
+            let _ = self.poll.registry().deregister(&mut watcher.stream);
+            self.stats.spectator_out();
+            self.free.push(slot);
+        }
     }
 }
 
@@ -335,7 +328,8 @@ struct Watcher {
     state: State,
     /// The last event number applied in the watched game.
     seq: u64,
-    watching: bool,
+    /// Counts this spectator in `watching` while its state is `Watching`.
+    watching: Option<Gauge>,
     stats: Arc<Stats>,
 }
 
@@ -459,7 +453,7 @@ impl Watcher {
                     return Err("spectating: unexpected reply");
                 };
                 if games.is_empty() {
-                    self.state = State::Backoff(NO_GAME_BACKOFF);
+                    self.enter(State::Backoff(NO_GAME_BACKOFF));
                     return Ok(());
                 }
                 let game_id = games[(self.index as usize) % games.len()].game_id;
@@ -468,8 +462,7 @@ impl Watcher {
             (State::Joining(id, game_id), Some(got)) if got == id => match msg {
                 ServerMsg::Snapshot { snapshot, .. } if snapshot.game.game_id == game_id => {
                     self.seq = snapshot.seq;
-                    self.state = State::Watching(game_id);
-                    self.set_watching(true);
+                    self.enter(State::Watching(game_id));
                     Ok(())
                 }
                 // It ended between the list and the watch: choose again.
@@ -503,7 +496,6 @@ impl Watcher {
         if seq > self.seq + 1 {
             // Allowed by the protocol for a spectator that fell behind.
             self.stats.spectator_resyncs.fetch_add(1, Relaxed);
-            self.set_watching(false);
             return self.join(game_id, true);
         }
         self.seq = seq;
@@ -520,28 +512,29 @@ impl Watcher {
                 Ok(())
             }
             ServerMsg::GameOver { .. } => {
-                self.set_watching(false);
-                self.state = State::Backoff(GAME_OVER_LINGER);
+                self.enter(State::Backoff(GAME_OVER_LINGER));
                 Ok(())
             }
             _ => Ok(()),
         }
     }
 
-    fn set_watching(&mut self, watching: bool) {
-        if self.watching != watching {
-            self.watching = watching;
-            if watching {
-                self.stats.watching.fetch_add(1, Relaxed);
-            } else {
-                self.stats.watching.fetch_sub(1, Relaxed);
+    /// Move to `state`, keeping the `watching` gauge in step with it.
+    fn enter(&mut self, state: State) {
+        self.state = state;
+        match state {
+            State::Watching(_) => {
+                if self.watching.is_none() {
+                    self.watching = Some(Gauge::up(self.stats.clone(), |s| &s.watching));
+                }
             }
+            _ => self.watching = None,
         }
     }
 
     fn list(&mut self) -> Result<(), &'static str> {
         let id = self.request(|id| ClientMsg::ListGames { id })?;
-        self.state = State::Listing(id);
+        self.enter(State::Listing(id));
         Ok(())
     }
 
@@ -551,7 +544,7 @@ impl Watcher {
             true => ClientMsg::Sync { id, game_id },
             false => ClientMsg::Watch { id, game_id },
         })?;
-        self.state = State::Joining(id, game_id);
+        self.enter(State::Joining(id, game_id));
         Ok(())
     }
 

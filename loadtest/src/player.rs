@@ -15,7 +15,7 @@ use elementals_client::{Applied, GameState, Random, SealedPick, Strategy};
 use tokio::time::{Duration, Instant};
 
 use crate::conn::{source_address, Conn, ConnError, Pacer};
-use crate::ctx::{Shared, Storm};
+use crate::ctx::{jittered, Shared, Storm};
 use crate::stats::Gauge;
 
 const PASSWORD: &str = "loadtest-password";
@@ -157,7 +157,7 @@ impl Player {
                 Err(ConnError::Server { code }) => return Err(ConnError::Server { code }),
                 Err(_) if resumed_from.is_some() && attempt < RESUME_ATTEMPTS => {
                     self.ctx.stats.resume_retries.fetch_add(1, Relaxed);
-                    tokio::time::sleep(backoff.mul_f64(0.5 + rand::random::<f64>())).await;
+                    tokio::time::sleep(jittered(backoff)).await;
                     backoff = (backoff * 2).min(Duration::from_secs(2));
                     attempt += 1;
                 }
@@ -312,10 +312,7 @@ impl Player {
     }
 
     fn lobby_poll(&self) -> Option<Duration> {
-        self.ctx
-            .style
-            .lobby_poll
-            .map(|p| p.mul_f64(0.5 + rand::random::<f64>()))
+        self.ctx.style.lobby_poll.map(jittered)
     }
 
     fn stall_deadline(&self) -> Option<Instant> {

@@ -10,11 +10,11 @@ use elementals_client::{Applied, GameState};
 use tokio::time::{Duration, Instant};
 
 use crate::conn::{source_address, Conn, ConnError};
-use crate::ctx::Shared;
+use crate::ctx::{jittered, Shared};
 use crate::stats::Gauge;
 
 /// How long a spectator waits before asking again when no game is live.
-const NO_GAME_BACKOFF: Duration = Duration::from_millis(500);
+pub const NO_GAME_BACKOFF: Duration = Duration::from_millis(500);
 
 /// How long a spectator stays on a finished game before choosing another (each pause drawn
 /// from 0.5–1.5 times this). People look at the final position before moving on; without
@@ -79,7 +79,7 @@ impl Spectator {
     async fn watch_games(&self, conn: &mut Conn) -> Result<(), ConnError> {
         loop {
             let Some(game_id) = self.choose_game(conn).await? else {
-                tokio::time::sleep(NO_GAME_BACKOFF.mul_f64(0.5 + rand::random::<f64>())).await;
+                tokio::time::sleep(jittered(NO_GAME_BACKOFF)).await;
                 continue;
             };
             let snapshot = match conn.request(|id| ClientMsg::Watch { id, game_id }).await {
@@ -93,7 +93,7 @@ impl Spectator {
             };
             let state = GameState::from_snapshot(snapshot, None);
             self.follow(conn, state).await?;
-            tokio::time::sleep(GAME_OVER_LINGER.mul_f64(0.5 + rand::random::<f64>())).await;
+            tokio::time::sleep(jittered(GAME_OVER_LINGER)).await;
         }
     }
 

@@ -187,11 +187,7 @@ async fn a_client_that_stops_answering_pings_is_closed_4002() {
     assert_eq!(code, Some(4002));
     assert!(pings >= 1, "pings were sent");
     // Answering pings was enough to stay connected.
-    let id = two.id();
-    assert!(matches!(
-        two.request(ClientMsg::Ping { id }).await,
-        ServerMsg::Pong { .. }
-    ));
+    two.assert_open().await;
 }
 
 /// The idle deadline moves with every frame, pongs included: a signed-in client that only
@@ -212,11 +208,7 @@ async fn answering_pings_keeps_a_quiet_connection_open_past_the_idle_timeout() {
     // Read (and so answer) pings for two and a half idle timeouts, sending nothing else.
     let pings = answer_pings_until(&mut client, Instant::now() + Duration::from_secs(5)).await;
     assert!(pings >= 3, "{pings} pings in 5 s");
-    let id = client.id();
-    assert!(matches!(
-        client.request(ClientMsg::Ping { id }).await,
-        ServerMsg::Pong { .. }
-    ));
+    client.assert_open().await;
 }
 
 /// Seated players whose only frames are pongs keep their seats past the idle timeout.
@@ -237,13 +229,8 @@ async fn players_who_only_answer_pings_stay_seated_past_the_idle_timeout() {
         pings_one >= 3 && pings_two >= 3,
         "{pings_one} and {pings_two} pings in 5 s"
     );
-    for client in [&mut one, &mut two] {
-        let id = client.id();
-        assert!(matches!(
-            client.request(ClientMsg::Ping { id }).await,
-            ServerMsg::Pong { .. }
-        ));
-    }
+    one.assert_open().await;
+    two.assert_open().await;
 }
 
 /// Reads (and so answers pings) until `until`, failing if the connection ends; the pings.

@@ -325,6 +325,13 @@ impl TestClient {
         }
     }
 
+    /// A `ping` request is answered with `pong`: the connection is open and served.
+    pub async fn assert_open(&mut self) {
+        let id = self.id();
+        let reply = self.request(ClientMsg::Ping { id }).await;
+        assert!(matches!(reply, ServerMsg::Pong { .. }), "{reply:?}");
+    }
+
     /// Wait for the first message matching `pred`, dropping the ones before it.
     pub async fn expect(&mut self, what: &str, pred: impl Fn(&ServerMsg) -> bool) -> ServerMsg {
         loop {
