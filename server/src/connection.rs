@@ -16,12 +16,12 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use elementals_protocol::messages::{ClientMsg, ServerMsg};
 use elementals_protocol::wire::{self, DecodeError};
 use elementals_protocol::ErrorCode;
-use futures::stream::{SplitSink, SplitStream};
+use futures::stream::SplitStream;
 use futures::{FutureExt, SinkExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::outbox::{Other, Outbound, Outbox, OUTBOX_CAPACITY};
+use crate::outbox::{Link, LinkSink, Other, Outbound, Outbox, OUTBOX_CAPACITY};
 use crate::server::AppState;
 use crate::session::{After, Session};
 
@@ -94,13 +94,19 @@ pub fn serve<H: Send + 'static>(
     held: H,
 ) -> impl Future<Output = ()> + Send + 'static {
     let conn_id = state.next_conn_id.fetch_add(1, Relaxed);
-    let (outbox, rx) = Outbox::new(conn_id, OUTBOX_CAPACITY);
     let (sink, stream) = socket.split();
+    let link = Link::new(sink, state.metrics.clone());
+    let (outbox, rx) = Outbox::with_link(conn_id, OUTBOX_CAPACITY, link.clone());
     state.metrics.connections.fetch_add(1, Relaxed);
     state.metrics.connections_total.fetch_add(1, Relaxed);
     tracing::debug!(conn_id, %peer, "connected");
 
-    let mut writer = tokio::spawn(write_loop(sink, rx, outbox.clone(), state.clone()));
+    let mut writer = tokio::spawn(write_loop(
+        LinkSink(link),
+        rx,
+        outbox.clone(),
+        state.clone(),
+    ));
     let mut session = Session::new(state.clone(), outbox.clone(), peer);
     async move {
         // A bug that panics while handling one message must cost only this connection:
@@ -289,7 +295,7 @@ enum Wake {
     reason = "an async fn keeps its arguments twice"
 )]
 fn write_loop(
-    mut sink: SplitSink<WebSocket, Message>,
+    mut sink: LinkSink,
     mut rx: mpsc::Receiver<Outbound>,
     outbox: Outbox,
     state: Arc<AppState>,
@@ -325,7 +331,7 @@ fn write_loop(
 /// The writer's answer to one wake-up; returns whether it keeps going.
 async fn act(
     wake: Wake,
-    sink: &mut SplitSink<WebSocket, Message>,
+    sink: &mut LinkSink,
     rx: &mut mpsc::Receiver<Outbound>,
     outbox: &Outbox,
     state: &AppState,
@@ -394,14 +400,20 @@ async fn act(
             send_close(sink, close::RESTART, "server restart").await;
             false
         }
-        Wake::Heartbeat => tokio::select! {
-            sent = sink.send(Message::Ping(Default::default())) => sent.is_ok(),
-            _ = abandoned(outbox) => false,
-        },
+        Wake::Heartbeat => {
+            // Senders queue while the ping is under way (see `Link`).
+            sink.0.sending();
+            let sent = tokio::select! {
+                sent = sink.send(Message::Ping(Default::default())) => sent.is_ok(),
+                _ = abandoned(outbox) => false,
+            };
+            sink.0.sent(1);
+            sent
+        }
     }
 }
 
-async fn send_close(sink: &mut SplitSink<WebSocket, Message>, code: u16, reason: &'static str) {
+async fn send_close(sink: &mut LinkSink, code: u16, reason: &'static str) {
     let frame = CloseFrame {
         code,
         reason: Utf8Bytes::from_static(reason),
@@ -417,7 +429,7 @@ const MAX_BURST: usize = 64;
 /// costs one write to the socket rather than one each. A close found in the queue is left
 /// in `close` for the caller, after the frames before it. Returns whether the frames went.
 async fn send_burst(
-    sink: &mut SplitSink<WebSocket, Message>,
+    sink: &mut LinkSink,
     rx: &mut mpsc::Receiver<Outbound>,
     first: Outbound,
     close: &mut Option<(u16, &'static str)>,
@@ -426,6 +438,7 @@ async fn send_burst(
     let Ok(mut frames) = feed(sink, &first).await else {
         return false;
     };
+    let mut items = 1;
     while frames < MAX_BURST {
         match rx.try_recv() {
             Ok(Outbound::Other(Other::Close { code, reason })) => {
@@ -433,18 +446,26 @@ async fn send_burst(
                 break;
             }
             Ok(out) => match feed(sink, &out).await {
-                Ok(fed) => frames += fed,
+                Ok(fed) => {
+                    frames += fed;
+                    items += 1;
+                }
                 Err(()) => return false,
             },
             Err(_) => break,
         }
     }
     state.metrics.messages_out.fetch_add(frames as u64, Relaxed);
-    sink.flush().await.is_ok()
+    if sink.flush().await.is_err() {
+        return false;
+    }
+    // Only now may senders write to the socket themselves again.
+    sink.0.sent(items);
+    true
 }
 
 /// Buffers an item's frames for the next flush; returns how many.
-async fn feed(sink: &mut SplitSink<WebSocket, Message>, out: &Outbound) -> Result<usize, ()> {
+async fn feed(sink: &mut LinkSink, out: &Outbound) -> Result<usize, ()> {
     for frame in out.frames() {
         // A clone of a `Bytes` is a reference count, not a copy.
         sink.feed(Message::Binary(frame.clone()))

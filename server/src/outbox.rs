@@ -4,14 +4,29 @@
 //! connection: they `try_send`, and a queue that is full means the client stopped
 //! reading. What happens then is the sender's choice: a game kills a player's connection
 //! (the player resynchronises on reconnect), a game resynchronises or drops a spectator.
+//!
+//! A game's events for a spectator need not wake the writer at all (`write_frames`). When
+//! nothing is queued before them and the writer is not sending, the game writes them to the
+//! socket itself, at once, if the socket takes them without waiting (`Link::write_now`);
+//! only what the socket does not take at once goes through the queue. One round's result
+//! then reaches ten thousand spectators as ten thousand writes from the game's own turns,
+//! not ten thousand tasks woken to make them (BENCHMARKS.md, fan-out, server I).
 
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
+use axum::extract::ws::{Message, WebSocket};
 use bytes::Bytes;
 use elementals_protocol::messages::ServerMsg;
 use elementals_protocol::wire;
+use futures::stream::SplitSink;
+use futures::{Sink, SinkExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
 
 /// Frames a connection may have queued before it counts as not reading. Large enough to
 /// absorb a burst (a snapshot plus a round's events), small enough to bound memory.
@@ -37,6 +52,9 @@ pub enum Other {
     Frames { frames: Arc<[Bytes]>, from: u32 },
     /// Send a close frame with this code and reason, then stop.
     Close { code: u16, reason: &'static str },
+    /// Finish sending what a sender wrote to the socket itself but the socket did not take
+    /// at once (see `Link::write_now`).
+    Flush,
 }
 
 impl Outbound {
@@ -45,7 +63,7 @@ impl Outbound {
         match self {
             Outbound::Frame(frame) => std::slice::from_ref(frame),
             Outbound::Other(Other::Frames { frames, from }) => &frames[*from as usize..],
-            Outbound::Other(Other::Close { .. }) => &[],
+            Outbound::Other(Other::Close { .. } | Other::Flush) => &[],
         }
     }
 
@@ -72,6 +90,8 @@ pub struct Outbox {
     tx: mpsc::Sender<Outbound>,
     kill: CancellationToken,
     flush: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The socket itself, for writing without the queue (`None` in tests of actors alone).
+    link: Option<Arc<Link>>,
 }
 
 impl Outbox {
@@ -84,7 +104,19 @@ impl Outbox {
             tx,
             kill: CancellationToken::new(),
             flush: Default::default(),
+            link: None,
         };
+        (outbox, rx)
+    }
+
+    /// An outbox whose senders may also write straight to `link`'s socket.
+    pub fn with_link(
+        conn_id: u64,
+        capacity: usize,
+        link: Arc<Link>,
+    ) -> (Outbox, mpsc::Receiver<Outbound>) {
+        let (mut outbox, rx) = Outbox::new(conn_id, capacity);
+        outbox.link = Some(link);
         (outbox, rx)
     }
 
@@ -98,30 +130,79 @@ impl Outbox {
     }
 
     pub fn send(&self, frame: Bytes) -> Result<(), SendError> {
-        self.push(Outbound::Frame(frame))
+        self.queue(Outbound::Frame(frame))
     }
 
     /// Queues `frames[from..]` as one item (nothing when that is empty).
     pub fn send_frames(&self, frames: &Arc<[Bytes]>, from: usize) -> Result<(), SendError> {
-        let out = match &frames[from.min(frames.len())..] {
-            [] => return Ok(()),
-            [one] => Outbound::Frame(one.clone()),
-            _ => Outbound::Other(Other::Frames {
-                frames: Arc::clone(frames),
-                from: u32::try_from(from).expect("a backlog of fewer than 2^32 frames"),
-            }),
-        };
-        self.push(out)
+        match frames_item(frames, from) {
+            Some(out) => self.queue(out),
+            None => Ok(()),
+        }
     }
 
-    fn push(&self, out: Outbound) -> Result<(), SendError> {
-        self.tx.try_send(out).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => SendError::Full,
-            mpsc::error::TrySendError::Closed(_) => SendError::Closed,
+    /// Like `send_frames`, but writes the frames to the socket from the caller's own task
+    /// when it can (see `Link::write_now`), queueing only what it could not. For a game's
+    /// spectators: ten thousand of them are then ten thousand writes from the game's turn,
+    /// not ten thousand writer tasks woken. (Players' frames and replies are queued: the
+    /// writer sends a burst of them in one write.)
+    pub fn write_frames(&self, frames: &Arc<[Bytes]>, from: usize) -> Result<(), SendError> {
+        match frames_item(frames, from) {
+            Some(out) => self.write_or_queue(out),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes `out` to the socket now if it can, and queues what it could not.
+    fn write_or_queue(&self, out: Outbound) -> Result<(), SendError> {
+        let Some(link) = &self.link else {
+            return self.queue(out);
+        };
+        if self.kill.is_cancelled() {
+            return Err(SendError::Closed);
+        }
+        let frames = out.frames();
+        match link.write_now(frames) {
+            Written::All => Ok(()),
+            Written::Broken => {
+                self.kill.cancel();
+                Err(SendError::Closed)
+            }
+            Written::Part { taken: 0, .. } => self.queue(out),
+            Written::Part { taken, .. } if taken < frames.len() => {
+                // The rest follows what the socket took, through the writer.
+                let rest: Arc<[Bytes]> = frames[taken..].into();
+                self.queue(match &*rest {
+                    [one] => Outbound::Frame(one.clone()),
+                    _ => Outbound::Other(Other::Frames {
+                        frames: rest,
+                        from: 0,
+                    }),
+                })
+            }
+            Written::Part { .. } => self.queue(Outbound::Other(Other::Flush)),
+        }
+    }
+
+    /// Puts `out` on the queue for the writer task.
+    fn queue(&self, out: Outbound) -> Result<(), SendError> {
+        let link = self.link.as_deref();
+        if let Some(link) = link {
+            // Counted before it is queued: a sender that looks after this sees it.
+            link.queued.fetch_add(1, SeqCst);
+        }
+        self.tx.try_send(out).map_err(|e| {
+            if let Some(link) = link {
+                link.queued.fetch_sub(1, SeqCst);
+            }
+            match e {
+                mpsc::error::TrySendError::Full(_) => SendError::Full,
+                mpsc::error::TrySendError::Closed(_) => SendError::Closed,
+            }
         })
     }
 
-    /// Encode and queue one message for this connection alone.
+    /// Encodes and queues one message for this connection alone.
     pub fn send_msg(&self, msg: &ServerMsg) -> Result<(), SendError> {
         self.send(Bytes::from(wire::encode(msg)))
     }
@@ -136,8 +217,9 @@ impl Outbox {
 
     /// Ask the writer to close the connection with a close code.
     pub fn close(&self, code: u16, reason: &'static str) {
+        // Queued, so that nothing sent after it goes out before it.
         let close = Outbound::Other(Other::Close { code, reason });
-        if self.tx.try_send(close).is_err() {
+        if self.queue(close).is_err() {
             self.kill.cancel();
         }
     }
@@ -162,6 +244,149 @@ impl Outbox {
     }
 }
 
+/// `frames[from..]` as one item (`None` when that is empty).
+fn frames_item(frames: &Arc<[Bytes]>, from: usize) -> Option<Outbound> {
+    Some(match &frames[from.min(frames.len())..] {
+        [] => return None,
+        [one] => Outbound::Frame(one.clone()),
+        _ => Outbound::Other(Other::Frames {
+            frames: Arc::clone(frames),
+            from: u32::try_from(from).expect("a backlog of fewer than 2^32 frames"),
+        }),
+    })
+}
+
+/// The sending half of a connection's socket, shared by its writer task and by whoever
+/// sends to the connection (see `Outbox::push`).
+pub struct Link {
+    sink: Mutex<SplitSink<WebSocket, Message>>,
+    /// Items on the queue or being sent by the writer, and the writer's own sends (pings)
+    /// under way: while this is not zero a sender must queue, so that its frames follow
+    /// those, and must not touch the socket, whose write wake-up the writer may be waiting
+    /// for.
+    queued: AtomicUsize,
+    metrics: Arc<Metrics>,
+}
+
+/// What `Link::write_now` managed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// Every frame was written to the socket.
+    All,
+    /// The first `taken` frames were handed to the socket (none when it could not be
+    /// written to now); the writer must send the rest and flush.
+    Part { taken: usize },
+    /// The socket failed: the connection is over.
+    Broken,
+}
+
+impl Link {
+    pub fn new(sink: SplitSink<WebSocket, Message>, metrics: Arc<Metrics>) -> Arc<Link> {
+        Arc::new(Link {
+            sink: Mutex::new(sink),
+            queued: AtomicUsize::new(0),
+            metrics,
+        })
+    }
+
+    /// Writes `frames` to the socket from the caller's own task, if nothing is queued
+    /// before them, the writer is not sending, and the socket takes them without waiting.
+    ///
+    /// It never waits: the socket is polled with a waker that does nothing, and whatever
+    /// is not done at once is left to the writer task (which polls with its own waker).
+    fn write_now(&self, frames: &[Bytes]) -> Written {
+        let none = Written::Part { taken: 0 };
+        if frames.is_empty() {
+            return Written::All;
+        }
+        // A sink already locked is the writer sending: queue behind it.
+        let Ok(mut sink) = self.sink.try_lock() else {
+            return none;
+        };
+        if self.queued.load(SeqCst) != 0 {
+            return none;
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut taken = 0;
+        for frame in frames {
+            match sink.poll_ready_unpin(&mut cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(_)) => return Written::Broken,
+                Poll::Pending => break,
+            }
+            if sink
+                .start_send_unpin(Message::Binary(frame.clone()))
+                .is_err()
+            {
+                return Written::Broken;
+            }
+            taken += 1;
+        }
+        self.metrics
+            .messages_out
+            .fetch_add(taken as u64, std::sync::atomic::Ordering::Relaxed);
+        if taken < frames.len() {
+            return Written::Part { taken };
+        }
+        match sink.poll_flush_unpin(&mut cx) {
+            Poll::Ready(Ok(())) => Written::All,
+            Poll::Ready(Err(_)) => Written::Broken,
+            Poll::Pending => Written::Part { taken },
+        }
+    }
+
+    /// The writer has sent (and flushed) `items` items it took from the queue.
+    pub fn sent(&self, items: usize) {
+        self.queued.fetch_sub(items, SeqCst);
+    }
+
+    /// The writer is about to send something of its own (a ping): senders queue until it
+    /// calls `sent(1)`.
+    pub fn sending(&self) {
+        self.queued.fetch_add(1, SeqCst);
+    }
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("queued", &self.queued.load(SeqCst))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The writer task's handle on the socket: a `Sink` that locks the shared sink for each
+/// poll, so that senders writing directly find it free between them.
+#[derive(Debug, Clone)]
+pub struct LinkSink(pub Arc<Link>);
+
+impl LinkSink {
+    fn locked<R>(&self, f: impl FnOnce(Pin<&mut SplitSink<WebSocket, Message>>) -> R) -> R {
+        let mut sink = self.0.sink.lock().unwrap_or_else(|e| e.into_inner());
+        f(Pin::new(&mut *sink))
+    }
+}
+
+impl Sink<Message> for LinkSink {
+    type Error = axum::Error;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.locked(|sink| sink.poll_ready(cx))
+    }
+
+    fn start_send(self: Pin<&mut Self>, item: Message) -> Result<(), Self::Error> {
+        self.locked(|sink| sink.start_send(item))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.locked(|sink| sink.poll_flush(cx))
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.locked(|sink| sink.poll_close(cx))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +397,108 @@ mod tests {
             std::mem::size_of::<Outbound>(),
             std::mem::size_of::<Bytes>()
         );
+    }
+
+    /// The server side of a real WebSocket on loopback, and the client side.
+    async fn socket_pair() -> (
+        WebSocket,
+        tokio_tungstenite::WebSocketStream<
+            tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+        >,
+    ) {
+        use axum::extract::ws::WebSocketUpgrade;
+        let (tx, mut rx) = mpsc::channel(1);
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::get(move |ws: WebSocketUpgrade| async move {
+                ws.on_upgrade(move |socket| async move {
+                    let _ = tx.send(socket).await;
+                })
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let (client, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/"))
+            .await
+            .unwrap();
+        (rx.recv().await.unwrap(), client)
+    }
+
+    async fn next_binary<S>(client: &mut S) -> Vec<u8>
+    where
+        S: futures::Stream<
+                Item = Result<
+                    tokio_tungstenite::tungstenite::Message,
+                    tokio_tungstenite::tungstenite::Error,
+                >,
+            > + Unpin,
+    {
+        use futures::StreamExt;
+        match client.next().await {
+            Some(Ok(tokio_tungstenite::tungstenite::Message::Binary(b))) => b.to_vec(),
+            other => panic!("expected a binary frame, got {other:?}"),
+        }
+    }
+
+    fn write(outbox: &Outbox, frame: &'static [u8]) {
+        let frames: Arc<[Bytes]> = Arc::new([Bytes::from_static(frame)]);
+        outbox.write_frames(&frames, 0).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_sender_writes_to_the_socket_itself_unless_something_is_queued_before_it() {
+        use futures::StreamExt;
+        let (socket, mut client) = socket_pair().await;
+        let (sink, _stream) = socket.split();
+        let link = Link::new(sink, Arc::new(Metrics::default()));
+        let (outbox, mut rx) = Outbox::with_link(1, 8, link.clone());
+
+        // No writer task runs: what arrives was written by the sender.
+        write(&outbox, b"one");
+        assert_eq!(next_binary(&mut client).await, b"one");
+        assert!(rx.try_recv().is_err(), "nothing was queued");
+
+        // While the writer sends something of its own, frames are queued, and a frame
+        // written after a queued one is queued behind it even once the writer is done.
+        link.sending();
+        write(&outbox, b"two");
+        link.sent(1);
+        write(&outbox, b"three");
+        let mut writer = LinkSink(link.clone());
+        let mut items = 0;
+        while let Ok(out) = rx.try_recv() {
+            for frame in out.frames() {
+                writer.feed(Message::Binary(frame.clone())).await.unwrap();
+            }
+            items += 1;
+        }
+        assert_eq!(items, 2);
+        writer.flush().await.unwrap();
+        link.sent(items);
+        assert_eq!(next_binary(&mut client).await, b"two");
+        assert_eq!(next_binary(&mut client).await, b"three");
+
+        // The queue drained, senders write again; `send` always queues.
+        write(&outbox, b"four");
+        assert!(rx.try_recv().is_err());
+        assert_eq!(next_binary(&mut client).await, b"four");
+        outbox.send(Bytes::from_static(b"queued")).unwrap();
+        assert!(matches!(rx.try_recv(), Ok(Outbound::Frame(f)) if f == "queued"));
+        link.sent(1);
+        assert_eq!(
+            link.metrics
+                .messages_out
+                .load(std::sync::atomic::Ordering::Relaxed),
+            2,
+            "senders count the frames they write themselves (one, four)"
+        );
+
+        // A close is queued, and nothing sent after it overtakes it.
+        outbox.close(1000, "bye");
+        write(&outbox, b"five");
+        assert_eq!(rx.try_recv().unwrap().close(), Some((1000, "bye")));
+        assert!(matches!(rx.try_recv(), Ok(Outbound::Frame(f)) if f == "five"));
     }
 
     #[tokio::test]

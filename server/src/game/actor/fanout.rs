@@ -108,8 +108,12 @@ impl Fanout {
     /// Queues a batch of numbered events to both players now, and puts it on the
     /// spectators' backlog for `deliver`.
     pub fn broadcast(&mut self, frames: &[Bytes]) {
-        for frame in frames {
-            self.to_players(frame);
+        // One item each, so that the batch goes out in one write.
+        let batch: Arc<[Bytes]> = frames.into();
+        for player in [&self.players.one, &self.players.two].into_iter().flatten() {
+            if player.send_frames(&batch, 0) == Err(SendError::Full) {
+                player.kill();
+            }
         }
         if !self.spectators.is_empty() {
             self.backlog.extend(frames.iter().cloned());
@@ -210,7 +214,7 @@ impl Fanout {
 
 /// Queues `backlog[from..]` to a spectator as one item; returns whether to keep it.
 fn send_events(s: &mut Spectator, backlog: &Arc<[Bytes]>, from: usize) -> bool {
-    match s.outbox.send_frames(backlog, from) {
+    match s.outbox.write_frames(backlog, from) {
         Ok(()) => true,
         Err(SendError::Full) => {
             s.lagging = Some(0);
