@@ -53,10 +53,11 @@ const SPECTATOR_BATCH: Duration = Duration::from_secs(1);
 /// each other within milliseconds) reach them as one write. Players never wait.
 const SPECTATOR_COALESCE: Duration = Duration::from_millis(50);
 
-/// Spectators brought up to date between two looks at the game's commands. Small chunks
-/// start the writers sooner and keep both workers sending while the actor queues the rest:
-/// with 10,000 spectators the last one had a round's result ~10–15 % sooner at 64 than at
-/// 256, and later still at 1,024 (BENCHMARKS.md, fan-out, server G).
+/// Spectators brought up to date between two looks at the game's commands. Most are written
+/// to from this task itself (`Outbox::write_frames`), about 10 µs each here, so a chunk
+/// costs the players' next command well under a millisecond of waiting. (When each
+/// spectator still meant a writer task woken, 64 beat 256 and 1,024 by keeping both
+/// workers sending: BENCHMARKS.md, fan-out, server G.)
 const SPECTATOR_CHUNK: usize = 64;
 
 struct Actor {

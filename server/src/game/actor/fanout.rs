@@ -10,7 +10,8 @@
 //! through in passes of at most a chunk of spectators at a time (`deliver`), yielding
 //! between chunks: ten thousand spectators then cost the players' next event a chunk's worth
 //! of waiting, not ten thousand wake-ups, and events that arrive while a pass is under way
-//! reach the rest of that pass together (one write per spectator). Each spectator knows how
+//! reach the rest of that pass together (one write per spectator, made from the actor's turn
+//! when the spectator's socket is free: `Outbox::write_frames`). Each spectator knows how
 //! far into the stream it is, so however passes and batches interleave, it gets every frame
 //! once and in order.
 
