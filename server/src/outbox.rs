@@ -147,40 +147,28 @@ impl Outbox {
     /// not ten thousand writer tasks woken. (Players' frames and replies are queued: the
     /// writer sends a burst of them in one write.)
     pub fn write_frames(&self, frames: &Arc<[Bytes]>, from: usize) -> Result<(), SendError> {
-        match frames_item(frames, from) {
-            Some(out) => self.write_or_queue(out),
-            None => Ok(()),
-        }
-    }
-
-    /// Writes `out` to the socket now if it can, and queues what it could not.
-    fn write_or_queue(&self, out: Outbound) -> Result<(), SendError> {
+        let Some(out) = frames_item(frames, from) else {
+            return Ok(());
+        };
         let Some(link) = &self.link else {
             return self.queue(out);
         };
         if self.kill.is_cancelled() {
             return Err(SendError::Closed);
         }
-        let frames = out.frames();
-        match link.write_now(frames) {
+        match link.write_now(out.frames()) {
             Written::All => Ok(()),
             Written::Broken => {
                 self.kill.cancel();
                 Err(SendError::Closed)
             }
-            Written::Part { taken: 0, .. } => self.queue(out),
-            Written::Part { taken, .. } if taken < frames.len() => {
-                // The rest follows what the socket took, through the writer.
-                let rest: Arc<[Bytes]> = frames[taken..].into();
-                self.queue(match &*rest {
-                    [one] => Outbound::Frame(one.clone()),
-                    _ => Outbound::Other(Other::Frames {
-                        frames: rest,
-                        from: 0,
-                    }),
-                })
-            }
-            Written::Part { .. } => self.queue(Outbound::Other(Other::Flush)),
+            Written::Part { taken: 0 } => self.queue(out),
+            // The rest follows what the socket took, through the writer; or, when it took
+            // every frame but could not flush them, the writer finishes the flush.
+            Written::Part { taken } => match frames_item(frames, from + taken) {
+                Some(rest) => self.queue(rest),
+                None => self.queue(Outbound::Other(Other::Flush)),
+            },
         }
     }
 
@@ -499,6 +487,61 @@ mod tests {
         write(&outbox, b"five");
         assert_eq!(rx.try_recv().unwrap().close(), Some((1000, "bye")));
         assert!(matches!(rx.try_recv(), Ok(Outbound::Frame(f)) if f == "five"));
+    }
+
+    #[tokio::test]
+    async fn a_socket_that_cannot_take_more_leaves_the_rest_to_the_writer_in_order() {
+        use futures::StreamExt;
+        let (socket, mut client) = socket_pair().await;
+        let (sink, _stream) = socket.split();
+        let link = Link::new(sink, Arc::new(Metrics::default()));
+        let (outbox, mut rx) = Outbox::with_link(1, 64, link.clone());
+        let frame = |n: u32| -> Arc<[Bytes]> {
+            let mut bytes = vec![0u8; 64 * 1024];
+            bytes[..4].copy_from_slice(&n.to_be_bytes());
+            Arc::new([Bytes::from(bytes)])
+        };
+        // The client reads nothing: sooner or later the socket stops taking frames, and
+        // the sender leaves the flush to the writer.
+        let mut sent = 0;
+        while rx.is_empty() {
+            assert!(sent < 2_000, "128 MiB written and the socket never filled");
+            outbox.write_frames(&frame(sent), 0).unwrap();
+            sent += 1;
+        }
+        assert!(matches!(rx.try_recv(), Ok(Outbound::Other(Other::Flush))));
+        // Everything after that is queued behind it.
+        for _ in 0..3 {
+            outbox.write_frames(&frame(sent), 0).unwrap();
+            sent += 1;
+        }
+        assert_eq!(rx.len(), 3);
+        // The writer's part: finish the flush and send the queued frames, as its task does.
+        let writer = tokio::spawn({
+            let link = link.clone();
+            async move {
+                let mut sink = LinkSink(link.clone());
+                sink.flush().await.unwrap();
+                link.sent(1);
+                while let Ok(out) = rx.try_recv() {
+                    for f in out.frames() {
+                        sink.feed(Message::Binary(f.clone())).await.unwrap();
+                    }
+                    sink.flush().await.unwrap();
+                    link.sent(1);
+                }
+            }
+        });
+        for n in 0..sent {
+            let got = next_binary(&mut client).await;
+            assert_eq!(u32::from_be_bytes(got[..4].try_into().unwrap()), n);
+        }
+        writer.await.unwrap();
+        // Nothing queued any more: the sender writes itself again.
+        outbox.write_frames(&frame(sent), 0).unwrap();
+        assert_eq!(link.queued.load(SeqCst), 0);
+        let got = next_binary(&mut client).await;
+        assert_eq!(u32::from_be_bytes(got[..4].try_into().unwrap()), sent);
     }
 
     #[tokio::test]
