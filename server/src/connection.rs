@@ -371,6 +371,8 @@ async fn act(
         }
         Wake::Out(None) => false,
         Wake::Killed => {
+            // The connection is ending: nobody else writes to the socket from here on.
+            sink.0.sending();
             // Killed: either it fell behind or the reader ended. Drain what is already
             // queued only if the reader asked for a flush.
             if outbox.flush_requested() {
@@ -390,6 +392,7 @@ async fn act(
             false
         }
         Wake::Shutdown => {
+            sink.0.sending();
             let notice = ServerMsg::Notice {
                 code: "shutting_down".into(),
                 message: "the server is restarting; resume with your token".into(),
