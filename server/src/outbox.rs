@@ -244,8 +244,8 @@ fn frames_item(frames: &Arc<[Bytes]>, from: usize) -> Option<Outbound> {
     })
 }
 
-/// The sending half of a connection's socket, shared by its writer task and by whoever
-/// sends to the connection (see `Outbox::push`).
+/// The sending half of a connection's socket, shared by its writer task and by the games
+/// that write to it directly (see `Outbox::write_frames`).
 pub struct Link {
     sink: Mutex<SplitSink<WebSocket, Message>>,
     /// Items on the queue or being sent by the writer, and the writer's own sends (pings)
