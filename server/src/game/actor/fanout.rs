@@ -213,7 +213,8 @@ impl Fanout {
     }
 }
 
-/// Queues `backlog[from..]` to a spectator as one item; returns whether to keep it.
+/// Sends `backlog[from..]` to a spectator, written to its socket now or queued as one item;
+/// returns whether to keep it.
 fn send_events(s: &mut Spectator, backlog: &Arc<[Bytes]>, from: usize) -> bool {
     match s.outbox.write_frames(backlog, from) {
         Ok(()) => true,
