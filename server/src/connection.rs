@@ -371,8 +371,6 @@ async fn act(
         }
         Wake::Out(None) => false,
         Wake::Killed => {
-            // The connection is ending: nobody else writes to the socket from here on.
-            sink.0.sending();
             // Killed: either it fell behind or the reader ended. Drain what is already
             // queued only if the reader asked for a flush.
             if outbox.flush_requested() {
@@ -392,6 +390,8 @@ async fn act(
             false
         }
         Wake::Shutdown => {
+            // Nobody else writes to the socket from here on (killed connections are kept
+            // off it by their kill token already).
             sink.0.sending();
             let notice = ServerMsg::Notice {
                 code: "shutting_down".into(),

@@ -195,10 +195,11 @@ impl Outbox {
         self.send(Bytes::from(wire::encode(msg)))
     }
 
-    /// Queue a frame; if the client is not keeping up, kill its connection. For players,
-    /// whose every event matters: they get a full snapshot when they come back.
-    pub fn send_or_kill(&self, frame: Bytes) {
-        if self.send(frame) == Err(SendError::Full) {
+    /// Queues `frames` as one item (one write); if the client is not keeping up, kills its
+    /// connection. For players, whose every event matters: they get a full snapshot when
+    /// they come back.
+    pub fn send_or_kill(&self, frames: &Arc<[Bytes]>) {
+        if self.send_frames(frames, 0) == Err(SendError::Full) {
             self.kill.cancel();
         }
     }
@@ -284,9 +285,6 @@ impl Link {
     /// is not done at once is left to the writer task (which polls with its own waker).
     fn write_now(&self, frames: &[Bytes]) -> Written {
         let none = Written::Part { taken: 0 };
-        if frames.is_empty() {
-            return Written::All;
-        }
         // A sink already locked is the writer sending: queue behind it.
         let Ok(mut sink) = self.sink.try_lock() else {
             return none;
@@ -387,15 +385,16 @@ mod tests {
         );
     }
 
-    /// The server side of a real WebSocket on loopback, and the client side.
-    async fn socket_pair() -> (
-        WebSocket,
-        tokio_tungstenite::WebSocketStream<
-            tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-        >,
-    ) {
+    type Client = tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >;
+
+    /// An outbox linked to the server side of a real WebSocket on loopback (no writer task
+    /// runs), and the client side.
+    async fn linked(capacity: usize) -> (Arc<Link>, Outbox, mpsc::Receiver<Outbound>, Client) {
         use axum::extract::ws::WebSocketUpgrade;
-        let (tx, mut rx) = mpsc::channel(1);
+        use futures::StreamExt;
+        let (tx, mut sockets) = mpsc::channel(1);
         let app = axum::Router::new().route(
             "/",
             axum::routing::get(move |ws: WebSocketUpgrade| async move {
@@ -410,18 +409,31 @@ mod tests {
         let (client, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/"))
             .await
             .unwrap();
-        (rx.recv().await.unwrap(), client)
+        let socket: WebSocket = sockets.recv().await.unwrap();
+        // The reading half is dropped: these tests only send.
+        let (sink, _) = socket.split();
+        let link = Link::new(sink, Arc::new(Metrics::default()));
+        let (outbox, rx) = Outbox::with_link(1, capacity, link.clone());
+        (link, outbox, rx, client)
     }
 
-    async fn next_binary<S>(client: &mut S) -> Vec<u8>
-    where
-        S: futures::Stream<
-                Item = Result<
-                    tokio_tungstenite::tungstenite::Message,
-                    tokio_tungstenite::tungstenite::Error,
-                >,
-            > + Unpin,
-    {
+    /// Does the writer task's part: sends every queued item's frames with one flush, then
+    /// lets senders write again. Returns how many items it took.
+    async fn drain_as_writer(link: &Arc<Link>, rx: &mut mpsc::Receiver<Outbound>) -> usize {
+        let mut sink = LinkSink(link.clone());
+        let mut items = 0;
+        while let Ok(out) = rx.try_recv() {
+            for frame in out.frames() {
+                sink.feed(Message::Binary(frame.clone())).await.unwrap();
+            }
+            items += 1;
+        }
+        sink.flush().await.unwrap();
+        link.sent(items);
+        items
+    }
+
+    async fn next_binary(client: &mut Client) -> Vec<u8> {
         use futures::StreamExt;
         match client.next().await {
             Some(Ok(tokio_tungstenite::tungstenite::Message::Binary(b))) => b.to_vec(),
@@ -436,11 +448,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_sender_writes_to_the_socket_itself_unless_something_is_queued_before_it() {
-        use futures::StreamExt;
-        let (socket, mut client) = socket_pair().await;
-        let (sink, _stream) = socket.split();
-        let link = Link::new(sink, Arc::new(Metrics::default()));
-        let (outbox, mut rx) = Outbox::with_link(1, 8, link.clone());
+        let (link, outbox, mut rx, mut client) = linked(8).await;
 
         // No writer task runs: what arrives was written by the sender.
         write(&outbox, b"one");
@@ -453,17 +461,7 @@ mod tests {
         write(&outbox, b"two");
         link.sent(1);
         write(&outbox, b"three");
-        let mut writer = LinkSink(link.clone());
-        let mut items = 0;
-        while let Ok(out) = rx.try_recv() {
-            for frame in out.frames() {
-                writer.feed(Message::Binary(frame.clone())).await.unwrap();
-            }
-            items += 1;
-        }
-        assert_eq!(items, 2);
-        writer.flush().await.unwrap();
-        link.sent(items);
+        assert_eq!(drain_as_writer(&link, &mut rx).await, 2);
         assert_eq!(next_binary(&mut client).await, b"two");
         assert_eq!(next_binary(&mut client).await, b"three");
 
@@ -491,16 +489,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_socket_that_cannot_take_more_leaves_the_rest_to_the_writer_in_order() {
-        use futures::StreamExt;
-        let (socket, mut client) = socket_pair().await;
-        let (sink, _stream) = socket.split();
-        let link = Link::new(sink, Arc::new(Metrics::default()));
-        let (outbox, mut rx) = Outbox::with_link(1, 64, link.clone());
+        let (link, outbox, mut rx, mut client) = linked(64).await;
         let frame = |n: u32| -> Arc<[Bytes]> {
             let mut bytes = vec![0u8; 64 * 1024];
             bytes[..4].copy_from_slice(&n.to_be_bytes());
             Arc::new([Bytes::from(bytes)])
         };
+        let number = |got: Vec<u8>| u32::from_be_bytes(got[..4].try_into().unwrap());
         // The client reads nothing: sooner or later the socket stops taking frames, and
         // the sender leaves the flush to the writer.
         let mut sent = 0;
@@ -516,32 +511,24 @@ mod tests {
             sent += 1;
         }
         assert_eq!(rx.len(), 3);
-        // The writer's part: finish the flush and send the queued frames, as its task does.
+        // The writer finishes the flush with the queued frames (and is done with the
+        // `Flush` taken above), while the client reads.
         let writer = tokio::spawn({
             let link = link.clone();
             async move {
-                let mut sink = LinkSink(link.clone());
-                sink.flush().await.unwrap();
+                let items = drain_as_writer(&link, &mut rx).await;
                 link.sent(1);
-                while let Ok(out) = rx.try_recv() {
-                    for f in out.frames() {
-                        sink.feed(Message::Binary(f.clone())).await.unwrap();
-                    }
-                    sink.flush().await.unwrap();
-                    link.sent(1);
-                }
+                items
             }
         });
         for n in 0..sent {
-            let got = next_binary(&mut client).await;
-            assert_eq!(u32::from_be_bytes(got[..4].try_into().unwrap()), n);
+            assert_eq!(number(next_binary(&mut client).await), n);
         }
-        writer.await.unwrap();
+        assert_eq!(writer.await.unwrap(), 3);
         // Nothing queued any more: the sender writes itself again.
         outbox.write_frames(&frame(sent), 0).unwrap();
         assert_eq!(link.queued.load(SeqCst), 0);
-        let got = next_binary(&mut client).await;
-        assert_eq!(u32::from_be_bytes(got[..4].try_into().unwrap()), sent);
+        assert_eq!(number(next_binary(&mut client).await), sent);
     }
 
     #[tokio::test]

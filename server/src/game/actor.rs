@@ -413,7 +413,7 @@ impl Actor {
         self.announced = count;
         let game_id = self.game_id;
         let frame = Bytes::from(wire::encode(&ServerMsg::Spectators { game_id, count }));
-        shared.fanout.to_players(&frame);
+        shared.fanout.to_players(&Arc::from([frame]));
         drop(shared);
         if self.state.result().is_none() {
             let summary = self.state.summary(count);

@@ -99,23 +99,17 @@ impl Fanout {
         u32::try_from(self.spectators.len()).unwrap_or(u32::MAX)
     }
 
-    /// Queues one unnumbered frame to both players only.
-    pub fn to_players(&self, frame: &Bytes) {
+    /// Queues frames to both players only, as one item each (one write).
+    pub fn to_players(&self, frames: &Arc<[Bytes]>) {
         for player in [&self.players.one, &self.players.two].into_iter().flatten() {
-            player.send_or_kill(frame.clone());
+            player.send_or_kill(frames);
         }
     }
 
     /// Queues a batch of numbered events to both players now, and puts it on the
     /// spectators' backlog for `deliver`.
     pub fn broadcast(&mut self, frames: &[Bytes]) {
-        // One item each, so that the batch goes out in one write.
-        let batch: Arc<[Bytes]> = frames.into();
-        for player in [&self.players.one, &self.players.two].into_iter().flatten() {
-            if player.send_frames(&batch, 0) == Err(SendError::Full) {
-                player.kill();
-            }
-        }
+        self.to_players(&frames.into());
         if !self.spectators.is_empty() {
             self.backlog.extend(frames.iter().cloned());
             self.shared = None;
