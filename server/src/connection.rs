@@ -12,18 +12,18 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use elementals_protocol::messages::{ClientMsg, ServerMsg};
 use elementals_protocol::wire::{self, DecodeError};
 use elementals_protocol::ErrorCode;
-use futures::stream::SplitStream;
-use futures::{FutureExt, SinkExt, StreamExt};
+use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::{self, Message};
 
-use crate::outbox::{Link, LinkSink, Other, Outbound, Outbox, OUTBOX_CAPACITY};
+use crate::outbox::{Link, Other, Outbound, Outbox, OUTBOX_CAPACITY};
 use crate::server::AppState;
 use crate::session::{After, Session};
+use crate::ws::{self, opcode};
 
 /// WebSocket close codes the server uses (also listed in PROTOCOL.md).
 pub mod close {
@@ -84,36 +84,31 @@ const RATE_STRIKES_BEFORE_CLOSE: u32 = 20;
 /// The connection is set up (outbox, writer task, session) before the future is returned,
 /// and that future is an `async` block rather than an `async fn`: it is the state of every
 /// open connection's task for as long as the connection lives, and an `async fn` keeps a
-/// second copy of each argument in it (the WebSocket alone is 368 bytes). Together with
+/// second copy of each argument in it (the WebSocket's reading side alone is ~300 bytes). Together with
 /// the boxed message handling in `read_loop` this keeps an idle connection's task small
 /// (BENCHMARKS.md, density).
 pub fn serve<H: Send + 'static>(
-    socket: WebSocket,
+    socket: ws::Socket,
     state: Arc<AppState>,
     peer: SocketAddr,
     held: H,
 ) -> impl Future<Output = ()> + Send + 'static {
     let conn_id = state.next_conn_id.fetch_add(1, Relaxed);
-    let (sink, stream) = socket.split();
-    let link = Link::new(sink, state.metrics.clone());
+    let ws::Socket { frames, tcp } = socket;
+    let link = Link::new(tcp, state.metrics.clone());
     let (outbox, rx) = Outbox::with_link(conn_id, OUTBOX_CAPACITY, link.clone());
     state.metrics.connections.fetch_add(1, Relaxed);
     state.metrics.connections_total.fetch_add(1, Relaxed);
     tracing::debug!(conn_id, %peer, "connected");
 
-    let mut writer = tokio::spawn(write_loop(
-        LinkSink(link),
-        rx,
-        outbox.clone(),
-        state.clone(),
-    ));
+    let mut writer = tokio::spawn(write_loop(link, rx, outbox.clone(), state.clone()));
     let mut session = Session::new(state.clone(), outbox.clone(), peer);
     async move {
         // A bug that panics while handling one message must cost only this connection:
         // the session is still released below (and by its `Drop` if even this is
         // unwound), and the client is told with 1011, so the player resumes as after any
         // dropped connection.
-        let reader = AssertUnwindSafe(read_loop(stream, &mut session, &outbox, &state));
+        let reader = AssertUnwindSafe(read_loop(frames, &mut session, &outbox, &state));
         if reader.catch_unwind().await.is_err() {
             tracing::error!(conn_id, %peer, "connection task panicked; closing it");
             outbox.close(close::INTERNAL, "internal server error");
@@ -149,7 +144,7 @@ const WRITER_FLUSH: Duration = Duration::from_secs(5);
     reason = "an async fn keeps its arguments twice"
 )]
 fn read_loop<'a>(
-    mut stream: SplitStream<WebSocket>,
+    mut stream: ws::Frames,
     session: &'a mut Session,
     outbox: &'a Outbox,
     state: &'a AppState,
@@ -199,7 +194,7 @@ enum Received {
 /// Checks one frame (or the lack of one) against the deadlines, the frame rules and the
 /// rate limit, and decodes it, telling the client what is wrong where something is.
 fn receive(
-    frame: Result<Option<Result<Message, axum::Error>>, tokio::time::error::Elapsed>,
+    frame: Result<Option<Result<Message, tungstenite::Error>>, tokio::time::error::Elapsed>,
     signed_in: bool,
     auth_deadline: Instant,
     limit: &mut RateLimit,
@@ -241,7 +236,12 @@ fn receive(
             return Received::End;
         }
         Message::Close(_) => return Received::End,
-        Message::Ping(_) | Message::Pong(_) => return Received::Nothing,
+        Message::Ping(payload) => {
+            // Answered by the writer, in order with everything else it sends.
+            let _ = outbox.pong(&payload);
+            return Received::Nothing;
+        }
+        Message::Pong(_) | Message::Frame(_) => return Received::Nothing,
     };
     state.metrics.messages_in.fetch_add(1, Relaxed);
     if !limit.allow() {
@@ -269,12 +269,8 @@ fn receive(
     }
 }
 
-fn is_too_big(e: &axum::Error) -> bool {
-    let text = e.to_string().to_ascii_lowercase();
-    text.contains("too long")
-        || text.contains("too big")
-        || text.contains("capacity")
-        || text.contains("size")
+fn is_too_big(e: &tungstenite::Error) -> bool {
+    matches!(e, tungstenite::Error::Capacity(_))
 }
 
 /// What woke an idle writer.
@@ -283,6 +279,16 @@ enum Wake {
     Killed,
     Shutdown,
     Heartbeat,
+}
+
+/// What the writer does after one wake-up.
+enum Next {
+    /// Wait for the next.
+    Continue,
+    /// Send a close frame (with this code and reason, or none), then stop.
+    Close(Option<(u16, &'static str)>),
+    /// Stop: the socket failed, or the client stopped reading and was given up on.
+    Stop,
 }
 
 /// Drains the outbox to the socket, sends heartbeats, and closes with a meaningful code.
@@ -295,7 +301,7 @@ enum Wake {
     reason = "an async fn keeps its arguments twice"
 )]
 fn write_loop(
-    mut sink: LinkSink,
+    link: Arc<Link>,
     mut rx: mpsc::Receiver<Outbound>,
     outbox: Outbox,
     state: Arc<AppState>,
@@ -318,28 +324,37 @@ fn write_loop(
                 () = &mut shutdown => Wake::Shutdown,
                 _ = heartbeat.tick() => Wake::Heartbeat,
             };
-            if !Box::pin(act(wake, &mut sink, &mut rx, &outbox, &state)).await {
-                break;
+            match Box::pin(act(wake, &link, &mut rx, &outbox, &state)).await {
+                Next::Continue => {}
+                Next::Close(close) => {
+                    // The last frame: nobody else writes to the socket from here on.
+                    link.sending();
+                    let payload = close
+                        .map_or_else(Vec::new, |(code, reason)| ws::close_payload(code, reason));
+                    let _ = write_frame(&link, opcode::CLOSE, &payload).await;
+                    break;
+                }
+                Next::Stop => break,
             }
         }
-        let _ = sink.close().await;
+        link.sending();
+        link.shutdown();
         // Make sure the reader stops too.
         outbox.kill();
     }
 }
 
-/// The writer's answer to one wake-up; returns whether it keeps going.
+/// The writer's answer to one wake-up.
 async fn act(
     wake: Wake,
-    sink: &mut LinkSink,
+    link: &Link,
     rx: &mut mpsc::Receiver<Outbound>,
     outbox: &Outbox,
     state: &AppState,
-) -> bool {
+) -> Next {
     match wake {
         Wake::Out(Some(Outbound::Other(Other::Close { code, reason }))) => {
-            send_close(sink, code, reason).await;
-            false
+            Next::Close(Some((code, reason)))
         }
         Wake::Out(Some(first)) => {
             // A client that stops reading leaves this send pending; whoever then finds its
@@ -348,7 +363,7 @@ async fn act(
             // not: arming it is a clone of the kill token and two locks of its waiter list.
             let mut close = None;
             let sent = {
-                let burst = send_burst(sink, rx, first, &mut close, state);
+                let burst = send_burst(link, rx, first, &mut close, state);
                 tokio::pin!(burst);
                 match futures::poll!(burst.as_mut()) {
                     Poll::Ready(sent) => sent,
@@ -358,89 +373,93 @@ async fn act(
                     },
                 }
             };
-            if !sent {
-                return false;
-            }
-            match close {
-                Some((code, reason)) => {
-                    send_close(sink, code, reason).await;
-                    false
-                }
-                None => true,
+            match (sent, close) {
+                (false, _) => Next::Stop,
+                (true, Some(close)) => Next::Close(Some(close)),
+                (true, None) => Next::Continue,
             }
         }
-        Wake::Out(None) => false,
+        // Every sender is gone.
+        Wake::Out(None) => Next::Close(None),
         Wake::Killed => {
-            // Killed: either it fell behind or the reader ended. Drain what is already
-            // queued only if the reader asked for a flush.
-            if outbox.flush_requested() {
-                while let Ok(out) = rx.try_recv() {
-                    if let Some((code, reason)) = out.close() {
-                        send_close(sink, code, reason).await;
-                        break;
-                    }
-                    if feed(sink, &out).await.is_err() {
-                        break;
-                    }
-                }
-                let _ = sink.flush().await;
-            } else {
-                send_close(sink, close::POLICY, "not reading fast enough").await;
+            // Killed: either it fell behind or the reader ended. Senders keep off the
+            // socket from here on. Send what is already queued only if the reader asked
+            // for a flush.
+            link.sending();
+            if !outbox.flush_requested() {
+                return Next::Close(Some((close::POLICY, "not reading fast enough")));
             }
-            false
+            let mut buf = Vec::new();
+            let mut close = None;
+            while let Ok(out) = rx.try_recv() {
+                if let Some(found) = out.close() {
+                    close = Some(found);
+                    break;
+                }
+                encode(&mut buf, &out);
+            }
+            if link.write_all(&buf).await.is_err() {
+                return Next::Stop;
+            }
+            // After a flush the reader has ended (the client closed, or went): a close
+            // frame answers it.
+            Next::Close(close)
         }
         Wake::Shutdown => {
-            // Nobody else writes to the socket from here on (killed connections are kept
-            // off it by their kill token already).
-            sink.0.sending();
+            // Nobody else writes to the socket from here on (see `Link`).
+            link.sending();
             let notice = ServerMsg::Notice {
                 code: "shutting_down".into(),
                 message: "the server is restarting; resume with your token".into(),
             };
-            let _ = sink
-                .send(Message::Binary(wire::encode(&notice).into()))
-                .await;
-            send_close(sink, close::RESTART, "server restart").await;
-            false
+            if write_frame(link, opcode::BINARY, &wire::encode(&notice))
+                .await
+                .is_err()
+            {
+                return Next::Stop;
+            }
+            Next::Close(Some((close::RESTART, "server restart")))
         }
         Wake::Heartbeat => {
             // Senders queue while the ping is under way (see `Link`).
-            sink.0.sending();
+            link.sending();
             let sent = tokio::select! {
-                sent = sink.send(Message::Ping(Default::default())) => sent.is_ok(),
+                sent = write_frame(link, opcode::PING, &[]) => sent.is_ok(),
                 _ = abandoned(outbox) => false,
             };
-            sink.0.sent(1);
-            sent
+            link.sent(1);
+            if sent {
+                Next::Continue
+            } else {
+                Next::Stop
+            }
         }
     }
 }
 
-async fn send_close(sink: &mut LinkSink, code: u16, reason: &'static str) {
-    let frame = CloseFrame {
-        code,
-        reason: Utf8Bytes::from_static(reason),
-    };
-    let _ = sink.send(Message::Close(Some(frame))).await;
+/// Writes one frame (after anything a sender left unsent).
+async fn write_frame(link: &Link, opcode: u8, payload: &[u8]) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(payload.len() + 10);
+    ws::frame_into(&mut buf, opcode, payload);
+    link.write_all(&buf).await
 }
 
 /// At most this many frames go out in one write.
 const MAX_BURST: usize = 64;
 
 /// Sends `first` and whatever else is already queued behind it (up to about `MAX_BURST`
-/// frames) with one flush, so a burst of events (a reveal and the round's result, say)
+/// frames) in one write, so a burst of events (a reveal and the round's result, say)
 /// costs one write to the socket rather than one each. A close found in the queue is left
 /// in `close` for the caller, after the frames before it. Returns whether the frames went.
 async fn send_burst(
-    sink: &mut LinkSink,
+    link: &Link,
     rx: &mut mpsc::Receiver<Outbound>,
     first: Outbound,
     close: &mut Option<(u16, &'static str)>,
     state: &AppState,
 ) -> bool {
-    let Ok(mut frames) = feed(sink, &first).await else {
-        return false;
-    };
+    let mut buf = Vec::new();
+    let mut frames = encode(&mut buf, &first);
     let mut items = 1;
     while frames < MAX_BURST {
         match rx.try_recv() {
@@ -448,34 +467,33 @@ async fn send_burst(
                 *close = Some((code, reason));
                 break;
             }
-            Ok(out) => match feed(sink, &out).await {
-                Ok(fed) => {
-                    frames += fed;
-                    items += 1;
-                }
-                Err(()) => return false,
-            },
+            Ok(out) => {
+                frames += encode(&mut buf, &out);
+                items += 1;
+            }
             Err(_) => break,
         }
     }
     state.metrics.messages_out.fetch_add(frames as u64, Relaxed);
-    if sink.flush().await.is_err() {
+    if link.write_all(&buf).await.is_err() {
         return false;
     }
     // Only now may senders write to the socket themselves again.
-    sink.0.sent(items);
+    link.sent(items);
     true
 }
 
-/// Buffers an item's frames for the next flush; returns how many.
-async fn feed(sink: &mut LinkSink, out: &Outbound) -> Result<usize, ()> {
-    for frame in out.frames() {
-        // A clone of a `Bytes` is a reference count, not a copy.
-        sink.feed(Message::Binary(frame.clone()))
-            .await
-            .map_err(|_| ())?;
+/// Frames an item's messages onto `buf`; returns how many. (A `Flush` adds nothing: the
+/// write that follows sends what the link holds unsent first.)
+fn encode(buf: &mut Vec<u8>, out: &Outbound) -> usize {
+    if let Outbound::Other(Other::Pong(payload)) = out {
+        ws::frame_into(buf, opcode::PONG, payload);
+        return 0;
     }
-    Ok(out.frames().len())
+    for frame in out.frames() {
+        ws::frame_into(buf, opcode::BINARY, frame);
+    }
+    out.frames().len()
 }
 
 /// Resolves when the connection is killed without a flush (it fell behind or was

@@ -3,15 +3,18 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, Path, State, WebSocketUpgrade};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use elementals_protocol::wire::MAX_CLIENT_MESSAGE_BYTES;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-use crate::admission;
 use crate::server::AppState;
+use crate::{admission, ws};
 
 /// Bytes tungstenite reads from the socket at a time, allocated up front for every
 /// connection. Its default (128 KiB) would cost that much per idle connection; client
@@ -19,9 +22,6 @@ use crate::server::AppState;
 /// buffer for itself. 1 KiB rather than 4 KiB takes an idle signed-in connection from
 /// about 12.9 KiB to 9.8 KiB of server RSS (BENCHMARKS.md, density).
 const READ_BUFFER: usize = 1024;
-/// Bytes buffered before a write is flushed, and the most that may pile up unsent.
-const WRITE_BUFFER: usize = 4 * 1024;
-const MAX_WRITE_BUFFER: usize = 1024 * 1024;
 
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
@@ -37,21 +37,36 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 /// The upgrade. Every refusal happens here, before the upgrade, so a refused client costs
-/// no WebSocket: a page from a foreign origin (403), an address over its connection cap
-/// (429), a full or stopping server (503).
+/// no WebSocket: a request that is not a WebSocket upgrade (400, 405, 426), a page from a
+/// foreign origin (403), an address over its connection cap (429), a full or stopping
+/// server (503).
 async fn ws_upgrade(
-    ws: WebSocketUpgrade,
     State(state): State<Arc<AppState>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
+    mut request: Request,
 ) -> Response {
+    let headers = request.headers();
+    let switching = match ws::accept(request.method(), headers) {
+        Ok(switching) => switching,
+        Err(refused) => return refused,
+    };
     if state.shutdown.is_cancelled() {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
     }
-    if !admission::origin_allowed(&headers, &state.config.allowed_origin) {
+    if !admission::origin_allowed(headers, &state.config.allowed_origin) {
         return (StatusCode::FORBIDDEN, "origin not allowed").into_response();
     }
-    let client = admission::client_ip(peer.ip(), &headers, &state.config.trusted_proxy);
+    let client = admission::client_ip(peer.ip(), headers, &state.config.trusted_proxy);
+    let Some(upgrade) = request
+        .extensions_mut()
+        .remove::<hyper::upgrade::OnUpgrade>()
+    else {
+        return (
+            StatusCode::UPGRADE_REQUIRED,
+            "this connection cannot be upgraded",
+        )
+            .into_response();
+    };
     let Some(ip_slot) = state.abuse.connections.try_acquire(client) else {
         return (
             StatusCode::TOO_MANY_REQUESTS,
@@ -63,25 +78,37 @@ async fn ws_upgrade(
         return (StatusCode::SERVICE_UNAVAILABLE, "too many connections").into_response();
     };
     let client = SocketAddr::new(client, peer.port());
-    ws.protocols(["elementals.v1"])
-        .read_buffer_size(READ_BUFFER)
-        .write_buffer_size(WRITE_BUFFER)
-        .max_write_buffer_size(MAX_WRITE_BUFFER)
-        .max_message_size(MAX_CLIENT_MESSAGE_BYTES)
-        .max_frame_size(MAX_CLIENT_MESSAGE_BYTES)
-        .on_upgrade(move |socket| {
-            // The connection gets a task of its own, sized for it alone: awaited here, it
-            // would live inside axum's upgrade task, whose upgrade state (config, this
-            // closure, the protocol header) stays allocated for the connection's lifetime.
-            let tasks = state.tasks.clone();
-            tasks.spawn(crate::connection::serve(
-                socket,
-                state,
-                client,
-                (permit, ip_slot),
-            ));
-            std::future::ready(())
-        })
+    tokio::spawn(async move {
+        // Hyper hands the connection over once the 101 has gone out. The socket is the
+        // accept loop's (`accept.rs`), so it comes back as that: the server writes its
+        // frames to it directly (`ws.rs`).
+        let Ok(upgraded) = upgrade.await else {
+            return;
+        };
+        let parts = match upgraded.downcast::<TokioIo<TcpStream>>() {
+            Ok(parts) => parts,
+            Err(_) => {
+                tracing::error!("an upgraded connection that is not a TCP stream");
+                return;
+            }
+        };
+        let config = WebSocketConfig::default()
+            .read_buffer_size(READ_BUFFER)
+            .max_message_size(Some(MAX_CLIENT_MESSAGE_BYTES))
+            .max_frame_size(Some(MAX_CLIENT_MESSAGE_BYTES));
+        let socket = ws::Socket::new(parts.io.into_inner(), parts.read_buf.to_vec(), config).await;
+        // The connection gets a task of its own, sized for it alone: awaited here, it
+        // would live inside this task, whose upgrade state stays allocated for the
+        // connection's lifetime.
+        let tasks = state.tasks.clone();
+        tasks.spawn(crate::connection::serve(
+            socket,
+            state,
+            client,
+            (permit, ip_slot),
+        ));
+    });
+    switching
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {

@@ -20,6 +20,7 @@ pub mod registry;
 pub mod server;
 pub mod session;
 pub mod web;
+pub mod ws;
 
 pub use config::Config;
 pub use server::run;

@@ -12,21 +12,19 @@
 //! then reaches ten thousand spectators as ten thousand writes from the game's own turns,
 //! not ten thousand tasks woken to make them (BENCHMARKS.md, fan-out, server I).
 
-use std::pin::Pin;
+use std::io::{self, IoSlice};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use axum::extract::ws::{Message, WebSocket};
 use bytes::Bytes;
 use elementals_protocol::messages::ServerMsg;
 use elementals_protocol::wire;
-use futures::stream::SplitSink;
-use futures::{Sink, SinkExt};
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
+use crate::ws::{self, Header};
 
 /// Frames a connection may have queued before it counts as not reading. Large enough to
 /// absorb a burst (a snapshot plus a round's events), small enough to bound memory.
@@ -52,6 +50,8 @@ pub enum Other {
     Frames { frames: Arc<[Bytes]>, from: u32 },
     /// Send a close frame with this code and reason, then stop.
     Close { code: u16, reason: &'static str },
+    /// Answer a client's ping with this payload.
+    Pong(Box<[u8]>),
     /// Finish sending what a sender wrote to the socket itself but the socket did not take
     /// at once (see `Link::write_now`).
     Flush,
@@ -63,7 +63,7 @@ impl Outbound {
         match self {
             Outbound::Frame(frame) => std::slice::from_ref(frame),
             Outbound::Other(Other::Frames { frames, from }) => &frames[*from as usize..],
-            Outbound::Other(Other::Close { .. } | Other::Flush) => &[],
+            Outbound::Other(Other::Close { .. } | Other::Pong(_) | Other::Flush) => &[],
         }
     }
 
@@ -153,23 +153,22 @@ impl Outbox {
         let Some(link) = &self.link else {
             return self.queue(out);
         };
-        if self.kill.is_cancelled() {
-            return Err(SendError::Closed);
-        }
         match link.write_now(out.frames()) {
             Written::All => Ok(()),
             Written::Broken => {
                 self.kill.cancel();
                 Err(SendError::Closed)
             }
-            Written::Part { taken: 0 } => self.queue(out),
-            // The rest follows what the socket took, through the writer; or, when it took
-            // every frame but could not flush them, the writer finishes the flush.
-            Written::Part { taken } => match frames_item(frames, from + taken) {
-                Some(rest) => self.queue(rest),
-                None => self.queue(Outbound::Other(Other::Flush)),
-            },
+            Written::None => self.queue(out),
+            // The socket took part: the rest waits in the link, and the writer sends it
+            // before anything queued after this.
+            Written::Part => self.queue(Outbound::Other(Other::Flush)),
         }
+    }
+
+    /// Asks the writer to answer a client's ping.
+    pub fn pong(&self, payload: &[u8]) -> Result<(), SendError> {
+        self.queue(Outbound::Other(Other::Pong(payload.into())))
     }
 
     /// Puts `out` on the queue for the writer task.
@@ -245,14 +244,20 @@ fn frames_item(frames: &Arc<[Bytes]>, from: usize) -> Option<Outbound> {
     })
 }
 
-/// The sending half of a connection's socket, shared by its writer task and by the games
-/// that write to it directly (see `Outbox::write_frames`).
+/// The socket a connection's frames are written to, shared by its writer task and by the
+/// games that write to it directly (see `Outbox::write_frames`).
+///
+/// Every write to the socket is made under `unsent`'s lock, and sends first whatever an
+/// earlier write left unsent (the socket took only part of it): so writes never interleave
+/// and a frame is never cut by another. Writes never wait while holding the lock; only
+/// the writer task waits, for the socket to take more, without it.
 pub struct Link {
-    sink: Mutex<SplitSink<WebSocket, Message>>,
+    tcp: Arc<TcpStream>,
+    /// Bytes an earlier write could not hand to the socket, to be sent before any other.
+    unsent: Mutex<Vec<u8>>,
     /// Items on the queue or being sent by the writer, and the writer's own sends (pings)
     /// under way: while this is not zero a sender must queue, so that its frames follow
-    /// those, and must not touch the socket, whose write wake-up the writer may be waiting
-    /// for.
+    /// those.
     queued: AtomicUsize,
     metrics: Arc<Metrics>,
 }
@@ -260,68 +265,134 @@ pub struct Link {
 /// What `Link::write_now` managed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Written {
-    /// Every frame was written to the socket.
+    /// Every frame went to the socket.
     All,
-    /// The first `taken` frames were handed to the socket (none when it could not be
-    /// written to now); the writer must send the rest and flush.
-    Part { taken: usize },
+    /// Nothing was written: something is queued or being sent before these frames, or the
+    /// socket takes nothing now. Queue them.
+    None,
+    /// The socket took part of the frames; the rest is in `unsent` for the writer.
+    Part,
     /// The socket failed: the connection is over.
     Broken,
 }
 
+/// Most frames `write_now` hands the kernel in one vectored write (two slices each);
+/// anything beyond is left in `unsent` for the writer.
+const DIRECT_FRAMES: usize = 16;
+
 impl Link {
-    pub fn new(sink: SplitSink<WebSocket, Message>, metrics: Arc<Metrics>) -> Arc<Link> {
+    pub fn new(tcp: Arc<TcpStream>, metrics: Arc<Metrics>) -> Arc<Link> {
         Arc::new(Link {
-            sink: Mutex::new(sink),
+            tcp,
+            unsent: Mutex::new(Vec::new()),
             queued: AtomicUsize::new(0),
             metrics,
         })
     }
 
+    fn lock_unsent(&self) -> MutexGuard<'_, Vec<u8>> {
+        self.unsent.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Writes `frames` to the socket from the caller's own task, if nothing is queued
-    /// before them, the writer is not sending, and the socket takes them without waiting.
+    /// before them, the writer is not sending, and the socket takes them now.
     ///
-    /// It never waits: the socket is polled with a waker that does nothing, and whatever
-    /// is not done at once is left to the writer task (which polls with its own waker).
+    /// It never waits, and it copies nothing when the socket takes every byte: each
+    /// frame's header and its shared payload go to the kernel as two slices of one
+    /// vectored write. What the socket does not take is copied to `unsent`.
     fn write_now(&self, frames: &[Bytes]) -> Written {
-        let none = Written::Part { taken: 0 };
-        // A sink already locked is the writer sending: queue behind it.
-        let Ok(mut sink) = self.sink.try_lock() else {
-            return none;
+        // A lock already held is another write under way: queue behind it.
+        let Ok(mut unsent) = self.unsent.try_lock() else {
+            return Written::None;
         };
-        if self.queued.load(SeqCst) != 0 {
-            return none;
+        if !unsent.is_empty() || self.queued.load(SeqCst) != 0 {
+            return Written::None;
         }
-        let mut cx = Context::from_waker(Waker::noop());
-        let mut taken = 0;
-        for frame in frames {
-            match sink.poll_ready_unpin(&mut cx) {
-                Poll::Ready(Ok(())) => {}
-                Poll::Ready(Err(_)) => return Written::Broken,
-                Poll::Pending => break,
-            }
-            if sink
-                .start_send_unpin(Message::Binary(frame.clone()))
-                .is_err()
-            {
-                return Written::Broken;
-            }
-            taken += 1;
+        let now = &frames[..frames.len().min(DIRECT_FRAMES)];
+        let headers: [Header; DIRECT_FRAMES] = std::array::from_fn(|i| {
+            Header::new(
+                ws::opcode::BINARY,
+                now.get(i).map_or(0, |frame| frame.len()),
+            )
+        });
+        let mut slices = [IoSlice::new(&[]); 2 * DIRECT_FRAMES];
+        let mut total = 0;
+        for (i, frame) in now.iter().enumerate() {
+            slices[2 * i] = IoSlice::new(headers[i].as_bytes());
+            slices[2 * i + 1] = IoSlice::new(frame);
+            total += headers[i].as_bytes().len() + frame.len();
         }
+        let wrote = match self.tcp.try_write_vectored(&slices[..2 * now.len()]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Written::None,
+            Err(_) => return Written::Broken,
+        };
         self.metrics
             .messages_out
-            .fetch_add(taken as u64, std::sync::atomic::Ordering::Relaxed);
-        if taken < frames.len() {
-            return Written::Part { taken };
+            .fetch_add(frames.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        if wrote == total && now.len() == frames.len() {
+            return Written::All;
         }
-        match sink.poll_flush_unpin(&mut cx) {
-            Poll::Ready(Ok(())) => Written::All,
-            Poll::Ready(Err(_)) => Written::Broken,
-            Poll::Pending => Written::Part { taken },
+        // Keep the rest, from the first byte the socket did not take.
+        let mut skip = wrote;
+        for slice in &slices[..2 * now.len()] {
+            let take = skip.min(slice.len());
+            skip -= take;
+            unsent.extend_from_slice(&slice[take..]);
+        }
+        for frame in &frames[now.len()..] {
+            ws::frame_into(&mut unsent, ws::opcode::BINARY, frame);
+        }
+        Written::Part
+    }
+
+    /// Writes `bytes` to the socket after whatever an earlier write left unsent, waiting
+    /// (without the lock) for the socket to take more as often as needed. For the writer
+    /// task alone: it is the only one that waits on the socket.
+    pub async fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut done = 0;
+        loop {
+            {
+                let mut unsent = self.lock_unsent();
+                while !unsent.is_empty() {
+                    match self.try_write(&unsent)? {
+                        Some(n) => drop(unsent.drain(..n)),
+                        None => break,
+                    }
+                }
+                if unsent.is_empty() {
+                    while done < bytes.len() {
+                        match self.try_write(&bytes[done..])? {
+                            Some(n) => done += n,
+                            None => break,
+                        }
+                    }
+                    if done == bytes.len() {
+                        return Ok(());
+                    }
+                }
+            }
+            self.tcp.writable().await?;
         }
     }
 
-    /// The writer has sent (and flushed) `items` items it took from the queue.
+    /// One non-blocking write: how much the socket took (`None`: nothing, it is full).
+    fn try_write(&self, bytes: &[u8]) -> io::Result<Option<usize>> {
+        match self.tcp.try_write(bytes) {
+            Ok(0) => Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => Ok(Some(n)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Ends the sending direction (a FIN after the last frame). The socket itself closes
+    /// when the last holder of the link lets go.
+    pub fn shutdown(&self) {
+        let _ = socket2::SockRef::from(&*self.tcp).shutdown(std::net::Shutdown::Write);
+    }
+
+    /// The writer has sent `items` items it took from the queue.
     pub fn sent(&self, items: usize) {
         self.queued.fetch_sub(items, SeqCst);
     }
@@ -341,38 +412,6 @@ impl std::fmt::Debug for Link {
     }
 }
 
-/// The writer task's handle on the socket: a `Sink` that locks the shared sink for each
-/// poll, so that senders writing directly find it free between them.
-#[derive(Debug, Clone)]
-pub struct LinkSink(pub Arc<Link>);
-
-impl LinkSink {
-    fn locked<R>(&self, f: impl FnOnce(Pin<&mut SplitSink<WebSocket, Message>>) -> R) -> R {
-        let mut sink = self.0.sink.lock().unwrap_or_else(|e| e.into_inner());
-        f(Pin::new(&mut *sink))
-    }
-}
-
-impl Sink<Message> for LinkSink {
-    type Error = axum::Error;
-
-    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.locked(|sink| sink.poll_ready(cx))
-    }
-
-    fn start_send(self: Pin<&mut Self>, item: Message) -> Result<(), Self::Error> {
-        self.locked(|sink| sink.start_send(item))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.locked(|sink| sink.poll_flush(cx))
-    }
-
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.locked(|sink| sink.poll_close(cx))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,50 +424,40 @@ mod tests {
         );
     }
 
-    type Client = tokio_tungstenite::WebSocketStream<
-        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-    >;
+    type Client = tokio_tungstenite::WebSocketStream<TcpStream>;
 
-    /// An outbox linked to the server side of a real WebSocket on loopback (no writer task
-    /// runs), and the client side.
+    /// An outbox linked to the server side of a real socket on loopback (no writer task
+    /// runs), and a WebSocket client reading the other side.
     async fn linked(capacity: usize) -> (Arc<Link>, Outbox, mpsc::Receiver<Outbound>, Client) {
-        use axum::extract::ws::WebSocketUpgrade;
-        use futures::StreamExt;
-        let (tx, mut sockets) = mpsc::channel(1);
-        let app = axum::Router::new().route(
-            "/",
-            axum::routing::get(move |ws: WebSocketUpgrade| async move {
-                ws.on_upgrade(move |socket| async move {
-                    let _ = tx.send(socket).await;
-                })
-            }),
-        );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        let (client, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/"))
-            .await
-            .unwrap();
-        let socket: WebSocket = sockets.recv().await.unwrap();
-        // The reading half is dropped: these tests only send.
-        let (sink, _) = socket.split();
-        let link = Link::new(sink, Arc::new(Metrics::default()));
+        let (client, server) = tokio::join!(
+            TcpStream::connect(listener.local_addr().unwrap()),
+            listener.accept()
+        );
+        let client = tokio_tungstenite::WebSocketStream::from_raw_socket(
+            client.unwrap(),
+            tokio_tungstenite::tungstenite::protocol::Role::Client,
+            None,
+        )
+        .await;
+        let link = Link::new(Arc::new(server.unwrap().0), Arc::new(Metrics::default()));
         let (outbox, rx) = Outbox::with_link(1, capacity, link.clone());
         (link, outbox, rx, client)
     }
 
-    /// Does the writer task's part: sends every queued item's frames with one flush, then
-    /// lets senders write again. Returns how many items it took.
+    /// Does the writer task's part: sends every queued item's frames in one write (after
+    /// whatever a sender left unsent), then lets senders write again. Returns how many
+    /// items it took.
     async fn drain_as_writer(link: &Arc<Link>, rx: &mut mpsc::Receiver<Outbound>) -> usize {
-        let mut sink = LinkSink(link.clone());
+        let mut buf = Vec::new();
         let mut items = 0;
         while let Ok(out) = rx.try_recv() {
             for frame in out.frames() {
-                sink.feed(Message::Binary(frame.clone())).await.unwrap();
+                ws::frame_into(&mut buf, ws::opcode::BINARY, frame);
             }
             items += 1;
         }
-        sink.flush().await.unwrap();
+        link.write_all(&buf).await.unwrap();
         link.sent(items);
         items
     }
@@ -504,18 +533,30 @@ mod tests {
             outbox.write_frames(&frame(sent), 0).unwrap();
             sent += 1;
         }
-        assert!(matches!(rx.try_recv(), Ok(Outbound::Other(Other::Flush))));
+        // The socket took part of the last frame (the rest waits in the link, and the
+        // writer is asked to flush it), or, rarely, none of it (the frame is queued).
+        let first = rx.try_recv().unwrap();
+        match &first {
+            Outbound::Other(Other::Flush) => assert!(!link.lock_unsent().is_empty()),
+            Outbound::Frame(f) => assert_eq!(number(f.to_vec()), sent - 1),
+            other => panic!("expected a flush or the frame, got {other:?}"),
+        }
         // Everything after that is queued behind it.
         for _ in 0..3 {
             outbox.write_frames(&frame(sent), 0).unwrap();
             sent += 1;
         }
         assert_eq!(rx.len(), 3);
-        // The writer finishes the flush with the queued frames (and is done with the
-        // `Flush` taken above), while the client reads.
+        // The writer sends what the link holds and then the queued frames (it is done with
+        // the item taken above too), while the client reads.
         let writer = tokio::spawn({
             let link = link.clone();
             async move {
+                let mut buf = Vec::new();
+                for frame in first.frames() {
+                    ws::frame_into(&mut buf, ws::opcode::BINARY, frame);
+                }
+                link.write_all(&buf).await.unwrap();
                 let items = drain_as_writer(&link, &mut rx).await;
                 link.sent(1);
                 items

@@ -29,8 +29,7 @@ use crate::server::AppState;
 const MAX_WATCHED: usize = 16;
 
 /// Live games one `list_games` answers with (the most watched). All of them, on a busy
-/// server, made an answer of ~500 KB, and the WebSocket keeps a write buffer as large as
-/// the largest frame it has sent for the connection's life.
+/// server, made an answer of ~500 KB, copied into the writer's buffer for the write.
 const MAX_LISTED_GAMES: usize = 100;
 
 /// Test-only: a `ping` with this id makes the session panic, to show that a crashed

@@ -366,3 +366,78 @@ async fn malformed_moves_in_a_game_change_nothing() {
     // The game goes on as if nothing had been sent.
     play_round(&mut one, &mut two, game.game_id, 1, (1, 2)).await;
 }
+
+#[tokio::test]
+async fn a_client_ping_gets_its_pong_in_order_and_a_close_gets_a_close_then_the_end() {
+    let server = start_server().await;
+    let mut client = TestClient::connect(&server).await;
+    client
+        .send_frame(Message::Ping("are you there".into()))
+        .await;
+    let id = client.id();
+    client.send(&ClientMsg::Ping { id }).await;
+    assert_eq!(
+        client.next_frame().await,
+        Some(Message::Pong("are you there".into()))
+    );
+    match client.next_frame().await {
+        Some(Message::Binary(bytes)) => {
+            assert!(
+                matches!(wire::decode_server(&bytes), Ok(ServerMsg::Pong { id: got }) if got == id)
+            )
+        }
+        other => panic!("expected the pong message, got {other:?}"),
+    }
+    client.send_frame(Message::Close(None)).await;
+    assert!(matches!(client.next_frame().await, Some(Message::Close(_))));
+    assert_eq!(
+        client.next_frame().await,
+        None,
+        "then the server ends the connection"
+    );
+}
+
+/// The status line and headers of the answer to a raw HTTP request for `/ws`.
+async fn upgrade_answer(server: &TestServer, headers: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let request = format!(
+        "GET /ws HTTP/1.1\r\nHost: {}\r\n{headers}Connection: close\r\n\r\n",
+        server.addr
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    answer
+        .split_once("\r\n\r\n")
+        .map_or(answer.clone(), |(head, _)| head.to_string())
+}
+
+#[tokio::test]
+async fn requests_that_are_not_websocket_upgrades_are_refused_before_any_websocket() {
+    let server = start_server().await;
+    let (status, _) = server.http_get("/ws").await;
+    assert_eq!(status, 400, "a plain GET");
+    let answer = upgrade_answer(
+        &server,
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n",
+    )
+    .await;
+    assert!(answer.starts_with("http/1.1 400"), "{answer}");
+    assert!(answer.contains("sec-websocket-version: 13"), "{answer}");
+    let answer = upgrade_answer(
+        &server,
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n",
+    )
+    .await;
+    assert!(answer.starts_with("http/1.1 400"), "no key: {answer}");
+    // A real client still gets in, and its offered subprotocol is echoed.
+    let request = ws_request(&server, &[("sec-websocket-protocol", "elementals.v1")]);
+    let (_, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert_eq!(
+        response.headers()["sec-websocket-protocol"],
+        "elementals.v1"
+    );
+    until_metric(&server, "elementals_connections", 1).await;
+}
