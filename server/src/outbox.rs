@@ -12,7 +12,7 @@
 //! then reaches ten thousand spectators as ten thousand writes from the game's own turns,
 //! not ten thousand tasks woken to make them (BENCHMARKS.md, fan-out, server I).
 
-use std::io::{self, IoSlice};
+use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
-use crate::ws::{self, Header};
+use crate::ws;
 
 /// Frames a connection may have queued before it counts as not reading. Large enough to
 /// absorb a burst (a snapshot plus a round's events), small enough to bound memory.
@@ -141,19 +141,19 @@ impl Outbox {
         }
     }
 
-    /// Like `send_frames`, but writes the frames to the socket from the caller's own task
-    /// when it can (see `Link::write_now`), queueing only what it could not. For a game's
-    /// spectators: ten thousand of them are then ten thousand writes from the game's turn,
-    /// not ten thousand writer tasks woken. (Players' frames and replies are queued: the
-    /// writer sends a burst of them in one write.)
-    pub fn write_frames(&self, frames: &Arc<[Bytes]>, from: usize) -> Result<(), SendError> {
-        let Some(out) = frames_item(frames, from) else {
+    /// Like `send_frames` for `framed`'s frames, but writes them to the socket from the
+    /// caller's own task when it can (see `Link::write_now`), queueing only what it could
+    /// not. For a game's spectators: ten thousand of them are then ten thousand writes from
+    /// the game's turn, not ten thousand writer tasks woken. (Players' frames and replies
+    /// are queued: the writer sends a burst of them in one write.)
+    pub fn write_frames(&self, framed: &Framed, from: usize) -> Result<(), SendError> {
+        let Some(out) = frames_item(&framed.frames, from) else {
             return Ok(());
         };
         let Some(link) = &self.link else {
             return self.queue(out);
         };
-        match link.write_now(out.frames()) {
+        match link.write_now(framed.bytes_from(from), out.frames().len()) {
             Written::All => Ok(()),
             Written::Broken => {
                 self.kill.cancel();
@@ -232,6 +232,39 @@ impl Outbox {
     }
 }
 
+/// Frames for many connections, framed once (`ws::frame_into`) into one run of bytes: a
+/// connection written to directly gets its part, from any frame on, as one contiguous
+/// write (one `send`, nothing copied for it), and a queued one gets the frames themselves.
+#[derive(Debug)]
+pub struct Framed {
+    frames: Arc<[Bytes]>,
+    bytes: Vec<u8>,
+    /// Where each frame's header starts in `bytes`.
+    starts: Vec<usize>,
+}
+
+impl Framed {
+    pub fn new(frames: Arc<[Bytes]>) -> Framed {
+        let mut bytes = Vec::with_capacity(frames.iter().map(|f| f.len() + 10).sum());
+        let mut starts = Vec::with_capacity(frames.len());
+        for frame in frames.iter() {
+            starts.push(bytes.len());
+            ws::frame_into(&mut bytes, ws::opcode::BINARY, frame);
+        }
+        Framed {
+            frames,
+            bytes,
+            starts,
+        }
+    }
+
+    /// The framed bytes of `frames[from..]`.
+    fn bytes_from(&self, from: usize) -> &[u8] {
+        let start = self.starts.get(from).copied().unwrap_or(self.bytes.len());
+        &self.bytes[start..]
+    }
+}
+
 /// `frames[from..]` as one item (`None` when that is empty).
 fn frames_item(frames: &Arc<[Bytes]>, from: usize) -> Option<Outbound> {
     Some(match &frames[from.min(frames.len())..] {
@@ -276,10 +309,6 @@ enum Written {
     Broken,
 }
 
-/// Most frames `write_now` hands the kernel in one vectored write (two slices each);
-/// anything beyond is left in `unsent` for the writer.
-const DIRECT_FRAMES: usize = 16;
-
 impl Link {
     pub fn new(tcp: Arc<TcpStream>, metrics: Arc<Metrics>) -> Arc<Link> {
         Arc::new(Link {
@@ -294,13 +323,13 @@ impl Link {
         self.unsent.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Writes `frames` to the socket from the caller's own task, if nothing is queued
-    /// before them, the writer is not sending, and the socket takes them now.
+    /// Writes `bytes` (`frames` whole frames) to the socket from the caller's own task, if
+    /// nothing is queued before them, the writer is not sending, and the socket takes them
+    /// now.
     ///
-    /// It never waits, and it copies nothing when the socket takes every byte: each
-    /// frame's header and its shared payload go to the kernel as two slices of one
-    /// vectored write. What the socket does not take is copied to `unsent`.
-    fn write_now(&self, frames: &[Bytes]) -> Written {
+    /// It never waits, and it copies nothing when the socket takes every byte (one
+    /// `send`). What the socket does not take is copied to `unsent`, for the writer.
+    fn write_now(&self, bytes: &[u8], frames: usize) -> Written {
         // A lock already held is another write under way: queue behind it.
         let Ok(mut unsent) = self.unsent.try_lock() else {
             return Written::None;
@@ -308,41 +337,18 @@ impl Link {
         if !unsent.is_empty() || self.queued.load(SeqCst) != 0 {
             return Written::None;
         }
-        let now = &frames[..frames.len().min(DIRECT_FRAMES)];
-        let headers: [Header; DIRECT_FRAMES] = std::array::from_fn(|i| {
-            Header::new(
-                ws::opcode::BINARY,
-                now.get(i).map_or(0, |frame| frame.len()),
-            )
-        });
-        let mut slices = [IoSlice::new(&[]); 2 * DIRECT_FRAMES];
-        let mut total = 0;
-        for (i, frame) in now.iter().enumerate() {
-            slices[2 * i] = IoSlice::new(headers[i].as_bytes());
-            slices[2 * i + 1] = IoSlice::new(frame);
-            total += headers[i].as_bytes().len() + frame.len();
-        }
-        let wrote = match self.tcp.try_write_vectored(&slices[..2 * now.len()]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Written::None,
+        let wrote = match self.try_write(bytes) {
+            Ok(Some(n)) => n,
+            Ok(None) => return Written::None,
             Err(_) => return Written::Broken,
         };
         self.metrics
             .messages_out
-            .fetch_add(frames.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        if wrote == total && now.len() == frames.len() {
+            .fetch_add(frames as u64, std::sync::atomic::Ordering::Relaxed);
+        if wrote == bytes.len() {
             return Written::All;
         }
-        // Keep the rest, from the first byte the socket did not take.
-        let mut skip = wrote;
-        for slice in &slices[..2 * now.len()] {
-            let take = skip.min(slice.len());
-            skip -= take;
-            unsent.extend_from_slice(&slice[take..]);
-        }
-        for frame in &frames[now.len()..] {
-            ws::frame_into(&mut unsent, ws::opcode::BINARY, frame);
-        }
+        unsent.extend_from_slice(&bytes[wrote..]);
         Written::Part
     }
 
@@ -471,7 +477,7 @@ mod tests {
     }
 
     fn write(outbox: &Outbox, frame: &'static [u8]) {
-        let frames: Arc<[Bytes]> = Arc::new([Bytes::from_static(frame)]);
+        let frames = Framed::new(Arc::new([Bytes::from_static(frame)]));
         outbox.write_frames(&frames, 0).unwrap();
     }
 
@@ -519,10 +525,10 @@ mod tests {
     #[tokio::test]
     async fn a_socket_that_cannot_take_more_leaves_the_rest_to_the_writer_in_order() {
         let (link, outbox, mut rx, mut client) = linked(64).await;
-        let frame = |n: u32| -> Arc<[Bytes]> {
+        let frame = |n: u32| -> Framed {
             let mut bytes = vec![0u8; 64 * 1024];
             bytes[..4].copy_from_slice(&n.to_be_bytes());
-            Arc::new([Bytes::from(bytes)])
+            Framed::new(Arc::new([Bytes::from(bytes)]))
         };
         let number = |got: Vec<u8>| u32::from_be_bytes(got[..4].try_into().unwrap());
         // The client reads nothing: sooner or later the socket stops taking frames, and

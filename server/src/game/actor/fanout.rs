@@ -22,7 +22,7 @@ use bytes::Bytes;
 use elementals_protocol::messages::SeatPair;
 use elementals_protocol::rules::Seat;
 
-use crate::outbox::{Outbox, SendError};
+use crate::outbox::{Framed, Outbox, SendError};
 
 /// Consecutive deliveries a lagging spectator may fail to take a snapshot before it is
 /// dropped.
@@ -52,9 +52,10 @@ pub(in crate::game) struct Fanout {
     spectators: Vec<Spectator>,
     /// Frames not yet queued to every spectator: frame number `base + i` is `backlog[i]`.
     backlog: VecDeque<Bytes>,
-    /// The backlog as one shared slice, made at the first delivery after it changed: each
-    /// spectator is queued its part of it as one item.
-    shared: Option<Arc<[Bytes]>>,
+    /// The backlog as one shared slice, framed once, made at the first delivery after it
+    /// changed: each spectator is written its part of it as one run of bytes, or queued it
+    /// as one item.
+    shared: Option<Arc<Framed>>,
     base: u64,
     /// The next spectator of the pass under way.
     cursor: usize,
@@ -130,10 +131,10 @@ impl Fanout {
     pub fn deliver(&mut self, chunk: usize, mut resync: impl FnMut() -> Bytes) -> Delivery {
         let mut delivery = Delivery::default();
         let end = self.end();
-        let backlog = Arc::clone(
-            self.shared
-                .get_or_insert_with(|| self.backlog.iter().cloned().collect()),
-        );
+        let backlog =
+            Arc::clone(self.shared.get_or_insert_with(|| {
+                Arc::new(Framed::new(self.backlog.iter().cloned().collect()))
+            }));
         let mut snapshot: Option<Bytes> = None;
         let mut served = 0;
         while served < chunk && self.cursor < self.spectators.len() {
@@ -209,7 +210,7 @@ impl Fanout {
 
 /// Sends `backlog[from..]` to a spectator, written to its socket now or queued as one item;
 /// returns whether to keep it.
-fn send_events(s: &mut Spectator, backlog: &Arc<[Bytes]>, from: usize) -> bool {
+fn send_events(s: &mut Spectator, backlog: &Framed, from: usize) -> bool {
     match s.outbox.write_frames(backlog, from) {
         Ok(()) => true,
         Err(SendError::Full) => {
