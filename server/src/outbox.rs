@@ -147,19 +147,21 @@ impl Outbox {
     /// the game's turn, not ten thousand writer tasks woken. (Players' frames and replies
     /// are queued: the writer sends a burst of them in one write.)
     pub fn write_frames(&self, framed: &Framed, from: usize) -> Result<(), SendError> {
-        let Some(out) = frames_item(&framed.frames, from) else {
+        let frames = framed.frames.len().saturating_sub(from);
+        if frames == 0 {
             return Ok(());
-        };
+        }
         let Some(link) = &self.link else {
-            return self.queue(out);
+            return self.send_frames(&framed.frames, from);
         };
-        match link.write_now(framed.bytes_from(from), out.frames().len()) {
+        // The queued item (a reference count on the shared frames) is made only if needed.
+        match link.write_now(framed.bytes_from(from), frames) {
             Written::All => Ok(()),
             Written::Broken => {
                 self.kill.cancel();
                 Err(SendError::Closed)
             }
-            Written::None => self.queue(out),
+            Written::None => self.send_frames(&framed.frames, from),
             // The socket took part: the rest waits in the link, and the writer sends it
             // before anything queued after this.
             Written::Part => self.queue(Outbound::Other(Other::Flush)),
