@@ -15,7 +15,7 @@
 //! far into the stream it is, so however passes and batches interleave, it gets every frame
 //! once and in order.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -50,6 +50,9 @@ pub(in crate::game) struct Delivery {
 pub(in crate::game) struct Fanout {
     players: SeatPair<Option<Outbox>>,
     spectators: Vec<Spectator>,
+    /// The connections in `spectators`: a new spectator is added without a search of the
+    /// list (ten thousand joining a game were ~50 million comparisons).
+    watching: HashSet<u64>,
     /// Frames not yet queued to every spectator: frame number `base + i` is `backlog[i]`.
     backlog: VecDeque<Bytes>,
     /// The backlog as one shared slice, framed once, made at the first delivery after it
@@ -76,6 +79,7 @@ impl Fanout {
     /// count grew.
     pub fn add_spectator(&mut self, outbox: Outbox) -> bool {
         let existed = self.remove_spectator(outbox.conn_id());
+        self.watching.insert(outbox.conn_id());
         self.spectators.push(Spectator {
             outbox,
             lagging: None,
@@ -85,6 +89,9 @@ impl Fanout {
     }
 
     pub fn remove_spectator(&mut self, conn_id: u64) -> bool {
+        if !self.watching.contains(&conn_id) {
+            return false;
+        }
         let Some(at) = self
             .spectators
             .iter()
@@ -159,7 +166,8 @@ impl Fanout {
             if keep {
                 self.cursor += 1;
             } else {
-                self.spectators.remove(self.cursor);
+                let gone = self.spectators.remove(self.cursor);
+                self.watching.remove(&gone.outbox.conn_id());
                 delivery.removed += 1;
             }
         }
@@ -195,7 +203,8 @@ impl Fanout {
     }
 
     fn remove_at(&mut self, at: usize) {
-        self.spectators.remove(at);
+        let gone = self.spectators.remove(at);
+        self.watching.remove(&gone.outbox.conn_id());
         if at < self.cursor {
             self.cursor -= 1;
         }
@@ -322,6 +331,35 @@ mod tests {
             fanout.remove_spectator(id);
         }
         assert!(!fanout.has_backlog());
+    }
+
+    #[test]
+    fn a_connection_watches_once_and_leaves_once() {
+        let mut fanout = Fanout::default();
+        let (first, _rx1) = Outbox::new(5, 4);
+        let (again, mut rx2) = Outbox::new(5, 4);
+        assert!(fanout.add_spectator(first));
+        assert!(
+            !fanout.add_spectator(again),
+            "the same connection replaces itself"
+        );
+        assert_eq!(fanout.spectator_count(), 1);
+        fanout.broadcast(&[frame(3)]);
+        fanout.deliver_all(no_resync);
+        assert_eq!(received(&mut rx2), [3]);
+        assert!(!fanout.remove_spectator(6), "never watching");
+        assert!(fanout.remove_spectator(5));
+        assert!(!fanout.remove_spectator(5), "already gone");
+        assert_eq!(fanout.spectator_count(), 0);
+        // A connection dropped by a delivery (closed) may watch again.
+        let (closed, rx) = Outbox::new(5, 4);
+        fanout.add_spectator(closed);
+        drop(rx);
+        fanout.broadcast(&[frame(4)]);
+        assert_eq!(fanout.deliver_all(no_resync).removed, 1);
+        let (back, _rx) = Outbox::new(5, 4);
+        assert!(fanout.add_spectator(back));
+        assert_eq!(fanout.spectator_count(), 1);
     }
 
     #[test]
