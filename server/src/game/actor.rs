@@ -54,10 +54,11 @@ const SPECTATOR_BATCH: Duration = Duration::from_secs(1);
 const SPECTATOR_COALESCE: Duration = Duration::from_millis(50);
 
 /// Spectators brought up to date between two looks at the game's commands. Most are written
-/// to from this task itself (`Outbox::write_frames`), about 10 µs each here, so a chunk
+/// to from this task itself (`Outbox::write_frames`), about 7 µs each here, so a chunk
 /// costs the players' next command well under a millisecond of waiting. (When each
 /// spectator still meant a writer task woken, 64 beat 256 and 1,024 by keeping both
-/// workers sending: BENCHMARKS.md, fan-out, server G.)
+/// workers sending: BENCHMARKS.md, fan-out, server G. With the direct writes, 256 was no
+/// faster for spectators and slowed the players' own results: server J.)
 const SPECTATOR_CHUNK: usize = 64;
 
 struct Actor {
