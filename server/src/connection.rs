@@ -84,8 +84,8 @@ const RATE_STRIKES_BEFORE_CLOSE: u32 = 20;
 /// The connection is set up (outbox, writer task, session) before the future is returned,
 /// and that future is an `async` block rather than an `async fn`: it is the state of every
 /// open connection's task for as long as the connection lives, and an `async fn` keeps a
-/// second copy of each argument in it (the WebSocket's reading side alone is ~300 bytes). Together with
-/// the boxed message handling in `read_loop` this keeps an idle connection's task small
+/// second copy of each argument in it (the WebSocket's reading side alone is 288 bytes).
+/// Together with the boxed message handling in `read_loop` this keeps an idle connection's task small
 /// (BENCHMARKS.md, density).
 pub fn serve<H: Send + 'static>(
     socket: ws::Socket,
@@ -396,7 +396,7 @@ async fn act(
                     close = Some(found);
                     break;
                 }
-                encode(&mut buf, &out);
+                out.encode_into(&mut buf);
             }
             if link.write_all(&buf).await.is_err() {
                 return Next::Stop;
@@ -459,7 +459,7 @@ async fn send_burst(
     state: &AppState,
 ) -> bool {
     let mut buf = Vec::new();
-    let mut frames = encode(&mut buf, &first);
+    let mut frames = first.encode_into(&mut buf);
     let mut items = 1;
     while frames < MAX_BURST {
         match rx.try_recv() {
@@ -468,7 +468,7 @@ async fn send_burst(
                 break;
             }
             Ok(out) => {
-                frames += encode(&mut buf, &out);
+                frames += out.encode_into(&mut buf);
                 items += 1;
             }
             Err(_) => break,
@@ -481,19 +481,6 @@ async fn send_burst(
     // Only now may senders write to the socket themselves again.
     link.sent(items);
     true
-}
-
-/// Frames an item's messages onto `buf`; returns how many. (A `Flush` adds nothing: the
-/// write that follows sends what the link holds unsent first.)
-fn encode(buf: &mut Vec<u8>, out: &Outbound) -> usize {
-    if let Outbound::Other(Other::Pong(payload)) = out {
-        ws::frame_into(buf, opcode::PONG, payload);
-        return 0;
-    }
-    for frame in out.frames() {
-        ws::frame_into(buf, opcode::BINARY, frame);
-    }
-    out.frames().len()
 }
 
 /// Resolves when the connection is killed without a flush (it fell behind or was

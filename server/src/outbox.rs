@@ -67,6 +67,19 @@ impl Outbound {
         }
     }
 
+    /// Appends the item's frames to `buf`, framed for the socket (a pong as a pong, a close
+    /// or a flush as nothing); returns how many messages that is (pongs not counted).
+    pub fn encode_into(&self, buf: &mut Vec<u8>) -> usize {
+        if let Outbound::Other(Other::Pong(payload)) = self {
+            ws::frame_into(buf, ws::opcode::PONG, payload);
+            return 0;
+        }
+        for frame in self.frames() {
+            ws::frame_into(buf, ws::opcode::BINARY, frame);
+        }
+        self.frames().len()
+    }
+
     /// The close asked for, if that is what this is.
     pub fn close(&self) -> Option<(u16, &'static str)> {
         match self {
@@ -460,9 +473,7 @@ mod tests {
         let mut buf = Vec::new();
         let mut items = 0;
         while let Ok(out) = rx.try_recv() {
-            for frame in out.frames() {
-                ws::frame_into(&mut buf, ws::opcode::BINARY, frame);
-            }
+            out.encode_into(&mut buf);
             items += 1;
         }
         link.write_all(&buf).await.unwrap();
@@ -561,9 +572,7 @@ mod tests {
             let link = link.clone();
             async move {
                 let mut buf = Vec::new();
-                for frame in first.frames() {
-                    ws::frame_into(&mut buf, ws::opcode::BINARY, frame);
-                }
+                first.encode_into(&mut buf);
                 link.write_all(&buf).await.unwrap();
                 let items = drain_as_writer(&link, &mut rx).await;
                 link.sent(1);

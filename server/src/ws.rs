@@ -3,12 +3,12 @@
 //!
 //! Reading is tungstenite's (unmasking, fragments, control frames, size limits), over the
 //! socket's reading side only. Writing is ours: a server's frames are never masked, so a
-//! frame is a header of 2 to 10 bytes in front of the payload (RFC 6455 §5.2), and the
-//! header and the payload can go to the kernel as two slices of one vectored write. That
-//! is what lets a game write one event's bytes to ten thousand spectators without copying
-//! or re-framing them for each (`outbox::Link`); through tungstenite each send was a copy
-//! of the payload into the connection's write buffer, a reference count on it, and the
-//! locks and waker registrations of a split stream (BENCHMARKS.md, fan-out, server J).
+//! frame is a header of 2 to 10 bytes in front of the payload (RFC 6455 §5.2), the same
+//! bytes for every recipient. That is what lets a game frame a delivery once and write it
+//! to ten thousand spectators with one `send` each, copying nothing per spectator
+//! (`outbox::Framed`, `outbox::Link`); through tungstenite each send was a copy of the
+//! payload into the connection's write buffer, a reference count on it, and the locks and
+//! waker registrations of a split stream (BENCHMARKS.md, fan-out, server J).
 
 use std::io;
 use std::pin::Pin;

@@ -166,8 +166,7 @@ impl Fanout {
             if keep {
                 self.cursor += 1;
             } else {
-                let gone = self.spectators.remove(self.cursor);
-                self.watching.remove(&gone.outbox.conn_id());
+                self.remove_at(self.cursor);
                 delivery.removed += 1;
             }
         }
