@@ -46,8 +46,8 @@ pub struct Ctx {
     pub stop: CancellationToken,
     pub storm: watch::Receiver<Storm>,
     pub reveals: RevealLog,
-    /// Per (game, round): the latest arrival of its result at any spectator.
-    pub fanout: DashMap<(GameId, u32), Duration>,
+    /// Per (game, round): when its result reached the spectators.
+    pub fanout: FanoutLog,
     /// With `--lean-spectators`: where signed-in spectators hand their sockets.
     pub lean: Option<LeanSpectators>,
 }
@@ -76,6 +76,61 @@ impl RevealLog {
     pub fn last(&self, game: GameId, round: u32) -> Option<Instant> {
         let rounds = *self.0.get(&game)?;
         rounds.iter().find(|(r, _)| *r == round).map(|(_, at)| *at)
+    }
+}
+
+/// Per (game, round) of the hold: when its last reveal went, the latest arrival of its
+/// result at any spectator and how many spectators it reached.
+#[derive(Default)]
+pub struct FanoutLog(DashMap<(GameId, u32), FanoutRound>);
+
+#[derive(Debug, Clone)]
+pub struct FanoutRound {
+    pub sent: Instant,
+    pub last: Duration,
+    /// Each spectator's arrival after `sent`, in microseconds, in the order recorded.
+    pub arrivals_us: Vec<u32>,
+}
+
+impl FanoutRound {
+    /// The arrival by which a `fraction` of the spectators had it.
+    pub fn quantile(&self, fraction: f64) -> Duration {
+        let mut sorted = self.arrivals_us.clone();
+        sorted.sort_unstable();
+        let Some(last) = sorted.len().checked_sub(1) else {
+            return Duration::ZERO;
+        };
+        let at = ((last as f64) * fraction).round() as usize;
+        Duration::from_micros(u64::from(sorted[at.min(last)]))
+    }
+}
+
+impl FanoutLog {
+    /// A spectator received round `round`'s result, `delay` after its last reveal `sent`.
+    pub fn arrived(&self, game: GameId, round: u32, sent: Instant, delay: Duration) {
+        let mut entry = self.0.entry((game, round)).or_insert(FanoutRound {
+            sent,
+            last: Duration::ZERO,
+            arrivals_us: Vec::new(),
+        });
+        entry.last = entry.last.max(delay);
+        let us = u32::try_from(delay.as_micros()).unwrap_or(u32::MAX);
+        entry.arrivals_us.push(us);
+    }
+
+    pub fn clear(&self) {
+        self.0.clear();
+    }
+
+    /// Every round recorded, in the order their reveals went.
+    pub fn rounds(&self) -> Vec<((GameId, u32), FanoutRound)> {
+        let mut rounds: Vec<_> = self
+            .0
+            .iter()
+            .map(|e| (*e.key(), e.value().clone()))
+            .collect();
+        rounds.sort_by_key(|(_, r)| r.sent);
+        rounds
     }
 }
 

@@ -506,8 +506,7 @@ impl Watcher {
                 if let Some(sent) = ctx.reveals.last(game_id, record.round) {
                     let delay = read_at.saturating_duration_since(sent);
                     self.stats.spectator_result.record(delay);
-                    let mut last = ctx.fanout.entry((game_id, record.round)).or_default();
-                    *last = (*last).max(delay);
+                    ctx.fanout.arrived(game_id, record.round, sent, delay);
                 }
                 Ok(())
             }

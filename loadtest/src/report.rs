@@ -1,16 +1,36 @@
 //! The results of a run: the JSON object `--json` writes and the table printed at the end.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering::Relaxed;
 
+use elementals_client::protocol::messages::GameId;
 use serde::Serialize;
 
 use crate::broadcast::CeilingResult;
+use crate::ctx::FanoutRound;
 use crate::echo::EchoResult;
 use crate::options::RunOptions;
 use crate::run::{CpuUse, Memories};
 use crate::sampler::{Samples, Trend};
 use crate::stats::{Percentiles, Stats};
+
+/// One round's fan-out.
+#[derive(Debug, Clone, Serialize)]
+pub struct FanoutRoundReport {
+    /// The game, numbered from 0 in the order of the hold.
+    pub game: u32,
+    pub round: u32,
+    /// When its last reveal went, in seconds from the first such round of the hold.
+    pub at_s: f64,
+    /// From its last reveal sent to its result reaching half of its spectators.
+    pub half_ms: f64,
+    /// ... and 90 % of them.
+    pub p90_ms: f64,
+    /// From its last reveal sent to its result reaching the last spectator.
+    pub last_ms: f64,
+    /// How many spectators it reached.
+    pub received: u32,
+}
 
 /// Counters read at the start and the end of the hold.
 #[derive(Debug, Clone, Copy)]
@@ -100,6 +120,9 @@ pub struct Report {
     pub fanout_ceiling: Option<CeilingResult>,
     /// fanout_last_spectator_ms.p50 / the ceiling's last_spectator_ms.p50.
     pub fanout_vs_ceiling: Option<f64>,
+    /// Every round of the hold that reached a spectator, in the order their last reveals
+    /// went: which rounds make the fan-out's tail (a game's first or last, say).
+    pub fanout_rounds: Vec<FanoutRoundReport>,
     pub reconnect_storm: Option<StormResult>,
     /// Cores each process kept busy during the hold, and the machine's load average at
     /// the end (other work on the machine shows there).
@@ -171,6 +194,7 @@ impl Report {
             echo,
             fanout_ceiling: None,
             fanout_vs_ceiling: None,
+            fanout_rounds: Vec::new(),
             reconnect_storm,
             cpu,
             load_average_1m: load_average(),
@@ -185,6 +209,31 @@ impl Report {
                 .then(|| self.fanout_last_spectator_ms.p50 / c.last_spectator_ms.p50)
         });
         self.fanout_ceiling = ceiling;
+        self
+    }
+
+    /// Adds the rounds behind `fanout_last_spectator_ms`, numbering games in the order
+    /// their first recorded round went.
+    pub fn with_fanout_rounds(mut self, rounds: &[((GameId, u32), FanoutRound)]) -> Report {
+        let Some((_, first)) = rounds.first() else {
+            return self;
+        };
+        let mut games: HashMap<GameId, u32> = HashMap::new();
+        self.fanout_rounds = rounds
+            .iter()
+            .map(|((game_id, round), r)| {
+                let next = games.len() as u32;
+                FanoutRoundReport {
+                    game: *games.entry(*game_id).or_insert(next),
+                    round: *round,
+                    at_s: r.sent.duration_since(first.sent).as_secs_f64(),
+                    half_ms: r.quantile(0.5).as_secs_f64() * 1e3,
+                    p90_ms: r.quantile(0.9).as_secs_f64() * 1e3,
+                    last_ms: r.last.as_secs_f64() * 1e3,
+                    received: r.arrivals_us.len() as u32,
+                }
+            })
+            .collect();
         self
     }
 

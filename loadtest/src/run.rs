@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use dashmap::DashMap;
 use elementals_client::protocol::Variant;
 use elementals_client::ServerUrl;
 use tokio::sync::watch;
@@ -18,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::broadcast::{self, CeilingResult};
 use crate::conn::{last_source_address, spread_over_sources, CONNECTIONS_PER_ADDRESS};
-use crate::ctx::{Ctx, PlayStyle, RevealLog, Storm};
+use crate::ctx::{Ctx, FanoutLog, PlayStyle, RevealLog, Storm};
 use crate::echo::{self, EchoResult};
 use crate::lean::LeanSpectators;
 use crate::limits;
@@ -199,7 +198,7 @@ async fn drive(
         stop,
         storm: storm_rx,
         reveals: RevealLog::default(),
-        fanout: DashMap::new(),
+        fanout: FanoutLog::default(),
         lean,
     });
     let lean_thread = match lean_reader {
@@ -317,8 +316,9 @@ async fn drive(
     let server_peak = memory().map(|m| m.peak).or(status.peak_rss());
     status.finish();
 
-    for entry in ctx.fanout.iter() {
-        stats.fanout_last.record(*entry.value());
+    let fanout_rounds = ctx.fanout.rounds();
+    for (_, round) in &fanout_rounds {
+        stats.fanout_last.record(round.last);
     }
     Ok(Report::new(
         options,
@@ -338,7 +338,8 @@ async fn drive(
         cpu_use,
         server_samples,
     )
-    .with_fanout_ceiling(ceiling))
+    .with_fanout_ceiling(ceiling)
+    .with_fanout_rounds(&fanout_rounds))
 }
 
 /// Cores busy on average during the hold (1.0 = one core all the time).

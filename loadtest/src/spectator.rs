@@ -157,8 +157,7 @@ impl Spectator {
                     let now = Instant::now();
                     let delay = now - sent;
                     stats.spectator_result.record(delay);
-                    let mut last = self.ctx.fanout.entry((*game_id, record.round)).or_default();
-                    *last = (*last).max(delay);
+                    self.ctx.fanout.arrived(*game_id, record.round, sent, delay);
                 }
             }
         }

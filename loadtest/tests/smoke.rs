@@ -155,6 +155,24 @@ fn lean_spectators_watch_games_and_time_their_results() {
         .as_u64()
         .unwrap_or_else(|| panic!("fanout_last_spectator_ms.count missing in {text}"));
     assert!(rounds > 0, "no round's fan-out timed:\n{stdout}");
+    // The rounds behind that figure, one entry each, in the order they were played.
+    let listed = report["fanout_rounds"]
+        .as_array()
+        .unwrap_or_else(|| panic!("fanout_rounds missing in {text}"));
+    assert_eq!(listed.len() as u64, rounds, "{text}");
+    let mut at = 0.0;
+    for round in listed {
+        let (half, last) = (round["half_ms"].as_f64(), round["last_ms"].as_f64());
+        let (Some(half), Some(last)) = (half, last) else {
+            panic!("a round without its times: {round}");
+        };
+        assert!(half <= last, "{round}");
+        let received = round["received"].as_u64().unwrap_or(0);
+        assert!((1..=60).contains(&received), "{round}");
+        let this = round["at_s"].as_f64().unwrap_or(-1.0);
+        assert!(this >= at, "rounds out of order: {text}");
+        at = this;
+    }
     let ceiling = &report["fanout_ceiling"];
     assert_eq!(ceiling["errors"].as_u64(), Some(0), "{text}");
     assert_eq!(ceiling["spectators"].as_u64(), Some(60), "{text}");
