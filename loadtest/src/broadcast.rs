@@ -252,6 +252,11 @@ fn read(
                     Ok(n) => {
                         read_at.get_or_insert_with(Instant::now);
                         pending.extend_from_slice(&buf[..n]);
+                        if n < buf.len() {
+                            // Empty now; a later arrival makes it ready again (as in
+                            // `lean.rs`).
+                            break;
+                        }
                     }
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     Err(_) => break,

@@ -238,6 +238,13 @@ impl Reader {
                     watcher
                         .reads
                         .push_back((watcher.pending.len(), Instant::now()));
+                    if n < buf.len() {
+                        // The socket held less than the buffer: it is empty now, and
+                        // whatever comes later makes it ready again (readiness is
+                        // signalled on every arrival). Not asking again saves a `read`
+                        // that would say so, half of this thread's calls in a fan-out.
+                        break;
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
