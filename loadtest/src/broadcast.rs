@@ -22,7 +22,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Bytes, Message};
 
 use crate::conn::{source_address, upgrade};
-use crate::lean::parse_frame;
+use crate::lean::{parse_frame, SPIN};
 use crate::local::{listen, parent_gone};
 use crate::stats::{Latency, Percentiles};
 
@@ -237,10 +237,12 @@ fn read(
     let mut complete = 0;
     let mut quiet_since = Instant::now();
     while complete < rounds && quiet_since.elapsed() < ROUND_TIMEOUT * 2 {
-        if poll
-            .poll(&mut events, Some(Duration::from_millis(100)))
-            .is_err()
-        {
+        // As the lean spectators do: no sleep within `SPIN` of the last read.
+        let wait = match quiet_since.elapsed() < SPIN {
+            true => Duration::ZERO,
+            false => Duration::from_millis(100),
+        };
+        if poll.poll(&mut events, Some(wait)).is_err() {
             continue;
         }
         for event in events.iter() {
