@@ -24,8 +24,9 @@ pub struct FanoutRoundReport {
     pub at_s: f64,
     /// From its last reveal sent to its result reaching half of its spectators.
     pub half_ms: f64,
-    /// ... and 90 % of them.
+    /// ... 90 % of them, and 99 %.
     pub p90_ms: f64,
+    pub p99_ms: f64,
     /// From its last reveal sent to its result reaching the last spectator.
     pub last_ms: f64,
     /// How many spectators it reached.
@@ -229,6 +230,7 @@ impl Report {
                     at_s: r.sent.duration_since(first.sent).as_secs_f64(),
                     half_ms: r.quantile(0.5).as_secs_f64() * 1e3,
                     p90_ms: r.quantile(0.9).as_secs_f64() * 1e3,
+                    p99_ms: r.quantile(0.99).as_secs_f64() * 1e3,
                     last_ms: r.last.as_secs_f64() * 1e3,
                     received: r.arrivals_us.len() as u32,
                 }
