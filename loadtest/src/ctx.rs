@@ -79,8 +79,8 @@ impl RevealLog {
     }
 }
 
-/// Per (game, round) of the hold: when its last reveal went, the latest arrival of its
-/// result at any spectator and how many spectators it reached.
+/// Per (game, round) of the hold: when its last reveal went, and when its result reached
+/// each spectator.
 #[derive(Default)]
 pub struct FanoutLog(DashMap<(GameId, u32), FanoutRound>);
 

@@ -14,6 +14,9 @@ use crate::run::{CpuUse, Memories};
 use crate::sampler::{Samples, Trend};
 use crate::stats::{Percentiles, Stats};
 
+/// The most rounds `fanout_rounds` lists.
+pub const MAX_LISTED_ROUNDS: usize = 5_000;
+
 /// One round's fan-out.
 #[derive(Debug, Clone, Serialize)]
 pub struct FanoutRoundReport {
@@ -123,7 +126,10 @@ pub struct Report {
     pub fanout_vs_ceiling: Option<f64>,
     /// Every round of the hold that reached a spectator, in the order their last reveals
     /// went: which rounds make the fan-out's tail (a game's first or last, say).
+    /// (Listed only when there are at most `MAX_LISTED_ROUNDS`, as in a fan-out run; a
+    /// long run with spectators over many games leaves them out and counts them here.)
     pub fanout_rounds: Vec<FanoutRoundReport>,
+    pub fanout_rounds_left_out: usize,
     pub reconnect_storm: Option<StormResult>,
     /// Cores each process kept busy during the hold, and the machine's load average at
     /// the end (other work on the machine shows there).
@@ -196,6 +202,7 @@ impl Report {
             fanout_ceiling: None,
             fanout_vs_ceiling: None,
             fanout_rounds: Vec::new(),
+            fanout_rounds_left_out: 0,
             reconnect_storm,
             cpu,
             load_average_1m: load_average(),
@@ -219,6 +226,10 @@ impl Report {
         let Some((_, first)) = rounds.first() else {
             return self;
         };
+        if rounds.len() > MAX_LISTED_ROUNDS {
+            self.fanout_rounds_left_out = rounds.len();
+            return self;
+        }
         let mut games: HashMap<GameId, u32> = HashMap::new();
         self.fanout_rounds = rounds
             .iter()

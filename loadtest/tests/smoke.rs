@@ -160,6 +160,7 @@ fn lean_spectators_watch_games_and_time_their_results() {
         .as_array()
         .unwrap_or_else(|| panic!("fanout_rounds missing in {text}"));
     assert_eq!(listed.len() as u64, rounds, "{text}");
+    assert_eq!(report["fanout_rounds_left_out"].as_u64(), Some(0), "{text}");
     let mut at = 0.0;
     for round in listed {
         let (half, last) = (round["half_ms"].as_f64(), round["last_ms"].as_f64());
