@@ -356,7 +356,8 @@ impl Link {
         // of ten thousand sockets in a delivery was a cache miss each, about a twentieth of
         // the game's time in one. Should the socket be full, the writer's next write goes
         // through tokio and clears the stale readiness before it waits.
-        let wrote = match socket2::SockRef::from(&*self.tcp).send(bytes) {
+        let socket = socket2::SockRef::from(&*self.tcp);
+        let wrote = match socket.send_with_flags(bytes, libc::MSG_NOSIGNAL) {
             Ok(0) => return Written::Broken,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Written::None,
