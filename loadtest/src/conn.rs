@@ -67,6 +67,11 @@ pub enum ConnError {
     Closed,
     #[error("timeout")]
     Timeout,
+    /// The TCP connection or the WebSocket upgrade took longer than `REQUEST_TIMEOUT`
+    /// (told apart from a request's timeout: a saturated server's accept queue, not its
+    /// answer to a message).
+    #[error("upgrade timeout")]
+    UpgradeTimeout,
     #[error("server refused ({code})")]
     Server { code: ErrorCode },
     #[error("unexpected reply")]
@@ -81,6 +86,7 @@ impl ConnError {
             ConnError::Handshake(_) => format!("{doing}: handshake"),
             ConnError::Closed => format!("{doing}: connection closed"),
             ConnError::Timeout => format!("{doing}: timeout"),
+            ConnError::UpgradeTimeout => format!("{doing}: upgrade timeout"),
             ConnError::Server { code } => format!("{doing}: server error {code}"),
             ConnError::Unexpected => format!("{doing}: unexpected reply"),
         }
@@ -112,7 +118,7 @@ impl Conn {
     ) -> Result<Conn, ConnError> {
         let ws = tokio::time::timeout(REQUEST_TIMEOUT, upgrade(server, source))
             .await
-            .map_err(|_| ConnError::Timeout)??;
+            .map_err(|_| ConnError::UpgradeTimeout)??;
         let mut conn = Conn {
             ws,
             next_id: 1,
