@@ -93,15 +93,17 @@ pub struct FanoutRound {
 }
 
 impl FanoutRound {
-    /// The arrival by which a `fraction` of the spectators had it.
-    pub fn quantile(&self, fraction: f64) -> Duration {
+    /// The arrivals by which each of `fractions` of the spectators had it.
+    pub fn quantiles<const N: usize>(&self, fractions: [f64; N]) -> [Duration; N] {
         let mut sorted = self.arrivals_us.clone();
         sorted.sort_unstable();
         let Some(last) = sorted.len().checked_sub(1) else {
-            return Duration::ZERO;
+            return [Duration::ZERO; N];
         };
-        let at = ((last as f64) * fraction).round() as usize;
-        Duration::from_micros(u64::from(sorted[at.min(last)]))
+        fractions.map(|fraction| {
+            let at = ((last as f64) * fraction).round() as usize;
+            Duration::from_micros(u64::from(sorted[at.min(last)]))
+        })
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
 
 use elementals_client::protocol::messages::GameId;
 use serde::Serialize;
@@ -235,14 +236,16 @@ impl Report {
             .iter()
             .map(|((game_id, round), r)| {
                 let next = games.len() as u32;
+                let ms = |d: Duration| d.as_secs_f64() * 1e3;
+                let [half, p90, p99] = r.quantiles([0.5, 0.9, 0.99]);
                 FanoutRoundReport {
                     game: *games.entry(*game_id).or_insert(next),
                     round: *round,
                     at_s: r.sent.duration_since(first.sent).as_secs_f64(),
-                    half_ms: r.quantile(0.5).as_secs_f64() * 1e3,
-                    p90_ms: r.quantile(0.9).as_secs_f64() * 1e3,
-                    p99_ms: r.quantile(0.99).as_secs_f64() * 1e3,
-                    last_ms: r.last.as_secs_f64() * 1e3,
+                    half_ms: ms(half),
+                    p90_ms: ms(p90),
+                    p99_ms: ms(p99),
+                    last_ms: ms(r.last),
                     received: r.arrivals_us.len() as u32,
                 }
             })

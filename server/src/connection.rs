@@ -390,20 +390,17 @@ async fn act(
                 return Next::Close(Some((close::POLICY, "not reading fast enough")));
             }
             let mut buf = Vec::new();
-            let mut close = None;
-            while let Ok(out) = rx.try_recv() {
-                if let Some(found) = out.close() {
-                    close = Some(found);
-                    break;
-                }
-                out.encode_into(&mut buf);
-            }
+            let queued = gather(rx, &mut buf, 0, usize::MAX);
+            state
+                .metrics
+                .messages_out
+                .fetch_add(queued.frames as u64, Relaxed);
             if link.write_all(&buf).await.is_err() {
                 return Next::Stop;
             }
             // After a flush the reader has ended (the client closed, or went): a close
             // frame answers it.
-            Next::Close(close)
+            Next::Close(queued.close)
         }
         Wake::Shutdown => {
             // Nobody else writes to the socket from here on (see `Link`).
@@ -459,28 +456,56 @@ async fn send_burst(
     state: &AppState,
 ) -> bool {
     let mut buf = Vec::new();
-    let mut frames = first.encode_into(&mut buf);
-    let mut items = 1;
-    while frames < MAX_BURST {
-        match rx.try_recv() {
-            Ok(Outbound::Other(Other::Close { code, reason })) => {
-                *close = Some((code, reason));
-                break;
-            }
-            Ok(out) => {
-                frames += out.encode_into(&mut buf);
-                items += 1;
-            }
-            Err(_) => break,
-        }
-    }
-    state.metrics.messages_out.fetch_add(frames as u64, Relaxed);
+    let first_frames = first.encode_into(&mut buf);
+    let burst = gather(rx, &mut buf, first_frames, MAX_BURST);
+    *close = burst.close;
+    state
+        .metrics
+        .messages_out
+        .fetch_add(burst.frames as u64, Relaxed);
     if link.write_all(&buf).await.is_err() {
         return false;
     }
-    // Only now may senders write to the socket themselves again.
-    link.sent(items);
+    // Only now may senders write to the socket themselves again. (A close taken is not
+    // counted as sent: senders stay off the socket until it has gone, and for good.)
+    link.sent(1 + burst.items);
     true
+}
+
+/// What `gather` took from the queue.
+struct Gathered {
+    /// Frames in the buffer, counting the ones already there.
+    frames: usize,
+    /// Items framed (a close taken is not one of them).
+    items: usize,
+    /// The close found, which ended the gathering (nothing after it was taken).
+    close: Option<(u16, &'static str)>,
+}
+
+/// Frames what is already queued into `buf` (which holds `frames` frames), until there
+/// are `max_frames`, the queue is empty, or a close comes up.
+fn gather(
+    rx: &mut mpsc::Receiver<Outbound>,
+    buf: &mut Vec<u8>,
+    mut frames: usize,
+    max_frames: usize,
+) -> Gathered {
+    let mut items = 0;
+    let mut close = None;
+    while frames < max_frames {
+        let Ok(out) = rx.try_recv() else { break };
+        if let Some(found) = out.close() {
+            close = Some(found);
+            break;
+        }
+        frames += out.encode_into(buf);
+        items += 1;
+    }
+    Gathered {
+        frames,
+        items,
+        close,
+    }
 }
 
 /// Resolves when the connection is killed without a flush (it fell behind or was

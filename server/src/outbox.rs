@@ -13,7 +13,7 @@
 //! not ten thousand tasks woken to make them (BENCHMARKS.md, fan-out, server I).
 
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -102,7 +102,7 @@ pub struct Outbox {
     conn_id: u64,
     tx: mpsc::Sender<Outbound>,
     kill: CancellationToken,
-    flush: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    flush: Arc<AtomicBool>,
     /// The socket itself, for writing without the queue (`None` in tests of actors alone).
     link: Option<Arc<Link>>,
 }
@@ -233,13 +233,13 @@ impl Outbox {
 
     /// Stop the connection after the writer has sent what is already queued.
     pub fn kill_after_flush(&self) {
-        self.flush.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.flush.store(true, Relaxed);
         self.kill.cancel();
     }
 
     /// Whether the kill asked for queued frames to be sent first.
     pub fn flush_requested(&self) -> bool {
-        self.flush.load(std::sync::atomic::Ordering::Relaxed)
+        self.flush.load(Relaxed)
     }
 
     pub fn is_closed(&self) -> bool {
@@ -352,21 +352,12 @@ impl Link {
         if !unsent.is_empty() || self.queued.load(SeqCst) != 0 {
             return Written::None;
         }
-        // Straight to the socket, past tokio's readiness bookkeeping: reading the readiness
-        // of ten thousand sockets in a delivery was a cache miss each, about a twentieth of
-        // the game's time in one. Should the socket be full, the writer's next write goes
-        // through tokio and clears the stale readiness before it waits.
-        let socket = socket2::SockRef::from(&*self.tcp);
-        let wrote = match socket.send_with_flags(bytes, libc::MSG_NOSIGNAL) {
-            Ok(0) => return Written::Broken,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Written::None,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Written::None,
+        let wrote = match self.send_now(bytes) {
+            Ok(Some(n)) => n,
+            Ok(None) => return Written::None,
             Err(_) => return Written::Broken,
         };
-        self.metrics
-            .messages_out
-            .fetch_add(frames as u64, std::sync::atomic::Ordering::Relaxed);
+        self.metrics.messages_out.fetch_add(frames as u64, Relaxed);
         if wrote == bytes.len() {
             return Written::All;
         }
@@ -404,14 +395,19 @@ impl Link {
         }
     }
 
-    /// One non-blocking write: how much the socket took (`None`: nothing, it is full).
+    /// One non-blocking write through tokio: how much the socket took (`None`: nothing, it
+    /// is full, and tokio now knows it is, for `writable`).
     fn try_write(&self, bytes: &[u8]) -> io::Result<Option<usize>> {
-        match self.tcp.try_write(bytes) {
-            Ok(0) => Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => Ok(Some(n)),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
-            Err(e) => Err(e),
-        }
+        taken(self.tcp.try_write(bytes))
+    }
+
+    /// The same straight to the socket, past tokio's readiness bookkeeping, for senders
+    /// that never wait: reading the readiness of ten thousand sockets in a delivery was a
+    /// cache miss each, about a twentieth of the game's time in one. Should the socket be
+    /// full, the writer's next `try_write` clears the stale readiness before it waits.
+    fn send_now(&self, bytes: &[u8]) -> io::Result<Option<usize>> {
+        let socket = socket2::SockRef::from(&*self.tcp);
+        taken(socket.send_with_flags(bytes, libc::MSG_NOSIGNAL))
     }
 
     /// Ends the sending direction (a FIN after the last frame). The socket itself closes
@@ -429,6 +425,24 @@ impl Link {
     /// calls `sent(1)`.
     pub fn sending(&self) {
         self.queued.fetch_add(1, SeqCst);
+    }
+}
+
+/// A non-blocking write's outcome as `Link` uses it: bytes taken, `None` when the socket
+/// takes nothing now, an error when it is broken (a write of nothing included).
+fn taken(wrote: io::Result<usize>) -> io::Result<Option<usize>> {
+    match wrote {
+        Ok(0) => Err(io::ErrorKind::WriteZero.into()),
+        Ok(n) => Ok(Some(n)),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -528,9 +542,7 @@ mod tests {
         assert!(matches!(rx.try_recv(), Ok(Outbound::Frame(f)) if f == "queued"));
         link.sent(1);
         assert_eq!(
-            link.metrics
-                .messages_out
-                .load(std::sync::atomic::Ordering::Relaxed),
+            link.metrics.messages_out.load(Relaxed),
             2,
             "senders count the frames they write themselves (one, four)"
         );

@@ -1,6 +1,8 @@
 //! Who receives a game's events, and what happens when one of them falls behind.
 //!
-//! Every frame is encoded once by the caller and cloned (a reference count) per recipient.
+//! Every frame is encoded once by the caller. Players are queued the frames themselves (a
+//! reference count each); spectators are written a delivery framed once (`Framed`), each
+//! its part of the same bytes.
 //! Nothing here waits: a player whose outbox is full has its connection killed (it gets a
 //! snapshot when it comes back); a spectator whose outbox is full stops receiving events and
 //! is offered a fresh snapshot with each later delivery instead, until one fits or it has
