@@ -9,14 +9,49 @@ use std::process::Command;
 #[test]
 fn browser_client_unit_and_end_to_end_tests_pass() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let status = Command::new("bash")
+    let out = Command::new("bash")
         .arg(repo.join("clients/web/run-tests.sh"))
         .env(
             "ELEMENTALS_SERVER_BIN",
             env!("CARGO_BIN_EXE_elementals-server"),
         )
         .current_dir(repo)
-        .status()
+        .output()
         .expect("bash runs clients/web/run-tests.sh");
-    assert!(status.success(), "browser tests failed: {status}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{stdout}");
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "browser tests failed: {}\n{}",
+        out.status,
+        failures(&stdout)
+    );
+}
+
+/// The head of each failing test's report in node's TAP output (the line `not ok N - name`
+/// and its error), so that a failure reads at the end of the log, where CI shows it.
+fn failures(tap: &str) -> String {
+    let mut picked = Vec::new();
+    let mut lines_of_this = None;
+    for line in tap.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("not ok ") {
+            lines_of_this = Some(0);
+        }
+        if let Some(n) = lines_of_this.as_mut() {
+            if *n < 25 {
+                picked.push(line);
+            }
+            *n += 1;
+            if trimmed == "..." {
+                lines_of_this = None;
+            }
+        }
+    }
+    if picked.is_empty() {
+        "(no `not ok` line: see the output above)".to_owned()
+    } else {
+        picked.join("\n")
+    }
 }

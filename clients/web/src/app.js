@@ -162,6 +162,11 @@ export class App {
 
   async connect() {
     this.conn?.close();
+    // Until this socket is open nothing can be sent (a retry keeps saying "Reconnecting").
+    if (this.status !== 'reconnecting' && this.status !== 'connecting') {
+      this.status = 'connecting';
+      this.refresh();
+    }
     const conn = new Connection(wsUrl(location));
     this.conn = conn;
     conn.addEventListener('push', (e) => this.conn === conn && this.onPush(e.detail));
@@ -192,10 +197,17 @@ export class App {
       }
     }
     this.status = 'online';
-    // Rebuild the view: it reopens (syncs or watches) its game on this connection.
-    this.route = null;
-    if (this.account && this.parseRoute().name === 'login') this.go('#/lobby');
-    else this.navigate();
+    if (this.account && this.parseRoute().name === 'login') {
+      this.route = null;
+      this.go('#/lobby');
+    } else if (!this.account && this.route?.name === 'login' && this.view) {
+      // The sign-in form needs nothing from the connection: keep what was typed into it.
+      this.refresh();
+    } else {
+      // Rebuild the view: it reopens (syncs or watches) its game on this connection.
+      this.route = null;
+      this.navigate();
+    }
   }
 
   onClose({ notice }) {

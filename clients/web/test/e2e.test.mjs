@@ -71,6 +71,31 @@ describe('the browser client against a real server', { timeout: 600_000 }, () =>
     assert.match(style.headers.get('content-type'), /^text\/css/);
   });
 
+  test('what is typed into the sign-in form outlasts a lost connection', { timeout: 120_000 }, async () => {
+    await setUp();
+    const gina = await newPlayer(browser, server.url);
+    await withDiagnostics({ gina }, async () => {
+      const { page } = gina;
+      const signUpButton = page.getByRole('button', { name: 'Sign up' });
+      await page.goto('/#/login');
+      // The buttons wait for the connection.
+      await page.waitForSelector('form button:not([disabled])', STEP);
+      await page.fill('#name', 'gina');
+      await page.fill('#password', 'correct horse battery');
+      await page.evaluate(() => window.elementals.conn.ws.close());
+      await page.waitForSelector('.banner:not([hidden])', STEP);
+      assert.equal(await signUpButton.isDisabled(), true, 'no sign-up while reconnecting');
+      await page.waitForSelector('.banner', { ...STEP, state: 'hidden' });
+      // Back online: the form is the same one, still filled in, and it signs up.
+      assert.equal(await page.inputValue('#name'), 'gina');
+      assert.equal(await page.inputValue('#password'), 'correct horse battery');
+      await signUpButton.click();
+      await page.waitForSelector('.lobby .pools', STEP);
+      assert.deepEqual(gina.errors.map(String), [], "gina's page logged no errors");
+    });
+    await gina.context.close();
+  });
+
   test('two players are paired in the classic blitz pool and play a full game, watched, with a reload', { timeout: 300_000 }, async () => {
     await setUp();
     const alice = await newPlayer(browser, server.url);

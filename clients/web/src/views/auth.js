@@ -13,15 +13,20 @@ export function authView(app) {
     required: true, minlength: '8', maxlength: '128', 'aria-describedby': 'password-help auth-error',
   });
   const buttons = [];
+  let busy = false;
+  // The buttons wait for a connection (the banner says why) and for the request in flight.
+  const update = () => buttons.forEach((b) => (b.disabled = busy || app.status !== 'online'));
   const submit = async (msg) => {
     error.textContent = '';
-    buttons.forEach((b) => (b.disabled = true));
+    busy = true;
+    update();
     try {
       await app.authenticate(msg);
     } catch (e) {
       error.textContent = e.message;
     } finally {
-      buttons.forEach((b) => (b.disabled = false));
+      busy = false;
+      update();
     }
   };
   const withCredentials = (type) => (ev) => {
@@ -35,6 +40,7 @@ export function authView(app) {
   const register = h('button', { type: 'submit', onclick: withCredentials('register') }, 'Sign up');
   const guest = h('button', { type: 'button', class: 'ghost', onclick: () => submit({ type: 'guest' }) }, 'Play as guest');
   buttons.push(login, register, guest);
+  update();
   const el = h(
     'section',
     { class: 'auth card', 'aria-labelledby': 'auth-title' },
@@ -56,5 +62,5 @@ export function authView(app) {
     guest,
     h('p', { class: 'muted' }, 'Guests play unrated games.'),
   );
-  return { el };
+  return { el, update };
 }
