@@ -208,7 +208,6 @@ async fn answering_pings_keeps_a_quiet_connection_open_past_the_idle_timeout() {
     // Read (and so answer) pings for two and a half idle timeouts, sending nothing else.
     let pings = answer_pings_until(&mut client, Instant::now() + Duration::from_secs(5)).await;
     assert!(pings >= 3, "{pings} pings in 5 s");
-    client.assert_open().await;
 }
 
 /// Seated players whose only frames are pongs keep their seats past the idle timeout.
@@ -221,6 +220,8 @@ async fn players_who_only_answer_pings_stay_seated_past_the_idle_timeout() {
     .await;
     let (mut one, mut two, _game) = paired_players(&server, "quiet01", "quiet02").await;
     let until = Instant::now() + Duration::from_secs(5);
+    // Each player checks its own connection as soon as its pings stop: one left unread
+    // while the other finishes would go quiet for real.
     let (pings_one, pings_two) = tokio::join!(
         answer_pings_until(&mut one, until),
         answer_pings_until(&mut two, until)
@@ -229,21 +230,24 @@ async fn players_who_only_answer_pings_stay_seated_past_the_idle_timeout() {
         pings_one >= 3 && pings_two >= 3,
         "{pings_one} and {pings_two} pings in 5 s"
     );
-    one.assert_open().await;
-    two.assert_open().await;
 }
 
-/// Reads (and so answers pings) until `until`, failing if the connection ends; the pings.
+/// Reads and answers pings at once until `until`, failing if the connection ends; then
+/// checks the connection still answers a request. Returns the pings seen.
 async fn answer_pings_until(client: &mut TestClient, until: Instant) -> u32 {
     let mut pings = 0;
     while Instant::now() < until {
         match client.next_frame().await {
-            Some(Message::Ping(_)) => pings += 1,
+            Some(Message::Ping(_)) => {
+                pings += 1;
+                assert!(client.flush().await, "the pong goes out");
+            }
             Some(Message::Close(frame)) => panic!("closed: {frame:?}"),
             Some(_) => {}
             None => panic!("the connection ended"),
         }
     }
+    client.assert_open().await;
     pings
 }
 

@@ -248,6 +248,13 @@ impl TestClient {
         self.ws.send(msg).await.is_ok()
     }
 
+    /// Write out what the socket holds back, such as the pong tungstenite queues for a
+    /// ping (it is otherwise sent only with the next read or write); false if the
+    /// connection is gone.
+    pub async fn flush(&mut self) -> bool {
+        self.ws.flush().await.is_ok()
+    }
+
     /// The next frame as it arrives, pings included; `None` once the connection is gone.
     pub async fn next_frame(&mut self) -> Option<Message> {
         tokio::time::timeout(WAIT, self.ws.next())
