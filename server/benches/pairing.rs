@@ -47,8 +47,7 @@ fn join_and_match(c: &mut Criterion) {
             b.iter(|| {
                 // Next to a different queued player each time, so no cache stays warm.
                 target = (target + 7_919) % n;
-                pool.insert(newcomer, 1.0 + target as f64 + 0.1, now);
-                let pair = pool.pair_one(newcomer, now);
+                let pair = pool.join(newcomer, 1.0 + target as f64 + 0.1, now);
                 // Put the matched player back: the pool stays at n.
                 pool.insert(target, 1.0 + target as f64, now);
                 black_box(pair)

@@ -251,22 +251,21 @@ impl Lobby {
         let now = Instant::now().into_std();
         let account = member.account;
         let pool = self.pools.entry(key.clone()).or_default();
-        pool.insert(account as u64, member.info.rating, now);
-        let paired = pool.pair_one(account as u64, now);
+        let paired = pool.join(account as u64, member.info.rating, now);
         self.queued.insert(account, (key.clone(), member));
-        if let Some((a, b)) = paired {
-            self.start_pool_game(&key, a as AccountId, b as AccountId, tc);
+        if let Some(other) = paired {
+            self.start_pool_game(&key, account, other as AccountId, tc);
         }
         self.update_queued_metric();
         Ok(())
     }
 
     fn leave_pool(&mut self, account: AccountId) -> bool {
-        let Some((key, _)) = self.queued.remove(&account) else {
+        let Some((key, member)) = self.queued.remove(&account) else {
             return false;
         };
         if let Some(pool) = self.pools.get_mut(&key) {
-            pool.remove(account as u64);
+            pool.remove(account as u64, member.info.rating);
             if pool.is_empty() {
                 self.pools.remove(&key);
             }
@@ -317,10 +316,8 @@ impl Lobby {
                 continue;
             };
             let waiting = pool.len() as u32;
-            for id in pool.ids() {
-                let (Some((waited, window)), Some((_, member))) =
-                    (pool.status(id, now), self.queued.get(&(id as AccountId)))
-                else {
+            for (id, waited, window) in pool.statuses(now) {
+                let Some((_, member)) = self.queued.get(&(id as AccountId)) else {
                     continue;
                 };
                 let _ = member.outbox.send_msg(&ServerMsg::QueueStatus {

@@ -4,10 +4,11 @@
 //! is within its window; the window starts narrow and widens the longer the player
 //! waits. Two players are paired when the difference is within the *wider* of their two
 //! windows, so whoever has waited longest decides: nobody waits forever while a
-//! compatible opponent waits. Joining and leaving are O(log n); one pass of `pair_all`
-//! is O(n log n).
+//! compatible opponent waits. Joining (with its pairing) and leaving are O(log n) in one
+//! B-tree; one pass of `pair_all` is O(n log n).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Unbounded};
 use std::time::{Duration, Instant};
 
 /// The allowed rating difference right after joining.
@@ -42,17 +43,15 @@ impl Key {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Waiting {
-    rating: f64,
-    since: Instant,
-}
-
-/// The players waiting in one pool, by id.
+/// The players waiting in one pool, ordered by rating, each with the moment it joined.
+///
+/// One ordered map is the whole pool: a player is found by its rating and id, which the
+/// caller keeps (the lobby's own index of who is queued where holds both), so there is no
+/// second index by id to update, and a pairing touches one region of one tree: the
+/// newcomer's place, where its neighbours and their waiting times are too.
 #[derive(Debug, Default)]
 pub struct Pool {
-    by_rating: BTreeSet<Key>,
-    waiting: HashMap<u64, Waiting>,
+    by_rating: BTreeMap<Key, Instant>,
 }
 
 impl Pool {
@@ -61,88 +60,97 @@ impl Pool {
     }
 
     pub fn len(&self) -> usize {
-        self.waiting.len()
+        self.by_rating.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.waiting.is_empty()
+        self.by_rating.is_empty()
     }
 
-    pub fn contains(&self, id: u64) -> bool {
-        self.waiting.contains_key(&id)
+    pub fn contains(&self, id: u64, rating: f64) -> bool {
+        self.by_rating.contains_key(&Key::new(rating, id))
     }
 
-    /// How long `id` has waited, and its current window.
-    pub fn status(&self, id: u64, now: Instant) -> Option<(Duration, f64)> {
-        let w = self.waiting.get(&id)?;
-        let waited = now.saturating_duration_since(w.since);
-        Some((waited, window(waited)))
+    /// Each waiting player's id, how long it has waited and its current window.
+    pub fn statuses(&self, now: Instant) -> impl Iterator<Item = (u64, Duration, f64)> + '_ {
+        self.by_rating.iter().map(move |(k, since)| {
+            let waited = now.saturating_duration_since(*since);
+            (k.id, waited, window(waited))
+        })
     }
 
-    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.waiting.keys().copied()
-    }
-
-    /// Add a player (replacing an earlier entry with the same id).
+    /// Add a player who joined at `now`. The caller adds an id at most once (with the
+    /// rating it will remove it by): a second entry for the same id at another rating
+    /// would be a second player.
     pub fn insert(&mut self, id: u64, rating: f64, now: Instant) {
-        self.remove(id);
-        self.by_rating.insert(Key::new(rating, id));
-        self.waiting.insert(id, Waiting { rating, since: now });
+        self.by_rating.insert(Key::new(rating, id), now);
     }
 
-    pub fn remove(&mut self, id: u64) -> bool {
-        match self.waiting.remove(&id) {
-            Some(w) => {
-                self.by_rating.remove(&Key::new(w.rating, id));
-                true
+    /// Remove a player, by the id and rating it was inserted with.
+    pub fn remove(&mut self, id: u64, rating: f64) -> bool {
+        self.by_rating.remove(&Key::new(rating, id)).is_some()
+    }
+
+    /// The closest-rated compatible opponent for the player at `key` (waiting or not), if
+    /// any.
+    fn best_match(&self, key: Key, since: Instant, now: Instant) -> Option<Key> {
+        let mine = window(now.saturating_duration_since(since));
+        let me = key.rating();
+        // Only the nearest neighbour on each side can be the closest; a farther one on the
+        // same side is never better, and windows are symmetric in the difference.
+        let below = self.by_rating.range(..key).next_back();
+        let above = self.by_rating.range((Excluded(key), Unbounded)).next();
+        let fits = |(k, other): (&Key, &Instant)| {
+            let distance = (k.rating() - me).abs();
+            let widest = mine.max(window(now.saturating_duration_since(*other)));
+            (distance <= widest).then_some((distance, *k))
+        };
+        match (below.and_then(fits), above.and_then(fits)) {
+            (Some(b), Some(a)) => {
+                // The nearer; at equal distance the lower id.
+                let nearer = b.0.total_cmp(&a.0).then(b.1.id.cmp(&a.1.id));
+                Some(if nearer.is_le() { b.1 } else { a.1 })
             }
-            None => false,
+            (one, other) => one.or(other).map(|(_, k)| k),
         }
     }
 
-    /// The closest-rated compatible opponent for `id`, if any.
-    fn best_match(&self, id: u64, now: Instant) -> Option<u64> {
-        let me = self.waiting.get(&id)?;
-        let key = Key::new(me.rating, id);
-        let below = self.by_rating.range(..key).next_back();
-        let above = self.by_rating.range(key..).find(|k| k.id != id);
-        let compatible = |k: &&Key| {
-            let other = &self.waiting[&k.id];
-            let widest = window(now.saturating_duration_since(me.since))
-                .max(window(now.saturating_duration_since(other.since)));
-            (k.rating() - me.rating).abs() <= widest
-        };
-        // Only the nearest neighbour on each side can be the closest; a farther one on the
-        // same side is never better, and windows are symmetric in the difference.
-        let mut candidates: Vec<&Key> = below.into_iter().chain(above).filter(compatible).collect();
-        candidates.sort_by(|a, b| {
-            let da = (a.rating() - me.rating).abs();
-            let db = (b.rating() - me.rating).abs();
-            da.total_cmp(&db).then(a.id.cmp(&b.id))
-        });
-        candidates.first().map(|k| k.id)
+    /// A player arrives: paired at once with the closest compatible player waiting (who
+    /// leaves the pool; the opponent's id is returned), or else added to wait. The caller
+    /// adds an id at most once, as for `insert`.
+    pub fn join(&mut self, id: u64, rating: f64, now: Instant) -> Option<u64> {
+        let key = Key::new(rating, id);
+        match self.best_match(key, now, now) {
+            Some(other) => {
+                self.by_rating.remove(&other);
+                Some(other.id)
+            }
+            None => {
+                self.by_rating.insert(key, now);
+                None
+            }
+        }
     }
 
-    /// Try to pair one newly joined (or any) player right away.
-    pub fn pair_one(&mut self, id: u64, now: Instant) -> Option<(u64, u64)> {
-        let other = self.best_match(id, now)?;
-        self.remove(id);
-        self.remove(other);
-        Some((id, other))
+    /// Try to pair one waiting player right away: on success both
+    /// leave the pool, and the pair is returned, this player first.
+    pub fn pair_one(&mut self, id: u64, rating: f64, now: Instant) -> Option<(u64, u64)> {
+        let key = Key::new(rating, id);
+        let since = *self.by_rating.get(&key)?;
+        let other = self.best_match(key, since, now)?;
+        self.by_rating.remove(&key);
+        self.by_rating.remove(&other);
+        Some((id, other.id))
     }
 
     /// Pair everyone who can be paired, longest-waiting first. Each player appears in at
     /// most one pair.
     pub fn pair_all(&mut self, now: Instant) -> Vec<(u64, u64)> {
-        let mut order: Vec<(Instant, u64)> =
-            self.waiting.iter().map(|(id, w)| (w.since, *id)).collect();
+        let mut order: Vec<(Instant, Key)> = self.by_rating.iter().map(|(k, s)| (*s, *k)).collect();
         order.sort_unstable();
         let mut pairs = Vec::new();
-        for (_, id) in order {
-            if !self.contains(id) {
-                continue;
-            }
-            if let Some(pair) = self.pair_one(id, now) {
+        for (_, key) in order {
+            if let Some(pair) = self.pair_one(key.id, key.rating(), now) {
                 pairs.push(pair);
             }
         }
@@ -163,8 +171,49 @@ mod tests {
         pool.insert(1, 1.0, t);
         pool.insert(2, 1.3, t);
         pool.insert(3, 1.1, t);
-        assert_eq!(pool.pair_one(3, t), Some((3, 1)));
+        assert_eq!(pool.pair_one(3, 1.1, t), Some((3, 1)));
         assert_eq!(pool.len(), 1);
+    }
+
+    #[test]
+    fn equal_distances_go_to_the_lower_id_and_leavers_are_gone() {
+        let t = Instant::now();
+        let mut pool = Pool::new();
+        pool.insert(7, 1.0, t);
+        pool.insert(3, 2.0, t);
+        pool.insert(5, 1.5, t);
+        assert!(pool.remove(3, 2.0));
+        assert!(!pool.remove(3, 2.0), "already gone");
+        assert!(!pool.contains(3, 2.0));
+        pool.insert(4, 2.0, t);
+        assert_eq!(pool.len(), 3);
+        // After 10 s every window is 0.75: 7 and 4 are both 0.5 from 5; the lower id wins.
+        let later = t + Duration::from_secs(10);
+        assert_eq!(pool.pair_one(5, 1.5, later), Some((5, 4)));
+        assert_eq!(pool.len(), 1);
+        assert!(pool.contains(7, 1.0));
+        let statuses: Vec<_> = pool.statuses(later).collect();
+        assert_eq!(
+            statuses,
+            vec![(7, Duration::from_secs(10), window(Duration::from_secs(10)))]
+        );
+    }
+
+    #[test]
+    fn a_newcomer_pairs_on_arrival_or_waits() {
+        let t = Instant::now();
+        let mut pool = Pool::new();
+        assert_eq!(pool.join(1, 1.0, t), None);
+        assert_eq!(pool.join(2, 2.0, t), None, "1.0 away: outside both windows");
+        assert_eq!(pool.len(), 2);
+        // 1.9 is nearer 2.0 than 1.0 is.
+        assert_eq!(pool.join(3, 1.9, t), Some(2));
+        assert_eq!(pool.len(), 1);
+        assert!(pool.contains(1, 1.0) && !pool.contains(3, 1.9));
+        // One who waited long enough widens the window for a newcomer too.
+        let later = t + Duration::from_secs(40);
+        assert_eq!(pool.join(4, 3.0, later), Some(1));
+        assert!(pool.is_empty());
     }
 
     #[test]
@@ -187,7 +236,7 @@ mod tests {
         pool.insert(1, 1.0, t);
         let later = t + Duration::from_secs(40);
         pool.insert(2, 3.0, later);
-        assert_eq!(pool.pair_one(2, later), Some((2, 1)));
+        assert_eq!(pool.pair_one(2, 3.0, later), Some((2, 1)));
     }
 
     #[test]
@@ -225,6 +274,28 @@ mod tests {
                 prop_assert!((ra - rb).abs() <= wa.max(wb) + 1e-12);
             }
             prop_assert_eq!(pool.len() + 2 * pairs.len(), players.len());
+        }
+
+        #[test]
+        fn joining_pairs_as_waiting_and_pairing_at_once_would(
+            players in prop::collection::vec((1.0f64..5.0, 0u64..60), 0..100),
+            newcomer in 1.0f64..5.0,
+        ) {
+            let t0 = Instant::now();
+            let now = t0 + Duration::from_secs(60);
+            let mut joined = Pool::new();
+            let mut waited = Pool::new();
+            for (i, (rating, at)) in players.iter().enumerate() {
+                joined.insert(i as u64, *rating, t0 + Duration::from_secs(*at));
+                waited.insert(i as u64, *rating, t0 + Duration::from_secs(*at));
+            }
+            let id = players.len() as u64;
+            let by_join = joined.join(id, newcomer, now);
+            waited.insert(id, newcomer, now);
+            let by_pair = waited.pair_one(id, newcomer, now).map(|(_, other)| other);
+            prop_assert_eq!(by_join, by_pair);
+            prop_assert_eq!(joined.len(), waited.len());
+            prop_assert_eq!(joined.contains(id, newcomer), by_join.is_none());
         }
 
         #[test]
