@@ -37,6 +37,8 @@ export class App {
     // once it lands: a seat starts receiving events the moment it attaches.
     this.early = new Map();
     this.retries = 0;
+    // What is typed into views that a reconnection rebuilds (the lobby's opponent name).
+    this.drafts = {};
     this.view = null;
     this.route = null;
     this.buildShell();

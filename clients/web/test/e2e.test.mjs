@@ -253,6 +253,12 @@ describe('the browser client against a real server', { timeout: 600_000 }, () =>
       await signUp(erin.page, 'erin');
       await signUp(finn.page, 'finn');
       await erin.page.fill('#opponent', 'finn');
+      // A reconnection rebuilds the lobby; the name typed so far stays.
+      await erin.page.evaluate(() => window.elementals.conn.ws.close());
+      await erin.page.waitForSelector('.banner:not([hidden])', STEP);
+      await erin.page.waitForSelector('.banner', { ...STEP, state: 'hidden' });
+      await erin.page.waitForSelector('.lobby .pools', STEP);
+      assert.equal(await erin.page.inputValue('#opponent'), 'finn');
       await erin.page.getByRole('button', { name: 'Challenge', exact: true }).click();
       await erin.page.getByText('You challenged finn').waitFor(STEP);
       const accept = finn.page.getByRole('button', { name: "Accept erin's challenge" });

@@ -68,7 +68,8 @@ export function lobbyView(app) {
     renderPools();
   };
   select.addEventListener('change', onVariant);
-  for (const input of [numberIn, rangeIn, distanceIn]) input.addEventListener('change', onVariant);
+  // Saved as typed, not only on leaving the field: a reconnection rebuilds this view.
+  for (const input of [numberIn, rangeIn, distanceIn]) input.addEventListener('input', onVariant);
   const ratedBox = h('input', { id: 'rated', type: 'checkbox', checked: rated() });
   ratedBox.addEventListener('change', () => {
     prefs.rated = ratedBox.checked;
@@ -201,7 +202,9 @@ export function lobbyView(app) {
   };
 
   // --- challenges ---
-  const opponent = h('input', { id: 'opponent', autocomplete: 'off', placeholder: 'name', 'aria-label': 'Opponent name' });
+  // The name being typed outlives this view (a reconnection rebuilds it).
+  const opponent = h('input', { id: 'opponent', autocomplete: 'off', placeholder: 'name', 'aria-label': 'Opponent name', value: app.drafts.opponent ?? '' });
+  opponent.addEventListener('input', () => (app.drafts.opponent = opponent.value));
   const challenge = async (ev) => {
     ev.preventDefault();
     const name = opponent.value.trim();
@@ -210,6 +213,7 @@ export function lobbyView(app) {
     if (reply) {
       app.challengesOut.set(reply.challenge.challenge_id, reply.challenge);
       opponent.value = '';
+      app.drafts.opponent = '';
       app.refresh();
     }
   };
