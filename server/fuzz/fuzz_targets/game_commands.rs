@@ -211,47 +211,52 @@ fn skewed(round: u32, skew: i8) -> u32 {
     (round as i64 + skew as i64).clamp(0, u32::MAX as i64) as u32
 }
 
-/// Reads everything queued to `view` and checks it.
+/// Reads everything queued to `view` and checks it: every frame of every item, as the
+/// writer would send them (a delivery of several events is one item).
 fn drain(view: &mut View, known: &mut Known, variant: Variant) {
     while let Ok(out) = view.rx.try_recv() {
-        let Outbound::Frame(bytes) = out else {
-            continue;
-        };
-        let msg = wire::decode_server(&bytes).expect("the server's frames decode");
-        if let ServerMsg::Snapshot { snapshot, .. } = &msg {
-            if let Some(last) = view.last_seq {
-                assert!(
-                    snapshot.seq >= last,
-                    "a snapshot behind events already sent"
-                );
-            }
-            view.last_seq = Some(snapshot.seq);
-            assert_eq!(snapshot.positions.len(), variant.number as usize);
-            known.over |= snapshot.result.is_some();
-            continue;
+        for bytes in out.frames() {
+            check(bytes, view, known, variant);
         }
-        let Some(seq) = msg.seq() else { continue };
+    }
+}
+
+/// Checks one frame sent to `view`, in the order sent.
+fn check(bytes: &[u8], view: &mut View, known: &mut Known, variant: Variant) {
+    let msg = wire::decode_server(bytes).expect("the server's frames decode");
+    if let ServerMsg::Snapshot { snapshot, .. } = &msg {
         if let Some(last) = view.last_seq {
-            assert!(seq <= last + 1, "a gap in the events: {last} then {seq}");
-            view.last_seq = Some(last.max(seq));
+            assert!(
+                snapshot.seq >= last,
+                "a snapshot behind events already sent"
+            );
         }
-        match &msg {
-            ServerMsg::RoundStart { round, .. } => known.round = known.round.max(*round),
-            ServerMsg::RoundResult { record, .. } => {
-                assert_eq!(record.positions.len(), variant.number as usize);
-                let bound = variant.distance as i16;
-                assert!(record.positions.iter().all(|p| p.abs() <= bound));
-                for seat in [Seat::One, Seat::Two] {
-                    if let Some((round, pick)) = known.revealed[seat.index()] {
-                        if round == record.round {
-                            assert_eq!(*record.picks.get(seat), pick, "the revealed pick");
-                        }
+        view.last_seq = Some(snapshot.seq);
+        assert_eq!(snapshot.positions.len(), variant.number as usize);
+        known.over |= snapshot.result.is_some();
+        return;
+    }
+    let Some(seq) = msg.seq() else { return };
+    if let Some(last) = view.last_seq {
+        assert!(seq <= last + 1, "a gap in the events: {last} then {seq}");
+        view.last_seq = Some(last.max(seq));
+    }
+    match &msg {
+        ServerMsg::RoundStart { round, .. } => known.round = known.round.max(*round),
+        ServerMsg::RoundResult { record, .. } => {
+            assert_eq!(record.positions.len(), variant.number as usize);
+            let bound = variant.distance as i16;
+            assert!(record.positions.iter().all(|p| p.abs() <= bound));
+            for seat in [Seat::One, Seat::Two] {
+                if let Some((round, pick)) = known.revealed[seat.index()] {
+                    if round == record.round {
+                        assert_eq!(*record.picks.get(seat), pick, "the revealed pick");
                     }
                 }
             }
-            ServerMsg::GameOver { .. } => known.over = true,
-            _ => {}
         }
+        ServerMsg::GameOver { .. } => known.over = true,
+        _ => {}
     }
 }
 
