@@ -136,6 +136,9 @@ impl Conn {
         match reply {
             ServerMsg::Welcome { limits, .. } => {
                 conn.rate = limits.max_messages_per_s;
+                conn.stats
+                    .announced_rate
+                    .store(limits.max_messages_per_s, Relaxed);
                 Ok(conn)
             }
             _ => Err(ConnError::Unexpected),
@@ -269,8 +272,11 @@ pub fn reply_id(msg: &ServerMsg) -> Option<RequestId> {
     }
 }
 
+/// The share of the server's announced rate limit a simulated connection uses.
+pub const PACE_SHARE: f64 = 0.8;
+
 /// Spaces a connection's requests so it stays under the server's announced rate limit
-/// (at 80 % of it, leaving the burst allowance untouched).
+/// (at `PACE_SHARE` of it, leaving the burst allowance untouched).
 pub struct Pacer {
     interval: Duration,
     next: Instant,
@@ -278,7 +284,7 @@ pub struct Pacer {
 
 impl Pacer {
     pub fn new(rate_per_s: u32) -> Pacer {
-        let rate = (rate_per_s.max(1) as f64) * 0.8;
+        let rate = (rate_per_s.max(1) as f64) * PACE_SHARE;
         Pacer {
             interval: Duration::from_secs_f64(1.0 / rate),
             next: Instant::now(),

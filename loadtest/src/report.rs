@@ -8,6 +8,7 @@ use elementals_client::protocol::messages::GameId;
 use serde::Serialize;
 
 use crate::broadcast::CeilingResult;
+use crate::conn::PACE_SHARE;
 use crate::ctx::FanoutRound;
 use crate::echo::EchoResult;
 use crate::options::RunOptions;
@@ -121,6 +122,14 @@ pub struct Report {
     pub echo: Option<EchoResult>,
     /// messages_per_s / the echo ceiling's messages_per_s.
     pub messages_vs_echo: Option<f64>,
+    /// The most rounds/s the players' pacing allows (each sends a commit and a reveal a
+    /// round at `PACE_SHARE` of the server's announced rate limit, and a round needs
+    /// both players of a game): the offered load at `--think-ms 0`, before the lobby's
+    /// own requests between games. None until a player has signed in.
+    pub pace_cap_rounds_per_s: Option<f64>,
+    /// That cap in messages/s (at this run's messages per round), over the echo
+    /// ceiling's messages/s: the highest `messages_vs_echo` this run could show.
+    pub pace_cap_vs_echo: Option<f64>,
     /// With `--fanout-ceiling`: the bare broadcast server's figures, measured first.
     pub fanout_ceiling: Option<CeilingResult>,
     /// fanout_last_spectator_ms.p50 / the ceiling's last_spectator_ms.p50.
@@ -159,6 +168,19 @@ impl Report {
     ) -> Report {
         let per_s = |n: u64| n as f64 / hold_s.max(1e-9);
         let messages_per_s = per_s(end.frames - start.frames);
+        let rounds_per_s = per_s(end.rounds - start.rounds);
+        let playing = (options.players as f64 * options.playing_fraction).round();
+        let pace_cap_rounds_per_s = match stats.announced_rate.load(Relaxed) {
+            0 => None,
+            // Per game: two players, each at rate * PACE_SHARE messages/s, two a round.
+            rate => Some(playing / 2.0 * rate as f64 * PACE_SHARE / 2.0),
+        };
+        let pace_cap_vs_echo = match (pace_cap_rounds_per_s, &echo) {
+            (Some(cap), Some(e)) if rounds_per_s > 0.0 => {
+                Some(cap * (messages_per_s / rounds_per_s) / e.messages_per_s)
+            }
+            _ => None,
+        };
         let rss_per_connection = match (memory.baseline, memory.at_hold) {
             (Some(base), Some(hold)) if connected > 0 => {
                 Some((hold.rss as f64 - base.rss as f64) / connected as f64)
@@ -183,7 +205,7 @@ impl Report {
             games_lost_on_time: stats.games_lost_on_time.load(Relaxed),
             moves_after_game_over: stats.moves_after_game_over.load(Relaxed),
             rounds_in_hold: end.rounds - start.rounds,
-            rounds_per_s: per_s(end.rounds - start.rounds),
+            rounds_per_s,
             messages_per_s,
             errors: stats.error_total(),
             errors_by_kind: stats.errors(),
@@ -199,6 +221,8 @@ impl Report {
             ramp_s,
             duration_s: hold_s,
             messages_vs_echo: echo.as_ref().map(|e| messages_per_s / e.messages_per_s),
+            pace_cap_rounds_per_s,
+            pace_cap_vs_echo,
             echo,
             fanout_ceiling: None,
             fanout_vs_ceiling: None,
@@ -411,6 +435,22 @@ impl Report {
                 ),
             );
             row("messages/s vs echo", format!("{:.1} %", 100.0 * ratio));
+        }
+        if let Some(cap) = self.pace_cap_rounds_per_s {
+            let share = match self.pace_cap_vs_echo {
+                // Below half, this run cannot show the throughput target (BENCHMARKS.md
+                // §2) met, however fast the server.
+                Some(share) if share < 0.5 => format!(
+                    " = {:.1} % of the echo ceiling (raise it: --server-arg=--message-rate=50)",
+                    100.0 * share
+                ),
+                Some(share) => format!(" = {:.1} % of the echo ceiling", 100.0 * share),
+                None => String::new(),
+            };
+            row(
+                "players' pacing caps rounds/s at",
+                format!("{cap:.0}{share}"),
+            );
         }
         if let Some(ceiling) = &self.fanout_ceiling {
             row(

@@ -2,7 +2,7 @@
 //! latency histograms and errors by kind. Shared by every simulated client.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -100,6 +100,9 @@ pub struct Stats {
     pub fanout_last: Latency,
     /// Connection dropped to the resumed session back in its game (reconnect storm).
     pub resume: Latency,
+    /// The message rate limit the server announced (`welcome.limits`), once a player
+    /// has signed in.
+    pub announced_rate: AtomicU32,
     errors: Mutex<BTreeMap<String, u64>>,
 }
 
