@@ -57,9 +57,19 @@ fn a_short_run_completes_games_without_errors() {
     assert!(count("games_completed") > 0, "no game completed:\n{stdout}");
     // 200 players in 100 games, each player at 80 % of the default 20 messages/s, a
     // commit and a reveal a round: at most 100 * 8 rounds/s.
-    assert_eq!(report["pace_cap_rounds_per_s"].as_f64(), Some(800.0), "{text}");
-    assert!(report["pace_cap_vs_echo"].is_null(), "no echo was measured: {text}");
-    assert!(stdout.contains("players' pacing caps rounds/s at"), "{stdout}");
+    assert_eq!(
+        report["pace_cap_rounds_per_s"].as_f64(),
+        Some(800.0),
+        "{text}"
+    );
+    assert!(
+        report["pace_cap_vs_echo"].is_null(),
+        "no echo was measured: {text}"
+    );
+    assert!(
+        stdout.contains("players' pacing caps rounds/s at"),
+        "{stdout}"
+    );
     assert!(
         count("rounds_completed") > 0,
         "no round completed:\n{stdout}"
