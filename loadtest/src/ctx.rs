@@ -54,28 +54,67 @@ pub struct Ctx {
 
 /// When each game's latest rounds had their last reveal sent, so the players and
 /// spectators receiving the result can time it. Both players of a game are in this
-/// process, so the later of the two sends is known before the result can exist.
+/// process, so the later of the two sends is known before the result can exist. Also
+/// when the result first reached one of the players: the nearest this process sees to
+/// the moment it left the game (the server writes a round's players before its
+/// spectators).
 #[derive(Default)]
-pub struct RevealLog(DashMap<GameId, [(u32, Instant); 2]>);
+pub struct RevealLog(DashMap<GameId, [RoundTimes; 2]>);
+
+#[derive(Debug, Clone, Copy)]
+pub struct RoundTimes {
+    round: u32,
+    last_reveal: Instant,
+    first_result: Option<Instant>,
+}
+
+impl RoundTimes {
+    fn new(round: u32, at: Instant) -> RoundTimes {
+        RoundTimes {
+            round,
+            last_reveal: at,
+            first_result: None,
+        }
+    }
+}
 
 impl RevealLog {
     /// A reveal for `round` of `game` is being sent now.
     pub fn sent(&self, game: GameId, round: u32) {
         let now = Instant::now();
-        let mut entry = self.0.entry(game).or_insert([(0, now); 2]);
+        let mut entry = self.0.entry(game).or_insert([RoundTimes::new(0, now); 2]);
         let rounds = entry.value_mut();
-        if rounds[0].0 == round {
-            rounds[0].1 = rounds[0].1.max(now);
+        if rounds[0].round == round {
+            rounds[0].last_reveal = rounds[0].last_reveal.max(now);
         } else {
             rounds[1] = rounds[0];
-            rounds[0] = (round, now);
+            rounds[0] = RoundTimes::new(round, now);
         }
     }
 
     /// When the last reveal of `round` of `game` went out.
     pub fn last(&self, game: GameId, round: u32) -> Option<Instant> {
+        self.times(game, round).map(|t| t.last_reveal)
+    }
+
+    /// A player received the result of `round` of `game` at `at`: kept if it is the
+    /// first.
+    pub fn result_arrived(&self, game: GameId, round: u32, at: Instant) {
+        if let Some(mut rounds) = self.0.get_mut(&game) {
+            if let Some(t) = rounds.iter_mut().find(|t| t.round == round) {
+                t.first_result.get_or_insert(at);
+            }
+        }
+    }
+
+    /// When the result of `round` of `game` first reached a player, if it has.
+    pub fn first_result(&self, game: GameId, round: u32) -> Option<Instant> {
+        self.times(game, round).and_then(|t| t.first_result)
+    }
+
+    fn times(&self, game: GameId, round: u32) -> Option<RoundTimes> {
         let rounds = *self.0.get(&game)?;
-        rounds.iter().find(|(r, _)| *r == round).map(|(_, at)| *at)
+        rounds.into_iter().find(|t| t.round == round)
     }
 }
 
@@ -88,11 +127,21 @@ pub struct FanoutLog(DashMap<(GameId, u32), FanoutRound>);
 pub struct FanoutRound {
     pub sent: Instant,
     pub last: Duration,
+    /// When the result first reached a player (see `RevealLog`), if it had by the time a
+    /// spectator got it.
+    pub first_result: Option<Instant>,
     /// Each spectator's arrival after `sent`, in microseconds, in the order recorded.
     pub arrivals_us: Vec<u32>,
 }
 
 impl FanoutRound {
+    /// From the result first reaching a player to its last spectator: the fan-out from
+    /// (nearly) the moment the result left the game.
+    pub fn last_from_result(&self) -> Option<Duration> {
+        let first = self.first_result?;
+        Some((self.sent + self.last).saturating_duration_since(first))
+    }
+
     /// The arrivals by which each of `fractions` of the spectators had it.
     pub fn quantiles<const N: usize>(&self, fractions: [f64; N]) -> [Duration; N] {
         let mut sorted = self.arrivals_us.clone();
@@ -109,15 +158,43 @@ impl FanoutRound {
 
 impl FanoutLog {
     /// A spectator received round `round`'s result, `delay` after its last reveal `sent`.
-    pub fn arrived(&self, game: GameId, round: u32, sent: Instant, delay: Duration) {
-        let mut entry = self.0.entry((game, round)).or_insert(FanoutRound {
-            sent,
-            last: Duration::ZERO,
-            arrivals_us: Vec::new(),
-        });
-        entry.last = entry.last.max(delay);
-        let us = u32::try_from(delay.as_micros()).unwrap_or(u32::MAX);
-        entry.arrivals_us.push(us);
+    /// `reveals` says whether a player had it already.
+    pub fn arrived(
+        &self,
+        game: GameId,
+        round: u32,
+        sent: Instant,
+        delay: Duration,
+        reveals: &RevealLog,
+    ) {
+        {
+            let mut entry = self.0.entry((game, round)).or_insert(FanoutRound {
+                sent,
+                last: Duration::ZERO,
+                first_result: None,
+                arrivals_us: Vec::new(),
+            });
+            entry.last = entry.last.max(delay);
+            let us = u32::try_from(delay.as_micros()).unwrap_or(u32::MAX);
+            entry.arrivals_us.push(us);
+        }
+        // The round's entry first, then the player's time: a player records its result
+        // in the `RevealLog` before it looks for the entry here, so between the two one
+        // of us sees the other.
+        if let Some(at) = reveals.first_result(game, round) {
+            self.player_result(game, round, at);
+        }
+    }
+
+    /// A player received round `round`'s result at `at`: kept as the round's first, if a
+    /// spectator has the round already (and none came sooner). Rounds no spectator saw
+    /// are not recorded; for those that a spectator sees later, `arrived` takes the time
+    /// from the `RevealLog`.
+    pub fn player_result(&self, game: GameId, round: u32, at: Instant) {
+        if let Some(mut entry) = self.0.get_mut(&(game, round)) {
+            let first = entry.first_result.get_or_insert(at);
+            *first = (*first).min(at);
+        }
     }
 
     pub fn clear(&self) {

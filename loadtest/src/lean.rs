@@ -530,7 +530,8 @@ impl Watcher {
                 if let Some(sent) = ctx.reveals.last(game_id, record.round) {
                     let delay = read_at.saturating_duration_since(sent);
                     self.stats.spectator_result.record(delay);
-                    ctx.fanout.arrived(game_id, record.round, sent, delay);
+                    ctx.fanout
+                        .arrived(game_id, record.round, sent, delay, &ctx.reveals);
                 }
                 Ok(())
             }

@@ -523,6 +523,10 @@ impl Player {
                 if let Some(at) = self.ctx.reveals.last(*game_id, record.round) {
                     stats.result.record(at.elapsed());
                 }
+                // For the fan-out timed from the players' result (`FanoutRound`).
+                let now = Instant::now();
+                self.ctx.reveals.result_arrived(*game_id, record.round, now);
+                self.ctx.fanout.player_result(*game_id, record.round, now);
                 if game.seat == Seat::One {
                     stats.rounds.fetch_add(1, Relaxed);
                 }

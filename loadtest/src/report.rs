@@ -34,6 +34,8 @@ pub struct FanoutRoundReport {
     pub p99_ms: f64,
     /// From its last reveal sent to its result reaching the last spectator.
     pub last_ms: f64,
+    /// From its result first reaching a player to the last spectator.
+    pub last_from_result_ms: Option<f64>,
     /// How many spectators it reached.
     pub received: u32,
 }
@@ -108,6 +110,12 @@ pub struct Report {
     pub spectator_result_latency_ms: Percentiles,
     /// Per round, from its last reveal sent to its result reaching the last spectator.
     pub fanout_last_spectator_ms: Percentiles,
+    /// Per round, from its result first reaching a player to the last spectator: the
+    /// fan-out from (nearly) the moment the result left the game, which the generator
+    /// cannot see. The server writes a round's players first, so this falls short of the
+    /// true figure by a player's own delivery; `fanout_last_spectator_ms` exceeds it by
+    /// the last reveal's trip and the game's work. The truth is between the two.
+    pub fanout_from_result_ms: Percentiles,
     pub spectator_resyncs: u64,
     pub server_rss_peak_bytes: Option<u64>,
     /// Before any client connected.
@@ -213,6 +221,7 @@ impl Report {
             result_latency_ms: stats.result.percentiles(),
             spectator_result_latency_ms: stats.spectator_result.percentiles(),
             fanout_last_spectator_ms: stats.fanout_last.percentiles(),
+            fanout_from_result_ms: stats.fanout_from_result.percentiles(),
             spectator_resyncs: stats.spectator_resyncs.load(Relaxed),
             server_rss_peak_bytes: memory.peak,
             server_rss_baseline_bytes: memory.baseline.map(|m| m.rss),
@@ -270,6 +279,7 @@ impl Report {
                     p90_ms: ms(p90),
                     p99_ms: ms(p99),
                     last_ms: ms(r.last),
+                    last_from_result_ms: r.last_from_result().map(ms),
                     received: r.arrivals_us.len() as u32,
                 }
             })
@@ -332,6 +342,10 @@ impl Report {
             row(
                 "fan-out: last spectator",
                 lat(&self.fanout_last_spectator_ms),
+            );
+            row(
+                "  from the players' result",
+                lat(&self.fanout_from_result_ms),
             );
             row("spectator resyncs", self.spectator_resyncs.to_string());
         }

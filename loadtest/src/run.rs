@@ -319,6 +319,9 @@ async fn drive(
     let fanout_rounds = ctx.fanout.rounds();
     for (_, round) in &fanout_rounds {
         stats.fanout_last.record(round.last);
+        if let Some(from_result) = round.last_from_result() {
+            stats.fanout_from_result.record(from_result);
+        }
     }
     Ok(Report::new(
         options,

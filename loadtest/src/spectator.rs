@@ -157,7 +157,9 @@ impl Spectator {
                     let now = Instant::now();
                     let delay = now - sent;
                     stats.spectator_result.record(delay);
-                    self.ctx.fanout.arrived(*game_id, record.round, sent, delay);
+                    self.ctx
+                        .fanout
+                        .arrived(*game_id, record.round, sent, delay, &self.ctx.reveals);
                 }
             }
         }

@@ -98,6 +98,8 @@ pub struct Stats {
     pub spectator_result: Latency,
     /// Per round, the last spectator's delay (the fan-out's tail).
     pub fanout_last: Latency,
+    /// Per round, the last spectator's arrival after the result first reached a player.
+    pub fanout_from_result: Latency,
     /// Connection dropped to the resumed session back in its game (reconnect storm).
     pub resume: Latency,
     /// The message rate limit the server announced (`welcome.limits`), once a player
@@ -155,6 +157,7 @@ impl Stats {
             &self.result,
             &self.spectator_result,
             &self.fanout_last,
+            &self.fanout_from_result,
         ] {
             l.reset();
         }

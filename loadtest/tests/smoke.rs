@@ -177,18 +177,37 @@ fn lean_spectators_watch_games_and_time_their_results() {
     assert_eq!(listed.len() as u64, rounds, "{text}");
     assert_eq!(report["fanout_rounds_left_out"].as_u64(), Some(0), "{text}");
     let mut at = 0.0;
+    let mut with_from_result = 0;
     for round in listed {
         let (half, last) = (round["half_ms"].as_f64(), round["last_ms"].as_f64());
         let (Some(half), Some(last)) = (half, last) else {
             panic!("a round without its times: {round}");
         };
         assert!(half <= last, "{round}");
+        // A result reaches a player after the round's last reveal went, so the fan-out
+        // timed from there is never longer.
+        if let Some(from_result) = round["last_from_result_ms"].as_f64() {
+            assert!((0.0..=last).contains(&from_result), "{round}");
+            with_from_result += 1;
+        }
         let received = round["received"].as_u64().unwrap_or(0);
         assert!((1..=60).contains(&received), "{round}");
         let this = round["at_s"].as_f64().unwrap_or(-1.0);
         assert!(this >= at, "rounds out of order: {text}");
         at = this;
     }
+    // Both players of each round are in this process, so a player had every round's
+    // result too, bar a round the run's end cut short (at most one in each of the 10
+    // games).
+    assert!(
+        with_from_result > 0 && with_from_result + 10 >= rounds,
+        "{with_from_result} of {rounds} rounds timed from the players' result: {text}"
+    );
+    assert_eq!(
+        report["fanout_from_result_ms"]["count"].as_u64(),
+        Some(with_from_result),
+        "{text}"
+    );
     let ceiling = &report["fanout_ceiling"];
     assert_eq!(ceiling["errors"].as_u64(), Some(0), "{text}");
     assert_eq!(ceiling["spectators"].as_u64(), Some(60), "{text}");
