@@ -167,7 +167,7 @@ impl FanoutLog {
         delay: Duration,
         reveals: &RevealLog,
     ) {
-        {
+        let known = {
             let mut entry = self.0.entry((game, round)).or_insert(FanoutRound {
                 sent,
                 last: Duration::ZERO,
@@ -177,12 +177,16 @@ impl FanoutLog {
             entry.last = entry.last.max(delay);
             let us = u32::try_from(delay.as_micros()).unwrap_or(u32::MAX);
             entry.arrivals_us.push(us);
-        }
+            entry.first_result.is_some()
+        };
         // The round's entry first, then the player's time: a player records its result
         // in the `RevealLog` before it looks for the entry here, so between the two one
-        // of us sees the other.
-        if let Some(at) = reveals.first_result(game, round) {
-            self.player_result(game, round, at);
+        // of us sees the other. Once the round has it, spectators (10,000 a round, read by
+        // one thread) skip the lookup.
+        if !known {
+            if let Some(at) = reveals.first_result(game, round) {
+                self.player_result(game, round, at);
+            }
         }
     }
 
