@@ -8,6 +8,7 @@ mod echo;
 mod lean;
 mod limits;
 mod local;
+mod medians;
 mod options;
 mod player;
 mod report;
@@ -44,6 +45,7 @@ fn main() -> anyhow::Result<()> {
             limits::raise()?;
             runtime.block_on(broadcast::serve())
         }
+        Some(Command::Medians { files }) => medians::run(&files),
         None => {
             let json = cli.run.json.clone();
             let report = runtime.block_on(run::run(cli.run))?;

@@ -44,6 +44,14 @@ pub enum Command {
     /// Run the bare broadcast server (used by `--fanout-ceiling`).
     #[command(hide = true, name = "broadcast-serve")]
     BroadcastServe,
+
+    /// Print several runs' `--json` reports side by side with their median, as a
+    /// Markdown table (`loadtest/bench.sh` uses it).
+    Medians {
+        /// The reports, one per run.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, Args)]
