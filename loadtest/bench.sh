@@ -67,6 +67,12 @@ else
     bin=$out/elementals-loadtest
 fi
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+# The criterion benches are built now, so that no run's build falls on another run.
+for t in "${targets[@]}"; do
+    case $t in
+    persistence | pairing) (cd "$root" && cargo bench -p elementals-server --bench "$t" --no-run) ;;
+    esac
+done
 
 load() { cut -d' ' -f1 /proc/loadavg; }
 
