@@ -152,9 +152,9 @@ done
                 grep -E '^(persistence|pairing)/|thrpt:|time:' "$out/$t-$i.out" | grep -v '%' || true
             done ;;
         *)
-            local_prefixes=("$t")
-            [[ $t == density ]] && local_prefixes=(density10000 density19000)
-            for p in "${local_prefixes[@]}"; do
+            prefixes=("$t")
+            [[ $t == density ]] && prefixes=(density10000 density19000)
+            for p in "${prefixes[@]}"; do
                 echo
                 echo "## $p"
                 echo

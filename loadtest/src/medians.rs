@@ -15,6 +15,18 @@ struct Column {
     title: &'static str,
     path: &'static [&'static str],
     show: Show,
+    kind: Kind,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// A figure of the server's: left out when zero in every run (no spectators, no
+    /// fan-out), with its median.
+    Figure,
+    /// Shown even when zero everywhere (no errors is the point), with its median.
+    Always,
+    /// What the run shared the machine with: shown per run, no median.
+    Context,
 }
 
 #[derive(Clone, Copy)]
@@ -28,11 +40,20 @@ enum Show {
 }
 
 const fn col(title: &'static str, path: &'static [&'static str], show: Show) -> Column {
-    Column { title, path, show }
+    Column {
+        title,
+        path,
+        show,
+        kind: Kind::Figure,
+    }
 }
 
-/// In the order they are shown. A column is shown only when every run has it and it is
-/// not zero in all of them (no spectators: no fan-out).
+const fn with(kind: Kind, column: Column) -> Column {
+    Column { kind, ..column }
+}
+
+/// In the order they are shown. A column is shown only when every run has it (and, for a
+/// `Kind::Figure`, it is not zero in all of them).
 const COLUMNS: &[Column] = &[
     col("players peak", &["players_connected_peak"], Show::Count),
     col(
@@ -96,18 +117,24 @@ const COLUMNS: &[Column] = &[
         &["reconnect_storm", "all_back_s"],
         Show::Decimals(2),
     ),
-    col("errors", &["errors"], Show::Count),
-    col("cores server", &["cpu", "server_cores"], Show::Decimals(2)),
-    col(
-        "cores loadtest",
-        &["cpu", "loadtest_cores"],
-        Show::Decimals(2),
+    with(Kind::Always, col("errors", &["errors"], Show::Count)),
+    with(
+        Kind::Context,
+        col("cores server", &["cpu", "server_cores"], Show::Decimals(2)),
     ),
-    col("load avg", &["load_average_1m"], Show::Decimals(2)),
+    with(
+        Kind::Context,
+        col(
+            "cores loadtest",
+            &["cpu", "loadtest_cores"],
+            Show::Decimals(2),
+        ),
+    ),
+    with(
+        Kind::Context,
+        col("load avg", &["load_average_1m"], Show::Decimals(2)),
+    ),
 ];
-
-/// Columns whose median means nothing (they describe the run, not the server).
-const NO_MEDIAN: &[&str] = &["cores server", "cores loadtest", "load avg"];
 
 fn figure(report: &Value, path: &[&str]) -> Option<f64> {
     path.iter()
@@ -157,7 +184,7 @@ pub fn table(reports: &[(String, Value)]) -> String {
         .filter(|c| {
             let values: Vec<Option<f64>> = reports.iter().map(|(_, r)| figure(r, c.path)).collect();
             let everywhere = values.iter().all(Option::is_some);
-            everywhere && (c.title == "errors" || values.iter().any(|v| *v != Some(0.0)))
+            everywhere && (c.kind != Kind::Figure || values.iter().any(|v| *v != Some(0.0)))
         })
         .collect();
     let mut out = String::new();
@@ -179,7 +206,7 @@ pub fn table(reports: &[(String, Value)]) -> String {
             .iter()
             .filter_map(|(_, r)| figure(r, c.path))
             .collect();
-        cells.push(if NO_MEDIAN.contains(&c.title) || values.is_empty() {
+        cells.push(if c.kind == Kind::Context || values.is_empty() {
             String::new()
         } else {
             format!("**{}**", shown(median(&mut values), c.show))

@@ -161,6 +161,11 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
+    /// How many of the players queue and play (`--playing-fraction` of them).
+    pub fn playing(&self) -> u64 {
+        (self.players as f64 * self.playing_fraction).round() as u64
+    }
+
     /// How often to sample the server, if at all.
     pub fn sampling(&self) -> Option<Duration> {
         self.sample_every.or(self

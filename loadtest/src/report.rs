@@ -177,7 +177,7 @@ impl Report {
         let per_s = |n: u64| n as f64 / hold_s.max(1e-9);
         let messages_per_s = per_s(end.frames - start.frames);
         let rounds_per_s = per_s(end.rounds - start.rounds);
-        let playing = (options.players as f64 * options.playing_fraction).round();
+        let playing = options.playing() as f64;
         let pace_cap_rounds_per_s = match stats.announced_rate.load(Relaxed) {
             0 => None,
             // Per game: two players, each at rate * PACE_SHARE messages/s, two a round.

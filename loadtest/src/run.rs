@@ -228,7 +228,7 @@ async fn drive(
 
     // Ramp: players first (spectators need live games), at the given rate.
     let total = options.players + options.spectators;
-    let playing = (options.players as f64 * options.playing_fraction).round() as u64;
+    let playing = options.playing();
     let started = Instant::now();
     let interval = Duration::from_secs_f64(1.0 / options.ramp_per_s.max(1) as f64);
     let mut clients = JoinSet::new();
