@@ -98,13 +98,12 @@ impl RevealLog {
     }
 
     /// A player received the result of `round` of `game` at `at`: kept if it is the
-    /// first.
-    pub fn result_arrived(&self, game: GameId, round: u32, at: Instant) {
-        if let Some(mut rounds) = self.0.get_mut(&game) {
-            if let Some(t) = rounds.iter_mut().find(|t| t.round == round) {
-                t.first_result.get_or_insert(at);
-            }
-        }
+    /// first. Returns when the round's last reveal went, as `last` does.
+    pub fn result_arrived(&self, game: GameId, round: u32, at: Instant) -> Option<Instant> {
+        let mut rounds = self.0.get_mut(&game)?;
+        let t = rounds.iter_mut().find(|t| t.round == round)?;
+        t.first_result.get_or_insert(at);
+        Some(t.last_reveal)
     }
 
     /// When the result of `round` of `game` first reached a player, if it has.

@@ -520,12 +520,11 @@ impl Player {
             ServerMsg::RoundResult {
                 game_id, record, ..
             } => {
-                if let Some(at) = self.ctx.reveals.last(*game_id, record.round) {
-                    stats.result.record(at.elapsed());
-                }
-                // For the fan-out timed from the players' result (`FanoutRound`).
+                // Kept for the fan-out timed from the players' result (`FanoutRound`).
                 let now = Instant::now();
-                self.ctx.reveals.result_arrived(*game_id, record.round, now);
+                if let Some(sent) = self.ctx.reveals.result_arrived(*game_id, record.round, now) {
+                    stats.result.record(now.saturating_duration_since(sent));
+                }
                 self.ctx.fanout.player_result(*game_id, record.round, now);
                 if game.seat == Seat::One {
                     stats.rounds.fetch_add(1, Relaxed);
