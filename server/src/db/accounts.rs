@@ -167,15 +167,19 @@ pub(super) fn leaderboard(conn: &Connection, limit: u32) -> DbResult<Vec<LeaderR
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// An account's latest rating changes: the history's key read backwards, no sort. A player
+/// sits in one game at a time, so their games end one after another and are rated in that
+/// order; two ending in the same millisecond (never seen) would be listed by game id.
+pub(super) const PLAYER_HISTORY: &str = r#"
+    SELECT game_id, "before", "after", at FROM rating_history
+    WHERE account_id = ?1 ORDER BY at DESC, game_id DESC LIMIT ?2"#;
+
 /// An account's standing and its rating history, newest first.
 pub(super) fn player_page(conn: &Connection, name: &str) -> DbResult<Option<PlayerPage>> {
     let Some(account) = by_name(conn, name)? else {
         return Ok(None);
     };
-    let mut statement = conn.prepare_cached(
-        r#"SELECT game_id, "before", "after", at FROM rating_history
-           WHERE account_id = ?1 ORDER BY at DESC, rowid DESC LIMIT ?2"#,
-    )?;
+    let mut statement = conn.prepare_cached(PLAYER_HISTORY)?;
     let history = statement
         .query_map(params![account.id, HISTORY_LIMIT], |row| {
             Ok(HistoryRow {

@@ -142,12 +142,15 @@ fn stored_rating(conn: &Connection, account: AccountId) -> DbResult<f64> {
 }
 
 /// Both seats' changes of one game, found by the primary keys of `games` and
-/// `rating_history` (there is no index of the history by game alone).
+/// `rating_history` (there is no index of the history by game alone): a change's time is
+/// its game's end.
 pub(super) const RECORDED_CHANGES: &str = r#"
     SELECT one."before", one."after", two."before", two."after"
     FROM games g
-    JOIN rating_history one ON one.game_id = g.id AND one.account_id = g.one_id
-    JOIN rating_history two ON two.game_id = g.id AND two.account_id = g.two_id
+    JOIN rating_history one
+        ON one.account_id = g.one_id AND one.at = g.ended_at AND one.game_id = g.id
+    JOIN rating_history two
+        ON two.account_id = g.two_id AND two.at = g.ended_at AND two.game_id = g.id
     WHERE g.id = ?1"#;
 
 /// The changes a stored game made, seat by seat; `None` if it changed no rating.

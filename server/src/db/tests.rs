@@ -237,19 +237,17 @@ fn recording_a_game_writes_no_index_that_nothing_reads() {
         .collect::<Result<_, _>>()
         .unwrap()
     };
-    // The primary keys' own indexes, and the player page's history by time.
+    // The games' primary key's own index. The rating history is a WITHOUT ROWID table
+    // kept in its key's order, (account, time, game): no index beside it.
     assert_eq!(indexes("games"), ["sqlite_autoindex_games_1"]);
-    assert_eq!(
-        indexes("rating_history"),
-        [
-            "rating_history_by_time",
-            "sqlite_autoindex_rating_history_1"
-        ]
-    );
+    assert_eq!(indexes("rating_history"), Vec::<String>::new());
+    assert!(conn
+        .prepare("SELECT rowid FROM rating_history")
+        .is_err_and(|e| e.to_string().contains("no such column")));
 }
 
 #[test]
-fn a_recorded_games_changes_are_found_by_primary_keys() {
+fn a_recorded_games_changes_and_a_players_history_are_read_by_key() {
     let dir = tempfile::tempdir().unwrap();
     let conn = schema::open(&dir.path().join("elementals.db")).unwrap();
     let plan = conn
@@ -264,14 +262,91 @@ fn a_recorded_games_changes_are_found_by_primary_keys() {
     assert_eq!(plan.len(), 3, "{plan:?}");
     for (step, key) in plan.iter().zip([
         "(id=?)",
-        "(account_id=? AND game_id=?)",
-        "(account_id=? AND game_id=?)",
+        "(account_id=? AND at=? AND game_id=?)",
+        "(account_id=? AND at=? AND game_id=?)",
     ]) {
         assert!(
             step.starts_with("SEARCH") && step.ends_with(key),
             "{plan:?}"
         );
     }
+    // A player's page reads their part of the history's key backwards: no sort.
+    let plan = conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {}", accounts::PLAYER_HISTORY))
+        .unwrap()
+        .query_map(rusqlite::params![1, 200], |row| row.get::<_, String>(3))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    assert_eq!(
+        plan,
+        ["SEARCH rating_history USING PRIMARY KEY (account_id=?)"]
+    );
+}
+
+#[tokio::test]
+async fn rating_history_written_before_migration_5_reads_back_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("elementals.db");
+    // A server of schema 4 plays three games: its history has a rowid, a primary key
+    // index (account, game) and an index by time.
+    let (ann, bob, records, changes) = {
+        let conn = schema::open_at(&path, 4).unwrap();
+        let ann = accounts::create_account(&conn, "Ann", "hash-of-Ann").unwrap();
+        let bob = accounts::create_account(&conn, "Bob", "hash-of-Bob").unwrap();
+        let mut records = Vec::new();
+        let mut changes = Vec::new();
+        for (i, winner) in [Seat::One, Seat::Two, Seat::Two].into_iter().enumerate() {
+            let mut record = won(&ann, &bob, winner);
+            record.ended_at = 10_000 * (i as u64 + 1);
+            let stored = super::stored::encode(&record).unwrap();
+            changes.push(games::record(&conn, &record, &stored).unwrap().unwrap());
+            records.push(record);
+        }
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 4);
+        (ann, bob, records, changes)
+    };
+
+    let db = Db::open(&path).unwrap();
+    // Bob's page: all three changes, newest first, as they were.
+    let page = db.player_page("bob".into()).await.unwrap().unwrap();
+    let listed: Vec<(&str, f64, f64, u64)> = page
+        .history
+        .iter()
+        .map(|h| (h.game_id.as_str(), h.before, h.after, h.at))
+        .collect();
+    let ids: Vec<String> = records.iter().map(|r| r.game_id.to_string()).collect();
+    let expected: Vec<(&str, f64, f64, u64)> = (0..3)
+        .rev()
+        .map(|i| {
+            let change = changes[i].two;
+            (
+                ids[i].as_str(),
+                change.before,
+                change.after,
+                records[i].ended_at,
+            )
+        })
+        .collect();
+    assert_eq!(listed, expected);
+    assert_eq!(page.rating, fetch(&db, &bob).await.rating);
+    // A game recorded again is found with its changes by the new key, and changes nothing.
+    for (record, changes) in records.iter().zip(&changes) {
+        assert_eq!(
+            db.record_game(record.clone()).await.unwrap(),
+            Some(*changes)
+        );
+    }
+    assert_eq!(fetch(&db, &ann).await.wins, 1);
+    db.shutdown().await.unwrap();
+    assert_eq!(count(&path, "rating_history"), 6);
+    let version: i64 = side_connection(&path)
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, schema::current_version() as i64);
 }
 
 #[tokio::test]

@@ -1,6 +1,8 @@
 //! Many games recorded at once, as when a wave of games ends together: all of them land,
 //! each rated from where the previous game left its players.
 
+use std::collections::HashMap;
+
 use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -22,32 +24,74 @@ async fn two_hundred_concurrent_games_all_land_with_chained_ratings() {
     assert_eq!(count(&t.path, "games"), 200);
     assert_eq!(count(&t.path, "rating_history"), 400);
 
-    // Applied one after another: each change starts where the previous one ended.
+    // Applied one after another: each change starts where another ended, from the
+    // starting rating to the stored one. (All 200 games end at the same millisecond, so
+    // the history's order says nothing about the order they were applied in; the chain is
+    // found from the values alone.)
     let side = side_connection(&t.path);
     let (mut wins, mut losses) = (0, 0);
     for account in &players {
         let mut statement = side
-            .prepare(
-                r#"SELECT "before", "after" FROM rating_history
-                   WHERE account_id = ?1 ORDER BY rowid"#,
-            )
+            .prepare(r#"SELECT "before", "after" FROM rating_history WHERE account_id = ?1"#)
             .unwrap();
-        let chain: Vec<(f64, f64)> = statement
+        let changes: Vec<(f64, f64)> = statement
             .query_map([account.id], |r| Ok((r.get(0)?, r.get(1)?)))
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        let mut rating = 1.0;
-        for (before, after) in chain {
-            assert_eq!(before, rating, "{}", account.name);
-            rating = after;
-        }
         let stored = fetch(&t.db, account).await;
-        assert_eq!(stored.rating, rating, "{}", account.name);
+        assert_eq!(changes.len() as u32, stored.wins + stored.losses);
+        assert!(
+            chains(&changes, 1.0, stored.rating),
+            "{}: {changes:?} do not chain from 1.0 to {}",
+            account.name,
+            stored.rating
+        );
         wins += stored.wins;
         losses += stored.losses;
     }
     assert_eq!((wins, losses), (200, 200));
+}
+
+/// Whether `changes`, taken in some order, each start where the one before ended, the
+/// first at `start` and the last ending at `end`: a path through the ratings that uses
+/// every change once (Hierholzer's walk, then checked edge by edge). A lost update, two
+/// changes from the same stored rating, leaves no such path.
+fn chains(changes: &[(f64, f64)], start: f64, end: f64) -> bool {
+    let edge = |(before, after): (f64, f64)| (before.to_bits(), after.to_bits());
+    let mut leaving: HashMap<u64, Vec<u64>> = HashMap::new();
+    for &change in changes {
+        let (before, after) = edge(change);
+        leaving.entry(before).or_default().push(after);
+    }
+    let mut stack = vec![start.to_bits()];
+    let mut path = Vec::new();
+    while let Some(&at) = stack.last() {
+        match leaving.get_mut(&at).and_then(Vec::pop) {
+            Some(next) => stack.push(next),
+            None => path.extend(stack.pop()),
+        }
+    }
+    path.reverse();
+    let mut walked: Vec<(u64, u64)> = path.windows(2).map(|w| (w[0], w[1])).collect();
+    let mut expected: Vec<(u64, u64)> = changes.iter().copied().map(edge).collect();
+    walked.sort_unstable();
+    expected.sort_unstable();
+    path.first() == Some(&start.to_bits())
+        && path.last() == Some(&end.to_bits())
+        && walked == expected
+}
+
+#[test]
+fn chains_finds_an_order_and_refuses_a_lost_update() {
+    assert!(chains(&[(1.5, 2.0), (1.0, 1.5)], 1.0, 2.0));
+    assert!(chains(&[], 1.0, 1.0));
+    // Back and forth through one rating, in any order.
+    assert!(chains(&[(1.5, 1.0), (1.0, 1.5), (1.0, 1.5)], 1.0, 1.5));
+    // Two changes from 1.0: one of them was rated from a rating already replaced.
+    assert!(!chains(&[(1.0, 1.5), (1.0, 0.5)], 1.0, 0.5));
+    assert!(!chains(&[(1.0, 1.5)], 1.0, 2.0));
+    assert!(!chains(&[(1.0, 1.5), (2.0, 2.5)], 1.0, 2.5));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
