@@ -3,19 +3,24 @@
 //!
 //! `axum::serve` has neither, so a client could open sockets and trickle header bytes
 //! forever (slowloris). Here each connection must deliver a complete request head within
-//! `--handshake-timeout-secs` of connecting (and of its previous response, for keep-alive),
-//! and at most `--max-handshakes` connections may be in that state at once. Beyond that the
-//! loop stops accepting until one finishes: further connections wait in the kernel's
-//! accept queue (`LISTEN_BACKLOG` deep) rather than being refused, so a burst of
-//! reconnecting clients (a restart, a network blip) is admitted as fast as handshakes
-//! complete instead of retrying with backoff. A connection leaves this accounting when it upgrades to a
-//! WebSocket: from then on the connection caps in `http` and the sign-in and idle timeouts
-//! in `connection` govern it. Only HTTP/1.1 is served: WebSockets need nothing else, and
-//! HTTP/2's preface detection would be a read without a deadline.
+//! `--handshake-timeout-secs` of its handshake starting (and of its previous response, for
+//! keep-alive), and at most `--max-handshakes` connections may be in that state at once.
+//! Beyond that, connections are still accepted, up to `--accept-queue` more, and wait in
+//! order for a slot, holding only their socket. Only past both does the loop stop
+//! accepting and leave connections to the kernel's accept queue (`LISTEN_BACKLOG`, capped
+//! by `net.core.somaxconn`); past that the kernel drops their SYNs, and a client retries a
+//! SYN only after a second, then three. So a burst of reconnecting clients (a restart, a
+//! network blip) is admitted as fast as handshakes complete: with the kernel's queue alone,
+//! half of a 10,000-player storm waited out those timers (BENCHMARKS.md §6). A connection
+//! leaves this accounting when it upgrades to a WebSocket: from then on the connection caps
+//! in `http` and the sign-in and idle timeouts in `connection` govern it. Only HTTP/1.1 is
+//! served: WebSockets need nothing else, and HTTP/2's preface detection would be a read
+//! without a deadline.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +37,7 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
 use crate::config::Config;
+use crate::metrics::Metrics;
 
 /// Largest request head hyper buffers (hyper's minimum is 8 KiB; its default of ~400 KiB
 /// per connection would let a slow client pin that much memory).
@@ -66,19 +72,26 @@ pub async fn serve(
     listener: TcpListener,
     app: Router,
     config: &Config,
+    metrics: &Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let handshakes = Arc::new(Semaphore::new(config.max_handshakes.max(1)));
+    let max_handshakes = config.max_handshakes.max(1);
+    let handshakes = Arc::new(Semaphore::new(max_handshakes));
+    // Connections accepted and not yet upgraded (or closed): in a handshake, or waiting
+    // for a slot.
+    let accepted = Arc::new(Semaphore::new(
+        max_handshakes.saturating_add(config.accept_queue),
+    ));
     let header_timeout = config.handshake_timeout();
     let connections = TaskTracker::new();
     let stop = CancellationToken::new();
     let mut shutdown = pin!(shutdown);
     loop {
-        // A free handshake slot first, then a connection to give it to.
-        let permit = tokio::select! {
+        // Room for one more first, then a connection to give it to.
+        let room = tokio::select! {
             _ = &mut shutdown => break,
-            permit = handshakes.clone().acquire_owned() => match permit {
-                Ok(permit) => permit,
+            room = accepted.clone().acquire_owned() => match room {
+                Ok(room) => room,
                 Err(_) => break,
             },
         };
@@ -95,9 +108,23 @@ pub async fn serve(
         };
         let app = app.clone();
         let stop = stop.clone();
+        let handshakes = handshakes.clone();
+        let metrics = metrics.clone();
         connections.spawn(async move {
-            serve_connection(stream, peer, app, header_timeout, stop).await;
-            drop(permit);
+            // Waiting holds the socket and this small future; hyper's state and buffers
+            // come with the slot. The semaphore is fair: first come, first served.
+            let waiting = Counted::new(&metrics.handshakes_waiting);
+            let slot = tokio::select! {
+                slot = handshakes.acquire_owned() => slot,
+                _ = stop.cancelled() => return,
+            };
+            drop(waiting);
+            if let Ok(slot) = slot {
+                let _in_handshake = Counted::new(&metrics.handshakes);
+                Box::pin(serve_connection(stream, peer, app, header_timeout, stop)).await;
+                drop(slot);
+            }
+            drop(room);
         });
     }
     stop.cancel();
@@ -109,6 +136,22 @@ pub async fn serve(
         tracing::warn!("some HTTP connections did not finish in time");
     }
     Ok(())
+}
+
+/// One more in a gauge for as long as it lives.
+struct Counted<'a>(&'a AtomicU64);
+
+impl<'a> Counted<'a> {
+    fn new(gauge: &'a AtomicU64) -> Counted<'a> {
+        gauge.fetch_add(1, Relaxed);
+        Counted(gauge)
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
 }
 
 /// One connection: hyper's HTTP/1.1 with upgrades, the peer's address as `ConnectInfo`.

@@ -75,10 +75,18 @@ pub struct Config {
     #[arg(long, env = "ELEMENTALS_HANDSHAKE_TIMEOUT_SECS", default_value_t = 10)]
     pub handshake_timeout_secs: u64,
 
-    /// Most TCP connections still in their HTTP handshake at once; more wait in the
-    /// kernel's accept queue until one finishes. Upgraded WebSockets do not count.
+    /// Most TCP connections still in their HTTP handshake at once; more wait, in order,
+    /// for one to finish (see `--accept-queue`). Upgraded WebSockets do not count.
     #[arg(long, env = "ELEMENTALS_MAX_HANDSHAKES", default_value_t = 1024)]
     pub max_handshakes: usize,
+
+    /// Accepted TCP connections that may wait for a handshake slot, each costing a file
+    /// descriptor and a few hundred bytes. Past these, connections wait in the kernel's
+    /// accept queue (at most `net.core.somaxconn`, often 4096), and past that the kernel
+    /// drops their SYNs: those clients retry only after a second or more, which is what
+    /// made a reconnect storm slow.
+    #[arg(long, env = "ELEMENTALS_ACCEPT_QUEUE", default_value_t = 16_384)]
+    pub accept_queue: usize,
 
     /// Failed logins allowed per account name per minute; more are answered `rate_limited`.
     #[arg(
@@ -133,6 +141,7 @@ mod tests {
         assert_eq!(config.max_connections, 19_000);
         assert_eq!(config.max_connections_per_ip, 64);
         assert_eq!(config.max_handshakes, 1024);
+        assert_eq!(config.accept_queue, 16_384);
         assert_eq!(config.handshake_timeout(), Duration::from_secs(10));
         assert_eq!(config.auth_timeout(), Duration::from_secs(30));
         assert_eq!(config.heartbeat(), Duration::from_secs(20));

@@ -22,6 +22,10 @@ pub struct Metrics {
     pub messages_in: AtomicU64,
     pub messages_out: AtomicU64,
     pub spectators: AtomicU64,
+    /// TCP connections in their HTTP handshake (`accept`).
+    pub handshakes: AtomicU64,
+    /// Accepted TCP connections waiting for a handshake slot.
+    pub handshakes_waiting: AtomicU64,
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_us: AtomicU64,
@@ -62,6 +66,16 @@ impl Metrics {
                 "elementals_spectators",
                 "Spectators attached to games.",
                 &self.spectators,
+            ),
+            (
+                "elementals_handshakes",
+                "TCP connections in their HTTP handshake.",
+                &self.handshakes,
+            ),
+            (
+                "elementals_handshakes_waiting",
+                "Accepted TCP connections waiting for a handshake slot.",
+                &self.handshakes_waiting,
             ),
         ];
         for (name, help, v) in gauges {

@@ -125,7 +125,7 @@ pub async fn run(
         stop_games.cancel();
         stop.cancel();
     };
-    crate::accept::serve(listener, app, &state.config, signal).await?;
+    crate::accept::serve(listener, app, &state.config, &state.metrics, signal).await?;
 
     // Upgraded WebSocket connections outlive hyper's graceful shutdown: wait for ours.
     state.tasks.close();

@@ -160,6 +160,59 @@ async fn connections_past_the_handshake_cap_wait_for_a_free_slot() {
     read_until_closed(&mut b).await;
 }
 
+/// `GET /metrics` on a fresh connection, sent at once: the connection waits its turn if
+/// the handshake slots are taken.
+async fn ask_metrics(server: &TestServer) -> TcpStream {
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    stream
+}
+
+/// A gauge's value in a `/metrics` answer.
+fn gauge(answer: &[u8], name: &str) -> u64 {
+    let text = String::from_utf8_lossy(answer);
+    let line = text
+        .lines()
+        .find(|line| line.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no {name} in {text}"));
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Past the handshake cap, connections are accepted at once and wait in the server's own
+/// queue, in order: not in the kernel's, which drops SYNs once full (a client then retries
+/// a second later). `--accept-queue` bounds them.
+#[tokio::test(start_paused = true)]
+async fn connections_past_the_handshake_cap_wait_in_order_in_the_servers_queue() {
+    for (queue, expected) in [(8, vec![3, 2, 1, 0]), (0, vec![0, 0, 0, 0])] {
+        let server = start_server_with(|c| {
+            c.max_handshakes = 1;
+            c.accept_queue = queue;
+        })
+        .await;
+        serving(&server).await;
+        // A silent connection holds the one slot for its 10 s.
+        let mut silent = TcpStream::connect(server.addr).await.unwrap();
+        let mut waiting = Vec::new();
+        for _ in 0..4 {
+            waiting.push(ask_metrics(&server).await);
+        }
+        // Each is answered in turn; each answer counts the connections still waiting
+        // behind it in the server (with no queue of its own, they wait in the kernel's).
+        let mut reported = Vec::new();
+        for stream in &mut waiting {
+            let answer = read_until_closed(stream).await;
+            assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+            assert_eq!(gauge(&answer, "elementals_handshakes"), 1);
+            reported.push(gauge(&answer, "elementals_handshakes_waiting"));
+        }
+        assert_eq!(reported, expected, "accept queue {queue}");
+        read_until_closed(&mut silent).await;
+    }
+}
+
 #[tokio::test]
 async fn a_client_that_stops_answering_pings_is_closed_4002() {
     let server = start_server_with(|c| {
