@@ -143,6 +143,31 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some(ticks / per_s)
 }
 
+/// The machine's count of connections its listeners' full accept queues turned away
+/// (`TcpExt: ListenOverflows` in `/proc/net/netstat`; every listener of the network
+/// namespace, so on a quiet machine the server's). A turned-away client's SYN is retried
+/// only a second later, then three: a burst that overflows waits on those timers.
+pub fn listen_overflows() -> Option<u64> {
+    netstat_counter(
+        &std::fs::read_to_string("/proc/net/netstat").ok()?,
+        "TcpExt",
+        "ListenOverflows",
+    )
+}
+
+/// One counter of `/proc/net/netstat`'s format: for each group, a line of names and then
+/// a line of values, both starting with the group's name.
+fn netstat_counter(netstat: &str, group: &str, name: &str) -> Option<u64> {
+    let prefix = format!("{group}:");
+    let mut lines = netstat.lines().filter(|line| line.starts_with(&prefix));
+    let names = lines.next()?.split_whitespace().skip(1);
+    let values = lines.next()?.split_whitespace().skip(1);
+    names
+        .zip(values)
+        .find(|(n, _)| *n == name)
+        .and_then(|(_, v)| v.parse().ok())
+}
+
 /// A loopback listener with a deep accept queue, its address printed for the parent.
 pub fn listen(addr: SocketAddr) -> anyhow::Result<TcpListener> {
     let socket = TcpSocket::new_v4()?;
@@ -188,4 +213,27 @@ fn ensure_parent_dir(path: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(parent)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_netstat_counter_is_read_by_its_group_and_name() {
+        let netstat = "TcpExt: SyncookiesSent ListenOverflows ListenDrops\n\
+                       TcpExt: 0 4879 4880\n\
+                       IpExt: InNoRoutes ListenOverflows\n\
+                       IpExt: 7 9\n";
+        assert_eq!(
+            netstat_counter(netstat, "TcpExt", "ListenOverflows"),
+            Some(4879)
+        );
+        assert_eq!(
+            netstat_counter(netstat, "IpExt", "ListenOverflows"),
+            Some(9)
+        );
+        assert_eq!(netstat_counter(netstat, "TcpExt", "Nothing"), None);
+        assert_eq!(netstat_counter("", "TcpExt", "ListenOverflows"), None);
+    }
 }

@@ -117,6 +117,11 @@ const COLUMNS: &[Column] = &[
         &["reconnect_storm", "all_back_s"],
         Show::Decimals(2),
     ),
+    col(
+        "storm: listen overflows",
+        &["reconnect_storm", "listen_overflows"],
+        Show::Count,
+    ),
     with(Kind::Always, col("errors", &["errors"], Show::Count)),
     with(
         Kind::Context,

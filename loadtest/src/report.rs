@@ -71,6 +71,10 @@ pub struct StormResult {
     pub resume_latency_ms: Percentiles,
     /// Reconnects retried (with backoff) after a refused or failed attempt.
     pub retries: u64,
+    /// Connections the machine's listeners turned away with a full accept queue during
+    /// the storm (`local::listen_overflows`; `None` where it cannot be read). Each waited
+    /// a second or more for TCP to retry it.
+    pub listen_overflows: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -490,6 +494,12 @@ impl Report {
                 ),
             );
             row("resume latency", lat(&storm.resume_latency_ms));
+            if let Some(overflows) = storm.listen_overflows {
+                row(
+                    "connects the accept queue turned away",
+                    overflows.to_string(),
+                );
+            }
         }
         let cores = |c: Option<f64>| c.map_or("-".into(), |c| format!("{c:.2}"));
         row(

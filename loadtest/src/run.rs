@@ -21,7 +21,7 @@ use crate::ctx::{Ctx, FanoutLog, PlayStyle, RevealLog, Storm};
 use crate::echo::{self, EchoResult};
 use crate::lean::LeanSpectators;
 use crate::limits;
-use crate::local::{cpu_seconds, LocalServer, Memory};
+use crate::local::{cpu_seconds, listen_overflows, LocalServer, Memory};
 use crate::options::RunOptions;
 use crate::player::{Player, Role};
 use crate::report::{Counters, Report, StormResult};
@@ -365,6 +365,7 @@ async fn reconnect_storm(stats: &Stats, storm: &watch::Sender<Storm>, players: u
     let before = stats.connected.load(Relaxed);
     let in_game = stats.in_game.load(Relaxed);
     let resumed_before = stats.resume.percentiles().count;
+    let overflows_before = listen_overflows();
     storm.send_replace(Storm::Drop);
     let dropped_by = Instant::now() + Duration::from_secs(10);
     while stats.connected.load(Relaxed) > 0 && Instant::now() < dropped_by {
@@ -377,6 +378,9 @@ async fn reconnect_storm(stats: &Stats, storm: &watch::Sender<Storm>, players: u
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let all_back_s = go.elapsed().as_secs_f64();
+    let listen_overflows = overflows_before
+        .zip(listen_overflows())
+        .map(|(before, after)| after.saturating_sub(before));
     storm.send_replace(Storm::Calm);
     let latency = stats.resume.percentiles();
     StormResult {
@@ -386,5 +390,6 @@ async fn reconnect_storm(stats: &Stats, storm: &watch::Sender<Storm>, players: u
         all_back_s,
         resume_latency_ms: latency,
         retries: stats.resume_retries.load(Relaxed),
+        listen_overflows,
     }
 }
