@@ -12,6 +12,9 @@
 //! SYN only after a second, then three. So a burst of reconnecting clients (a restart, a
 //! network blip) is admitted as fast as handshakes complete: with the kernel's queue alone,
 //! half of a 10,000-player storm waited out those timers (BENCHMARKS.md §6). A connection
+//! One address may have at most `--max-connections-per-ip` connections in a handshake or
+//! waiting for one (a trusted proxy's connections are not counted: they carry many
+//! clients); more are closed at once, so no one address fills the queue. A connection
 //! leaves this accounting when it upgrades to a WebSocket: from then on the connection caps
 //! in `http` and the sign-in and idle timeouts in `connection` govern it. Only HTTP/1.1 is
 //! served: WebSockets need nothing else, and HTTP/2's preface detection would be a read
@@ -37,6 +40,7 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
 use crate::config::Config;
+use crate::limits::IpConnections;
 use crate::metrics::Metrics;
 
 /// Largest request head hyper buffers (hyper's minimum is 8 KiB; its default of ~400 KiB
@@ -82,6 +86,8 @@ pub async fn serve(
     let accepted = Arc::new(Semaphore::new(
         max_handshakes.saturating_add(config.accept_queue),
     ));
+    // Per address, connections accepted and not yet upgraded.
+    let per_address = IpConnections::new(config.max_connections_per_ip);
     let header_timeout = config.handshake_timeout();
     let connections = TaskTracker::new();
     let stop = CancellationToken::new();
@@ -106,6 +112,18 @@ pub async fn serve(
                 }
             },
         };
+        let address_slot = if config.trusted_proxy.contains(&peer.ip()) {
+            None
+        } else {
+            match per_address.try_acquire(peer.ip()) {
+                Some(slot) => Some(slot),
+                None => {
+                    tracing::debug!(%peer, "too many connections in a handshake from one address");
+                    drop(stream);
+                    continue;
+                }
+            }
+        };
         let app = app.clone();
         let stop = stop.clone();
         let handshakes = handshakes.clone();
@@ -124,7 +142,7 @@ pub async fn serve(
                 Box::pin(serve_connection(stream, peer, app, header_timeout, stop)).await;
                 drop(slot);
             }
-            drop(room);
+            drop((room, address_slot));
         });
     }
     stop.cancel();

@@ -55,7 +55,9 @@ pub struct Config {
     pub argon2_memory_kib: u32,
 
     /// Most WebSocket connections open at once from one client address; more are refused
-    /// with 429 before the upgrade. 0: no per-address cap.
+    /// with 429 before the upgrade. Also the most TCP connections one address may have
+    /// in their HTTP handshake or waiting for one (a `--trusted-proxy` excepted); more
+    /// are closed unanswered. 0: no per-address cap.
     #[arg(long, env = "ELEMENTALS_MAX_CONNECTIONS_PER_IP", default_value_t = 64)]
     pub max_connections_per_ip: usize,
 

@@ -213,6 +213,47 @@ async fn connections_past_the_handshake_cap_wait_in_order_in_the_servers_queue()
     }
 }
 
+/// One address cannot fill the queue: past `--max-connections-per-ip` connections in a
+/// handshake or waiting for one, its next is closed at once. Other addresses still get in.
+#[tokio::test(start_paused = true)]
+async fn one_address_may_hold_only_its_share_of_connections_not_yet_upgraded() {
+    let server = start_server_with(|c| {
+        c.max_handshakes = 2;
+        c.max_connections_per_ip = 2;
+    })
+    .await;
+    serving(&server).await;
+    let start = Instant::now();
+    // Two silent connections from 127.0.0.1 hold both slots, and that address's share.
+    let mut a = TcpStream::connect(server.addr).await.unwrap();
+    let mut b = TcpStream::connect(server.addr).await.unwrap();
+    // Its third is closed before the silent ones time out, unanswered.
+    let mut third = TcpStream::connect(server.addr).await.unwrap();
+    assert_eq!(read_until_closed(&mut third).await, b"");
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
+    // Another address waits for a slot as usual and is answered once one frees.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    let mut other = socket.connect(server.addr).await.unwrap();
+    other
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_until_closed(&mut other).await;
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    assert!(start.elapsed() >= Duration::from_secs(10));
+    read_until_closed(&mut a).await;
+    read_until_closed(&mut b).await;
+}
+
 #[tokio::test]
 async fn a_client_that_stops_answering_pings_is_closed_4002() {
     let server = start_server_with(|c| {
