@@ -32,6 +32,20 @@ async fn read_until_closed(stream: &mut (impl AsyncRead + Unpin)) -> Vec<u8> {
     }
 }
 
+/// Sends `GET /healthz` on `stream` and checks the answer (whenever it comes) is a 200.
+async fn answered_healthz(stream: &mut TcpStream) {
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_until_closed(stream).await;
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+}
+
 /// Returns once the server answers HTTP. Paused tests start their clocks only after this:
 /// while the server is still starting (restoring games from the database, on real time),
 /// an idle paused runtime would jump straight to the test's own time limits.
@@ -141,19 +155,10 @@ async fn connections_past_the_handshake_cap_wait_for_a_free_slot() {
     // Two silent connections hold both slots.
     let mut a = TcpStream::connect(server.addr).await.unwrap();
     let mut b = TcpStream::connect(server.addr).await.unwrap();
-    // The third is queued by the kernel, not refused: its request is answered once a
-    // silent one has timed out and freed a slot.
+    // The third waits, not refused: its request is answered once a silent one has timed
+    // out and freed a slot.
     let mut third = TcpStream::connect(server.addr).await.unwrap();
-    third
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let answer = read_until_closed(&mut third).await;
-    assert!(
-        answer.starts_with(b"HTTP/1.1 200"),
-        "{}",
-        String::from_utf8_lossy(&answer)
-    );
+    answered_healthz(&mut third).await;
     let waited = start.elapsed();
     assert!(waited >= Duration::from_secs(10), "{waited:?}");
     read_until_closed(&mut a).await;
@@ -239,16 +244,7 @@ async fn one_address_may_hold_only_its_share_of_connections_not_yet_upgraded() {
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
     let mut other = socket.connect(server.addr).await.unwrap();
-    other
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let answer = read_until_closed(&mut other).await;
-    assert!(
-        answer.starts_with(b"HTTP/1.1 200"),
-        "{}",
-        String::from_utf8_lossy(&answer)
-    );
+    answered_healthz(&mut other).await;
     assert!(start.elapsed() >= Duration::from_secs(10));
     read_until_closed(&mut a).await;
     read_until_closed(&mut b).await;
