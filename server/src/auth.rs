@@ -1,6 +1,7 @@
 //! Identity: name and password rules, argon2id hashing off the async workers, and
 //! session tokens (256 random bits, stored only as their SHA-256).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use argon2::password_hash::phc::PasswordHash;
@@ -8,7 +9,7 @@ use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use argon2::{Algorithm, Argon2, Params, Version};
 use elementals_protocol::ErrorCode;
 use sha2::{Digest, Sha256};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::clock::unix_ms;
 use crate::db::{AccountRow, Db, DbError};
@@ -92,22 +93,62 @@ pub fn hash_token(token: &str) -> Option<[u8; 32]> {
 
 /// Password hashing. argon2id is deliberately slow, so it runs on the blocking pool and
 /// at most `HASH_CONCURRENCY` at a time: a burst of logins cannot starve game tasks.
+///
+/// Past those, at most `max_waiting` hashes wait their turn; more are refused at once
+/// (`rate_limited`, "retry in a few seconds") rather than queued behind work that would
+/// outlast the client's patience and the connection's sign-in timeout. A refused sign-in
+/// has cost nothing: no hash, no failed-login count.
 #[derive(Clone)]
 pub struct Hasher {
     params: Params,
     permits: Arc<Semaphore>,
+    waiting: Arc<AtomicUsize>,
+    max_waiting: usize,
 }
 
 const HASH_CONCURRENCY: usize = 2;
 
+/// One hash waiting for a permit, counted for as long as it waits.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 impl Hasher {
-    pub fn new(memory_kib: u32) -> Hasher {
+    pub fn new(memory_kib: u32, max_waiting: usize) -> Hasher {
         let params = Params::new(memory_kib.max(Params::MIN_M_COST), 2, 1, None)
             .unwrap_or_else(|_| Params::default());
         Hasher {
             params,
             permits: Arc::new(Semaphore::new(HASH_CONCURRENCY)),
+            waiting: Arc::default(),
+            max_waiting,
         }
+    }
+
+    /// A hashing slot: at once if one is free, else after the hashes ahead, unless
+    /// `max_waiting` are waiting already.
+    async fn permit(&self) -> Result<SemaphorePermit<'_>, AuthError> {
+        if let Ok(permit) = self.permits.try_acquire() {
+            return Ok(permit);
+        }
+        if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.max_waiting {
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+            return Err(AuthError::new(
+                ErrorCode::RateLimited,
+                "too many sign-ins are being checked; retry in a few seconds",
+            ));
+        }
+        let _waiting = Waiting(&self.waiting);
+        Ok(self.permits.acquire().await.expect("never closed"))
+    }
+
+    /// Hashes waiting for a slot now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::SeqCst)
     }
 
     fn argon2(params: Params) -> Argon2<'static> {
@@ -115,7 +156,7 @@ impl Hasher {
     }
 
     pub async fn hash(&self, password: String) -> Result<String, AuthError> {
-        let _permit = self.permits.acquire().await.expect("never closed");
+        let _permit = self.permit().await?;
         let params = self.params.clone();
         tokio::task::spawn_blocking(move || {
             Self::argon2(params)
@@ -128,10 +169,11 @@ impl Hasher {
         .ok_or_else(|| AuthError::new(ErrorCode::Internal, "could not hash the password"))
     }
 
-    pub async fn verify(&self, password: String, phc: String) -> bool {
-        let _permit = self.permits.acquire().await.expect("never closed");
+    /// Whether `password` matches `phc`; an error only when the hasher is too busy to say.
+    pub async fn verify(&self, password: String, phc: String) -> Result<bool, AuthError> {
+        let _permit = self.permit().await?;
         let params = self.params.clone();
-        tokio::task::spawn_blocking(move || {
+        Ok(tokio::task::spawn_blocking(move || {
             let Ok(parsed) = PasswordHash::new(&phc) else {
                 return false;
             };
@@ -140,7 +182,7 @@ impl Hasher {
                 .is_ok()
         })
         .await
-        .unwrap_or(false)
+        .unwrap_or(false))
     }
 }
 
@@ -192,7 +234,7 @@ impl Auth {
         else {
             return Err(bad());
         };
-        if !self.hasher.verify(password, phc).await {
+        if !self.hasher.verify(password, phc).await? {
             return Err(bad());
         }
         self.issue(account).await
@@ -256,10 +298,48 @@ mod tests {
 
     #[tokio::test]
     async fn argon2id_hash_verifies() {
-        let hasher = Hasher::new(Params::MIN_M_COST);
+        let hasher = Hasher::new(Params::MIN_M_COST, 8);
         let phc = hasher.hash("correct horse".into()).await.unwrap();
         assert!(phc.starts_with("$argon2id$"));
-        assert!(hasher.verify("correct horse".into(), phc.clone()).await);
-        assert!(!hasher.verify("wrong horse".into(), phc).await);
+        assert!(hasher
+            .verify("correct horse".into(), phc.clone())
+            .await
+            .unwrap());
+        assert!(!hasher.verify("wrong horse".into(), phc).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn past_the_waiting_limit_a_hash_is_refused_at_once_and_the_queue_still_serves() {
+        let hasher = Hasher::new(Params::MIN_M_COST, 1);
+        // Both hashing slots busy.
+        let busy = hasher
+            .permits
+            .clone()
+            .acquire_many_owned(HASH_CONCURRENCY as u32)
+            .await
+            .unwrap();
+        let first = tokio::spawn({
+            let hasher = hasher.clone();
+            async move { hasher.hash("correct horse".into()).await }
+        });
+        // Bounded: the spawned hash registers as waiting within a few turns.
+        for _ in 0..1_000 {
+            if hasher.waiting() == 1 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(hasher.waiting(), 1);
+        // The queue is full: refused now, without waiting for a slot.
+        let refused = hasher.hash("battery staple".into()).await.unwrap_err();
+        assert_eq!(refused.code, ErrorCode::RateLimited);
+        let refused = hasher.verify("x".into(), "y".into()).await.unwrap_err();
+        assert_eq!(refused.code, ErrorCode::RateLimited);
+        assert_eq!(hasher.waiting(), 1);
+        // Slots free: the waiting hash is done and the count back to zero.
+        drop(busy);
+        assert!(first.await.unwrap().unwrap().starts_with("$argon2id$"));
+        assert_eq!(hasher.waiting(), 0);
+        assert!(hasher.hash("battery staple".into()).await.is_ok());
     }
 }

@@ -54,6 +54,12 @@ pub struct Config {
     #[arg(long, env = "ELEMENTALS_ARGON2_MEMORY_KIB", default_value_t = 19_456)]
     pub argon2_memory_kib: u32,
 
+    /// Password sign-ins (register, login) that may wait for one of the two hashing
+    /// slots; more are answered `rate_limited` at once, to retry in a few seconds. At the
+    /// default cost a hash takes ~20 ms here, so 256 waiting is ~2.6 s of work.
+    #[arg(long, env = "ELEMENTALS_SIGN_IN_QUEUE", default_value_t = 256)]
+    pub sign_in_queue: usize,
+
     /// Most WebSocket connections open at once from one client address; more are refused
     /// with 429 before the upgrade. Also the most TCP connections one address may have
     /// in their HTTP handshake or waiting for one (a `--trusted-proxy` excepted); more
@@ -144,6 +150,7 @@ mod tests {
         assert_eq!(config.max_connections_per_ip, 64);
         assert_eq!(config.max_handshakes, 1024);
         assert_eq!(config.accept_queue, 16_384);
+        assert_eq!(config.sign_in_queue, 256);
         assert_eq!(config.handshake_timeout(), Duration::from_secs(10));
         assert_eq!(config.auth_timeout(), Duration::from_secs(30));
         assert_eq!(config.heartbeat(), Duration::from_secs(20));
