@@ -1,8 +1,9 @@
 //! Identity: name and password rules, argon2id hashing off the async workers, and
 //! session tokens (256 random bits, stored only as their SHA-256).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
@@ -94,16 +95,19 @@ pub fn hash_token(token: &str) -> Option<[u8; 32]> {
 /// Password hashing. argon2id is deliberately slow, so it runs on the blocking pool and
 /// at most `HASH_CONCURRENCY` at a time: a burst of logins cannot starve game tasks.
 ///
-/// Past those, at most `max_waiting` hashes wait their turn; more are refused at once
-/// (`rate_limited`, "retry in a few seconds") rather than queued behind work that would
-/// outlast the client's patience and the connection's sign-in timeout. A refused sign-in
-/// has cost nothing: no hash, no failed-login count.
+/// Past those, a hash waits its turn only if the hashes ahead of it should be done within
+/// `max_wait` (by the recent time a hash has taken, wall time, so a busy machine counts);
+/// otherwise it is refused at once (`rate_limited`, "retry in a few seconds") rather than
+/// queued behind work that would outlast the client's patience and the connection's
+/// sign-in timeout. A refused sign-in has cost nothing: no hash, no failed-login count.
 #[derive(Clone)]
 pub struct Hasher {
     params: Params,
     permits: Arc<Semaphore>,
     waiting: Arc<AtomicUsize>,
-    max_waiting: usize,
+    /// A moving average of a hash's wall time, in microseconds (0 until the first).
+    hash_us: Arc<AtomicU64>,
+    max_wait: Duration,
 }
 
 const HASH_CONCURRENCY: usize = 2;
@@ -118,32 +122,51 @@ impl Drop for Waiting<'_> {
 }
 
 impl Hasher {
-    pub fn new(memory_kib: u32, max_waiting: usize) -> Hasher {
+    pub fn new(memory_kib: u32, max_wait: Duration) -> Hasher {
         let params = Params::new(memory_kib.max(Params::MIN_M_COST), 2, 1, None)
             .unwrap_or_else(|_| Params::default());
         Hasher {
             params,
             permits: Arc::new(Semaphore::new(HASH_CONCURRENCY)),
             waiting: Arc::default(),
-            max_waiting,
+            hash_us: Arc::default(),
+            max_wait,
         }
     }
 
-    /// A hashing slot: at once if one is free, else after the hashes ahead, unless
-    /// `max_waiting` are waiting already.
+    /// A hashing slot: at once if one is free, else after the hashes ahead, unless those
+    /// would take longer than `max_wait`.
     async fn permit(&self) -> Result<SemaphorePermit<'_>, AuthError> {
         if let Ok(permit) = self.permits.try_acquire() {
             return Ok(permit);
         }
-        if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.max_waiting {
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        let ahead = self.waiting.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&self.waiting);
+        // The slots' current hashes and those ahead, two at a time.
+        let rounds = (ahead + HASH_CONCURRENCY) / HASH_CONCURRENCY;
+        let wait = Duration::from_micros(self.hash_us.load(Ordering::Relaxed))
+            .saturating_mul(u32::try_from(rounds).unwrap_or(u32::MAX));
+        if wait > self.max_wait {
             return Err(AuthError::new(
                 ErrorCode::RateLimited,
                 "too many sign-ins are being checked; retry in a few seconds",
             ));
         }
-        let _waiting = Waiting(&self.waiting);
         Ok(self.permits.acquire().await.expect("never closed"))
+    }
+
+    /// Folds one hash's wall time into the average (an eighth of the new one each time).
+    fn observe(&self, took: Duration) {
+        let sample = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let _ = self
+            .hash_us
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                Some(if old == 0 {
+                    sample
+                } else {
+                    old - old / 8 + sample / 8
+                })
+            });
     }
 
     /// Hashes waiting for a slot now.
@@ -158,22 +181,26 @@ impl Hasher {
     pub async fn hash(&self, password: String) -> Result<String, AuthError> {
         let _permit = self.permit().await?;
         let params = self.params.clone();
-        tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let hashed = tokio::task::spawn_blocking(move || {
             Self::argon2(params)
                 .hash_password(password.as_bytes())
                 .map(|h| h.to_string())
         })
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .ok_or_else(|| AuthError::new(ErrorCode::Internal, "could not hash the password"))
+        .await;
+        self.observe(started.elapsed());
+        hashed
+            .ok()
+            .and_then(Result::ok)
+            .ok_or_else(|| AuthError::new(ErrorCode::Internal, "could not hash the password"))
     }
 
     /// Whether `password` matches `phc`; an error only when the hasher is too busy to say.
     pub async fn verify(&self, password: String, phc: String) -> Result<bool, AuthError> {
         let _permit = self.permit().await?;
         let params = self.params.clone();
-        Ok(tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let verified = tokio::task::spawn_blocking(move || {
             let Ok(parsed) = PasswordHash::new(&phc) else {
                 return false;
             };
@@ -181,8 +208,9 @@ impl Hasher {
                 .verify_password(password.as_bytes(), &parsed)
                 .is_ok()
         })
-        .await
-        .unwrap_or(false))
+        .await;
+        self.observe(started.elapsed());
+        Ok(verified.unwrap_or(false))
     }
 }
 
@@ -298,7 +326,7 @@ mod tests {
 
     #[tokio::test]
     async fn argon2id_hash_verifies() {
-        let hasher = Hasher::new(Params::MIN_M_COST, 8);
+        let hasher = Hasher::new(Params::MIN_M_COST, Duration::from_secs(5));
         let phc = hasher.hash("correct horse".into()).await.unwrap();
         assert!(phc.starts_with("$argon2id$"));
         assert!(hasher
@@ -306,40 +334,72 @@ mod tests {
             .await
             .unwrap());
         assert!(!hasher.verify("wrong horse".into(), phc).await.unwrap());
+        // Each check's time is in the average.
+        assert!(hasher.hash_us.load(Ordering::Relaxed) > 0);
     }
 
-    #[tokio::test]
-    async fn past_the_waiting_limit_a_hash_is_refused_at_once_and_the_queue_still_serves() {
-        let hasher = Hasher::new(Params::MIN_M_COST, 1);
-        // Both hashing slots busy.
+    /// Holds both hashing slots; queues `n` hashes behind them, each seen waiting.
+    async fn queue_behind_busy_slots(
+        hasher: &Hasher,
+        n: usize,
+    ) -> (
+        tokio::sync::OwnedSemaphorePermit,
+        Vec<tokio::task::JoinHandle<Result<String, AuthError>>>,
+    ) {
         let busy = hasher
             .permits
             .clone()
             .acquire_many_owned(HASH_CONCURRENCY as u32)
             .await
             .unwrap();
-        let first = tokio::spawn({
-            let hasher = hasher.clone();
-            async move { hasher.hash("correct horse".into()).await }
-        });
-        // Bounded: the spawned hash registers as waiting within a few turns.
-        for _ in 0..1_000 {
-            if hasher.waiting() == 1 {
-                break;
+        let mut queued = Vec::new();
+        for i in 1..=n {
+            queued.push(tokio::spawn({
+                let hasher = hasher.clone();
+                async move { hasher.hash("correct horse".into()).await }
+            }));
+            // Bounded: a spawned hash registers as waiting within a few turns.
+            for _ in 0..1_000 {
+                if hasher.waiting() == i {
+                    break;
+                }
+                tokio::task::yield_now().await;
             }
-            tokio::task::yield_now().await;
+            assert_eq!(hasher.waiting(), i);
         }
-        assert_eq!(hasher.waiting(), 1);
-        // The queue is full: refused now, without waiting for a slot.
+        (busy, queued)
+    }
+
+    #[tokio::test]
+    async fn a_hash_that_would_wait_too_long_is_refused_at_once_and_the_queue_still_serves() {
+        let hasher = Hasher::new(Params::MIN_M_COST, Duration::from_millis(2_500));
+        // Hashes have taken a second each, two at a time: the first two queued start when
+        // the slots' hashes end (~1 s), the next two ~1 s later, and a fifth would wait ~3 s.
+        hasher.hash_us.store(1_000_000, Ordering::Relaxed);
+        let (busy, queued) = queue_behind_busy_slots(&hasher, 4).await;
         let refused = hasher.hash("battery staple".into()).await.unwrap_err();
         assert_eq!(refused.code, ErrorCode::RateLimited);
         let refused = hasher.verify("x".into(), "y".into()).await.unwrap_err();
         assert_eq!(refused.code, ErrorCode::RateLimited);
-        assert_eq!(hasher.waiting(), 1);
-        // Slots free: the waiting hash is done and the count back to zero.
+        assert_eq!(hasher.waiting(), 4);
+        // Slots free: the queued hashes are done, and the count is back to zero.
         drop(busy);
-        assert!(first.await.unwrap().unwrap().starts_with("$argon2id$"));
+        for hash in queued {
+            assert!(hash.await.unwrap().unwrap().starts_with("$argon2id$"));
+        }
         assert_eq!(hasher.waiting(), 0);
         assert!(hasher.hash("battery staple".into()).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn quick_hashes_may_queue_deep() {
+        // At a millisecond a hash, 500 waiting is a quarter of a second: all wait.
+        let hasher = Hasher::new(Params::MIN_M_COST, Duration::from_secs(5));
+        hasher.hash_us.store(1_000, Ordering::Relaxed);
+        let (busy, queued) = queue_behind_busy_slots(&hasher, 500).await;
+        drop(busy);
+        for hash in queued {
+            assert!(hash.await.unwrap().is_ok());
+        }
     }
 }

@@ -54,11 +54,12 @@ pub struct Config {
     #[arg(long, env = "ELEMENTALS_ARGON2_MEMORY_KIB", default_value_t = 19_456)]
     pub argon2_memory_kib: u32,
 
-    /// Password sign-ins (register, login) that may wait for one of the two hashing
-    /// slots; more are answered `rate_limited` at once, to retry in a few seconds. At the
-    /// default cost a hash takes ~20 ms here, so 256 waiting is ~2.6 s of work.
-    #[arg(long, env = "ELEMENTALS_SIGN_IN_QUEUE", default_value_t = 256)]
-    pub sign_in_queue: usize,
+    /// Longest a password sign-in (register, login) may expect to wait for one of the two
+    /// hashing slots, by the time recent hashes took; one that would wait longer is
+    /// answered `rate_limited` at once, to retry in a few seconds. (At the default cost a
+    /// hash takes ~20 ms on a free core here: 5 s is ~500 waiting.)
+    #[arg(long, env = "ELEMENTALS_SIGN_IN_WAIT_SECS", default_value_t = 5)]
+    pub sign_in_wait_secs: u64,
 
     /// Most WebSocket connections open at once from one client address; more are refused
     /// with 429 before the upgrade. Also the most TCP connections one address may have
@@ -130,6 +131,10 @@ impl Config {
         Duration::from_secs(self.auth_timeout_secs.max(1))
     }
 
+    pub fn sign_in_wait(&self) -> Duration {
+        Duration::from_secs(self.sign_in_wait_secs)
+    }
+
     pub fn handshake_timeout(&self) -> Duration {
         Duration::from_secs(self.handshake_timeout_secs.max(1))
     }
@@ -150,7 +155,7 @@ mod tests {
         assert_eq!(config.max_connections_per_ip, 64);
         assert_eq!(config.max_handshakes, 1024);
         assert_eq!(config.accept_queue, 16_384);
-        assert_eq!(config.sign_in_queue, 256);
+        assert_eq!(config.sign_in_wait(), Duration::from_secs(5));
         assert_eq!(config.handshake_timeout(), Duration::from_secs(10));
         assert_eq!(config.auth_timeout(), Duration::from_secs(30));
         assert_eq!(config.heartbeat(), Duration::from_secs(20));

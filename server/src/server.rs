@@ -92,7 +92,7 @@ pub async fn run(
     let lobby = LobbyHandle::spawn(services, shutting_down.clone());
     let auth = Auth {
         db: db.clone(),
-        hasher: Hasher::new(config.argon2_memory_kib, config.sign_in_queue),
+        hasher: Hasher::new(config.argon2_memory_kib, config.sign_in_wait()),
         token_ttl_ms: config.token_ttl().as_millis() as u64,
     };
     let state = Arc::new(AppState {
