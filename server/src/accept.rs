@@ -11,7 +11,7 @@
 //! by `net.core.somaxconn`); past that the kernel drops their SYNs, and a client retries a
 //! SYN only after a second, then three. So a burst of reconnecting clients (a restart, a
 //! network blip) is admitted as fast as handshakes complete: with the kernel's queue alone,
-//! half of a 10,000-player storm waited out those timers (BENCHMARKS.md §6). A connection
+//! half of a 10,000-player storm waited out those timers (BENCHMARKS.md §6).
 //! One address may have at most `--max-connections-per-ip` connections in a handshake or
 //! waiting for one (a trusted proxy's connections are not counted: they carry many
 //! clients); more are closed at once, so no one address fills the queue. A connection
@@ -23,7 +23,6 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::pin;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,7 +40,7 @@ use tower::ServiceExt;
 
 use crate::config::Config;
 use crate::limits::IpConnections;
-use crate::metrics::Metrics;
+use crate::metrics::{Counted, Metrics};
 
 /// Largest request head hyper buffers (hyper's minimum is 8 KiB; its default of ~400 KiB
 /// per connection would let a slow client pin that much memory).
@@ -154,22 +153,6 @@ pub async fn serve(
         tracing::warn!("some HTTP connections did not finish in time");
     }
     Ok(())
-}
-
-/// One more in a gauge for as long as it lives.
-struct Counted<'a>(&'a AtomicU64);
-
-impl<'a> Counted<'a> {
-    fn new(gauge: &'a AtomicU64) -> Counted<'a> {
-        gauge.fetch_add(1, Relaxed);
-        Counted(gauge)
-    }
-}
-
-impl Drop for Counted<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Relaxed);
-    }
 }
 
 /// One connection: hyper's HTTP/1.1 with upgrades, the peer's address as `ConnectInfo`.

@@ -1,7 +1,7 @@
 //! Identity: name and password rules, argon2id hashing off the async workers, and
 //! session tokens (256 random bits, stored only as their SHA-256).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::clock::unix_ms;
 use crate::db::{AccountRow, Db, DbError};
+use crate::metrics::Counted;
 
 pub const NAME_MIN: usize = 3;
 pub const NAME_MAX: usize = 20;
@@ -104,22 +105,13 @@ pub fn hash_token(token: &str) -> Option<[u8; 32]> {
 pub struct Hasher {
     params: Params,
     permits: Arc<Semaphore>,
-    waiting: Arc<AtomicUsize>,
+    waiting: Arc<AtomicU64>,
     /// A moving average of a hash's wall time, in microseconds (0 until the first).
     hash_us: Arc<AtomicU64>,
     max_wait: Duration,
 }
 
 const HASH_CONCURRENCY: usize = 2;
-
-/// One hash waiting for a permit, counted for as long as it waits.
-struct Waiting<'a>(&'a AtomicUsize);
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
 
 impl Hasher {
     pub fn new(memory_kib: u32, max_wait: Duration) -> Hasher {
@@ -140,10 +132,9 @@ impl Hasher {
         if let Ok(permit) = self.permits.try_acquire() {
             return Ok(permit);
         }
-        let ahead = self.waiting.fetch_add(1, Ordering::SeqCst);
-        let _waiting = Waiting(&self.waiting);
+        let waiting = Counted::new(&self.waiting);
         // The slots' current hashes and those ahead, two at a time.
-        let rounds = (ahead + HASH_CONCURRENCY) / HASH_CONCURRENCY;
+        let rounds = (waiting.before + HASH_CONCURRENCY as u64) / HASH_CONCURRENCY as u64;
         let wait = Duration::from_micros(self.hash_us.load(Ordering::Relaxed))
             .saturating_mul(u32::try_from(rounds).unwrap_or(u32::MAX));
         if wait > self.max_wait {
@@ -170,47 +161,49 @@ impl Hasher {
     }
 
     /// Hashes waiting for a slot now.
-    pub fn waiting(&self) -> usize {
-        self.waiting.load(Ordering::SeqCst)
+    pub fn waiting(&self) -> u64 {
+        self.waiting.load(Ordering::Relaxed)
     }
 
     fn argon2(params: Params) -> Argon2<'static> {
         Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
     }
 
-    pub async fn hash(&self, password: String) -> Result<String, AuthError> {
+    /// Runs `check` on the blocking pool once a slot is free (or refuses, see `permit`),
+    /// and folds its wall time into the average; `None` if the check panicked.
+    async fn run<T: Send + 'static>(
+        &self,
+        check: impl FnOnce(Argon2<'static>) -> T + Send + 'static,
+    ) -> Result<Option<T>, AuthError> {
         let _permit = self.permit().await?;
-        let params = self.params.clone();
+        let argon2 = Self::argon2(self.params.clone());
         let started = Instant::now();
-        let hashed = tokio::task::spawn_blocking(move || {
-            Self::argon2(params)
+        let done = tokio::task::spawn_blocking(move || check(argon2)).await;
+        self.observe(started.elapsed());
+        Ok(done.ok())
+    }
+
+    pub async fn hash(&self, password: String) -> Result<String, AuthError> {
+        self.run(move |argon2| {
+            argon2
                 .hash_password(password.as_bytes())
                 .map(|h| h.to_string())
         })
-        .await;
-        self.observe(started.elapsed());
-        hashed
-            .ok()
-            .and_then(Result::ok)
-            .ok_or_else(|| AuthError::new(ErrorCode::Internal, "could not hash the password"))
+        .await?
+        .and_then(Result::ok)
+        .ok_or_else(|| AuthError::new(ErrorCode::Internal, "could not hash the password"))
     }
 
     /// Whether `password` matches `phc`; an error only when the hasher is too busy to say.
     pub async fn verify(&self, password: String, phc: String) -> Result<bool, AuthError> {
-        let _permit = self.permit().await?;
-        let params = self.params.clone();
-        let started = Instant::now();
-        let verified = tokio::task::spawn_blocking(move || {
-            let Ok(parsed) = PasswordHash::new(&phc) else {
-                return false;
-            };
-            Self::argon2(params)
-                .verify_password(password.as_bytes(), &parsed)
-                .is_ok()
-        })
-        .await;
-        self.observe(started.elapsed());
-        Ok(verified.unwrap_or(false))
+        let matched = self
+            .run(move |argon2| {
+                PasswordHash::new(&phc).is_ok_and(|parsed| {
+                    argon2.verify_password(password.as_bytes(), &parsed).is_ok()
+                })
+            })
+            .await?;
+        Ok(matched.unwrap_or(false))
     }
 }
 
@@ -341,7 +334,7 @@ mod tests {
     /// Holds both hashing slots; queues `n` hashes behind them, each seen waiting.
     async fn queue_behind_busy_slots(
         hasher: &Hasher,
-        n: usize,
+        n: u64,
     ) -> (
         tokio::sync::OwnedSemaphorePermit,
         Vec<tokio::task::JoinHandle<Result<String, AuthError>>>,

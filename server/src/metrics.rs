@@ -10,6 +10,27 @@ const LATENCY_BUCKETS: [f64; 12] = [
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 ];
 
+/// One more in a count for as long as it lives: a gauge's connection in a handshake, a
+/// password hash waiting its turn.
+pub struct Counted<'a> {
+    count: &'a AtomicU64,
+    /// The count before this one joined it.
+    pub before: u64,
+}
+
+impl<'a> Counted<'a> {
+    pub fn new(count: &'a AtomicU64) -> Counted<'a> {
+        let before = count.fetch_add(1, Relaxed);
+        Counted { count, before }
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Relaxed);
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Metrics {
     pub connections: AtomicU64,
