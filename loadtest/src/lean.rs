@@ -48,7 +48,8 @@ const WAKE: Token = Token(usize::MAX);
 /// Readiness events taken per wait: enough for every spectator of a fan-out run at once.
 const EVENTS: usize = 16 * 1024;
 
-/// The longest the thread reads before decoding what it has read.
+/// The longest the thread reads before decoding what it has read (it stops sooner when no
+/// socket has become ready for `SPIN`).
 const READ_PHASE: Duration = Duration::from_millis(250);
 
 /// How long the thread keeps looking for readiness without sleeping after it last read
@@ -155,6 +156,7 @@ impl Reader {
             // others' decoding.)
             let mut adopt = false;
             let reading_until = Instant::now() + READ_PHASE;
+            let mut last_read = Instant::now();
             loop {
                 for event in events.iter() {
                     match event.token() {
@@ -166,12 +168,21 @@ impl Reader {
                         }
                     }
                 }
-                if Instant::now() >= reading_until {
+                let now = Instant::now();
+                if !events.is_empty() {
+                    last_read = now;
+                }
+                // The phase ends when no socket has become ready for `SPIN`. This thread
+                // reads faster than the server sends, so in the middle of a delivery it
+                // often finds nothing ready: that is not the delivery's end. (Ending the
+                // phase there made it decode between reads, a round's frames at a time,
+                // about as long as it read: arrivals waited for it, and a delivery's
+                // second half was stamped later than it came. BENCHMARKS.md §4, server O.)
+                if touched.is_empty() || now >= reading_until || now - last_read >= SPIN {
                     break;
                 }
-                match self.poll.poll(&mut events, Some(Duration::ZERO)) {
-                    Ok(()) if !events.is_empty() => {}
-                    _ => break,
+                if self.poll.poll(&mut events, Some(Duration::ZERO)).is_err() {
+                    break;
                 }
             }
             if !touched.is_empty() {
