@@ -71,6 +71,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     crate::alloc::configure();
+    crate::game::start_fanout_helpers(config.fanout_helpers);
     let db = Db::open(&config.database)?;
     let registry = Arc::new(Registry::new());
     let metrics = Arc::new(Metrics::default());

@@ -16,6 +16,7 @@
 //! game as `server_aborted`; other games never notice.
 
 mod fanout;
+mod helpers;
 mod spawn;
 mod supervisor;
 #[cfg(test)]
@@ -38,6 +39,7 @@ use super::{crash_point, GameCmd, GameServices, GameSetup};
 use crate::db::DbResult;
 use crate::outbox::Outbox;
 use crate::registry::FinishedGame;
+pub use helpers::start as start_fanout_helpers;
 pub(super) use spawn::{spawn, spawn_restored, timing};
 use supervisor::{lock, Shared};
 

@@ -22,6 +22,7 @@ use elementals_protocol::rules::Variant;
 use elementals_protocol::TimeControl;
 use serde::{Deserialize, Serialize};
 
+pub use actor::start_fanout_helpers;
 pub use handle::{
     GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
     GAME_CHANNEL_CAPACITY,

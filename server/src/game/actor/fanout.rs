@@ -13,7 +13,8 @@
 //! between chunks: ten thousand spectators then cost the players' next event a chunk's worth
 //! of waiting, not ten thousand wake-ups, and events that arrive while a pass is under way
 //! reach the rest of that pass together (one write per spectator, made from the actor's turn
-//! when the spectator's socket is free: `Outbox::write_frames`). Each spectator knows how
+//! when the spectator's socket is free: `Outbox::write_frames`; a chunk's writes are shared
+//! with a fan-out helper thread, see `helpers`). Each spectator knows how
 //! far into the stream it is, so however passes and batches interleave, it gets every frame
 //! once and in order.
 
@@ -24,6 +25,7 @@ use bytes::Bytes;
 use elementals_protocol::messages::SeatPair;
 use elementals_protocol::rules::Seat;
 
+use super::helpers::{self, Sent};
 use crate::outbox::{Framed, Outbox, SendError};
 
 /// Consecutive deliveries a lagging spectator may fail to take a snapshot before it is
@@ -32,7 +34,8 @@ pub(in crate::game) const MAX_RESYNC_ATTEMPTS: u8 = 3;
 
 #[derive(Debug)]
 struct Spectator {
-    outbox: Outbox,
+    /// Shared with a fan-out helper while a chunk's sends are made (`helpers::send_all`).
+    outbox: Arc<Outbox>,
     /// `Some(failed resyncs)` while it is behind; it then gets snapshots, not events.
     lagging: Option<u8>,
     /// The number, in the game's stream of spectator frames, of the next frame it needs.
@@ -83,7 +86,7 @@ impl Fanout {
         let existed = self.remove_spectator(outbox.conn_id());
         self.watching.insert(outbox.conn_id());
         self.spectators.push(Spectator {
-            outbox,
+            outbox: Arc::new(outbox),
             lagging: None,
             next: self.end(),
         });
@@ -144,34 +147,56 @@ impl Fanout {
             Arc::clone(self.shared.get_or_insert_with(|| {
                 Arc::new(Framed::new(self.backlog.iter().cloned().collect()))
             }));
-        let mut snapshot: Option<Bytes> = None;
+        // The chunk: from the cursor on, up to `chunk` spectators that lack frames. Those
+        // that are not behind are sent them together (with a helper's hand when there are
+        // enough); then each is settled in order.
+        let start = self.cursor;
+        let mut stop = start;
+        let mut work = Vec::new();
         let mut served = 0;
-        while served < chunk && self.cursor < self.spectators.len() {
-            let s = &mut self.spectators[self.cursor];
+        while served < chunk && stop < self.spectators.len() {
+            let s = &self.spectators[stop];
+            stop += 1;
             if s.next >= end {
                 // Up to date already (passing it over costs nothing worth a chunk).
-                self.cursor += 1;
                 continue;
             }
             served += 1;
-            let keep = match s.lagging {
-                None => {
-                    let from = usize::try_from(s.next - self.base).unwrap_or(usize::MAX);
-                    send_events(s, &backlog, from)
+            if s.lagging.is_none() {
+                let from = usize::try_from(s.next - self.base).unwrap_or(usize::MAX);
+                work.push((Arc::clone(&s.outbox), from));
+            }
+        }
+        let mut sent = helpers::send_all(work, &backlog).into_iter();
+        let mut snapshot: Option<Bytes> = None;
+        let mut at = start;
+        for _ in start..stop {
+            let s = &mut self.spectators[at];
+            let keep = if s.next >= end {
+                true
+            } else if s.lagging.is_none() {
+                match sent.next() {
+                    Some(Sent::Full) => {
+                        s.lagging = Some(0);
+                        true
+                    }
+                    Some(Sent::Closed) => false,
+                    Some(Sent::Ok) | None => true,
                 }
-                Some(_) => {
-                    let frame = snapshot.get_or_insert_with(&mut resync);
-                    send_resync(s, frame)
-                }
+            } else {
+                let frame = snapshot.get_or_insert_with(&mut resync);
+                send_resync(s, frame)
             };
             s.next = end;
             if keep {
-                self.cursor += 1;
+                at += 1;
             } else {
-                self.remove_at(self.cursor);
+                // Removing it before the cursor would move the cursor: it is past it.
+                self.remove_at(at);
                 delivery.removed += 1;
             }
         }
+        self.cursor = at;
         if self.cursor >= self.spectators.len() {
             self.cursor = 0;
             if self.spectators.iter().all(|s| s.next >= end) {
@@ -215,19 +240,6 @@ impl Fanout {
             self.shared = None;
             self.cursor = 0;
         }
-    }
-}
-
-/// Sends `backlog[from..]` to a spectator, written to its socket now or queued as one item;
-/// returns whether to keep it.
-fn send_events(s: &mut Spectator, backlog: &Framed, from: usize) -> bool {
-    match s.outbox.write_frames(backlog, from) {
-        Ok(()) => true,
-        Err(SendError::Full) => {
-            s.lagging = Some(0);
-            true
-        }
-        Err(SendError::Closed) => false,
     }
 }
 
@@ -299,6 +311,41 @@ mod tests {
             assert_eq!(received(rx), [1, 2, 3]);
         }
         assert!(!fanout.has_backlog());
+    }
+
+    #[test]
+    fn chunks_shared_with_a_helper_keep_every_spectators_frames_whole_and_in_order() {
+        helpers::start(Some(1));
+        let mut fanout = Fanout::default();
+        let mut rxs: Vec<_> = (0..100).map(|id| spectator(&mut fanout, id)).collect();
+        // One spectator whose connection is gone, one that can hold a single item.
+        let gone = spectator(&mut fanout, 100);
+        drop(gone);
+        let (small, mut small_rx) = Outbox::new(101, 1);
+        fanout.add_spectator(small);
+        for round in 0..20u8 {
+            let base = round * 3;
+            fanout.broadcast(&[frame(base)]);
+            // Part of a pass, then two more frames mid-pass.
+            assert!(!fanout.deliver(40, no_resync).done);
+            fanout.broadcast(&[frame(base + 1), frame(base + 2)]);
+            let mut deliveries = 0;
+            while !fanout.deliver(40, || frame(255)).done {
+                deliveries += 1;
+                assert!(deliveries < 20, "the backlog never empties");
+            }
+            for (id, rx) in rxs.iter_mut().enumerate() {
+                assert_eq!(received(rx), [base, base + 1, base + 2], "spectator {id}");
+            }
+            // The small one takes one item a delivery, or is resynced when behind.
+            let got = received(&mut small_rx);
+            assert!(!got.is_empty(), "round {round}: {got:?}");
+        }
+        assert_eq!(
+            fanout.spectator_count(),
+            101,
+            "the one that was gone is dropped"
+        );
     }
 
     #[test]
