@@ -13,6 +13,7 @@
 //! worker's own slot, where the other worker cannot take it (BENCHMARKS.md §4, server J).
 
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{
     AtomicU64, AtomicU8, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
 };
@@ -138,7 +139,20 @@ impl Job {
             let Some((outbox, from)) = self.work.get(k) else {
                 return;
             };
-            let outcome = match send(outbox, &self.backlog, *from) {
+            // On a helper, a panic in a send (there should be none) drops that spectator's
+            // connection and the helper lives on: the game counts on every send it took
+            // finishing. On the game's task it unwinds to the game's supervisor, as any
+            // panic there does.
+            let sent = if helper {
+                std::panic::catch_unwind(AssertUnwindSafe(|| send(outbox, &self.backlog, *from)))
+                    .unwrap_or_else(|_| {
+                        outbox.kill();
+                        Sent::Closed
+                    })
+            } else {
+                send(outbox, &self.backlog, *from)
+            };
+            let outcome = match sent {
                 Sent::Ok => OK,
                 Sent::Full => FULL,
                 Sent::Closed => CLOSED,
