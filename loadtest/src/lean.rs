@@ -61,6 +61,9 @@ const READ_PHASE: Duration = Duration::from_millis(250);
 /// spins for at most this long after a read, so only while a delivery is under way.
 pub const SPIN: Duration = Duration::from_millis(2);
 
+/// Spectators decoded between two looks for sockets that have become ready.
+const DECODE_SLICE: usize = 32;
+
 /// The longest the thread sleeps without looking at the stop signal and the back-offs.
 const TICK: Duration = Duration::from_millis(50);
 
@@ -158,16 +161,7 @@ impl Reader {
             let reading_until = Instant::now() + READ_PHASE;
             let mut last_read = Instant::now();
             loop {
-                for event in events.iter() {
-                    match event.token() {
-                        WAKE => adopt = true,
-                        Token(slot) => {
-                            if self.read_ready(slot, &mut buf) {
-                                touched.push(slot);
-                            }
-                        }
-                    }
-                }
+                adopt |= self.read_events(&events, &mut buf, &mut touched);
                 let now = Instant::now();
                 if !events.is_empty() {
                     last_read = now;
@@ -188,9 +182,21 @@ impl Reader {
             if !touched.is_empty() {
                 active_at = Some(Instant::now());
             }
-            for slot in touched.drain(..) {
-                self.handle(slot, ctx);
+            // Decoding gives way to reading: every `DECODE_SLICE` spectators it reads the
+            // sockets that have become ready meanwhile, so that no arrival waits for more
+            // than a slice of decoding (a read phase may end at `READ_PHASE` in the middle
+            // of a delivery, and ten thousand spectators' frames take ~100 ms to decode).
+            let mut decoded = 0;
+            while decoded < touched.len() {
+                self.handle(touched[decoded], ctx);
+                decoded += 1;
+                if decoded % DECODE_SLICE == 0
+                    && self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok()
+                {
+                    adopt |= self.read_events(&events, &mut buf, &mut touched);
+                }
             }
+            touched.clear();
             if adopt {
                 self.adopt_all();
             }
@@ -249,6 +255,23 @@ impl Reader {
             });
             self.step(slot, |w| w.list());
         }
+    }
+
+    /// Reads the sockets `events` says are ready; each one newly waiting to be handled
+    /// goes on `touched`. Returns whether the adopt signal was among them.
+    fn read_events(&mut self, events: &Events, buf: &mut [u8], touched: &mut Vec<usize>) -> bool {
+        let mut adopt = false;
+        for event in events.iter() {
+            match event.token() {
+                WAKE => adopt = true,
+                Token(slot) => {
+                    if self.read_ready(slot, buf) {
+                        touched.push(slot);
+                    }
+                }
+            }
+        }
+        adopt
     }
 
     /// Read everything the socket holds (readiness is edge-triggered) into its buffer,
