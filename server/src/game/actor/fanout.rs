@@ -191,7 +191,7 @@ impl Fanout {
             if keep {
                 at += 1;
             } else {
-                // Removing it before the cursor would move the cursor: it is past it.
+                // (`remove_at` moves the cursor only for spectators before it.)
                 self.remove_at(at);
                 delivery.removed += 1;
             }
@@ -314,7 +314,7 @@ mod tests {
     }
 
     #[test]
-    fn chunks_shared_with_a_helper_keep_every_spectators_frames_whole_and_in_order() {
+    fn chunks_offered_to_a_helper_keep_every_spectators_frames_whole_and_in_order() {
         helpers::start(Some(1));
         let mut fanout = Fanout::default();
         let mut rxs: Vec<_> = (0..100).map(|id| spectator(&mut fanout, id)).collect();

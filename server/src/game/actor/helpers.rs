@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{
-    AtomicU64, AtomicU8, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+    AtomicU8, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
 };
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
@@ -23,20 +23,18 @@ use crate::outbox::{Framed, Outbox, SendError};
 
 /// Fewer sends than this are made by the actor alone: offering them costs more than
 /// sharing them saves.
-pub(super) const MIN_SHARED: usize = 16;
+const MIN_SHARED: usize = 16;
 
 /// The helpers of a process: `--fanout-helpers`, or by default one fewer than the cores
 /// (at most [`MAX_DEFAULT`]).
 static HELPERS: OnceLock<Option<Helpers>> = OnceLock::new();
 
-/// Sends made by helpers, since the process started (for tests: proof that they help).
-static HELPED: AtomicU64 = AtomicU64::new(0);
-
 /// The most helpers started by default.
 const MAX_DEFAULT: usize = 3;
 
-/// What one send did.
+/// What one send did (as a `u8` in a job's outcomes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub(super) enum Sent {
     /// Written, or queued for the connection's writer.
     Ok,
@@ -46,41 +44,60 @@ pub(super) enum Sent {
     Closed,
 }
 
+impl Sent {
+    fn from_u8(outcome: u8) -> Sent {
+        match outcome {
+            o if o == Sent::Full as u8 => Sent::Full,
+            o if o == Sent::Closed as u8 => Sent::Closed,
+            _ => Sent::Ok,
+        }
+    }
+}
+
 /// Starts `count` helpers, unless helpers have already been started (or declined): the
 /// first call of the process decides. `None` is the default.
 pub fn start(count: Option<usize>) {
-    HELPERS.get_or_init(|| {
-        let count = count.unwrap_or_else(|| {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            (cores - 1).min(MAX_DEFAULT)
-        });
-        Helpers::spawn(count)
-    });
+    init(count);
 }
 
-fn helpers() -> Option<&'static Helpers> {
-    start(None);
-    HELPERS.get().and_then(Option::as_ref)
+/// The process's helpers, started with `count` (see `start`) if they were not yet.
+fn init(count: Option<usize>) -> Option<&'static Helpers> {
+    HELPERS
+        .get_or_init(|| {
+            let count = count.unwrap_or_else(|| {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                (cores - 1).min(MAX_DEFAULT)
+            });
+            Helpers::spawn(count)
+        })
+        .as_ref()
 }
 
 /// Sends each `(outbox, from)` of `work` `backlog[from..]`, sharing the sends with a
 /// helper when there are enough of them; returns what each send did, in `work`'s order.
 pub(super) fn send_all(work: Vec<(Arc<Outbox>, usize)>, backlog: &Arc<Framed>) -> Vec<Sent> {
-    let helpers = match helpers() {
+    share(work, backlog).0
+}
+
+/// `send_all`, and how many of the sends a helper made.
+fn share(work: Vec<(Arc<Outbox>, usize)>, backlog: &Arc<Framed>) -> (Vec<Sent>, usize) {
+    let helpers = match init(None) {
         Some(helpers) if work.len() >= MIN_SHARED => helpers,
         _ => {
-            return work
+            let sent = work
                 .iter()
                 .map(|(outbox, from)| send(outbox, backlog, *from))
-                .collect()
+                .collect();
+            return (sent, 0);
         }
     };
     let job = Arc::new(Job {
         backlog: Arc::clone(backlog),
-        outcomes: work.iter().map(|_| AtomicU8::new(PENDING)).collect(),
+        outcomes: work.iter().map(|_| AtomicU8::new(0)).collect(),
         work,
         next: AtomicUsize::new(0),
         done: AtomicUsize::new(0),
+        helped: AtomicUsize::new(0),
     });
     helpers.offer(&job);
     job.run(false);
@@ -97,14 +114,12 @@ pub(super) fn send_all(work: Vec<(Arc<Outbox>, usize)>, backlog: &Arc<Framed>) -
             std::thread::yield_now();
         }
     }
-    job.outcomes
+    let sent = job
+        .outcomes
         .iter()
-        .map(|o| match o.load(Relaxed) {
-            FULL => Sent::Full,
-            CLOSED => Sent::Closed,
-            _ => Sent::Ok,
-        })
-        .collect()
+        .map(|o| Sent::from_u8(o.load(Relaxed)))
+        .collect();
+    (sent, job.helped.load(Relaxed))
 }
 
 fn send(outbox: &Outbox, backlog: &Framed, from: usize) -> Sent {
@@ -115,11 +130,6 @@ fn send(outbox: &Outbox, backlog: &Framed, from: usize) -> Sent {
     }
 }
 
-const PENDING: u8 = 0;
-const OK: u8 = 1;
-const FULL: u8 = 2;
-const CLOSED: u8 = 3;
-
 /// A chunk of sends, taken one at a time by whoever runs it.
 struct Job {
     backlog: Arc<Framed>,
@@ -129,10 +139,12 @@ struct Job {
     outcomes: Vec<AtomicU8>,
     /// Sends finished (their outcome stored).
     done: AtomicUsize,
+    /// Sends a helper made.
+    helped: AtomicUsize,
 }
 
 impl Job {
-    /// Takes sends until none are left; `helper` counts them in `HELPED`.
+    /// Takes sends until none are left; a `helper` counts its own in `helped`.
     fn run(&self, helper: bool) {
         loop {
             let k = self.next.fetch_add(1, Relaxed);
@@ -152,17 +164,12 @@ impl Job {
             } else {
                 send(outbox, &self.backlog, *from)
             };
-            let outcome = match sent {
-                Sent::Ok => OK,
-                Sent::Full => FULL,
-                Sent::Closed => CLOSED,
-            };
-            self.outcomes[k].store(outcome, Relaxed);
-            // Release: whoever sees the count sees the outcome.
-            self.done.fetch_add(1, Release);
+            self.outcomes[k].store(sent as u8, Relaxed);
             if helper {
-                HELPED.fetch_add(1, Relaxed);
+                self.helped.fetch_add(1, Relaxed);
             }
+            // Release: whoever sees the count sees the outcome (and the helper's count).
+            self.done.fetch_add(1, Release);
         }
     }
 }
@@ -244,7 +251,7 @@ mod tests {
     fn every_send_is_made_once_and_its_outcome_kept_in_order() {
         start(Some(1));
         let framed = Arc::new(Framed::new(Arc::from([bytes::Bytes::from_static(b"x")])));
-        let helped = HELPED.load(Relaxed);
+        let mut helped = 0;
         // Enough sends that the helper wakes while some are left (a queued send is well
         // under a microsecond), a few times over.
         for round in 0..3 {
@@ -268,7 +275,8 @@ mod tests {
                     open
                 }
             };
-            let sent = send_all(work.clone(), &framed);
+            let (sent, by_helper) = share(work.clone(), &framed);
+            helped += by_helper;
             assert!(
                 sent.iter()
                     .enumerate()
@@ -276,7 +284,8 @@ mod tests {
                 "round {round}"
             );
             // Each open outbox holds its one item now: a second send finds it full.
-            let again = send_all(work, &framed);
+            let (again, by_helper) = share(work, &framed);
+            helped += by_helper;
             assert!(
                 again
                     .iter()
@@ -289,9 +298,6 @@ mod tests {
                 assert!(rx.try_recv().is_err(), "outbox {i} got one item only");
             }
         }
-        assert!(
-            HELPED.load(Relaxed) > helped,
-            "the helper made some of the sends"
-        );
+        assert!(helped > 0, "the helper made some of the sends");
     }
 }
