@@ -55,6 +55,14 @@ const SPECTATOR_BATCH: Duration = Duration::from_secs(1);
 /// each other within milliseconds) reach them as one write. Players never wait.
 const SPECTATOR_COALESCE: Duration = Duration::from_millis(50);
 
+/// How long the events that open a round's reveals (the second commit, `reveal_phase`) may
+/// wait for the reveals and the result. Players' clients reveal on their own as soon as they
+/// hear of the phase, so the result normally follows within one round trip of theirs; the
+/// spectators then get the round's second half in one write, not two passes of writes
+/// (each pass over ten thousand spectators is some 40–60 ms of sends here, and a result that
+/// came while the commit's pass was under way had to wait for it: BENCHMARKS.md §4, server P).
+const SPECTATOR_REVEAL_WAIT: Duration = Duration::from_millis(300);
+
 /// Spectators brought up to date between two looks at the game's commands. Most are written
 /// to from this task itself (`Outbox::write_frames`), about 7 µs each here, so a chunk
 /// costs the players' next command well under a millisecond of waiting. (When each
@@ -324,8 +332,22 @@ impl Actor {
             });
             if urgent {
                 self.start_delivery();
-            } else if !self.delivering && self.deliver_at.is_none() {
-                self.deliver_at = Some(Instant::now() + SPECTATOR_COALESCE);
+            } else if !self.delivering {
+                let reveals_due = events
+                    .iter()
+                    .any(|e| matches!(e, ServerMsg::RevealPhase { .. }));
+                let wait = match reveals_due {
+                    true => SPECTATOR_REVEAL_WAIT,
+                    false => SPECTATOR_COALESCE,
+                };
+                let due = Instant::now() + wait;
+                // A wait already running is kept, unless the reveals just began: then what
+                // waits (the first commit too, if it came within the coalescing) waits on
+                // for them.
+                match self.deliver_at {
+                    Some(at) if !reveals_due || at >= due => {}
+                    _ => self.deliver_at = Some(due),
+                }
             }
         }
         let resolved = events

@@ -5,9 +5,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use elementals_protocol::messages::ServerMsg;
+use elementals_protocol::rules::Seat;
 use elementals_protocol::wire;
-use tokio::time::advance;
+use tokio::time::{advance, Instant};
 
+use super::super::{SPECTATOR_COALESCE, SPECTATOR_REVEAL_WAIT};
 use super::{seqs, Harness, Inbox, TC};
 
 /// Every frame queued to `inbox` so far, raw.
@@ -212,4 +214,75 @@ async fn spectators_get_a_rounds_moves_together_and_its_result_without_waiting()
         assert_eq!(w.drain(), []);
     }
     assert_eq!(tokio::time::Instant::now(), start);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rounds_second_commit_waits_for_its_reveals_but_no_longer_than_the_reveal_wait() {
+    let h = Harness::new().await;
+    let mut game = h.start(0, TC).await;
+    let mut w = Inbox::new(64);
+    game.handle
+        .spectator()
+        .watch(w.outbox.clone(), None)
+        .await
+        .unwrap();
+    assert!(matches!(w.next().await, ServerMsg::Snapshot { .. }));
+
+    // A first commit waits only the coalescing's 50 ms.
+    let t0 = Instant::now();
+    game.one.commit(1, 5).await.unwrap();
+    assert!(matches!(
+        w.next().await,
+        ServerMsg::Committed {
+            seat: Seat::One,
+            ..
+        }
+    ));
+    assert_eq!(t0.elapsed(), SPECTATOR_COALESCE);
+
+    // The second opens the reveals: it waits for them, and with nobody revealing it goes
+    // out when the reveal wait runs out.
+    let t1 = Instant::now();
+    game.two.commit(1, 2).await.unwrap();
+    assert!(matches!(
+        w.next().await,
+        ServerMsg::Committed {
+            seat: Seat::Two,
+            ..
+        }
+    ));
+    assert_eq!(t1.elapsed(), SPECTATOR_REVEAL_WAIT);
+    assert!(matches!(w.next().await, ServerMsg::RevealPhase { .. }));
+    assert_eq!(w.drain(), []);
+    game.one.reveal(1, 5).await.unwrap();
+    game.two.reveal(1, 2).await.unwrap();
+    while !matches!(w.next().await, ServerMsg::RoundStart { round: 2, .. }) {}
+
+    // Round 2, both commits within the coalescing: both wait for the reveals, which come
+    // 100 ms later; the spectator then gets the commits, the reveals and the result at once,
+    // as one item (one write), the moment the result is known.
+    game.one.drain();
+    game.one.commit(2, 5).await.unwrap();
+    advance(Duration::from_millis(20)).await;
+    game.two.commit(2, 2).await.unwrap();
+    advance(Duration::from_millis(100)).await;
+    game.one.reveal(2, 5).await.unwrap();
+    let t2 = Instant::now();
+    game.two.reveal(2, 2).await.unwrap();
+    let item = w.rx.recv().await.expect("the outbox is open");
+    assert_eq!(t2.elapsed(), Duration::ZERO);
+    let got: Vec<ServerMsg> = item.frames().iter().map(super::decode).collect();
+    assert_eq!(seqs(&got), seqs(&game.one.drain()));
+    assert!(matches!(
+        got[0],
+        ServerMsg::Committed {
+            seat: Seat::One,
+            round: 2,
+            ..
+        }
+    ));
+    assert!(got
+        .iter()
+        .any(|m| matches!(m, ServerMsg::RoundResult { .. })));
+    assert_eq!(w.drain(), []);
 }
