@@ -63,8 +63,8 @@ const SPECTATOR_COALESCE: Duration = Duration::from_millis(50);
 /// came while the commit's pass was under way had to wait for it: BENCHMARKS.md §4, server P).
 const SPECTATOR_REVEAL_WAIT: Duration = Duration::from_millis(300);
 
-/// Spectators brought up to date between two looks at the game's commands. Most are written
-/// to from this task itself (`Outbox::write_frames`), about 7 µs each here, so a chunk
+/// Spectators' sends this task makes between two looks at the game's commands (a fan-out
+/// helper, if one is awake, goes on meanwhile). Most are written to from this task itself (`Outbox::write_frames`), about 7 µs each here, so a chunk
 /// costs the players' next command well under a millisecond of waiting. (When each
 /// spectator still meant a writer task woken, 64 beat 256 and 1,024 by keeping both
 /// workers sending: BENCHMARKS.md, fan-out, server G. With the direct writes, 256 was no
@@ -369,7 +369,7 @@ impl Actor {
         self.delivering = true;
     }
 
-    /// Brings the next chunk of spectators up to date, then lets other tasks run (the
+    /// Makes the next chunk of the spectators' sends, then lets other tasks run (the
     /// connections just handed frames, and the players' next moves).
     async fn deliver_chunk(&mut self) {
         let delivery = self.deliver(SPECTATOR_CHUNK);
@@ -387,7 +387,7 @@ impl Actor {
         self.deliver_at = None;
     }
 
-    /// One delivery step of `chunk` spectators, or of the whole backlog for `usize::MAX`.
+    /// One delivery step of `chunk` sends, or of the whole backlog for `usize::MAX`.
     fn deliver(&mut self, chunk: usize) -> fanout::Delivery {
         let now = Instant::now().into_std();
         let delivery = {

@@ -8,15 +8,16 @@
 //! is offered a fresh snapshot with each later delivery instead, until one fits or it has
 //! failed [`MAX_RESYNC_ATTEMPTS`] times in a row and is dropped.
 //!
-//! Players get each batch at once. Spectators get it from a backlog that the actor works
-//! through in passes of at most a chunk of spectators at a time (`deliver`), yielding
-//! between chunks: ten thousand spectators then cost the players' next event a chunk's worth
-//! of waiting, not ten thousand wake-ups, and events that arrive while a pass is under way
-//! reach the rest of that pass together (one write per spectator, made from the actor's turn
-//! when the spectator's socket is free: `Outbox::write_frames`; a chunk's writes are shared
-//! with a fan-out helper thread, see `helpers`). Each spectator knows how
-//! far into the stream it is, so however passes and batches interleave, it gets every frame
-//! once and in order.
+//! Players get each batch at once. Spectators get it from a backlog that is worked
+//! through in passes: each pass is a [`Job`] of sends, one per spectator that lacks frames
+//! (one write, made from the actor's turn when the spectator's socket is free:
+//! `Outbox::write_frames`), which the actor works on a chunk at a time, yielding between
+//! chunks, and a fan-out helper thread works on without a break (see `helpers`). Ten
+//! thousand spectators then cost the players' next event a chunk's worth of waiting, not
+//! ten thousand wake-ups. Events that arrive while a pass is under way stop its job where
+//! it stands; a new job takes the rest of the pass with them, so they reach the rest of
+//! that pass together. Each spectator knows how far into the stream it is, so however
+//! passes and batches interleave, it gets every frame once and in order.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -25,8 +26,8 @@ use bytes::Bytes;
 use elementals_protocol::messages::SeatPair;
 use elementals_protocol::rules::Seat;
 
-use super::helpers::{self, Sent};
-use crate::outbox::{Framed, Outbox, SendError};
+use super::helpers::{Item, Job, Sent};
+use crate::outbox::{Framed, Outbox};
 
 /// Consecutive deliveries a lagging spectator may fail to take a snapshot before it is
 /// dropped.
@@ -34,7 +35,7 @@ pub(in crate::game) const MAX_RESYNC_ATTEMPTS: u8 = 3;
 
 #[derive(Debug)]
 struct Spectator {
-    /// Shared with a fan-out helper while a chunk's sends are made (`helpers::send_all`).
+    /// Shared with a fan-out helper while a pass's sends are made (`helpers::Job`).
     outbox: Arc<Outbox>,
     /// `Some(failed resyncs)` while it is behind; it then gets snapshots, not events.
     lagging: Option<u8>,
@@ -67,6 +68,39 @@ pub(in crate::game) struct Fanout {
     base: u64,
     /// The next spectator of the pass under way.
     cursor: usize,
+    /// The pass's job under way, if any. While there is one, `spectators` only grows at
+    /// its end: anything else settles the job first.
+    flight: Option<Flight>,
+    /// Spectators removed by settling a job outside `deliver` (reported by the next one).
+    removed: u32,
+}
+
+/// A job under way and where its sends go.
+struct Flight {
+    job: Arc<Job>,
+    /// For each of the job's sends, the spectator's place in `spectators`.
+    places: Vec<usize>,
+    /// Where the pass goes to: the number of spectators when the job began.
+    stop: usize,
+    /// The stream's end when the job began: what its sends bring their spectators up to.
+    end: u64,
+}
+
+impl std::fmt::Debug for Flight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Flight")
+            .field("sends", &self.job.len())
+            .field("stop", &self.stop)
+            .field("end", &self.end)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        // A job dropped unsettled (its game gone) takes no more sends.
+        self.job.stop();
+    }
 }
 
 impl Fanout {
@@ -97,6 +131,8 @@ impl Fanout {
         if !self.watching.contains(&conn_id) {
             return false;
         }
+        // Places in the list move: the job under way is settled first.
+        self.removed += self.land();
         let Some(at) = self
             .spectators
             .iter()
@@ -104,7 +140,7 @@ impl Fanout {
         else {
             return false;
         };
-        self.remove_at(at);
+        self.remove_listed(at);
         true
     }
 
@@ -137,77 +173,128 @@ impl Fanout {
         !self.backlog.is_empty()
     }
 
-    /// Brings up to `chunk` more spectators, from where the pass under way stands, up to date;
-    /// `resync` encodes a snapshot of the game as it is now (after every frame of the
-    /// backlog) for spectators that are behind, and is called at most once.
-    pub fn deliver(&mut self, chunk: usize, mut resync: impl FnMut() -> Bytes) -> Delivery {
-        let mut delivery = Delivery::default();
+    /// Makes up to `chunk` more sends of the pass under way (starting a job for the rest
+    /// of the pass when there is none, or when frames have come since it began); `resync`
+    /// encodes a snapshot of the game as it is now (after every frame of the backlog) for
+    /// spectators that are behind, and is called at most once per job.
+    pub fn deliver(&mut self, chunk: usize, resync: impl FnOnce() -> Bytes) -> Delivery {
+        let mut delivery = Delivery {
+            removed: std::mem::take(&mut self.removed),
+            done: false,
+        };
+        // Frames have come since the job under way began: it stops where it stands, and a
+        // new one takes the rest of the pass with them.
+        if self.flight.as_ref().is_some_and(|f| f.end != self.end()) {
+            delivery.removed += self.land();
+        }
+        if self.flight.is_none() && self.has_backlog() {
+            self.begin(resync);
+        }
+        if let Some(flight) = &self.flight {
+            if !flight.job.run_some(chunk) {
+                delivery.removed += self.land();
+            }
+        }
+        delivery.done = !self.has_backlog();
+        delivery
+    }
+
+    /// Starts a job for the rest of the pass: every spectator from the cursor on that lacks
+    /// frames (a snapshot for those that are behind).
+    fn begin(&mut self, resync: impl FnOnce() -> Bytes) {
+        if self.cursor >= self.spectators.len() {
+            self.cursor = 0;
+        }
         let end = self.end();
         let backlog =
             Arc::clone(self.shared.get_or_insert_with(|| {
                 Arc::new(Framed::new(self.backlog.iter().cloned().collect()))
             }));
-        // The chunk: from the cursor on, up to `chunk` spectators that lack frames. Those
-        // that are not behind are sent them together (with a helper's hand when there are
-        // enough); then each is settled in order.
-        let start = self.cursor;
-        let mut stop = start;
         let mut work = Vec::new();
-        let mut served = 0;
-        while served < chunk && stop < self.spectators.len() {
-            let s = &self.spectators[stop];
-            stop += 1;
+        let mut places = Vec::new();
+        let mut behind = false;
+        for (at, s) in self.spectators.iter().enumerate().skip(self.cursor) {
             if s.next >= end {
-                // Up to date already (passing it over costs nothing worth a chunk).
                 continue;
             }
-            served += 1;
-            if s.lagging.is_none() {
-                let from = usize::try_from(s.next - self.base).unwrap_or(usize::MAX);
-                work.push((Arc::clone(&s.outbox), from));
-            }
-        }
-        let mut sent = helpers::send_all(work, &backlog).into_iter();
-        let mut snapshot: Option<Bytes> = None;
-        let mut at = start;
-        for _ in start..stop {
-            let s = &mut self.spectators[at];
-            let keep = if s.next >= end {
-                true
-            } else if s.lagging.is_none() {
-                match sent.next() {
-                    Some(Sent::Full) => {
-                        s.lagging = Some(0);
-                        true
-                    }
-                    Some(Sent::Closed) => false,
-                    Some(Sent::Ok) | None => true,
-                }
-            } else {
-                let frame = snapshot.get_or_insert_with(&mut resync);
-                send_resync(s, frame)
+            behind |= s.lagging.is_some();
+            let from = match s.lagging {
+                None => Some(usize::try_from(s.next - self.base).unwrap_or(usize::MAX)),
+                Some(_) => None,
             };
-            s.next = end;
-            if keep {
-                at += 1;
-            } else {
-                // (`remove_at` moves the cursor only for spectators before it.)
-                self.remove_at(at);
-                delivery.removed += 1;
+            work.push(Item {
+                outbox: Arc::clone(&s.outbox),
+                from,
+            });
+            places.push(at);
+        }
+        let snapshot = behind.then(resync);
+        self.flight = Some(Flight {
+            job: Job::start(work, backlog, snapshot),
+            places,
+            stop: self.spectators.len(),
+            end,
+        });
+    }
+
+    /// Ends the job under way where it stands, and settles the sends it made: each of
+    /// those spectators is up to its end, and is marked behind, resynchronised or dropped
+    /// by what its send did. The pass goes on from the first send not made. Returns the
+    /// spectators dropped.
+    fn land(&mut self) -> u32 {
+        let Some(flight) = self.flight.take() else {
+            return 0;
+        };
+        let made = flight.job.stop();
+        let mut removed = 0;
+        for k in 0..made {
+            // (Removals move the places after them down by one each.)
+            let at = flight.places[k] - removed;
+            let s = &mut self.spectators[at];
+            let keep = match (s.lagging, flight.job.outcome(k)) {
+                (_, Sent::Closed) => false,
+                (None, Sent::Ok) => true,
+                (None, Sent::Full) => {
+                    s.lagging = Some(0);
+                    true
+                }
+                (Some(_), Sent::Ok) => {
+                    s.lagging = None;
+                    true
+                }
+                (Some(failed), Sent::Full) => {
+                    let failed = failed + 1;
+                    s.lagging = Some(failed);
+                    if failed >= MAX_RESYNC_ATTEMPTS {
+                        s.outbox.kill();
+                    }
+                    failed < MAX_RESYNC_ATTEMPTS
+                }
+            };
+            s.next = flight.end;
+            if !keep {
+                self.remove_listed(at);
+                removed += 1;
             }
         }
-        self.cursor = at;
+        let removed_u32 = u32::try_from(removed).unwrap_or(u32::MAX);
+        if self.spectators.is_empty() {
+            return removed_u32;
+        }
+        self.cursor = match flight.places.get(made) {
+            Some(place) => place - removed,
+            None => flight.stop - removed,
+        };
         if self.cursor >= self.spectators.len() {
             self.cursor = 0;
-            if self.spectators.iter().all(|s| s.next >= end) {
+            if self.spectators.iter().all(|s| s.next >= self.end()) {
                 // Everyone has everything: the backlog can go.
-                self.base = end;
+                self.base = self.end();
                 self.backlog.clear();
                 self.shared = None;
             }
         }
-        delivery.done = self.backlog.is_empty();
-        delivery
+        removed_u32
     }
 
     /// Delivers the whole backlog now (a game that is stopping).
@@ -228,7 +315,9 @@ impl Fanout {
         self.base + self.backlog.len() as u64
     }
 
-    fn remove_at(&mut self, at: usize) {
+    /// Removes the spectator at `at` from the list (no job may be under way, or it is
+    /// being settled).
+    fn remove_listed(&mut self, at: usize) {
         let gone = self.spectators.remove(at);
         self.watching.remove(&gone.outbox.conn_id());
         if at < self.cursor {
@@ -240,26 +329,6 @@ impl Fanout {
             self.shared = None;
             self.cursor = 0;
         }
-    }
-}
-
-/// Offers a lagging spectator a snapshot; returns whether to keep it.
-fn send_resync(s: &mut Spectator, snapshot: &Bytes) -> bool {
-    match s.outbox.send(snapshot.clone()) {
-        Ok(()) => {
-            s.lagging = None;
-            true
-        }
-        Err(SendError::Full) => {
-            let failed = s.lagging.unwrap_or(0) + 1;
-            if failed >= MAX_RESYNC_ATTEMPTS {
-                s.outbox.kill();
-                return false;
-            }
-            s.lagging = Some(failed);
-            true
-        }
-        Err(SendError::Closed) => false,
     }
 }
 
@@ -314,8 +383,8 @@ mod tests {
     }
 
     #[test]
-    fn chunks_offered_to_a_helper_keep_every_spectators_frames_whole_and_in_order() {
-        helpers::start(Some(1));
+    fn passes_shared_with_a_helper_keep_every_spectators_frames_whole_and_in_order() {
+        super::super::helpers::start(Some(1));
         let mut fanout = Fanout::default();
         let mut rxs: Vec<_> = (0..100).map(|id| spectator(&mut fanout, id)).collect();
         // One spectator whose connection is gone, one that can hold a single item.

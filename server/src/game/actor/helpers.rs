@@ -3,11 +3,13 @@
 //! A delivery writes each spectator its frames with one non-blocking `send` (see
 //! `Outbox::write_frames`), and with ten thousand spectators those sends are nearly all of
 //! a delivery's time. One game's actor runs on one worker at a time, so without help a
-//! delivery uses one core however many the machine has. A chunk of sends is offered to
-//! the helpers as a [`Job`]: the actor and at most one helper take its sends one at a time
-//! from a shared counter, so a helper that is busy elsewhere, or slow to wake, takes
-//! nothing and costs the actor nothing but the offer; the actor never waits for a helper
-//! to start, only for a send a helper has already begun.
+//! delivery uses one core however many the machine has. A pass of sends is offered to the
+//! helpers as a [`Job`]: the actor (a chunk of sends per turn of its loop) and at most one
+//! helper (without a break) take its sends one at a time from a shared counter. A helper
+//! that is busy elsewhere, or slow to wake, takes nothing and costs the actor nothing but
+//! the offer; one that is awake goes on sending while the actor answers the players or
+//! waits for the scheduler. The actor never waits for a helper to start, only, when it
+//! settles a job, for a send a helper has already begun.
 //!
 //! The helpers are plain threads, not tasks: a task spawned from a worker waits in that
 //! worker's own slot, where the other worker cannot take it (BENCHMARKS.md §4, server J).
@@ -19,10 +21,12 @@ use std::sync::atomic::{
 };
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
+use bytes::Bytes;
+
 use crate::outbox::{Framed, Outbox, SendError};
 
-/// Fewer sends than this are made by the actor alone: offering them costs more than
-/// sharing them saves.
+/// Jobs of fewer sends than this are made by the actor alone: offering them costs more
+/// than sharing them saves.
 const MIN_SHARED: usize = 16;
 
 /// The helpers of a process: `--fanout-helpers`, or by default one fewer than the cores
@@ -52,6 +56,14 @@ impl Sent {
             _ => Sent::Ok,
         }
     }
+
+    fn of(result: Result<(), SendError>) -> Sent {
+        match result {
+            Ok(()) => Sent::Ok,
+            Err(SendError::Full) => Sent::Full,
+            Err(SendError::Closed) => Sent::Closed,
+        }
+    }
 }
 
 /// Starts `count` helpers, unless helpers have already been started (or declined): the
@@ -73,67 +85,20 @@ fn init(count: Option<usize>) -> Option<&'static Helpers> {
         .as_ref()
 }
 
-/// Sends each `(outbox, from)` of `work` `backlog[from..]`, sharing the sends with a
-/// helper when there are enough of them; returns what each send did, in `work`'s order.
-pub(super) fn send_all(work: Vec<(Arc<Outbox>, usize)>, backlog: &Arc<Framed>) -> Vec<Sent> {
-    share(work, backlog).0
+/// One send of a job: `backlog[from..]` written to `outbox`, or with `from` `None`, the
+/// job's snapshot queued to it (a spectator that fell behind).
+pub(super) struct Item {
+    pub outbox: Arc<Outbox>,
+    pub from: Option<usize>,
 }
 
-/// `send_all`, and how many of the sends a helper made.
-fn share(work: Vec<(Arc<Outbox>, usize)>, backlog: &Arc<Framed>) -> (Vec<Sent>, usize) {
-    let helpers = match init(None) {
-        Some(helpers) if work.len() >= MIN_SHARED => helpers,
-        _ => {
-            let sent = work
-                .iter()
-                .map(|(outbox, from)| send(outbox, backlog, *from))
-                .collect();
-            return (sent, 0);
-        }
-    };
-    let job = Arc::new(Job {
-        backlog: Arc::clone(backlog),
-        outcomes: work.iter().map(|_| AtomicU8::new(0)).collect(),
-        work,
-        next: AtomicUsize::new(0),
-        done: AtomicUsize::new(0),
-        helped: AtomicUsize::new(0),
-    });
-    helpers.offer(&job);
-    job.run(false);
-    // Nothing is left to take; a helper may still be making one send it took. Waiting
-    // for it keeps each connection's frames in order: the next chunk or pass may write
-    // to the same spectator.
-    helpers.withdraw(&job);
-    let mut spins = 0u32;
-    while job.done.load(Acquire) < job.work.len() {
-        spins += 1;
-        if spins < 100 {
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
-    }
-    let sent = job
-        .outcomes
-        .iter()
-        .map(|o| Sent::from_u8(o.load(Relaxed)))
-        .collect();
-    (sent, job.helped.load(Relaxed))
-}
-
-fn send(outbox: &Outbox, backlog: &Framed, from: usize) -> Sent {
-    match outbox.write_frames(backlog, from) {
-        Ok(()) => Sent::Ok,
-        Err(SendError::Full) => Sent::Full,
-        Err(SendError::Closed) => Sent::Closed,
-    }
-}
-
-/// A chunk of sends, taken one at a time by whoever runs it.
-struct Job {
+/// A pass of sends, taken one at a time by whoever runs it: the actor a chunk at a time
+/// (`run_some`), a helper until none is left. `stop` ends it, where it stands or once
+/// everything is taken, and waits for the sends already begun.
+pub(super) struct Job {
     backlog: Arc<Framed>,
-    work: Vec<(Arc<Outbox>, usize)>,
+    snapshot: Option<Bytes>,
+    work: Vec<Item>,
     /// The next send to take.
     next: AtomicUsize,
     outcomes: Vec<AtomicU8>,
@@ -141,36 +106,127 @@ struct Job {
     done: AtomicUsize,
     /// Sends a helper made.
     helped: AtomicUsize,
+    /// How many sends were taken when the job was stopped.
+    stopped: OnceLock<usize>,
+}
+
+/// Counts a send as finished when dropped. Release: whoever sees the count sees the
+/// send's outcome (and a helper's count).
+struct Finished<'a>(&'a AtomicUsize);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Release);
+    }
 }
 
 impl Job {
-    /// Takes sends until none are left; a `helper` counts its own in `helped`.
-    fn run(&self, helper: bool) {
-        loop {
-            let k = self.next.fetch_add(1, Relaxed);
-            let Some((outbox, from)) = self.work.get(k) else {
-                return;
-            };
-            // On a helper, a panic in a send (there should be none) drops that spectator's
-            // connection and the helper lives on: the game counts on every send it took
-            // finishing. On the game's task it unwinds to the game's supervisor, as any
-            // panic there does.
-            let sent = if helper {
-                std::panic::catch_unwind(AssertUnwindSafe(|| send(outbox, &self.backlog, *from)))
-                    .unwrap_or_else(|_| {
-                        outbox.kill();
-                        Sent::Closed
-                    })
-            } else {
-                send(outbox, &self.backlog, *from)
-            };
-            self.outcomes[k].store(sent as u8, Relaxed);
-            if helper {
-                self.helped.fetch_add(1, Relaxed);
+    /// A job of `work`, offered to a helper when it is big enough to share.
+    pub fn start(work: Vec<Item>, backlog: Arc<Framed>, snapshot: Option<Bytes>) -> Arc<Job> {
+        let job = Arc::new(Job {
+            backlog,
+            snapshot,
+            outcomes: work.iter().map(|_| AtomicU8::new(0)).collect(),
+            work,
+            next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            helped: AtomicUsize::new(0),
+            stopped: OnceLock::new(),
+        });
+        if job.work.len() >= MIN_SHARED {
+            if let Some(helpers) = init(None) {
+                helpers.offer(&job);
             }
-            // Release: whoever sees the count sees the outcome (and the helper's count).
-            self.done.fetch_add(1, Release);
         }
+        job
+    }
+
+    pub fn len(&self) -> usize {
+        self.work.len()
+    }
+
+    /// Makes up to `max` of the sends not yet taken; returns whether some are left.
+    pub fn run_some(&self, max: usize) -> bool {
+        for _ in 0..max {
+            if !self.take(false) {
+                return false;
+            }
+        }
+        self.next.load(Relaxed) < self.work.len()
+    }
+
+    /// Takes no more sends, waits for those taken to finish, and returns how many were
+    /// taken: sends `0..n` were made (see `outcome`), the rest never will be.
+    pub fn stop(&self) -> usize {
+        let taken = *self.stopped.get_or_init(|| {
+            if let Some(helpers) = init(None) {
+                helpers.withdraw(self);
+            }
+            // Whoever takes after this gets a number past the end. (Each taker goes past
+            // the end at most once, so the count cannot run away.)
+            let len = self.work.len();
+            self.next.swap(len, Relaxed).min(len)
+        });
+        // A helper may still be making a send it took. Waiting for it keeps each
+        // connection's frames in order: the next job may write to the same spectator.
+        let mut spins = 0u32;
+        while self.done.load(Acquire) < taken {
+            spins += 1;
+            if spins < 100 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        taken
+    }
+
+    /// What send `k` did; only for `k` below what `stop` returned.
+    pub fn outcome(&self, k: usize) -> Sent {
+        Sent::from_u8(self.outcomes[k].load(Relaxed))
+    }
+
+    /// Takes and makes one send; false when none was left. A `helper` counts its own.
+    fn take(&self, helper: bool) -> bool {
+        let k = self.next.fetch_add(1, Relaxed);
+        let Some(item) = self.work.get(k) else {
+            return false;
+        };
+        // Counted as finished however it ends, so that `stop` never waits for a send that
+        // unwound.
+        let finished = Finished(&self.done);
+        // On a helper, a panic in a send (there should be none) drops that spectator's
+        // connection and the helper lives on. On the game's task it unwinds to the game's
+        // supervisor, as any panic there does.
+        let sent = if helper {
+            std::panic::catch_unwind(AssertUnwindSafe(|| self.send(item))).unwrap_or_else(|_| {
+                item.outbox.kill();
+                Sent::Closed
+            })
+        } else {
+            self.send(item)
+        };
+        self.outcomes[k].store(sent as u8, Relaxed);
+        if helper {
+            self.helped.fetch_add(1, Relaxed);
+        }
+        drop(finished);
+        true
+    }
+
+    fn send(&self, item: &Item) -> Sent {
+        match (item.from, &self.snapshot) {
+            (Some(from), _) => Sent::of(item.outbox.write_frames(&self.backlog, from)),
+            (None, Some(snapshot)) => Sent::of(item.outbox.send(snapshot.clone())),
+            // (A job is never given a snapshot item without its snapshot.)
+            (None, None) => Sent::Ok,
+        }
+    }
+
+    /// Sends a helper made.
+    #[cfg(test)]
+    fn helped(&self) -> usize {
+        self.helped.load(Relaxed)
     }
 }
 
@@ -204,7 +260,7 @@ impl Queue {
                     }
                 }
             };
-            job.run(true);
+            while job.take(true) {}
         }
     }
 }
@@ -238,14 +294,65 @@ impl Helpers {
     }
 
     /// Takes `job` back if no helper has picked it up.
-    fn withdraw(&self, job: &Arc<Job>) {
-        self.queue.lock().retain(|queued| !Arc::ptr_eq(queued, job));
+    fn withdraw(&self, job: &Job) {
+        self.queue
+            .lock()
+            .retain(|queued| !std::ptr::eq(Arc::as_ptr(queued), job));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outbox::Outbound;
+    use tokio::sync::mpsc;
+
+    /// The open outboxes' receivers, by number.
+    type Receivers = Vec<(u64, mpsc::Receiver<Outbound>)>;
+
+    /// `n` outboxes of capacity 1 (a second item does not fit); every third is closed.
+    fn outboxes(n: u64) -> (Vec<Arc<Outbox>>, Receivers) {
+        let mut receivers = Vec::new();
+        let outboxes = (0..n)
+            .map(|i| {
+                let (outbox, rx) = Outbox::new(i, 1);
+                if !i.is_multiple_of(3) {
+                    receivers.push((i, rx));
+                }
+                Arc::new(outbox)
+            })
+            .collect();
+        (outboxes, receivers)
+    }
+
+    fn job(outboxes: &[Arc<Outbox>], framed: &Arc<Framed>) -> Arc<Job> {
+        let work = outboxes
+            .iter()
+            .map(|outbox| Item {
+                outbox: Arc::clone(outbox),
+                from: Some(0),
+            })
+            .collect();
+        Job::start(work, Arc::clone(framed), None)
+    }
+
+    /// Runs a whole job as the actor does, a chunk at a time; its outcomes and how many
+    /// sends the helper made.
+    fn run(outboxes: &[Arc<Outbox>], framed: &Arc<Framed>) -> (Vec<Sent>, usize) {
+        let job = job(outboxes, framed);
+        while job.run_some(64) {}
+        let taken = job.stop();
+        assert_eq!(taken, outboxes.len(), "every send is taken");
+        ((0..taken).map(|k| job.outcome(k)).collect(), job.helped())
+    }
+
+    fn expect(i: usize, open: Sent) -> Sent {
+        if i.is_multiple_of(3) {
+            Sent::Closed
+        } else {
+            open
+        }
+    }
 
     #[test]
     fn every_send_is_made_once_and_its_outcome_kept_in_order() {
@@ -255,27 +362,8 @@ mod tests {
         // Enough sends that the helper wakes while some are left (a queued send is well
         // under a microsecond), a few times over.
         for round in 0..3 {
-            let mut receivers = Vec::new();
-            let work: Vec<(Arc<Outbox>, usize)> = (0..100_000u64)
-                .map(|i| {
-                    // Capacity 1: a second item does not fit. Every third is closed.
-                    let (outbox, rx) = Outbox::new(i, 1);
-                    if i.is_multiple_of(3) {
-                        drop(rx);
-                    } else {
-                        receivers.push((i, rx));
-                    }
-                    (Arc::new(outbox), 0)
-                })
-                .collect();
-            let expect = |i: usize, open: Sent| {
-                if i.is_multiple_of(3) {
-                    Sent::Closed
-                } else {
-                    open
-                }
-            };
-            let (sent, by_helper) = share(work.clone(), &framed);
+            let (outboxes, mut receivers) = outboxes(100_000);
+            let (sent, by_helper) = run(&outboxes, &framed);
             helped += by_helper;
             assert!(
                 sent.iter()
@@ -284,7 +372,7 @@ mod tests {
                 "round {round}"
             );
             // Each open outbox holds its one item now: a second send finds it full.
-            let (again, by_helper) = share(work, &framed);
+            let (again, by_helper) = run(&outboxes, &framed);
             helped += by_helper;
             assert!(
                 again
@@ -299,5 +387,31 @@ mod tests {
             }
         }
         assert!(helped > 0, "the helper made some of the sends");
+    }
+
+    #[test]
+    fn a_job_stopped_part_way_made_exactly_the_sends_it_reports() {
+        start(Some(1));
+        let framed = Arc::new(Framed::new(Arc::from([bytes::Bytes::from_static(b"y")])));
+        for round in 0..5 {
+            let (outboxes, mut receivers) = outboxes(100_000);
+            let job = job(&outboxes, &framed);
+            job.run_some(10);
+            // The helper may be sending meanwhile; it stops wherever it stands.
+            let taken = job.stop();
+            assert!(
+                (10..=outboxes.len()).contains(&taken),
+                "round {round}: {taken}"
+            );
+            assert!(!job.run_some(64), "nothing is taken after a stop");
+            for k in 0..taken {
+                assert_eq!(job.outcome(k), expect(k, Sent::Ok), "round {round}");
+            }
+            // Sends below the count were made, none above it.
+            for (i, rx) in &mut receivers {
+                let got = rx.try_recv().is_ok();
+                assert_eq!(got, (*i as usize) < taken, "round {round}: outbox {i}");
+            }
+        }
     }
 }
