@@ -395,8 +395,9 @@ mod tests {
         for round in 0..20u8 {
             let base = round * 3;
             fanout.broadcast(&[frame(base)]);
-            // Part of a pass, then two more frames mid-pass.
-            assert!(!fanout.deliver(40, no_resync).done);
+            // Part of a pass (or all of it, if the helper is quick), then two more frames,
+            // mid-pass or after it.
+            fanout.deliver(40, || frame(255));
             fanout.broadcast(&[frame(base + 1), frame(base + 2)]);
             let mut deliveries = 0;
             while !fanout.deliver(40, || frame(255)).done {
@@ -513,5 +514,87 @@ mod tests {
         // The bytes are the broadcast's own, not copies.
         let first = items[0].frames()[0].as_ptr();
         assert!(items.iter().all(|item| item.frames()[0].as_ptr() == first));
+    }
+
+    #[test]
+    fn random_joins_leaves_batches_and_chunks_keep_every_stream_whole_and_in_order() {
+        super::super::helpers::start(Some(1));
+        let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut random = move |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        struct Watcher {
+            id: u64,
+            rx: mpsc::Receiver<Outbound>,
+            /// The frame it joined before: it must get every frame from there on.
+            joined: u32,
+            got: Vec<u32>,
+        }
+        fn take(w: &mut Watcher) {
+            while let Ok(out) = w.rx.try_recv() {
+                for frame in out.frames() {
+                    w.got
+                        .push(u32::from_be_bytes(frame[..4].try_into().unwrap()));
+                }
+            }
+        }
+        let mut fanout = Fanout::default();
+        let mut live: Vec<Watcher> = Vec::new();
+        let (mut sent, mut ids) = (0u32, 0u64);
+        let mut join = |fanout: &mut Fanout, live: &mut Vec<Watcher>, sent: u32| {
+            let (outbox, rx) = Outbox::new(ids, 4096);
+            assert!(fanout.add_spectator(outbox));
+            live.push(Watcher {
+                id: ids,
+                rx,
+                joined: sent,
+                got: Vec::new(),
+            });
+            ids += 1;
+        };
+        // Enough spectators that jobs are shared with the helper.
+        for _ in 0..300 {
+            join(&mut fanout, &mut live, sent);
+        }
+        for step in 0..4000 {
+            match random(10) {
+                0 => join(&mut fanout, &mut live, sent),
+                1 if !live.is_empty() => {
+                    let mut w = live.swap_remove(random(live.len() as u64) as usize);
+                    assert!(fanout.remove_spectator(w.id), "step {step}");
+                    take(&mut w);
+                    // Whatever it got before it left is the start of its stream.
+                    let want: Vec<u32> = (w.joined..).take(w.got.len()).collect();
+                    assert_eq!(w.got, want, "step {step}: spectator {}", w.id);
+                }
+                2..=4 => {
+                    let frames: Vec<Bytes> = (0..1 + random(3))
+                        .map(|_| {
+                            sent += 1;
+                            Bytes::copy_from_slice(&(sent - 1).to_be_bytes())
+                        })
+                        .collect();
+                    fanout.broadcast(&frames);
+                }
+                _ => {
+                    let chunk = 1 + random(200) as usize;
+                    assert_eq!(fanout.deliver(chunk, no_resync).removed, 0, "step {step}");
+                }
+            }
+            for w in &mut live {
+                take(w);
+            }
+        }
+        fanout.deliver_all(no_resync);
+        assert!(!fanout.has_backlog());
+        for w in &mut live {
+            take(w);
+            let want: Vec<u32> = (w.joined..sent).collect();
+            assert_eq!(w.got, want, "spectator {}", w.id);
+        }
+        assert_eq!(fanout.spectator_count() as usize, live.len());
     }
 }
