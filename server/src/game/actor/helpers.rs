@@ -155,10 +155,10 @@ impl Job {
         self.next.load(Relaxed) < self.work.len()
     }
 
-    /// Takes no more sends, waits for those taken to finish, and returns how many were
-    /// taken: sends `0..n` were made (see `outcome`), the rest never will be.
-    pub fn stop(&self) -> usize {
-        let taken = *self.stopped.get_or_init(|| {
+    /// Takes no more sends, and returns how many were taken: sends `0..n` are made or
+    /// being made, the rest never will be. (It may be called again: the count stays.)
+    pub fn halt(&self) -> usize {
+        *self.stopped.get_or_init(|| {
             if let Some(helpers) = init(None) {
                 helpers.withdraw(self);
             }
@@ -166,11 +166,24 @@ impl Job {
             // the end at most once, so the count cannot run away.)
             let len = self.work.len();
             self.next.swap(len, Relaxed).min(len)
-        });
-        // A helper may still be making a send it took. Waiting for it keeps each
-        // connection's frames in order: the next job may write to the same spectator.
+        })
+    }
+
+    /// Whether the job is halted and every send it took is finished (its outcome there).
+    pub fn settled(&self) -> bool {
+        self.stopped
+            .get()
+            .is_some_and(|&taken| self.done.load(Acquire) >= taken)
+    }
+
+    /// Halts the job and waits for the sends already begun: a helper may still be making
+    /// one. Waiting for it keeps each connection's frames in order (the next job may write
+    /// to the same spectator). Returns `halt`'s count. The game's own turn does not wait
+    /// here when it can come back later (see `Fanout::deliver`).
+    pub fn stop(&self) -> usize {
+        let taken = self.halt();
         let mut spins = 0u32;
-        while self.done.load(Acquire) < taken {
+        while !self.settled() {
             spins += 1;
             if spins < 100 {
                 std::hint::spin_loop();
@@ -398,7 +411,9 @@ mod tests {
             let job = job(&outboxes, &framed);
             job.run_some(10);
             // The helper may be sending meanwhile; it stops wherever it stands.
-            let taken = job.stop();
+            let taken = job.halt();
+            assert_eq!(job.stop(), taken, "round {round}: the count stays");
+            assert!(job.settled());
             assert!(
                 (10..=outboxes.len()).contains(&taken),
                 "round {round}: {taken}"
