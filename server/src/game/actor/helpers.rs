@@ -8,8 +8,9 @@
 //! helper (without a break) take its sends one at a time from a shared counter. A helper
 //! that is busy elsewhere, or slow to wake, takes nothing and costs the actor nothing but
 //! the offer; one that is awake goes on sending while the actor answers the players or
-//! waits for the scheduler. The actor never waits for a helper to start, only, when it
-//! settles a job, for a send a helper has already begun.
+//! waits for the scheduler. The actor never waits for a helper: it settles a job once
+//! every send taken from it is finished, on a later turn if a helper's send is still under
+//! way (only a game that is stopping, or a spectator removed mid-pass, waits for it).
 //!
 //! The helpers are plain threads, not tasks: a task spawned from a worker waits in that
 //! worker's own slot, where the other worker cannot take it (BENCHMARKS.md §4, server J).
