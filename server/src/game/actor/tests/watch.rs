@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use elementals_protocol::messages::ServerMsg;
-use elementals_protocol::rules::Seat;
+use elementals_protocol::rules::{Element, Seat};
 use elementals_protocol::wire;
 use tokio::time::{advance, Instant};
 
@@ -228,30 +228,22 @@ async fn a_rounds_second_commit_waits_for_its_reveals_but_no_longer_than_the_rev
         .unwrap();
     assert!(matches!(w.next().await, ServerMsg::Snapshot { .. }));
 
-    // A first commit waits only the coalescing's 50 ms.
-    let t0 = Instant::now();
-    game.one.commit(1, 5).await.unwrap();
-    assert!(matches!(
-        w.next().await,
-        ServerMsg::Committed {
-            seat: Seat::One,
-            ..
-        }
-    ));
-    assert_eq!(t0.elapsed(), SPECTATOR_COALESCE);
-
-    // The second opens the reveals: it waits for them, and with nobody revealing it goes
-    // out when the reveal wait runs out.
-    let t1 = Instant::now();
-    game.two.commit(1, 2).await.unwrap();
-    assert!(matches!(
-        w.next().await,
-        ServerMsg::Committed {
-            seat: Seat::Two,
-            ..
-        }
-    ));
-    assert_eq!(t1.elapsed(), SPECTATOR_REVEAL_WAIT);
+    // How long after `player`'s commit the spectator hears of it.
+    async fn heard(w: &mut Inbox, player: &super::Player, pick: Element) -> Duration {
+        let at = Instant::now();
+        player.commit(1, pick).await.unwrap();
+        let seat = player.handle.seat();
+        let msg = w.next().await;
+        assert!(
+            matches!(msg, ServerMsg::Committed { seat: s, .. } if s == seat),
+            "{msg:?}"
+        );
+        at.elapsed()
+    }
+    // A first commit waits only the coalescing's 50 ms. The second opens the reveals: it
+    // waits for them, and with nobody revealing it goes out when the reveal wait runs out.
+    assert_eq!(heard(&mut w, &game.one, 5).await, SPECTATOR_COALESCE);
+    assert_eq!(heard(&mut w, &game.two, 2).await, SPECTATOR_REVEAL_WAIT);
     assert!(matches!(w.next().await, ServerMsg::RevealPhase { .. }));
     assert_eq!(w.drain(), []);
     game.one.reveal(1, 5).await.unwrap();
