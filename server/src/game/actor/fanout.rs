@@ -173,8 +173,9 @@ impl Fanout {
         !self.backlog.is_empty()
     }
 
-    /// Makes up to `chunk` more sends of the pass under way (starting a job for the rest
-    /// of the pass when there is none, or when frames have come since it began); `resync`
+    /// Makes up to `chunk` more sends of the pass under way, starting a job for the rest of
+    /// the pass when there is none. A job that frames have come since stops where it
+    /// stands, and once settled the next call's job takes the rest of the pass; `resync`
     /// encodes a snapshot of the game as it is now (after every frame of the backlog) for
     /// spectators that are behind, and is called at most once per job.
     pub fn deliver(&mut self, chunk: usize, resync: impl FnOnce() -> Bytes) -> Delivery {
@@ -187,27 +188,20 @@ impl Fanout {
                 // Frames have come since it began: it stops where it stands, and a new job
                 // takes the rest of the pass with them.
                 flight.job.halt();
-            } else if flight.job.run_some(chunk) {
-                return delivery;
-            } else {
-                flight.job.halt();
             }
-            // A helper still making a send it took: settle the job on a later turn rather
-            // than hold this worker.
-            if !flight.job.settled() {
-                return delivery;
-            }
-            delivery.removed += self.land();
         }
         if self.flight.is_none() && self.has_backlog() {
             self.begin(resync);
-            if let Some(flight) = &self.flight {
-                if !flight.job.run_some(chunk) {
-                    flight.job.halt();
-                    if flight.job.settled() {
-                        delivery.removed += self.land();
-                    }
-                }
+        }
+        if let Some(flight) = &self.flight {
+            // (A halted job takes no sends: it is only waiting to be settled.)
+            if !flight.job.run_some(chunk) {
+                flight.job.halt();
+            }
+            // Settled once every send taken is finished: if a helper is still making one,
+            // on a later turn rather than holding this worker.
+            if flight.job.settled() {
+                delivery.removed += self.land();
             }
         }
         delivery.done = !self.has_backlog();
@@ -232,11 +226,12 @@ impl Fanout {
             if s.next >= end {
                 continue;
             }
-            behind |= s.lagging.is_some();
+            // (A spectator that is behind gets the job's snapshot instead.)
             let from = match s.lagging {
                 None => Some(usize::try_from(s.next - self.base).unwrap_or(usize::MAX)),
                 Some(_) => None,
             };
+            behind |= from.is_none();
             work.push(Item {
                 outbox: Arc::clone(&s.outbox),
                 from,

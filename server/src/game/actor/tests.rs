@@ -233,6 +233,15 @@ impl Game {
     async fn snapshot(&self) -> GameSnapshot {
         self.handle.snapshot().await.unwrap()
     }
+
+    /// Watches the game with `inbox`'s connection; the snapshot it was answered.
+    async fn watch(&self, inbox: &Inbox) -> GameSnapshot {
+        self.handle
+            .spectator()
+            .watch(inbox.outbox.clone(), None)
+            .await
+            .unwrap()
+    }
 }
 
 /// The `seq`s of the numbered events among `msgs`.

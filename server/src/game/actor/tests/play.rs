@@ -183,12 +183,7 @@ async fn a_finished_game_answers_late_requests_for_a_while_then_ends() {
         "{msgs:?}"
     );
     let late = super::Inbox::new(16);
-    let snapshot = game
-        .handle
-        .spectator()
-        .watch(late.outbox.clone(), None)
-        .await
-        .unwrap();
+    let snapshot = game.watch(&late).await;
     assert_eq!(snapshot.phase, Phase::Over);
     assert_eq!(
         snapshot.result.map(|r| r.reason),

@@ -32,8 +32,7 @@ async fn a_spectator_gets_a_snapshot_then_every_event_in_order_and_no_pick_early
     let h = Harness::new().await;
     let mut game = h.start(0, TC).await;
     let mut watcher = Inbox::new(256);
-    let spectator = game.handle.spectator();
-    let snapshot = spectator.watch(watcher.outbox.clone(), None).await.unwrap();
+    let snapshot = game.watch(&watcher).await;
     assert_eq!(snapshot.spectators, 1);
     game.play(1, 5, 2).await;
     game.play(2, 1, 2).await;
@@ -65,7 +64,7 @@ async fn a_spectator_gets_a_snapshot_then_every_event_in_order_and_no_pick_early
     assert_eq!(counts(&game.two.drain()), [1]);
     assert_eq!(h.registry().live_games()[0].spectators, 1);
 
-    spectator.unwatch(watcher.outbox.conn_id());
+    game.handle.spectator().unwatch(watcher.outbox.conn_id());
     // A snapshot request is answered only after the unwatch before it was handled.
     let _ = game.snapshot().await;
     advance(Duration::from_secs(1)).await;
@@ -80,11 +79,7 @@ async fn spectator_counts_are_batched() {
     let mut game = h.start(0, TC).await;
     let watchers: Vec<Inbox> = (0..3).map(|_| Inbox::new(16)).collect();
     for w in &watchers {
-        game.handle
-            .spectator()
-            .watch(w.outbox.clone(), None)
-            .await
-            .unwrap();
+        game.watch(w).await;
     }
     advance(Duration::from_millis(999)).await;
     let _ = game.snapshot().await;
@@ -106,11 +101,7 @@ async fn a_spectator_that_stops_reading_is_resynced_or_dropped_and_never_slows_p
     let mut slow = Inbox::new(2);
     let mut witness = Inbox::new(64);
     for w in [&stuck, &slow, &witness] {
-        game.handle
-            .spectator()
-            .watch(w.outbox.clone(), None)
-            .await
-            .unwrap();
+        game.watch(w).await;
     }
     assert!(matches!(witness.next().await, ServerMsg::Snapshot { .. }));
     // Round 1 reaches spectators as one delivery (its events come together): both small
@@ -184,11 +175,7 @@ async fn spectators_get_a_rounds_moves_together_and_its_result_without_waiting()
     // More spectators than one chunk of a delivery.
     let mut watchers: Vec<Inbox> = (0..600).map(|_| Inbox::new(64)).collect();
     for w in &mut watchers {
-        game.handle
-            .spectator()
-            .watch(w.outbox.clone(), None)
-            .await
-            .unwrap();
+        game.watch(w).await;
         assert!(matches!(w.next().await, ServerMsg::Snapshot { .. }));
     }
     let start = tokio::time::Instant::now();
@@ -221,11 +208,7 @@ async fn a_rounds_second_commit_waits_for_its_reveals_but_no_longer_than_the_rev
     let h = Harness::new().await;
     let mut game = h.start(0, TC).await;
     let mut w = Inbox::new(64);
-    game.handle
-        .spectator()
-        .watch(w.outbox.clone(), None)
-        .await
-        .unwrap();
+    game.watch(&w).await;
     assert!(matches!(w.next().await, ServerMsg::Snapshot { .. }));
 
     // How long after `player`'s commit the spectator hears of it.
