@@ -56,10 +56,17 @@ impl DecodeError {
 
 /// Encode any message as a MessagePack map with string keys.
 pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
+    // Room for the commonest messages (a round's events are 60–200 bytes), so that they
+    // are written without growing the buffer.
+    let mut bytes = Vec::with_capacity(ENCODE_CAPACITY);
     // Our message types contain nothing serde could fail on (no maps with non-string keys,
     // no unsized sequences), so failure here is a bug in this crate, not bad input.
-    rmp_serde::to_vec_named(msg).expect("protocol messages always encode")
+    rmp_serde::encode::write_named(&mut bytes, msg).expect("protocol messages always encode");
+    bytes
 }
+
+/// The buffer `encode` starts with.
+const ENCODE_CAPACITY: usize = 256;
 
 pub fn decode_client(bytes: &[u8]) -> Result<ClientMsg, DecodeError> {
     decode(bytes, MAX_CLIENT_MESSAGE_BYTES)

@@ -9,7 +9,8 @@ use super::super::journal::{self, Compaction, Journal, JournalStats, Request, MA
 use super::super::schema;
 use super::*;
 use crate::game::GameSetup;
-use crate::record::{LogEntry, LogStep};
+use crate::record::{LogEntry, LogStep, RoundLog};
+use elementals_protocol::rules::{Move, Outcome};
 
 fn setup(record: &GameRecord) -> GameSetup {
     GameSetup {
@@ -260,6 +261,130 @@ async fn logs_kept_in_the_old_table_are_carried_into_the_journal() {
     let logs = db.unfinished_games().await.unwrap();
     assert_eq!(logs[0].steps, vec![start(&live), commit(1), commit(2)]);
     db.shutdown().await.unwrap();
+}
+
+/// One step of every kind, with every optional part present in one of them.
+fn every_kind_of_step(record: &GameRecord) -> Vec<LogStep> {
+    let round = RoundLog {
+        round: 1,
+        commitments: SeatPair::new("ab".repeat(32), "cd".repeat(32)),
+        nonces: SeatPair::new("01".repeat(32), "fe".repeat(32)),
+        picks: SeatPair::new(1, 4),
+        outcome: Outcome {
+            winner: Some(Seat::Two),
+            moved: Some(Move {
+                element: 4,
+                by: Seat::Two,
+                from: 0,
+                to: -1,
+            }),
+        },
+        positions: vec![-1, 0, 3],
+        clocks_ms: SeatPair::new(59_000, 58_000),
+    };
+    let mut ended = record.clone();
+    ended.rounds = vec![round.clone()];
+    vec![
+        start(record),
+        commit(1),
+        step(
+            2,
+            LogEntry::Reveal {
+                round: 1,
+                seat: Seat::Two,
+                pick: 4,
+                nonce: "fe".repeat(32),
+            },
+        ),
+        step(3, LogEntry::Result { round }),
+        step(4, LogEntry::Restarted { voided: Some(2) }),
+        step(5, LogEntry::Restarted { voided: None }),
+        step(
+            6,
+            LogEntry::End {
+                record: Box::new(ended),
+            },
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn every_kind_of_step_reads_back_as_it_was_written() {
+    let t = open_db();
+    let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
+    let a = won(&ann, &bob, Seat::One);
+    let steps = every_kind_of_step(&a);
+    for (row, step) in journal::encode(&steps).unwrap().iter().zip(&steps) {
+        assert_eq!(row.0, step.step);
+        assert_ne!(
+            row.1.first(),
+            Some(&b'{'),
+            "JSON's first byte marks version 1"
+        );
+        assert_eq!(&journal::decode_step(&row.1).unwrap(), step);
+    }
+    // And through the file, across a restart.
+    t.db.append_log(a.game_id, &steps).await.unwrap();
+    t.db.shutdown().await.unwrap();
+    let db = Db::open(&t.path).unwrap();
+    assert_eq!(logs(&db).await[0].steps, steps);
+    db.shutdown().await.unwrap();
+}
+
+/// A frame as `journal.rs` lays it out, around a step's bytes.
+fn frame(game_id: GameId, step: u64, encoded: &[u8]) -> Vec<u8> {
+    let mut payload = game_id.0.as_bytes().to_vec();
+    payload.extend_from_slice(&step.to_le_bytes());
+    payload.extend_from_slice(encoded);
+    let mut frame = (payload.len() as u32).to_le_bytes().to_vec();
+    frame.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    frame.extend_from_slice(&payload);
+    frame
+}
+
+#[tokio::test]
+async fn a_log_written_by_a_first_version_server_is_read_and_carried_on() {
+    let t = open_db();
+    let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
+    let a = won(&ann, &bob, Seat::One);
+    t.db.shutdown().await.unwrap();
+    // A version 1 file: its magic, and every step as JSON.
+    let steps = every_kind_of_step(&a);
+    let live = &steps[..6];
+    let path = journal::path_for(&t.path);
+    let mut bytes = b"ELGLOG\0\x01".to_vec();
+    for step in live {
+        let json = serde_json::to_vec(step).unwrap();
+        bytes.extend_from_slice(&frame(a.game_id, step.step, &json));
+    }
+    std::fs::write(&path, &bytes).unwrap();
+
+    let db = Db::open(&t.path).unwrap();
+    assert_eq!(logs(&db).await[0].steps, live);
+    // The file was rewritten as version 2, the old frames carried over as they were.
+    let rewritten = std::fs::read(&path).unwrap();
+    assert_eq!(&rewritten[..8], b"ELGLOG\0\x02");
+    assert_eq!(&rewritten[8..], &bytes[8..]);
+    // New steps follow in MessagePack, and both read back in order.
+    db.append_log(a.game_id, &steps[6..]).await.unwrap();
+    db.shutdown().await.unwrap();
+    let db = Db::open(&t.path).unwrap();
+    assert_eq!(logs(&db).await[0].steps, steps);
+    db.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_file_that_is_no_game_log_is_refused() {
+    let t = open_db();
+    t.db.shutdown().await.unwrap();
+    // A later version's magic, say: refused, not misread.
+    std::fs::write(journal::path_for(&t.path), b"ELGLOG\0\x03").unwrap();
+    let opened = Db::open(&t.path);
+    assert!(
+        matches!(opened, Err(DbError::Sqlite(ref m)) if m.contains("wrong magic")),
+        "{:?}",
+        opened.err()
+    );
 }
 
 #[tokio::test]
