@@ -444,6 +444,10 @@ async fn write_frame(link: &Link, opcode: u8, payload: &[u8]) -> std::io::Result
 /// At most this many frames go out in one write.
 const MAX_BURST: usize = 64;
 
+/// A burst's buffer starts with room for a player's usual burst (a few frames of a
+/// round, 60–200 bytes each), so that framing it does not grow the buffer several times.
+const BURST_CAPACITY: usize = 1024;
+
 /// Sends `first` and whatever else is already queued behind it (up to about `MAX_BURST`
 /// frames) in one write, so a burst of events (a reveal and the round's result, say)
 /// costs one write to the socket rather than one each. A close found in the queue is left
@@ -455,7 +459,7 @@ async fn send_burst(
     close: &mut Option<(u16, &'static str)>,
     state: &AppState,
 ) -> bool {
-    let mut buf = Vec::new();
+    let mut buf = Vec::with_capacity(BURST_CAPACITY);
     let first_frames = first.encode_into(&mut buf);
     let burst = gather(rx, &mut buf, first_frames, MAX_BURST);
     *close = burst.close;
