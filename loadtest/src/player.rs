@@ -26,6 +26,13 @@ const RATING_TIMEOUT: Duration = Duration::from_secs(15);
 /// Reconnect attempts after a storm before the player gives up (and counts an error).
 const RESUME_ATTEMPTS: u32 = 20;
 
+/// How often a first sign-in refused `rate_limited` is tried, in all.
+const SIGN_IN_ATTEMPTS: u32 = 5;
+
+/// The mean wait before a refused first sign-in is tried again (jittered by half either
+/// way): PROTOCOL.md asks for "a few seconds, with jitter".
+const SIGN_IN_RETRY: Duration = Duration::from_secs(2);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// Queue and play games.
@@ -144,8 +151,9 @@ impl Player {
     }
 
     /// After a dropped connection, retry refused or failed reconnects with a growing,
-    /// jittered backoff, as the protocol asks of clients after a restart; the first
-    /// sign-in is tried once.
+    /// jittered backoff, as the protocol asks of clients after a restart. A first sign-in
+    /// is retried only when refused `rate_limited` (its password check would wait too
+    /// long), a few seconds later, as the protocol asks too.
     async fn sign_in_with_retries(
         &mut self,
         resumed_from: Option<Instant>,
@@ -154,6 +162,19 @@ impl Player {
         let mut attempt = 1;
         loop {
             match self.sign_in(resumed_from).await {
+                Err(ConnError::Server {
+                    code: ErrorCode::RateLimited,
+                }) if resumed_from.is_none()
+                    && attempt < SIGN_IN_ATTEMPTS
+                    && !self.ctx.stop.is_cancelled() =>
+                {
+                    self.ctx.stats.sign_in_retries.fetch_add(1, Relaxed);
+                    tokio::select! {
+                        () = tokio::time::sleep(jittered(SIGN_IN_RETRY)) => {}
+                        () = self.ctx.stop.cancelled() => return Err(ConnError::Closed),
+                    }
+                    attempt += 1;
+                }
                 Err(ConnError::Server { code }) => return Err(ConnError::Server { code }),
                 Err(_) if resumed_from.is_some() && attempt < RESUME_ATTEMPTS => {
                     self.ctx.stats.resume_retries.fetch_add(1, Relaxed);

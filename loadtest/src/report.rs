@@ -99,6 +99,9 @@ pub struct Report {
     pub games_lost_on_time: u64,
     /// Moves answered `game_over` because the game had just ended (not errors).
     pub moves_after_game_over: u64,
+    /// First sign-ins refused `rate_limited` and tried again (not errors: the protocol
+    /// asks for a retry after a few seconds; one refused every time is an error).
+    pub sign_in_retries: u64,
     pub rounds_in_hold: u64,
     pub rounds_per_s: f64,
     /// Frames sent plus received by all simulated clients, per second of the hold: the
@@ -216,6 +219,7 @@ impl Report {
             games_in_hold: end.games - start.games,
             games_lost_on_time: stats.games_lost_on_time.load(Relaxed),
             moves_after_game_over: stats.moves_after_game_over.load(Relaxed),
+            sign_in_retries: stats.sign_in_retries.load(Relaxed),
             rounds_in_hold: end.rounds - start.rounds,
             rounds_per_s,
             messages_per_s,
@@ -330,6 +334,7 @@ impl Report {
             "moves after game over",
             self.moves_after_game_over.to_string(),
         );
+        row("sign-ins retried", self.sign_in_retries.to_string());
         row(
             "rounds completed (hold)",
             format!("{} ({})", self.rounds_completed, self.rounds_in_hold),

@@ -90,6 +90,9 @@ pub struct Stats {
     pub spectator_resyncs: AtomicU64,
     /// Reconnects retried after being refused or failing during a storm.
     pub resume_retries: AtomicU64,
+    /// First sign-ins answered `rate_limited` (the server's password checks were busy)
+    /// and tried again a few seconds later, as the protocol asks of clients.
+    pub sign_in_retries: AtomicU64,
     /// `commit` sent to its `ok`.
     pub commit_ack: Latency,
     /// The round's last `reveal` sent to `round_result` at each player.

@@ -288,3 +288,32 @@ fn a_short_reconnect_storm_brings_every_player_back() {
         "no game completed:\n{stdout}"
     );
 }
+
+/// With the server refusing every sign-in that would wait for a password check
+/// (`--sign-in-wait-secs=0`), a burst of registrations is partly answered `rate_limited`;
+/// the players try again a few seconds later, as the protocol asks, and all get in: the
+/// refusals are counted as retries, not errors.
+#[test]
+fn sign_ins_refused_while_password_checks_are_busy_are_retried() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (report, text, stdout) = run(
+        &dir,
+        &[
+            "--players=300",
+            "--think-ms=100",
+            "--ramp-per-s=3000",
+            "--duration=3s",
+            "--server-arg=--sign-in-wait-secs=0",
+        ],
+    );
+    assert!(
+        report["sign_in_retries"].as_u64().is_some_and(|n| n > 0),
+        "no sign-in was refused, so none was retried:\n{text}"
+    );
+    assert_eq!(report["errors"].as_u64(), Some(0), "errors:\n{stdout}");
+    assert_eq!(
+        report["players_connected_peak"].as_i64(),
+        Some(300),
+        "{stdout}"
+    );
+}
