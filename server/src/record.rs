@@ -2,6 +2,8 @@
 //! to the persistence writer and as `GET /api/games/{id}` returns it, and the durable log of
 //! a game in progress, from which a restarted server restores it.
 
+use std::sync::Arc;
+
 use elementals_protocol::messages::{GameId, GameResult, SeatPair};
 use elementals_protocol::rules::{Element, Outcome, Seat, Variant};
 use elementals_protocol::TimeControl;
@@ -106,8 +108,9 @@ pub enum LogEntry {
     /// The server restarted and restored the game; `voided` names the round whose
     /// commitments and reveals were discarded, if one was under way.
     Restarted { voided: Option<u32> },
-    /// The game ended; the record is what the database stores for it.
-    End { record: Box<GameRecord> },
+    /// The game ended; the record is what the database stores for it (shared with the
+    /// game's state and the database's request, not copied: it holds every round).
+    End { record: Arc<GameRecord> },
 }
 
 impl LogEntry {

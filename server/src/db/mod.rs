@@ -36,6 +36,8 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
 use elementals_protocol::messages::{GameId, SeatPair};
 use elementals_protocol::rating::RatingChange;
 use tokio::sync::{mpsc, oneshot};
@@ -213,14 +215,15 @@ impl Db {
     /// nothing and returns the changes recorded the first time.
     pub async fn record_game(
         &self,
-        record: GameRecord,
+        record: impl Into<Arc<GameRecord>>,
     ) -> DbResult<Option<SeatPair<RatingChange>>> {
+        let record = record.into();
         let game_id = record.game_id;
         // Encoded here, on the caller's thread: the writer only writes.
         let stored = stored::encode(&record)?;
         let changes = self
             .call(|reply| Request::RecordGame {
-                record: Box::new(record),
+                record,
                 stored,
                 reply,
             })

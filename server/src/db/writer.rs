@@ -10,6 +10,8 @@
 //! one failing request is rolled back alone and answered with its error. Requests keep
 //! their order, and each sees the writes of those before it.
 
+use std::sync::Arc;
+
 use elementals_protocol::messages::{GameId, SeatPair};
 use elementals_protocol::rating::RatingChange;
 use rusqlite::Connection;
@@ -74,8 +76,8 @@ pub(super) enum Request {
         reply: Reply<()>,
     },
     RecordGame {
-        // Boxed: a record is far larger than every other request.
-        record: Box<GameRecord>,
+        // Shared with the game (a record is far larger than every other request).
+        record: Arc<GameRecord>,
         /// The record as stored (`stored::encode`).
         stored: Vec<u8>,
         reply: Reply<Changes>,

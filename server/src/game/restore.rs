@@ -10,6 +10,8 @@
 //! - a log that cannot be replayed ends its game as `server_aborted`, unrated, with the
 //!   rounds the log holds: no one is blamed, and no one is left seated in a broken game.
 
+use std::sync::Arc;
+
 use elementals_protocol::messages::{EndReason, GameResult, SeatPair};
 use tokio::time::Instant;
 
@@ -42,12 +44,12 @@ pub async fn restore_games(services: &GameServices) -> DbResult<Restored> {
             Ok(()) => restored.resumed += 1,
             Err(Unrestorable::Ended(record)) => {
                 restored.recorded += 1;
-                to_record.push(*record);
+                to_record.push(record);
             }
             Err(Unrestorable::Broken(record, error)) => {
                 tracing::error!(%game_id, %error, "cannot replay the game's log; aborting it");
                 restored.aborted += 1;
-                to_record.push(*record);
+                to_record.push(Arc::from(record));
             }
             Err(Unrestorable::Unreadable(error)) => {
                 tracing::error!(%game_id, %error, "cannot read the game's log; leaving it");
@@ -69,7 +71,7 @@ pub async fn restore_games(services: &GameServices) -> DbResult<Restored> {
 
 enum Unrestorable {
     /// The game's end was logged: here is its record.
-    Ended(Box<GameRecord>),
+    Ended(Arc<GameRecord>),
     /// The log does not replay: the game ends as server-aborted with this record.
     Broken(Box<GameRecord>, String),
     /// Not even the game's setup can be read.
@@ -79,7 +81,7 @@ enum Unrestorable {
 fn restore(log: GameLog, services: &GameServices) -> Result<(), Unrestorable> {
     if let Some(LogEntry::End { record }) = log.steps.iter().map(|s| &s.entry).find(|e| e.is_end())
     {
-        return Err(Unrestorable::Ended(record.clone()));
+        return Err(Unrestorable::Ended(Arc::clone(record)));
     }
     let Some(LogEntry::Start { setup, started_at }) = log.steps.first().map(|s| &s.entry) else {
         return Err(Unrestorable::Unreadable("no start step".into()));

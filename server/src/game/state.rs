@@ -29,6 +29,7 @@ mod round;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use elementals_protocol::commitment::{COMMITMENT_LEN, NONCE_LEN};
@@ -81,7 +82,7 @@ pub(in crate::game) struct GameState {
     away_since: SeatPair<Instant>,
     seq: u64,
     /// Set once, when the game ends.
-    record: Option<GameRecord>,
+    record: Option<Arc<GameRecord>>,
     /// Steps not yet handed to the actor for the durable log.
     log: Vec<LogStep>,
     /// The number the next logged step gets.
@@ -163,13 +164,17 @@ impl GameState {
         self.record.as_ref().map(|r| r.result)
     }
 
-    /// The finished game's record, once it has ended.
-    pub fn record(&self) -> Option<&GameRecord> {
+    /// The finished game's record, once it has ended (shared: see `LogEntry::End`).
+    pub fn record(&self) -> Option<&Arc<GameRecord>> {
         self.record.as_ref()
     }
 
+    /// Every round played, in order.
     pub fn rounds(&self) -> &[RoundLog] {
-        &self.rounds
+        match &self.record {
+            Some(record) => &record.rounds,
+            None => &self.rounds,
+        }
     }
 
     pub fn seq(&self) -> u64 {
@@ -287,7 +292,7 @@ impl GameState {
             revealed: self.reveals.map(|r| r.is_some()),
             positions: self.board.positions().to_vec(),
             clocks: self.banks.wire(now),
-            rounds: self.rounds.iter().map(round_record).collect(),
+            rounds: self.rounds().iter().map(round_record).collect(),
             connected: self.connected,
             spectators,
             draw_offer: self.draw_offer,
@@ -331,11 +336,13 @@ impl GameState {
             started_at: self.info.started_at,
             ended_at: self.wall_ms(at),
             result,
-            rounds: self.rounds.clone(),
+            // Moved, not copied: from here on `rounds()` reads them from the record.
+            rounds: std::mem::take(&mut self.rounds),
             final_clocks_ms: self.banks.ms_at(at),
         };
         let rated = record.changes_ratings();
-        self.record = Some(record.clone());
+        let record = Arc::new(record);
+        self.record = Some(Arc::clone(&record));
         out.push(ServerMsg::GameOver {
             game_id: self.info.game_id,
             seq: self.next_seq(),
@@ -343,12 +350,7 @@ impl GameState {
             rated,
             clocks: self.banks.wire(at),
         });
-        self.log_step(
-            at,
-            LogEntry::End {
-                record: Box::new(record),
-            },
-        );
+        self.log_step(at, LogEntry::End { record });
     }
 
     /// Queues a step for the durable log, stamped with the clocks and `seq` as they are now.

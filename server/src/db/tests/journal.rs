@@ -2,6 +2,7 @@
 //! recorded, surviving torn writes, compaction and the move from the old table.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -302,7 +303,7 @@ fn every_kind_of_step(record: &GameRecord) -> Vec<LogStep> {
         step(
             6,
             LogEntry::End {
-                record: Box::new(ended),
+                record: Arc::new(ended),
             },
         ),
     ]

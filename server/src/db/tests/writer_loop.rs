@@ -37,7 +37,7 @@ fn queue_game(
     record: GameRecord,
 ) -> Answer<Option<SeatPair<RatingChange>>> {
     let (reply, answer) = oneshot::channel();
-    let record = Box::new(record);
+    let record = std::sync::Arc::new(record);
     assert!(queue
         .try_send(Request::RecordGame {
             stored: stored::encode(&record).unwrap(),

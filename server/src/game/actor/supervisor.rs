@@ -30,7 +30,7 @@ pub(in crate::game) struct Shared {
     /// The registry has been told that the game is over.
     pub finished: bool,
     /// A finished game's record while the database does not have it yet.
-    pub unrecorded: Option<GameRecord>,
+    pub unrecorded: Option<Arc<GameRecord>>,
 }
 
 impl Shared {
@@ -93,7 +93,7 @@ pub(in crate::game) async fn supervise(
             // one gets the GameOver itself in place of a snapshot.
             shared.fanout.broadcast(std::slice::from_ref(&frame));
             shared.fanout.deliver_all(|| frame.clone());
-            Some(GameRecord {
+            Some(Arc::new(GameRecord {
                 game_id,
                 variant: setup.variant,
                 time_control: setup.time_control,
@@ -104,7 +104,7 @@ pub(in crate::game) async fn supervise(
                 result,
                 rounds: shared.rounds.clone(),
                 final_clocks_ms: shared.clocks_ms,
-            })
+            }))
         };
         let spectators = std::mem::take(&mut shared.fanout).spectator_count();
         (already_finished, record, spectators)
