@@ -13,7 +13,7 @@
 //! only connection that changes the database.
 
 use std::path::Path;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::{self, TryRecvError};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
@@ -50,17 +50,15 @@ fn run(conn: Connection, nudges: mpsc::Receiver<()>) {
 fn paced(nudges: &mpsc::Receiver<()>, interval: Duration, mut checkpoint: impl FnMut()) {
     let mut last = Instant::now() - interval;
     'nudged: while let Ok(()) = nudges.recv() {
-        // Let more commits gather behind this one, until the interval is up.
-        let due = last + interval;
+        // Let more commits gather behind this one, until the interval is up. Asleep, not
+        // waiting on the nudges: each would wake the thread for nothing.
+        std::thread::sleep((last + interval).saturating_duration_since(Instant::now()));
+        // The nudges of the commits meanwhile: this checkpoint covers them.
         loop {
-            let now = Instant::now();
-            if now >= due {
-                break;
-            }
-            match nudges.recv_timeout(due - now) {
+            match nudges.try_recv() {
                 Ok(()) => {}
-                Err(RecvTimeoutError::Timeout) => break,
-                Err(RecvTimeoutError::Disconnected) => break 'nudged,
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => break 'nudged,
             }
         }
         checkpoint();
