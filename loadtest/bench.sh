@@ -6,11 +6,14 @@
 # (`elementals-loadtest medians`), ready for BENCHMARKS.md. One run proves little on a
 # shared machine; this is the median of several, on one binary.
 #
-# Targets (default: all but pairing, about 25 minutes for three runs each):
+# Targets (default: all but pairing, about 27 minutes for three runs each):
 #   capacity      §1: 19,000 players, half of them in games picking every ~4 s
 #   throughput    §2: 2,000 players thinking 0 ms, with the echo ceiling
 #   unpaced       §2: the same with the rate limit raised (--message-rate=50), so that
 #                 the players' pacing cannot cap the offered load
+#   roundcost     §2: the server's CPU per round (server µs/round) at a fixed load below
+#                 saturation (2,000 players thinking 300 ms): the steadiest measure of a
+#                 change to the move path; compare builds in alternating runs
 #   density       §3: 10,000 and 19,000 idle signed-in players
 #   fanout        §4: one game, 10,000 lean spectators, with the fan-out ceiling
 #   persistence   §5: the criterion bench over 20,000 accounts (its own estimates)
@@ -45,7 +48,7 @@ if [[ ${1:-} == -n ]]; then
     runs=$2
     shift 2
 fi
-all=(capacity throughput unpaced density fanout persistence storm)
+all=(capacity throughput unpaced roundcost density fanout persistence storm)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all[@]}")
 for t in "${targets[@]}"; do
@@ -110,6 +113,9 @@ run_target() {
     unpaced)
         run_one "unpaced-$i" "$bin" --echo --players 2000 --think-ms 0 --ramp-per-s 300 \
             --duration 20s --server-arg=--message-rate=50 --json "$out/unpaced-$i.json" ;;
+    roundcost)
+        run_one "roundcost-$i" "$bin" --players 2000 --think-ms 300 --ramp-per-s 400 \
+            --duration 20s --server-arg=--message-rate=50 --json "$out/roundcost-$i.json" ;;
     density)
         local n
         for n in 10000 19000; do

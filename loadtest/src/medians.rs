@@ -122,6 +122,11 @@ const COLUMNS: &[Column] = &[
         &["reconnect_storm", "listen_overflows"],
         Show::Count,
     ),
+    col(
+        "server µs/round",
+        &["server_cpu_us_per_round"],
+        Show::Decimals(1),
+    ),
     with(Kind::Always, col("errors", &["errors"], Show::Count)),
     with(
         Kind::Context,

@@ -159,6 +159,13 @@ pub struct Report {
     /// Cores each process kept busy during the hold, and the machine's load average at
     /// the end (other work on the machine shows there).
     pub cpu: CpuUse,
+    /// The server's CPU per round of the hold, in microseconds (`cpu.server_cores` over
+    /// `rounds_per_s`): below saturation, the steadiest measure of what a round costs the
+    /// server (BENCHMARKS.md §2, `bench.sh roundcost`); at saturation it also counts
+    /// what waiting for the cores costs.
+    pub server_cpu_us_per_round: Option<f64>,
+    /// The same for the load generator.
+    pub loadtest_cpu_us_per_round: Option<f64>,
     pub load_average_1m: Option<f64>,
     /// With `--sample-every` or `--samples-csv`: the local server's RSS and descriptors
     /// over the run, and their trend over the hold after its warm-up.
@@ -247,6 +254,8 @@ impl Report {
             fanout_rounds_left_out: 0,
             reconnect_storm,
             cpu,
+            server_cpu_us_per_round: per_round(cpu.server_cores, rounds_per_s),
+            loadtest_cpu_us_per_round: per_round(cpu.loadtest_cores, rounds_per_s),
             load_average_1m: load_average(),
             server_samples,
         }
@@ -507,6 +516,14 @@ impl Report {
             }
         }
         let cores = |c: Option<f64>| c.map_or("-".into(), |c| format!("{c:.2}"));
+        if let (Some(server), Some(loadtest)) =
+            (self.server_cpu_us_per_round, self.loadtest_cpu_us_per_round)
+        {
+            row(
+                "CPU per round: server / loadtest",
+                format!("{server:.1} / {loadtest:.1} µs"),
+            );
+        }
         row(
             "cores busy: server / loadtest",
             format!(
@@ -531,4 +548,11 @@ impl Report {
 pub fn load_average() -> Option<f64> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
     text.split_whitespace().next()?.parse().ok()
+}
+
+/// Microseconds of CPU per round, from cores kept busy and rounds a second.
+fn per_round(cores: Option<f64>, rounds_per_s: f64) -> Option<f64> {
+    cores
+        .filter(|_| rounds_per_s > 0.0)
+        .map(|c| 1e6 * c / rounds_per_s)
 }

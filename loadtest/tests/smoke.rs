@@ -55,6 +55,13 @@ fn a_short_run_completes_games_without_errors() {
         "{stdout}"
     );
     assert!(count("games_completed") > 0, "no game completed:\n{stdout}");
+    // The local server's CPU per round of the hold, from its cores and the rounds.
+    assert!(
+        report["server_cpu_us_per_round"]
+            .as_f64()
+            .is_some_and(|us| us > 0.0),
+        "{text}"
+    );
     // 200 players in 100 games, each player at 80 % of the default 20 messages/s, a
     // commit and a reveal a round: at most 100 * 8 rounds/s.
     assert_eq!(
