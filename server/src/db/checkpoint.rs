@@ -122,8 +122,8 @@ mod tests {
         });
         nudge.send(()).unwrap();
         let first = checkpoints.recv().unwrap();
-        // Commits keep coming: every nudge is taken (the channel holds one) before the
-        // next is sent, so the checkpointer sees each one while it waits.
+        // Commits keep coming: the channel holds one nudge, so a send waits while the
+        // checkpointer sleeps out the interval, and goes in once it has taken the nudges.
         let mut sent = 0;
         let second = loop {
             nudge.send(()).unwrap();

@@ -336,9 +336,10 @@ impl Actor {
                 let reveals_due = events
                     .iter()
                     .any(|e| matches!(e, ServerMsg::RevealPhase { .. }));
-                let wait = match reveals_due {
-                    true => SPECTATOR_REVEAL_WAIT,
-                    false => SPECTATOR_COALESCE,
+                let wait = if reveals_due {
+                    SPECTATOR_REVEAL_WAIT
+                } else {
+                    SPECTATOR_COALESCE
                 };
                 let due = Instant::now() + wait;
                 // A wait already running is kept, unless the reveals just began: then what

@@ -49,7 +49,7 @@ pub async fn restore_games(services: &GameServices) -> DbResult<Restored> {
             Err(Unrestorable::Broken(record, error)) => {
                 tracing::error!(%game_id, %error, "cannot replay the game's log; aborting it");
                 restored.aborted += 1;
-                to_record.push(Arc::from(record));
+                to_record.push(record);
             }
             Err(Unrestorable::Unreadable(error)) => {
                 tracing::error!(%game_id, %error, "cannot read the game's log; leaving it");
@@ -73,7 +73,7 @@ enum Unrestorable {
     /// The game's end was logged: here is its record.
     Ended(Arc<GameRecord>),
     /// The log does not replay: the game ends as server-aborted with this record.
-    Broken(Box<GameRecord>, String),
+    Broken(Arc<GameRecord>, String),
     /// Not even the game's setup can be read.
     Unreadable(String),
 }
@@ -90,7 +90,7 @@ fn restore(log: GameLog, services: &GameServices) -> Result<(), Unrestorable> {
     let now = Instant::now().into_std();
     let mut state = GameState::replay(&log.steps, timing(services, &setup), now).map_err(|e| {
         Unrestorable::Broken(
-            Box::new(aborted(&setup, *started_at, &log.steps)),
+            Arc::new(aborted(&setup, *started_at, &log.steps)),
             e.to_string(),
         )
     })?;
