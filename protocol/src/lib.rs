@@ -17,6 +17,7 @@ pub mod error;
 pub mod messages;
 pub mod rating;
 pub mod rules;
+mod tagged;
 pub mod time_control;
 pub mod wire;
 

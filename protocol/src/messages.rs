@@ -12,6 +12,7 @@ use uuid::Uuid;
 use crate::error::ErrorCode;
 use crate::rating::RatingChange;
 use crate::rules::{Element, Outcome, Seat, Variant};
+use crate::tagged::messages;
 use crate::time_control::TimeControl;
 
 /// A request id chosen by the client, echoed in the reply.
@@ -48,10 +49,32 @@ impl Serialize for GameId {
 
 impl<'de> Deserialize<'de> for GameId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        Uuid::parse_str(&s)
+        d.deserialize_str(GameIdVisitor)
+    }
+}
+
+/// Parses the text where it lies, without copying it into a `String` first. Like a
+/// `String`, it also takes the bytes of UTF-8 text.
+struct GameIdVisitor;
+
+impl serde::de::Visitor<'_> for GameIdVisitor {
+    type Value = GameId;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<GameId, E> {
+        Uuid::parse_str(s)
             .map(GameId)
-            .map_err(|_| serde::de::Error::custom("game_id must be a hyphenated UUID string"))
+            .map_err(|_| E::custom("game_id must be a hyphenated UUID string"))
+    }
+
+    fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<GameId, E> {
+        match std::str::from_utf8(v) {
+            Ok(s) => self.visit_str(s),
+            Err(_) => Err(E::invalid_value(serde::de::Unexpected::Bytes(v), &self)),
+        }
     }
 }
 
@@ -86,10 +109,13 @@ impl<T> SeatPair<T> {
     }
 }
 
+messages! {
 /// Messages a client sends to the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum ClientMsg {
+pub enum ClientMsg;
+decoded by #[serde(remote = "ClientMsg", rename_all = "snake_case", deny_unknown_fields)] ClientFields;
+{
     // --- connection ---
     /// Must be the first message. Answered by `welcome` or `error` (then close).
     Hello {
@@ -236,6 +262,7 @@ pub enum ClientMsg {
         id: RequestId,
         game_id: GameId,
     },
+}
 }
 
 fn yes() -> bool {
@@ -459,11 +486,14 @@ pub struct Limits {
     pub idle_timeout_ms: u64,
 }
 
+messages! {
 /// Messages the server sends to a client. Clients should ignore fields they do not know,
 /// so that a server may add fields without a new protocol version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ServerMsg {
+pub enum ServerMsg;
+decoded by #[serde(remote = "ServerMsg", rename_all = "snake_case")] ServerFields;
+{
     // --- replies (echo the request id) ---
     Welcome {
         id: RequestId,
@@ -640,6 +670,7 @@ pub enum ServerMsg {
         code: String,
         message: String,
     },
+}
 }
 
 impl ServerMsg {

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::error::ErrorCode;
 use crate::messages::{ClientMsg, ServerMsg};
+use crate::tagged::{Tagged, TaggedBody};
 
 /// Largest frame a server accepts from a client.
 pub const MAX_CLIENT_MESSAGE_BYTES: usize = 16 * 1024;
@@ -69,11 +70,31 @@ pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
 const ENCODE_CAPACITY: usize = 256;
 
 pub fn decode_client(bytes: &[u8]) -> Result<ClientMsg, DecodeError> {
-    decode(bytes, MAX_CLIENT_MESSAGE_BYTES)
+    decode_message(bytes, MAX_CLIENT_MESSAGE_BYTES)
 }
 
 pub fn decode_server(bytes: &[u8]) -> Result<ServerMsg, DecodeError> {
-    decode(bytes, MAX_SERVER_MESSAGE_BYTES)
+    decode_message(bytes, MAX_SERVER_MESSAGE_BYTES)
+}
+
+/// Check the structure, then decode the variant its `type` names straight from the
+/// frame, in one pass (`tagged.rs`; [`decode`] would buffer the whole map first).
+fn decode_message<T: Tagged>(bytes: &[u8], limit: usize) -> Result<T, DecodeError> {
+    // Refused as serde's derive refuses them, in its order (it reads the whole map
+    // before any field, checking the first `type` as it meets it): no `type`, a first
+    // `type` that is not UTF-8 or names no message, a second `type`.
+    let walked = walk(bytes, limit)?;
+    if walked.stray_bin {
+        // rmp-serde reads a bin where a struct or a sequence is due as a sequence of its
+        // bytes, where serde's buffer refuses it: such a frame takes serde's way, so
+        // that what is refused stays refused.
+        return rmp_serde::from_slice(bytes).map_err(classify);
+    }
+    let tag = walked.tag.ok_or(DecodeError::NotAMap)?;
+    let name = std::str::from_utf8(tag.first)
+        .map_err(|e| DecodeError::Invalid(format!("string found to be invalid utf8: {e}")))?;
+    let frame = &mut rmp_serde::Deserializer::from_read_ref(bytes);
+    T::deserialize_tagged(TaggedBody::new(name, tag.again, frame)).map_err(classify)
 }
 
 /// Check the structure, then decode into `T`.
@@ -100,6 +121,28 @@ fn classify(err: rmp_serde::decode::Error) -> DecodeError {
 
 /// Walk one MessagePack value spanning exactly `bytes`, without allocating.
 pub fn check_structure(bytes: &[u8], limit: usize) -> Result<(), DecodeError> {
+    walk(bytes, limit).map(drop)
+}
+
+/// The top-level `type` string the walk found.
+struct FoundTag<'a> {
+    /// The first one's payload.
+    first: &'a [u8],
+    /// Whether there is another.
+    again: bool,
+}
+
+/// What [`walk`] learnt of a well-formed frame.
+struct Walked<'a> {
+    /// The top-level `type`, if there is one.
+    tag: Option<FoundTag<'a>>,
+    /// Whether a bin is anywhere but the value of a top-level `commitment` or `nonce`,
+    /// the protocol's only byte fields.
+    stray_bin: bool,
+}
+
+/// [`check_structure`], returning what decoding needs to know.
+fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
     if bytes.len() > limit {
         return Err(DecodeError::TooLarge {
             size: bytes.len(),
@@ -112,27 +155,37 @@ pub fn check_structure(bytes: &[u8], limit: usize) -> Result<(), DecodeError> {
         None => return Err(DecodeError::Truncated),
     }
     let mut cursor = Cursor { bytes, pos: 0 };
-    // Values still to read at each open container level; iterative so that depth costs
-    // no stack. The root is a pseudo-level holding the one top-level value.
-    let mut pending: Vec<Level> = Vec::with_capacity(MAX_DEPTH);
-    pending.push(Level {
-        left: 1,
+    // Values still to read at each open container level (the first `depth` of them);
+    // iterative, in a fixed array, so that depth costs neither stack nor allocation. The
+    // root is a pseudo-level holding the one top-level value.
+    let mut pending = [Level {
+        left: 0,
         map: false,
-    });
+    }; MAX_DEPTH];
+    pending[0].left = 1;
+    let mut depth = 1;
     // Keys must be strings and the top-level `type` must name its variant: serde would
     // otherwise take an integer key or tag as a field or variant *index*, making the
     // declaration order of our enums an accidental part of the wire format.
     let mut type_value_next = false;
-    while let Some(level) = pending.last_mut() {
+    let mut tag = None;
+    let mut bytes_value_next = false;
+    let mut stray_bin = false;
+    while depth > 0 {
+        let level = &mut pending[depth - 1];
         if level.left == 0 {
-            pending.pop();
+            depth -= 1;
             continue;
         }
         let is_key = level.map && level.left % 2 == 0;
         level.left -= 1;
-        let in_top_map = pending.len() == 2;
+        let in_top_map = depth == 2;
         let start = cursor.pos;
         let children = cursor.skip_value()?;
+        let bytes_value = std::mem::take(&mut bytes_value_next);
+        if matches!(bytes[start], 0xc4..=0xc6) && !bytes_value {
+            stray_bin = true;
+        }
         if is_key || type_value_next {
             let Some(text) = str_payload(&bytes[start..cursor.pos]) else {
                 return Err(if type_value_next {
@@ -141,29 +194,44 @@ pub fn check_structure(bytes: &[u8], limit: usize) -> Result<(), DecodeError> {
                     DecodeError::InvalidMarker(bytes[start])
                 });
             };
+            if type_value_next {
+                tag = match tag {
+                    None => Some(FoundTag {
+                        first: text,
+                        again: false,
+                    }),
+                    Some(found) => Some(FoundTag {
+                        again: true,
+                        ..found
+                    }),
+                };
+            }
             type_value_next = is_key && in_top_map && text == b"type";
+            bytes_value_next = is_key && in_top_map && matches!(text, b"commitment" | b"nonce");
         }
         if children > 0 {
-            if pending.len() >= MAX_DEPTH {
+            if depth >= MAX_DEPTH {
                 return Err(DecodeError::TooDeep);
             }
             // Every value takes at least one byte: a count beyond what is left is a lie.
             if children > cursor.remaining() as u64 {
                 return Err(DecodeError::Truncated);
             }
-            pending.push(Level {
+            pending[depth] = Level {
                 left: children,
                 map: is_map_marker(bytes[start]),
-            });
+            };
+            depth += 1;
         }
     }
     match cursor.remaining() {
-        0 => Ok(()),
+        0 => Ok(Walked { tag, stray_bin }),
         n => Err(DecodeError::TrailingBytes(n)),
     }
 }
 
 /// One open container while walking a frame.
+#[derive(Clone, Copy)]
 struct Level {
     /// Child values still to read (a map's entries count twice: key and value).
     left: u64,
