@@ -12,6 +12,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use elementals_client::protocol::messages::{EndReason, Phase, RequestId};
 use elementals_client::protocol::{ClientMsg, ErrorCode, Seat, ServerMsg};
 use elementals_client::{Applied, GameState, Random, SealedPick, Strategy};
+use std::pin::{pin, Pin};
+
+use tokio::sync::watch;
 use tokio::time::{Duration, Instant};
 
 use crate::conn::{source_address, Conn, ConnError, Pacer};
@@ -278,6 +281,12 @@ impl Player {
     }
 
     /// One connection's life: act and react until the run stops or a storm drops it.
+    ///
+    /// The loop runs once per frame received, so what it waits on is kept from one turn
+    /// to the next rather than made anew each time: the stop and storm waits stay
+    /// registered, the two timers are reset only when their deadlines move, and an
+    /// action already due is performed without a timer. (Made anew, they were a tenth
+    /// of the load generator's CPU at saturation: BENCHMARKS.md §2, server R.)
     async fn session(&mut self, mut conn: Conn) -> Result<Exit, ConnError> {
         let mut pacer = Pacer::new(conn.rate);
         let mut pending: Vec<(RequestId, Pending)> = Vec::new();
@@ -285,49 +294,68 @@ impl Player {
         // Only a change after this session began concerns it (a session begun by the
         // return itself must not take that return for a new storm).
         storm.borrow_and_update();
-        let mut lobby_next = Instant::now() + self.lobby_poll().unwrap_or_default();
+        let mut storm_change = pin!(next_storm(storm));
         let stop = self.ctx.stop.clone();
+        let mut stopped = pin!(stop.cancelled());
+        let mut lobby_next = Instant::now() + self.lobby_poll().unwrap_or_default();
+        let mut act = Timer::new();
+        let mut stall = Timer::new();
         loop {
             let next = self.next_action(&pending, lobby_next);
             let at = next.as_ref().map(|(_, at)| pacer.earliest(*at));
-            let stall = self.stall_deadline();
-            tokio::select! {
-                biased;
-                _ = stop.cancelled() => {
-                    conn.close().await;
-                    return Ok(Exit::Stop);
-                }
-                Ok(()) = storm.changed() => {
-                    // A `Return` seen here means the `Drop` before it came while this
-                    // player was busy and was missed: it drops now all the same.
-                    if *storm.borrow_and_update() != Storm::Calm {
-                        // Dropped, not closed: as a network failure or a restart looks.
-                        drop(conn);
-                        return Ok(Exit::Storm);
+            // An action already due goes out now, as the biased `select!` below would
+            // send it unless the run were stopping (a storm is seen on the next turn).
+            let due = at.is_some_and(|at| at <= Instant::now()) && !stop.is_cancelled();
+            if !due {
+                act.aim(at, false);
+            }
+            // The stall deadline moves later with every event: the timer is not reset
+            // for that, but checks the deadline again when it fires.
+            stall.aim(self.stall_deadline(), true);
+            let mut perform = due;
+            if !due {
+                tokio::select! {
+                    biased;
+                    () = &mut stopped => {
+                        conn.close().await;
+                        return Ok(Exit::Stop);
+                    }
+                    (storm, now) = &mut storm_change => {
+                        // A `Return` seen here means the `Drop` before it came while
+                        // this player was busy and was missed: it drops now all the same.
+                        if now != Storm::Calm {
+                            // Dropped, not closed: as a network failure or a restart looks.
+                            drop(conn);
+                            return Ok(Exit::Storm);
+                        }
+                        storm_change.set(next_storm(storm));
+                    }
+                    () = act.fired() => perform = true,
+                    () = stall.fired() => {
+                        if self.stall_deadline().is_some_and(|at| at <= Instant::now()) {
+                            let waiting_rating = self.game.as_ref().is_some_and(|g| g.rating_deadline.is_some());
+                            self.ctx.stats.error(if waiting_rating {
+                                "playing: no rating_update within 15 s"
+                            } else {
+                                "playing: no game event for 60 s"
+                            });
+                            self.leave_game();
+                        }
+                    }
+                    msg = conn.recv() => {
+                        let msg = msg?;
+                        self.handle(&mut conn, msg, &mut pending).await?;
                     }
                 }
-                () = sleep_until(at) => {
-                    let (action, _) = next.expect("an action is due");
-                    pacer.sent();
-                    let sent = self.perform(&mut conn, action).await?;
-                    if matches!(sent.1, Pending::ListSeeks) {
-                        lobby_next = Instant::now() + self.lobby_poll().unwrap_or_default();
-                    }
-                    pending.push(sent);
+            }
+            if perform {
+                let (action, _) = next.expect("an action is due");
+                pacer.sent();
+                let sent = self.perform(&mut conn, action).await?;
+                if matches!(sent.1, Pending::ListSeeks) {
+                    lobby_next = Instant::now() + self.lobby_poll().unwrap_or_default();
                 }
-                () = sleep_until(stall) => {
-                    let waiting_rating = self.game.as_ref().is_some_and(|g| g.rating_deadline.is_some());
-                    self.ctx.stats.error(if waiting_rating {
-                        "playing: no rating_update within 15 s"
-                    } else {
-                        "playing: no game event for 60 s"
-                    });
-                    self.leave_game();
-                }
-                msg = conn.recv() => {
-                    let msg = msg?;
-                    self.handle(&mut conn, msg, &mut pending).await?;
-                }
+                pending.push(sent);
             }
         }
     }
@@ -615,10 +643,51 @@ fn can_run_out(think: Duration, increment_ms: u64) -> bool {
     think.mul_f64(1.5) > Duration::from_millis(increment_ms)
 }
 
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
+/// The storm signal's next change, with the receiver to wait for the one after. A
+/// signal whose sender is gone never changes again.
+async fn next_storm(mut storm: watch::Receiver<Storm>) -> (watch::Receiver<Storm>, Storm) {
+    if storm.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+    let now = *storm.borrow_and_update();
+    (storm, now)
+}
+
+/// A deadline kept from one turn of a loop to the next: its timer is registered once
+/// and reset only when the deadline moves.
+struct Timer {
+    sleep: Pin<Box<tokio::time::Sleep>>,
+    armed: Option<Instant>,
+}
+
+impl Timer {
+    fn new() -> Timer {
+        Timer {
+            sleep: Box::pin(tokio::time::sleep_until(Instant::now())),
+            armed: None,
+        }
+    }
+
+    /// Fire at `at` (never, if `None`). With `early_ok`, a deadline later than the
+    /// armed one leaves the timer as it is: it fires early, and its user checks again.
+    fn aim(&mut self, at: Option<Instant>, early_ok: bool) {
+        match (at, self.armed) {
+            (None, _) => self.armed = None,
+            (Some(at), Some(armed)) if at == armed || (early_ok && at > armed) => {}
+            (Some(at), _) => {
+                self.sleep.as_mut().reset(at);
+                self.armed = Some(at);
+            }
+        }
+    }
+
+    /// Wait for the deadline (forever, if none); it is then disarmed.
+    async fn fired(&mut self) {
+        if self.armed.is_none() {
+            return std::future::pending().await;
+        }
+        self.sleep.as_mut().await;
+        self.armed = None;
     }
 }
 
