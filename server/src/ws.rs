@@ -17,7 +17,7 @@ use std::task::{ready, Context, Poll};
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
@@ -205,16 +205,37 @@ impl AsyncRead for ReadSide {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        let tcp = &*self.0;
         loop {
-            ready!(self.0.poll_read_ready(cx))?;
-            match self.0.try_read(buf.initialize_unfilled()) {
-                Ok(n) => {
+            ready!(tcp.poll_read_ready(cx))?;
+            let unfilled = buf.initialize_unfilled();
+            let room = unfilled.len();
+            let mut read = None;
+            // A read that fills less than the room has emptied the socket: its readiness
+            // is cleared here, so that the next read waits for the next arrival instead
+            // of asking the kernel and hearing `EAGAIN` (about four calls a round).
+            // Done, as tokio's own `poll_read` does it, through `try_io`, which clears
+            // readiness only as it stood *before* the read: data arriving during the
+            // read has set it again and keeps it set.
+            let done = tcp.try_io(Interest::READABLE, || {
+                let n = tcp.try_read(unfilled)?;
+                read = Some(n);
+                if n > 0 && n < room {
+                    Err(io::ErrorKind::WouldBlock.into())
+                } else {
+                    Ok(())
+                }
+            });
+            match (read, done) {
+                (Some(n), _) => {
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
                 // Readiness was stale: `poll_read_ready` registers for the next.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
+                (None, Err(e)) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                (None, Err(e)) => return Poll::Ready(Err(e)),
+                // Not reached: a read that succeeds sets `read`. Asking again is harmless.
+                (None, Ok(())) => continue,
             }
         }
     }

@@ -441,3 +441,65 @@ async fn requests_that_are_not_websocket_upgrades_are_refused_before_any_websock
     );
     until_metric(&server, "elementals_connections", 1).await;
 }
+
+/// One client frame as a client sends it: binary, final, masked (with a zero key, which
+/// leaves the payload as it is); `payload` under 126 bytes.
+fn masked_frame(payload: &[u8]) -> Vec<u8> {
+    assert!(payload.len() < 126);
+    let mut frame = vec![0x82, 0x80 | payload.len() as u8, 0, 0, 0, 0];
+    frame.extend_from_slice(payload);
+    frame
+}
+
+/// The next server frame from a raw socket: binary, unmasked, under 126 bytes.
+async fn raw_server_frame(stream: &mut tokio::net::TcpStream) -> ServerMsg {
+    use tokio::io::AsyncReadExt;
+    let mut head = [0; 2];
+    stream.read_exact(&mut head).await.unwrap();
+    assert_eq!(head[0], 0x82, "a final binary frame");
+    assert!(head[1] < 126, "a short unmasked frame");
+    let mut payload = vec![0; head[1] as usize];
+    stream.read_exact(&mut payload).await.unwrap();
+    wire::decode_server(&payload).unwrap()
+}
+
+#[tokio::test]
+async fn a_frame_whose_rest_arrives_after_a_read_emptied_the_socket_is_answered() {
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = start_server().await;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let request = format!(
+        "GET /ws HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        server.addr
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    while !answer.ends_with(b"\r\n\r\n") {
+        answer.push(stream.read_u8().await.unwrap());
+    }
+    assert!(answer.starts_with(b"HTTP/1.1 101"), "{answer:?}");
+
+    // One write: a whole `ping` and the first half of another. The server reads both at
+    // once, less than its buffer holds, so its reader takes the socket for empty and
+    // waits for the next arrival; it answers the first meanwhile (before `hello`, with
+    // `hello_required`, which is an answer all the same).
+    let first = masked_frame(&wire::encode_client(&ClientMsg::Ping { id: 1 }));
+    let second = masked_frame(&wire::encode_client(&ClientMsg::Ping { id: 2 }));
+    let (head, rest) = second.split_at(second.len() / 2);
+    stream
+        .write_all(&[&first[..], head].concat())
+        .await
+        .unwrap();
+    let reply = raw_server_frame(&mut stream).await;
+    assert_eq!(reply_id(&reply), Some(1), "{reply:?}");
+
+    // The rest arrives later, and wakes the reader.
+    stream.write_all(rest).await.unwrap();
+    let reply = tokio::time::timeout(Duration::from_secs(10), raw_server_frame(&mut stream))
+        .await
+        .expect("the second frame's rest woke the server's reader");
+    assert_eq!(reply_id(&reply), Some(2), "{reply:?}");
+}
