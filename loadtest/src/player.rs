@@ -7,13 +7,12 @@
 //! commit after thinking, a reveal at once), so a resync or a resumed session simply
 //! continues. Each request is timed from the instant it is written.
 
+use std::pin::{pin, Pin};
 use std::sync::atomic::Ordering::Relaxed;
 
 use elementals_client::protocol::messages::{EndReason, Phase, RequestId};
 use elementals_client::protocol::{ClientMsg, ErrorCode, Seat, ServerMsg};
 use elementals_client::{Applied, GameState, Random, SealedPick, Strategy};
-use std::pin::{pin, Pin};
-
 use tokio::sync::watch;
 use tokio::time::{Duration, Instant};
 

@@ -12,11 +12,15 @@
 //! from the same variant list, that serde derives as an ordinary (externally tagged)
 //! enum. [`TaggedBody`] presents the frame to the twin as that enum: the variant is the
 //! `type` already found, and its fields are the map's other entries, read once, straight
-//! from the frame. The `type` entry itself is skipped where it stands; a second one is
-//! refused as a duplicate field, as serde's own derive refuses it.
+//! from the frame. The `type` entry itself is skipped where it stands; a second one (the
+//! walk says whether there is one) is refused as a duplicate field once the first is
+//! known to name a message, in the order serde's own derive refuses them.
 //!
 //! Errors keep serde's wording (`unknown variant`, `unknown field`, `missing field`),
-//! which `wire` sorts into error codes.
+//! which `wire` sorts into error codes. The verdicts are serde's derive's, which
+//! `wire::decode` still uses: a property test compares the two (`tests/wire.rs`), and a
+//! frame with a bin anywhere but `commitment` or `nonce` is left to the derive, because
+//! rmp-serde reads a bin where a struct or a sequence is due as a sequence of its bytes.
 
 use std::fmt;
 
