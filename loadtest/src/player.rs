@@ -694,6 +694,52 @@ impl Timer {
 mod tests {
     use super::*;
 
+    /// Waits out an hour of paused time: whether `timer` fires within it.
+    async fn fires_within_an_hour(timer: &mut Timer) -> bool {
+        tokio::time::timeout(Duration::from_secs(3600), timer.fired())
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_kept_timer_fires_at_its_deadline_and_moves_later_only_when_it_may_not_be_early() {
+        let secs = Duration::from_secs;
+        let mut timer = Timer::new();
+        // Never armed, or disarmed: it does not fire.
+        assert!(!fires_within_an_hour(&mut timer).await);
+        timer.aim(Some(Instant::now() + secs(5)), false);
+        timer.aim(None, false);
+        assert!(!fires_within_an_hour(&mut timer).await);
+
+        // Armed: it fires at its deadline, and then is disarmed.
+        let at = Instant::now() + secs(5);
+        timer.aim(Some(at), false);
+        timer.fired().await;
+        assert_eq!(Instant::now(), at);
+        assert!(!fires_within_an_hour(&mut timer).await);
+
+        // Aimed later again without `early_ok`: it moves.
+        let (first, later) = (Instant::now() + secs(1), Instant::now() + secs(7));
+        timer.aim(Some(first), false);
+        timer.aim(Some(later), false);
+        timer.fired().await;
+        assert_eq!(Instant::now(), later);
+
+        // With `early_ok`, a later deadline leaves it where it is, to fire early...
+        let (first, later) = (Instant::now() + secs(10), Instant::now() + secs(30));
+        timer.aim(Some(first), true);
+        timer.aim(Some(later), true);
+        timer.fired().await;
+        assert_eq!(Instant::now(), first);
+
+        // ...but an earlier one moves it all the same.
+        let (late, early) = (Instant::now() + secs(30), Instant::now() + secs(2));
+        timer.aim(Some(late), true);
+        timer.aim(Some(early), true);
+        timer.fired().await;
+        assert_eq!(Instant::now(), early);
+    }
+
     #[test]
     fn only_thinking_longer_than_the_increment_can_run_a_bank_out() {
         // The soak's 4 s against blitz's 2 s increment: long games may end on time.
