@@ -181,16 +181,12 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for WithoutTag<V> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
-        self.0.visit_map(SkipTag {
-            map,
-            seen_tag: false,
-        })
+        self.0.visit_map(SkipTag { map })
     }
 }
 
 struct SkipTag<A> {
     map: A,
-    seen_tag: bool,
 }
 
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for SkipTag<A> {
@@ -201,37 +197,22 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for SkipTag<A> {
         seed: K,
     ) -> Result<Option<K::Value>, A::Error> {
         loop {
-            let key = match self.map.next_key_seed(KeySeed)? {
-                None => return Ok(None),
-                Some(key) => key,
+            let Some(key) = self.map.next_key_seed(KeySeed)? else {
+                return Ok(None);
             };
-            match key {
-                Key::Str("type") => {
-                    if self.seen_tag {
-                        return Err(A::Error::duplicate_field("type"));
-                    }
-                    self.seen_tag = true;
+            let field = match key {
+                Key::Str(name) if name != "type" => {
+                    seed.deserialize(BorrowedStrDeserializer::new(name))
+                }
+                Key::String(name) if name != "type" => seed.deserialize(name.into_deserializer()),
+                Key::Bytes(raw) => seed.deserialize(BorrowedBytesDeserializer::new(raw)),
+                // The `type` entry: the variant already (`TaggedBody` refused a second one).
+                Key::Str(_) | Key::String(_) => {
                     self.map.next_value::<IgnoredAny>()?;
+                    continue;
                 }
-                Key::Str(name) => {
-                    return seed
-                        .deserialize(BorrowedStrDeserializer::new(name))
-                        .map(Some)
-                }
-                Key::String(name) if name == "type" => {
-                    if self.seen_tag {
-                        return Err(A::Error::duplicate_field("type"));
-                    }
-                    self.seen_tag = true;
-                    self.map.next_value::<IgnoredAny>()?;
-                }
-                Key::String(name) => return seed.deserialize(name.into_deserializer()).map(Some),
-                Key::Bytes(raw) => {
-                    return seed
-                        .deserialize(BorrowedBytesDeserializer::new(raw))
-                        .map(Some)
-                }
-            }
+            };
+            return field.map(Some);
         }
     }
 
