@@ -72,7 +72,10 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     crate::alloc::configure();
     crate::game::start_fanout_helpers(config.fanout_helpers);
-    let db = Db::open(&config.database)?;
+    let db = Db::open_with_sync_interval(
+        &config.database,
+        Duration::from_micros(config.game_log_sync_us),
+    )?;
     let registry = Arc::new(Registry::new());
     let metrics = Arc::new(Metrics::default());
     let settings = GameSettings {

@@ -1,5 +1,6 @@
 //! The live games' log: an append-only file beside the database (`<database>-gamelog`),
-//! owned by its own thread ("game-log"), with one `fdatasync` per batch of appends.
+//! owned by its own thread ("game-log"), with one `fdatasync` per batch of appends, and
+//! at most one `fdatasync` per sync interval (`--game-log-sync-us`, below).
 //!
 //! Why a file of its own and not a table: a move waits for its step to be durable, so the
 //! log is on every move's path. As a SQLite table it cost a b-tree insert into an index
@@ -21,6 +22,14 @@
 //! version 2 file by its magic rather than misreading it. (MessagePack because the JSON
 //! encoding, on every game's turn, was about a sixth of a game actor's time at full load.)
 //!
+//! Pacing: a batch is begun no sooner than the sync interval after the last one began.
+//! With none, at full load the thread synced as soon as the last sync was done, some
+//! 5,000 times a second with a handful of appends each; every sync blocked the thread and
+//! every append then woke it again, and those syncs, wake-ups and context switches cost
+//! more than the moves' own work (BENCHMARKS.md, §2 "Server S"). A move that comes after a
+//! quiet spell is written at once; only when syncs come faster than the interval does an
+//! append wait, for at most the interval, to share the next sync with the others.
+//!
 //! Finished games are not deleted from the file: once a game's record is committed in the
 //! database, `Db::record_game` tells the journal to forget it, and the next compaction
 //! (a rewrite of the live games' frames into a new file, renamed over the old one) drops
@@ -32,6 +41,7 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use elementals_protocol::messages::GameId;
 use tokio::sync::{mpsc, oneshot};
@@ -56,6 +66,9 @@ pub(super) const REQUEST_QUEUE: usize = 8192;
 
 /// At most this many appends per batch (one write and one `fdatasync`).
 pub(super) const MAX_BATCH_APPENDS: usize = 4096;
+
+/// The shortest time from the start of one batch to the start of the next, by default.
+pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_micros(500);
 
 /// The largest batch buffer kept for the next batch; a rare larger one is let go.
 const MAX_SCRATCH: usize = 8 << 20;
@@ -571,19 +584,26 @@ fn open_for_append(path: &Path) -> DbResult<(File, u64)> {
 }
 
 /// Starts the journal's thread and returns the sender of its queue.
-pub(super) fn spawn(journal: Journal) -> DbResult<mpsc::Sender<Request>> {
+pub(super) fn spawn(journal: Journal, sync_interval: Duration) -> DbResult<mpsc::Sender<Request>> {
     let (requests, queue) = mpsc::channel(REQUEST_QUEUE);
     std::thread::Builder::new()
         .name("game-log".into())
-        .spawn(move || run(journal, queue))
+        .spawn(move || run(journal, queue, sync_interval))
         .map_err(|e| DbError::Sqlite(format!("cannot start the game log thread: {e}")))?;
     Ok(requests)
 }
 
 /// The journal loop: runs until every sender is dropped or a `Shutdown` is reached.
-/// Appends queued together are written together, up to `MAX_BATCH_APPENDS`.
-pub(super) fn run(mut journal: Journal, mut queue: mpsc::Receiver<Request>) -> JournalStats {
+/// Appends queued together are written together, up to `MAX_BATCH_APPENDS`; a batch is
+/// begun no sooner than `sync_interval` after the last one began.
+pub(super) fn run(
+    mut journal: Journal,
+    mut queue: mpsc::Receiver<Request>,
+    sync_interval: Duration,
+) -> JournalStats {
     let mut stats = JournalStats::default();
+    // When the last batch began.
+    let mut last_batch: Option<Instant> = None;
     let mut next: Option<Request> = None;
     // After a failed compaction, the length the file must reach before the next try.
     let mut retry_at = 0;
@@ -597,6 +617,14 @@ pub(super) fn run(mut journal: Journal, mut queue: mpsc::Receiver<Request>) -> J
                 rows,
                 reply,
             } => {
+                // Syncs are coming fast: let the appends of the rest of the interval
+                // gather, and share this one's sync.
+                if let Some(due) = last_batch.map(|at| at + sync_interval) {
+                    let now = Instant::now();
+                    if due > now {
+                        std::thread::sleep(due - now);
+                    }
+                }
                 let mut batch = vec![(game_id, rows, reply)];
                 while batch.len() < MAX_BATCH_APPENDS {
                     match queue.try_recv() {
@@ -619,6 +647,7 @@ pub(super) fn run(mut journal: Journal, mut queue: mpsc::Receiver<Request>) -> J
                 }
                 stats.batches += 1;
                 stats.appends += batch.len() as u64;
+                last_batch = Some(Instant::now());
                 journal.append_batch(batch);
             }
             Request::Forget { game_id } => journal.forget(&game_id),

@@ -29,6 +29,8 @@ mod checkpoint;
 mod gamelog;
 mod games;
 mod journal;
+
+pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
 mod schema;
 mod stored;
 mod writer;
@@ -130,10 +132,27 @@ impl Db {
     /// The live games' log is opened beside it (`<path>-gamelog`) and compacted to the
     /// games that have no record yet.
     pub fn open(path: &std::path::Path) -> DbResult<Db> {
-        Db::open_with(path, journal::Compaction::default())
+        Db::open_with(
+            path,
+            journal::Compaction::default(),
+            journal::DEFAULT_SYNC_INTERVAL,
+        )
     }
 
-    fn open_with(path: &std::path::Path, compaction: journal::Compaction) -> DbResult<Db> {
+    /// Like [`Db::open`], with the game log's sync interval: the shortest time from the
+    /// start of one `fdatasync` of the live games' log to the start of the next.
+    pub fn open_with_sync_interval(
+        path: &std::path::Path,
+        sync_interval: std::time::Duration,
+    ) -> DbResult<Db> {
+        Db::open_with(path, journal::Compaction::default(), sync_interval)
+    }
+
+    fn open_with(
+        path: &std::path::Path,
+        compaction: journal::Compaction,
+        sync_interval: std::time::Duration,
+    ) -> DbResult<Db> {
         let mut conn = schema::open(path)?;
         let carried = gamelog::load(&mut conn)?;
         let journal = journal::Journal::open(
@@ -148,7 +167,7 @@ impl Db {
         }
         let checkpointer = checkpoint::spawn(path)?;
         let requests = writer::spawn(conn, Some(checkpointer))?;
-        let journal = journal::spawn(journal)?;
+        let journal = journal::spawn(journal, sync_interval)?;
         Ok(Db { requests, journal })
     }
 
