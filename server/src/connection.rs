@@ -153,7 +153,13 @@ fn read_loop<'a>(
         let mut limit = RateLimit::new(state.config.message_rate);
         let auth_deadline = Instant::now() + state.config.auth_timeout();
         let idle = state.config.idle_timeout();
-        let kill = outbox.kill_token();
+        // Both armed once, not once per frame (see `write_loop`). The timer is moved only
+        // when it fires early: a deadline never moves earlier, so a timer left at an older
+        // deadline fires at or before the current one, which is checked then. (Setting a
+        // timer per frame took the timer wheel's lock twice, to insert and to remove.)
+        let killed = outbox.kill_token().cancelled_owned();
+        let timer = tokio::time::sleep_until(auth_deadline.min(Instant::now() + idle));
+        tokio::pin!(killed, timer);
         loop {
             let signed_in = session.is_authenticated();
             let deadline = if signed_in {
@@ -161,9 +167,18 @@ fn read_loop<'a>(
             } else {
                 auth_deadline.min(Instant::now() + idle)
             };
-            let frame = tokio::select! {
-                _ = kill.cancelled() => return,
-                f = tokio::time::timeout_at(deadline, stream.next()) => f,
+            let frame = loop {
+                tokio::select! {
+                    () = &mut killed => return,
+                    () = &mut timer => {
+                        if Instant::now() < deadline {
+                            timer.as_mut().reset(deadline);
+                            continue;
+                        }
+                        break Err(TimedOut);
+                    }
+                    f = stream.next() => break Ok(f),
+                }
             };
             let msg = match receive(frame, signed_in, auth_deadline, &mut limit, outbox, state) {
                 Received::Message(msg) => msg,
@@ -181,6 +196,9 @@ fn read_loop<'a>(
     }
 }
 
+/// No frame came before the connection's deadline.
+struct TimedOut;
+
 /// What one wait for a frame came to.
 enum Received {
     /// A message for the session.
@@ -194,7 +212,7 @@ enum Received {
 /// Checks one frame (or the lack of one) against the deadlines, the frame rules and the
 /// rate limit, and decodes it, telling the client what is wrong where something is.
 fn receive(
-    frame: Result<Option<Result<Message, tungstenite::Error>>, tokio::time::error::Elapsed>,
+    frame: Result<Option<Result<Message, tungstenite::Error>>, TimedOut>,
     signed_in: bool,
     auth_deadline: Instant,
     limit: &mut RateLimit,

@@ -95,28 +95,52 @@ struct Actor {
 
 impl Actor {
     async fn run(mut self, first: Vec<ServerMsg>) {
-        let stop = self.services.stop.clone();
+        if self.play(first).await {
+            self.after_game().await;
+        }
+    }
+
+    /// Plays until the game is over (true) or the server stops (false). The waits below
+    /// end with it: a timer left registered would, on tokio's paused clock, be a point
+    /// the clock jumps to.
+    async fn play(&mut self, first: Vec<ServerMsg>) -> bool {
+        // Armed once for the game's life, on a token of the game's own: the shutdown
+        // token is the server's, and polling it (its lock, and a place in its waiter list
+        // taken and given back) at every wake-up of every game made the cores contend for
+        // it.
+        let stop = self.services.stop.child_token().cancelled_owned();
+        // The game's next deadline, moved only when it changes (each move costs the
+        // timer wheel's lock; a timer made anew at every wake-up cost it twice).
+        let timer = sleep_until(Instant::now());
+        let mut armed: Option<Instant> = None;
+        tokio::pin!(stop, timer);
         self.emit(first, Instant::now()).await;
         while self.state.result().is_none() {
             let deadline = self.state.next_deadline().map(Instant::from_std);
+            if deadline != armed {
+                if let Some(at) = deadline {
+                    timer.as_mut().reset(at);
+                }
+                armed = deadline;
+            }
             tokio::select! {
                 // Shutdown first: the game stops between commands, each step it answered
                 // already logged, and is restored at the next start.
                 biased;
-                () = stop.cancelled() => return,
+                () = &mut stop => return false,
                 // An incident next: the game is held before it acts on anything else.
                 since = incident(&mut self.incidents) => self.on_incident(since).await,
                 // Then commands: each one settles passed deadlines itself before acting,
                 // judged by the clock at the moment it is handled.
                 cmd = self.rx.recv(), if self.rx_open => self.on_cmd(cmd).await,
-                () = sleep_until_some(deadline) => self.on_deadline().await,
+                () = &mut timer, if armed.is_some() => self.on_deadline().await,
                 // Spectators when nothing above is waiting, a chunk at a time.
                 () = std::future::ready(()), if self.delivering => self.deliver_chunk().await,
                 () = sleep_until_some(self.deliver_at) => self.start_delivery(),
                 () = sleep_until_some(self.announce_at) => self.announce_spectators(),
             }
         }
-        self.after_game().await;
+        true
     }
 
     /// The game is over: free the seats now, then record it while still answering.
