@@ -588,7 +588,10 @@ pub(super) fn spawn(journal: Journal, sync_interval: Duration) -> DbResult<mpsc:
     let (requests, queue) = mpsc::channel(REQUEST_QUEUE);
     std::thread::Builder::new()
         .name("game-log".into())
-        .spawn(move || run(journal, queue, sync_interval))
+        .spawn(move || {
+            super::batch_thread();
+            run(journal, queue, sync_interval)
+        })
         .map_err(|e| DbError::Sqlite(format!("cannot start the game log thread: {e}")))?;
     Ok(requests)
 }

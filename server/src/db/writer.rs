@@ -121,7 +121,10 @@ pub(super) fn spawn(
     let (requests, queue) = mpsc::channel(REQUEST_QUEUE);
     std::thread::Builder::new()
         .name("db-writer".into())
-        .spawn(move || run_with(conn, queue, checkpointer))
+        .spawn(move || {
+            super::batch_thread();
+            run_with(conn, queue, checkpointer)
+        })
         .map_err(|e| DbError::Sqlite(format!("cannot start the writer thread: {e}")))?;
     Ok(requests)
 }
