@@ -29,11 +29,11 @@ mod checkpoint;
 mod gamelog;
 mod games;
 mod journal;
-
-pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
 mod schema;
 mod stored;
 mod writer;
+
+pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
 
 #[cfg(test)]
 mod tests;
@@ -131,8 +131,8 @@ pub type DbResult<T> = Result<T, DbError>;
 /// thread is scheduled as usual but does not preempt a running thread when it wakes; it
 /// waits for that thread's turn to end. At full load the game log woke some 5,700 times
 /// a second (its pacing, its syncs and its queue) and the writer 1,200, and each wake-up
-/// preempted a runtime worker in the middle of a game's work (6,100 involuntary switches
-/// a second); now they wait for a worker's turn to end (BENCHMARKS.md, §2 "Server S").
+/// could preempt a runtime worker in the middle of a game's work (3,000–6,100 involuntary
+/// switches a second; ~750 now: BENCHMARKS.md, finding 20).
 /// Where this is refused (another system, a sandbox), the thread runs as before.
 fn batch_thread() {
     #[cfg(target_os = "linux")]
