@@ -157,16 +157,19 @@ fn read_loop<'a>(
         // when it fires early: a deadline never moves earlier, so a timer left at an older
         // deadline fires at or before the current one, which is checked then. (Setting a
         // timer per frame took the timer wheel's lock twice, to insert and to remove.)
+        let deadline_after = |now: Instant, signed_in: bool| {
+            if signed_in {
+                now + idle
+            } else {
+                auth_deadline.min(now + idle)
+            }
+        };
         let killed = outbox.kill_token().cancelled_owned();
-        let timer = tokio::time::sleep_until(auth_deadline.min(Instant::now() + idle));
+        let timer = tokio::time::sleep_until(deadline_after(Instant::now(), false));
         tokio::pin!(killed, timer);
         loop {
             let signed_in = session.is_authenticated();
-            let deadline = if signed_in {
-                Instant::now() + idle
-            } else {
-                auth_deadline.min(Instant::now() + idle)
-            };
+            let deadline = deadline_after(Instant::now(), signed_in);
             let frame = loop {
                 tokio::select! {
                     () = &mut killed => return,

@@ -622,11 +622,10 @@ pub(super) fn run(
             } => {
                 // Syncs are coming fast: let the appends of the rest of the interval
                 // gather, and share this one's sync.
-                if let Some(due) = last_batch.map(|at| at + sync_interval) {
-                    let now = Instant::now();
-                    if due > now {
-                        std::thread::sleep(due - now);
-                    }
+                if let Some(last) = last_batch {
+                    std::thread::sleep(
+                        (last + sync_interval).saturating_duration_since(Instant::now()),
+                    );
                 }
                 let mut batch = vec![(game_id, rows, reply)];
                 while batch.len() < MAX_BATCH_APPENDS {
