@@ -10,7 +10,9 @@
 //! socket itself, at once, if the socket takes them without waiting (`Link::write_now`);
 //! only what the socket does not take at once goes through the queue. One round's result
 //! then reaches ten thousand spectators as ten thousand writes from the game's own turns,
-//! not ten thousand tasks woken to make them (BENCHMARKS.md, fan-out, server I).
+//! not ten thousand tasks woken to make them (BENCHMARKS.md, fan-out, server I). A game
+//! writes its players' events the same way, with the reply to the move that caused them in
+//! the same write: a round's moves wake no writer (BENCHMARKS.md, throughput, server T).
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
@@ -157,8 +159,8 @@ impl Outbox {
     /// Like `send_frames` for `framed`'s frames, but writes them to the socket from the
     /// caller's own task when it can (see `Link::write_now`), queueing only what it could
     /// not. For a game's spectators: ten thousand of them are then ten thousand writes from
-    /// the game's turn, not ten thousand writer tasks woken. (Players' frames and replies
-    /// are queued: the writer sends a burst of them in one write.)
+    /// the game's turn, not ten thousand writer tasks woken. For its players, with the
+    /// reply to the move that caused the frames: a move then wakes no writer at all.
     pub fn write_frames(&self, framed: &Framed, from: usize) -> Result<(), SendError> {
         let frames = framed.frames.len().saturating_sub(from);
         if frames == 0 {
@@ -209,11 +211,11 @@ impl Outbox {
         self.send(Bytes::from(wire::encode(msg)))
     }
 
-    /// Queues `frames` as one item (one write); if the client is not keeping up, kills its
-    /// connection. For players, whose every event matters: they get a full snapshot when
-    /// they come back.
-    pub fn send_or_kill(&self, frames: &Arc<[Bytes]>) {
-        if self.send_frames(frames, 0) == Err(SendError::Full) {
+    /// `write_frames`, and if the client is not keeping up (the socket took nothing and the
+    /// queue is full), kills its connection. For players, whose every frame matters: they
+    /// get a full snapshot when they come back.
+    pub fn write_or_kill(&self, framed: &Framed, from: usize) {
+        if self.write_frames(framed, from) == Err(SendError::Full) {
             self.kill.cancel();
         }
     }

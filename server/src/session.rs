@@ -17,7 +17,7 @@ use elementals_protocol::{ErrorCode, PROTOCOL_VERSION};
 use crate::auth::{AuthError, SignedIn};
 use crate::connection::close;
 use crate::db::AccountRow;
-use crate::game::{GameError, PlayerHandle, SeatAction, SpectatorHandle};
+use crate::game::{AnswerTo, Answered, GameError, PlayerHandle, SeatAction, SpectatorHandle};
 use crate::limits::LoginRefused;
 use crate::lobby::{LobbyCmd, LobbyError, Member};
 use crate::outbox::Outbox;
@@ -229,8 +229,16 @@ impl Session {
         action: SeatAction,
         id: RequestId,
     ) -> Result<Option<ServerMsg>, (ErrorCode, String)> {
-        self.seat(game_id)?.act(action).await?;
-        Ok(Some(ServerMsg::Ok { id }))
+        // The game writes the reply itself, with the events the move caused, unless this
+        // connection is not the seat's attached one (it then answers nothing but us).
+        let answer = AnswerTo {
+            conn_id: self.outbox.conn_id(),
+            request_id: id,
+        };
+        Ok(match self.seat(game_id)?.act(action, Some(answer)).await? {
+            Answered::Sent => None,
+            Answered::ToSend => Some(ServerMsg::Ok { id }),
+        })
     }
 
     async fn lobby<T>(

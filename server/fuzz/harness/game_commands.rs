@@ -273,7 +273,7 @@ fn check(bytes: &[u8], view: &mut View, known: &mut Known, variant: Variant) {
 
 async fn act(player: &PlayerHandle, action: SeatAction, known: &Known) -> bool {
     let was_over = known.over;
-    let ok = player.act(action).await.is_ok();
+    let ok = player.act(action, None).await.is_ok();
     assert!(
         !(ok && was_over),
         "an action was accepted after the game ended"

@@ -35,10 +35,11 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::time::{sleep_until, Instant};
 
 use super::state::GameState;
-use super::{crash_point, GameCmd, GameServices, GameSetup};
+use super::{crash_point, Answered, GameCmd, GameServices, GameSetup};
 use crate::db::DbResult;
 use crate::outbox::Outbox;
 use crate::registry::FinishedGame;
+use fanout::Answer;
 pub use helpers::start as start_fanout_helpers;
 pub(super) use spawn::{spawn, spawn_restored, timing};
 use supervisor::{lock, Shared};
@@ -252,11 +253,24 @@ impl Actor {
             GameCmd::Act {
                 seat,
                 action,
+                answer,
                 reply,
             } => {
                 let result = self.state.act(seat, action, now, &mut out);
-                self.emit(out, received).await;
-                let _ = reply.send(result);
+                let answer = answer.map(|to| Answer {
+                    seat,
+                    conn_id: to.conn_id,
+                    frame: Bytes::from(wire::encode(&match &result {
+                        Ok(()) => ServerMsg::Ok { id: to.request_id },
+                        Err(e) => ServerMsg::error(Some(to.request_id), e.code, &e.message),
+                    })),
+                });
+                let sent = self.emit_answering(out, received, answer).await;
+                let _ = reply.send(match result {
+                    _ if sent => Ok(Answered::Sent),
+                    Ok(()) => Ok(Answered::ToSend),
+                    Err(e) => Err(e),
+                });
             }
             GameCmd::Watch {
                 outbox,
@@ -309,6 +323,17 @@ impl Actor {
     /// Makes what the state logged durable, then publishes `events`. Nothing is published
     /// (and the caller answers nothing) before the steps behind it are in the log.
     async fn emit(&mut self, events: Vec<ServerMsg>, received: Instant) {
+        self.emit_answering(events, received, None).await;
+    }
+
+    /// `emit`, with `answer` written to its player before the events (see
+    /// `Fanout::to_players`); returns whether it was.
+    async fn emit_answering(
+        &mut self,
+        events: Vec<ServerMsg>,
+        received: Instant,
+        answer: Option<Answer>,
+    ) -> bool {
         let steps = self.state.take_log();
         if !steps.is_empty() {
             let ends = steps.iter().any(|s| s.entry.is_end());
@@ -324,27 +349,33 @@ impl Actor {
                 crash_point("end_logged");
             }
         }
-        self.publish(events, received);
+        self.publish(events, received, answer)
     }
 
-    /// Encodes each event once and queues it to everyone; `received` is when the command
-    /// that caused them arrived (for the result-latency histogram).
-    fn publish(&mut self, events: Vec<ServerMsg>, received: Instant) {
+    /// Encodes each event once and sends it to everyone (`answer` first, to its player);
+    /// `received` is when the command that caused them arrived (for the result-latency
+    /// histogram). Returns whether `answer` was sent.
+    fn publish(
+        &mut self,
+        events: Vec<ServerMsg>,
+        received: Instant,
+        answer: Option<Answer>,
+    ) -> bool {
         if events.is_empty() {
-            return;
+            return answer.is_some_and(|a| lock(&self.shared).fanout.to_players(&[], Some(a)));
         }
         let frames: Vec<Bytes> = events
             .iter()
             .map(|e| Bytes::from(wire::encode(e)))
             .collect();
         let now = Instant::now().into_std();
-        // (Frames are counted in `messages_out` by the connections' writers, as sent.)
-        let (spectators, backlog) = {
+        // (Frames are counted in `messages_out` as sent, by whoever writes them.)
+        let (spectators, backlog, answered) = {
             let mut shared = lock(&self.shared);
-            shared.fanout.broadcast(&frames);
+            let answered = shared.fanout.broadcast(&frames, answer);
             shared.mirror(&self.state, now);
             let backlog = shared.fanout.has_backlog();
-            (shared.fanout.spectator_count(), backlog)
+            (shared.fanout.spectator_count(), backlog, answered)
         };
         let metrics = Arc::clone(&self.services.metrics);
         if backlog {
@@ -387,6 +418,7 @@ impl Actor {
                 self.services.registry.update_summary(summary);
             }
         }
+        answered
     }
 
     fn start_delivery(&mut self) {
@@ -463,7 +495,7 @@ impl Actor {
         self.announced = count;
         let game_id = self.game_id;
         let frame = Bytes::from(wire::encode(&ServerMsg::Spectators { game_id, count }));
-        shared.fanout.to_players(&Arc::from([frame]));
+        shared.fanout.to_players(&[frame], None);
         drop(shared);
         if self.state.result().is_none() {
             let summary = self.state.summary(count);

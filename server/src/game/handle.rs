@@ -53,6 +53,22 @@ pub enum SeatAction {
     ClaimWin,
 }
 
+/// The request a move answers, and the connection that sent it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerTo {
+    pub conn_id: u64,
+    pub request_id: RequestId,
+}
+
+/// Who sends the reply to a move that was made (or refused, for `Sent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answered {
+    /// The game wrote it, with the move's events: the caller sends nothing.
+    Sent,
+    /// The move was made; the caller sends the `ok`.
+    ToSend,
+}
+
 #[derive(Debug)]
 pub enum GameCmd {
     /// A player's connection (re)attaches to its seat; replaces any earlier one. The actor
@@ -72,10 +88,14 @@ pub enum GameCmd {
         seat: Seat,
         conn_id: u64,
     },
+    /// A player's move. When `answer` names the seat's attached connection, the actor
+    /// writes the reply (`ok` or `error`) itself, in the same write as the events the move
+    /// caused, and answers `Answered::Sent`; otherwise the caller replies.
     Act {
         seat: Seat,
         action: SeatAction,
-        reply: Reply<()>,
+        answer: Option<AnswerTo>,
+        reply: Reply<Answered>,
     },
     /// Start (or resynchronise) watching; the snapshot is queued like `Attach`'s.
     Watch {
@@ -209,12 +229,19 @@ impl PlayerHandle {
         });
     }
 
-    pub async fn act(&self, action: SeatAction) -> Result<(), GameError> {
+    /// Makes a move. With `answer`, the game may send the reply itself (see `GameCmd::Act`);
+    /// an error is then returned only when it did not.
+    pub async fn act(
+        &self,
+        action: SeatAction,
+        answer: Option<AnswerTo>,
+    ) -> Result<Answered, GameError> {
         let seat = self.seat;
         self.game
             .request(|reply| GameCmd::Act {
                 seat,
                 action,
+                answer,
                 reply,
             })
             .await

@@ -1,8 +1,8 @@
 //! Who receives a game's events, and what happens when one of them falls behind.
 //!
-//! Every frame is encoded once by the caller. Players are queued the frames themselves (a
-//! reference count each); spectators are written a delivery framed once (`Framed`), each
-//! its part of the same bytes.
+//! Every frame is encoded once by the caller. Each batch is framed once (`Framed`) for both
+//! players (the reply to a move goes to its player in the same write) and once per
+//! delivery for the spectators, each written its part of the same bytes.
 //! Nothing here waits: a player whose outbox is full has its connection killed (it gets a
 //! snapshot when it comes back); a spectator whose outbox is full stops receiving events and
 //! is offered a fresh snapshot with each later delivery instead, until one fits or it has
@@ -41,6 +41,15 @@ struct Spectator {
     lagging: Option<u8>,
     /// The number, in the game's stream of spectator frames, of the next frame it needs.
     next: u64,
+}
+
+/// A reply to a player's move, to go to its seat with the events the move caused.
+#[derive(Debug)]
+pub(in crate::game) struct Answer {
+    pub seat: Seat,
+    /// The connection that made the move: the reply goes only if it is still the seat's.
+    pub conn_id: u64,
+    pub frame: Bytes,
 }
 
 /// What one delivery did.
@@ -149,16 +158,36 @@ impl Fanout {
     }
 
     /// Queues frames to both players only, as one item each (one write).
-    pub fn to_players(&self, frames: &Arc<[Bytes]>) {
-        for player in [&self.players.one, &self.players.two].into_iter().flatten() {
-            player.send_or_kill(frames);
+    /// Writes `frames` to both players now, framed once: from this task when a player's
+    /// socket takes them at once, else through its queue (see `Outbox::write_frames`).
+    /// `answer`'s reply goes first, to its seat alone, if that seat's connection is the
+    /// one it answers; returns whether it went.
+    pub fn to_players(&self, frames: &[Bytes], answer: Option<Answer>) -> bool {
+        let answer = answer.filter(|a| self.player_conn(a.seat) == Some(a.conn_id));
+        if self.players.one.is_none() && self.players.two.is_none() {
+            return false;
         }
+        let mut all = Vec::with_capacity(frames.len() + 1);
+        all.extend(answer.as_ref().map(|a| a.frame.clone()));
+        all.extend_from_slice(frames);
+        let framed = Framed::new(all.into());
+        for seat in [Seat::One, Seat::Two] {
+            if let Some(player) = self.players.get(seat) {
+                let from = match &answer {
+                    Some(a) if a.seat != seat => 1,
+                    _ => 0,
+                };
+                player.write_or_kill(&framed, from);
+            }
+        }
+        answer.is_some()
     }
 
-    /// Queues a batch of numbered events to both players now, and puts it on the
-    /// spectators' backlog for `deliver`.
-    pub fn broadcast(&mut self, frames: &[Bytes]) {
-        self.to_players(&frames.into());
+    /// Writes a batch of numbered events to both players now (with `answer`, as
+    /// `to_players`; returns whether it went), and puts it on the spectators' backlog for
+    /// `deliver`.
+    pub fn broadcast(&mut self, frames: &[Bytes], answer: Option<Answer>) -> bool {
+        let answered = self.to_players(frames, answer);
         if !self.spectators.is_empty() {
             self.backlog.extend(frames.iter().cloned());
             self.shared = None;
@@ -166,6 +195,7 @@ impl Fanout {
             // Nobody to wait for: the stream moves on without a backlog.
             self.base += frames.len() as u64;
         }
+        answered
     }
 
     /// Whether some spectator still lacks some frame.
@@ -375,10 +405,10 @@ mod tests {
     fn batches_arriving_mid_pass_reach_every_spectator_once_and_in_order() {
         let mut fanout = Fanout::default();
         let mut rxs: Vec<_> = (0..5).map(|id| spectator(&mut fanout, id)).collect();
-        fanout.broadcast(&[frame(1)]);
+        fanout.broadcast(&[frame(1)], None);
         // Two spectators get frame 1; then frame 2 comes.
         assert!(!fanout.deliver(2, no_resync).done);
-        fanout.broadcast(&[frame(2), frame(3)]);
+        fanout.broadcast(&[frame(2), frame(3)], None);
         // The rest of the pass gets 1, 2 and 3 together; a second pass brings the first
         // two up to date.
         let mut deliveries = 0;
@@ -407,11 +437,11 @@ mod tests {
         fanout.add_spectator(small);
         for round in 0..20u8 {
             let base = round * 3;
-            fanout.broadcast(&[frame(base)]);
+            fanout.broadcast(&[frame(base)], None);
             // Part of a pass (or all of it, if the helper is quick), then two more frames,
             // mid-pass or after it.
             fanout.deliver(40, || frame(255));
-            fanout.broadcast(&[frame(base + 1), frame(base + 2)]);
+            fanout.broadcast(&[frame(base + 1), frame(base + 2)], None);
             let mut deliveries = 0;
             while !fanout.deliver(40, || frame(255)).done {
                 deliveries += 1;
@@ -438,10 +468,10 @@ mod tests {
         let mut fanout = Fanout::default();
         let mut first = spectator(&mut fanout, 1);
         let _second = spectator(&mut fanout, 2);
-        fanout.broadcast(&[frame(1)]);
+        fanout.broadcast(&[frame(1)], None);
         assert!(!fanout.deliver(1, no_resync).done);
         let mut late = spectator(&mut fanout, 3);
-        fanout.broadcast(&[frame(2)]);
+        fanout.broadcast(&[frame(2)], None);
         fanout.deliver_all(no_resync);
         assert_eq!(received(&mut first), [1, 2]);
         assert_eq!(received(&mut late), [2]);
@@ -451,7 +481,7 @@ mod tests {
     fn removing_a_spectator_mid_pass_skips_nobody() {
         let mut fanout = Fanout::default();
         let mut rxs: Vec<_> = (0..4).map(|id| spectator(&mut fanout, id)).collect();
-        fanout.broadcast(&[frame(7)]);
+        fanout.broadcast(&[frame(7)], None);
         assert!(!fanout.deliver(2, no_resync).done);
         assert!(fanout.remove_spectator(0));
         assert!(fanout.deliver(10, no_resync).done);
@@ -459,7 +489,7 @@ mod tests {
             assert_eq!(received(rx), [7]);
         }
         // The last spectator leaving clears the backlog.
-        fanout.broadcast(&[frame(8)]);
+        fanout.broadcast(&[frame(8)], None);
         for id in 1..4 {
             fanout.remove_spectator(id);
         }
@@ -477,7 +507,7 @@ mod tests {
             "the same connection replaces itself"
         );
         assert_eq!(fanout.spectator_count(), 1);
-        fanout.broadcast(&[frame(3)]);
+        fanout.broadcast(&[frame(3)], None);
         fanout.deliver_all(no_resync);
         assert_eq!(received(&mut rx2), [3]);
         assert!(!fanout.remove_spectator(6), "never watching");
@@ -488,7 +518,7 @@ mod tests {
         let (closed, rx) = Outbox::new(5, 4);
         fanout.add_spectator(closed);
         drop(rx);
-        fanout.broadcast(&[frame(4)]);
+        fanout.broadcast(&[frame(4)], None);
         assert_eq!(fanout.deliver_all(no_resync).removed, 1);
         let (back, _rx) = Outbox::new(5, 4);
         assert!(fanout.add_spectator(back));
@@ -500,16 +530,16 @@ mod tests {
         let mut fanout = Fanout::default();
         let (outbox, mut rx) = Outbox::new(9, 1);
         fanout.add_spectator(outbox);
-        fanout.broadcast(&[frame(1)]);
+        fanout.broadcast(&[frame(1)], None);
         assert!(fanout.deliver_all(no_resync).done);
         // Frame 1 fills the outbox, frame 2 does not fit: it is lagging.
-        fanout.broadcast(&[frame(2)]);
+        fanout.broadcast(&[frame(2)], None);
         assert!(fanout.deliver_all(no_resync).done);
         assert_eq!(received(&mut rx), [1]);
-        fanout.broadcast(&[frame(3)]);
+        fanout.broadcast(&[frame(3)], None);
         fanout.deliver_all(|| frame(99));
         assert_eq!(received(&mut rx), [99]);
-        fanout.broadcast(&[frame(4)]);
+        fanout.broadcast(&[frame(4)], None);
         fanout.deliver_all(no_resync);
         assert_eq!(received(&mut rx), [4]);
     }
@@ -518,7 +548,7 @@ mod tests {
     fn a_delivery_queues_each_spectator_one_item_sharing_the_frames() {
         let mut fanout = Fanout::default();
         let mut rxs: Vec<_> = (0..3).map(|id| spectator(&mut fanout, id)).collect();
-        fanout.broadcast(&[frame(1), frame(2), frame(3)]);
+        fanout.broadcast(&[frame(1), frame(2), frame(3)], None);
         fanout.deliver_all(no_resync);
         let items: Vec<Outbound> = rxs.iter_mut().map(|rx| rx.try_recv().unwrap()).collect();
         for (item, rx) in items.iter().zip(&mut rxs) {
@@ -592,7 +622,7 @@ mod tests {
                             Bytes::copy_from_slice(&(sent - 1).to_be_bytes())
                         })
                         .collect();
-                    fanout.broadcast(&frames);
+                    fanout.broadcast(&frames, None);
                 }
                 _ => {
                     let chunk = 1 + random(200) as usize;

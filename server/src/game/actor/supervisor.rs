@@ -91,7 +91,7 @@ pub(in crate::game) async fn supervise(
             let frame = Bytes::from(wire::encode(&over));
             // Spectators get what the game had left for them, then the end; a lagging
             // one gets the GameOver itself in place of a snapshot.
-            shared.fanout.broadcast(std::slice::from_ref(&frame));
+            shared.fanout.broadcast(std::slice::from_ref(&frame), None);
             shared.fanout.deliver_all(|| frame.clone());
             Some(Arc::new(GameRecord {
                 game_id,

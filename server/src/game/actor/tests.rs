@@ -25,7 +25,7 @@ use uuid::Uuid;
 
 use crate::db::{AccountRow, Db};
 use crate::game::{spawn_game, GameHandle, GameServices, GameSettings, GameSetup, LogStore};
-use crate::game::{PlayerHandle, SeatAction};
+use crate::game::{AnswerTo, Answered, PlayerHandle, SeatAction};
 use crate::metrics::Metrics;
 use crate::outbox::{Outbound, Outbox};
 use crate::record::RecordPlayer;
@@ -118,14 +118,38 @@ fn nonce(round: u32, seat: Seat) -> [u8; NONCE_LEN] {
 }
 
 impl Player {
+    /// Makes a move the caller answers (as from a connection that is not the seat's).
     async fn act(&self, action: SeatAction) -> Result<(), ErrorCode> {
-        self.handle.act(action).await.map_err(|e| e.code)
+        match self.handle.act(action, None).await {
+            Ok(Answered::ToSend) => Ok(()),
+            Ok(Answered::Sent) => panic!("the game answered a move nobody asked it to"),
+            Err(e) => Err(e.code),
+        }
+    }
+
+    /// Makes a move as request `request_id` of the connection `conn_id`.
+    async fn act_as(
+        &self,
+        action: SeatAction,
+        conn_id: u64,
+        request_id: u32,
+    ) -> Result<Answered, ErrorCode> {
+        let answer = AnswerTo {
+            conn_id,
+            request_id,
+        };
+        let answered = self.handle.act(action, Some(answer)).await;
+        answered.map_err(|e| e.code)
+    }
+
+    fn commitment(&self, round: u32, pick: Element) -> SeatAction {
+        let (id, seat) = (self.handle.game_id().0, self.handle.seat());
+        let commitment = commitment::make(&id, round, seat, pick, &nonce(round, seat)).to_vec();
+        SeatAction::Commit { round, commitment }
     }
 
     async fn commit(&self, round: u32, pick: Element) -> Result<(), ErrorCode> {
-        let (id, seat) = (self.handle.game_id().0, self.handle.seat());
-        let commitment = commitment::make(&id, round, seat, pick, &nonce(round, seat)).to_vec();
-        self.act(SeatAction::Commit { round, commitment }).await
+        self.act(self.commitment(round, pick)).await
     }
 
     async fn reveal(&self, round: u32, pick: Element) -> Result<(), ErrorCode> {

@@ -7,7 +7,7 @@ use elementals_protocol::rules::Seat;
 use elementals_protocol::ErrorCode;
 
 use super::{over, seqs, Harness, TC};
-use crate::game::SeatAction;
+use crate::game::{Answered, SeatAction};
 
 #[tokio::test(start_paused = true)]
 async fn the_seed_game_ends_at_the_edge_and_is_rated_once_recorded() {
@@ -86,6 +86,81 @@ async fn a_wrong_reveal_can_be_corrected_and_copied_commitments_are_refused() {
         Err(ErrorCode::DuplicateCommitment)
     );
     assert_eq!(game.snapshot().await.committed, SeatPair::new(true, false));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_move_from_the_seats_connection_is_answered_with_its_events_in_one_item() {
+    let h = Harness::new().await;
+    let mut game = h.start(0, TC).await;
+    let conn = game.one.inbox.outbox.conn_id();
+    let commit = game.one.commitment(1, 3);
+    assert_eq!(game.one.act_as(commit, conn, 7).await, Ok(Answered::Sent));
+    // The reply, then the event, as one queued item: one write.
+    let item = game.one.inbox.rx.try_recv().expect("one item");
+    let frames: Vec<ServerMsg> = item.frames().iter().map(super::decode).collect();
+    assert!(
+        matches!(
+            frames.as_slice(),
+            [
+                ServerMsg::Ok { id: 7 },
+                ServerMsg::Committed {
+                    seat: Seat::One,
+                    ..
+                }
+            ]
+        ),
+        "{frames:?}"
+    );
+    assert!(game.one.drain().is_empty());
+    // The opponent gets the event alone.
+    assert!(matches!(
+        game.two.drain().as_slice(),
+        [ServerMsg::Committed {
+            seat: Seat::One,
+            ..
+        }]
+    ));
+    // A refusal is answered the same way, and sends the opponent nothing.
+    let again = game.one.commitment(1, 4);
+    assert_eq!(game.one.act_as(again, conn, 8).await, Ok(Answered::Sent));
+    match game.one.drain().as_slice() {
+        [ServerMsg::Error { id, code, .. }] => {
+            assert_eq!((*id, *code), (Some(8), ErrorCode::AlreadyCommitted));
+        }
+        other => panic!("expected the error alone, got {other:?}"),
+    }
+    assert!(game.two.drain().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_move_from_another_connection_is_left_for_the_caller_to_answer() {
+    let h = Harness::new().await;
+    let mut game = h.start(0, TC).await;
+    // A connection that is not the seat's attached one (one being superseded, say).
+    let stranger = game.one.inbox.outbox.conn_id() + 1_000_000;
+    let commit = game.one.commitment(1, 3);
+    assert_eq!(
+        game.one.act_as(commit, stranger, 7).await,
+        Ok(Answered::ToSend)
+    );
+    let again = game.one.commitment(1, 4);
+    assert_eq!(
+        game.one.act_as(again, stranger, 8).await,
+        Err(ErrorCode::AlreadyCommitted)
+    );
+    // The attached connections got the event and no reply.
+    for msgs in [game.one.drain(), game.two.drain()] {
+        assert!(
+            matches!(
+                msgs.as_slice(),
+                [ServerMsg::Committed {
+                    seat: Seat::One,
+                    ..
+                }]
+            ),
+            "{msgs:?}"
+        );
+    }
 }
 
 #[tokio::test(start_paused = true)]
