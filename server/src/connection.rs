@@ -183,6 +183,9 @@ fn read_loop<'a>(
                     f = stream.next() => break Ok(f),
                 }
             };
+            // Whatever this frame brings (a reply, an error, a close) follows the answer to
+            // the last move, which its game sends (normally done by now: no wait).
+            session.settle().await;
             let msg = match receive(frame, signed_in, auth_deadline, &mut limit, outbox, state) {
                 Received::Message(msg) => msg,
                 Received::Nothing => continue,

@@ -10,6 +10,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
+use tokio::sync::oneshot;
+
 use elementals_protocol::messages::{Account, ClientMsg, GameId, PlayerInfo, RequestId, ServerMsg};
 use elementals_protocol::wire;
 use elementals_protocol::{ErrorCode, PROTOCOL_VERSION};
@@ -17,7 +19,7 @@ use elementals_protocol::{ErrorCode, PROTOCOL_VERSION};
 use crate::auth::{AuthError, SignedIn};
 use crate::connection::close;
 use crate::db::AccountRow;
-use crate::game::{AnswerTo, Answered, GameError, PlayerHandle, SeatAction, SpectatorHandle};
+use crate::game::{AnswerTo, GameError, PlayerHandle, SeatAction, SpectatorHandle};
 use crate::limits::LoginRefused;
 use crate::lobby::{LobbyCmd, LobbyError, Member};
 use crate::outbox::Outbox;
@@ -50,7 +52,11 @@ struct User {
 
 pub struct Session {
     state: Arc<AppState>,
-    outbox: Outbox,
+    /// Shared with the games this connection's moves go to, which answer them.
+    outbox: Arc<Outbox>,
+    /// Fires once the game has answered the last move sent to it: nothing else is
+    /// answered before (`settle`).
+    pending: Option<oneshot::Receiver<()>>,
     /// The client's address (behind a trusted proxy, the forwarded one).
     peer: SocketAddr,
     hello: bool,
@@ -97,11 +103,21 @@ impl Session {
     pub fn new(state: Arc<AppState>, outbox: Outbox, peer: SocketAddr) -> Self {
         Session {
             state,
-            outbox,
+            outbox: Arc::new(outbox),
+            pending: None,
             peer,
             hello: false,
             user: None,
             watching: HashMap::new(),
+        }
+    }
+
+    /// Waits until the last move handed to a game is answered, so that whatever the
+    /// connection sends next follows that answer (requests are answered in order). A game
+    /// answers at once, so this normally finds it done and waits for nothing.
+    pub async fn settle(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            let _ = pending.await;
         }
     }
 
@@ -197,7 +213,7 @@ impl Session {
                 rating: row.rating,
                 guest: row.guest,
             },
-            outbox: self.outbox.clone(),
+            outbox: Outbox::clone(&self.outbox),
         })
     }
 
@@ -223,22 +239,20 @@ impl Session {
         }
     }
 
+    /// Hands a move to its game, which answers it (first in the same write as the events
+    /// the move caused); the connection reads on meanwhile, and `settle`s before it
+    /// answers anything else.
     async fn act(
-        &self,
+        &mut self,
         game_id: GameId,
         action: SeatAction,
         id: RequestId,
     ) -> Result<Option<ServerMsg>, (ErrorCode, String)> {
-        // The game writes the reply itself, with the events the move caused, unless this
-        // connection is not the seat's attached one (it then answers nothing but us).
-        let answer = AnswerTo {
-            conn_id: self.outbox.conn_id(),
-            request_id: id,
-        };
-        Ok(match self.seat(game_id)?.act(action, Some(answer)).await? {
-            Answered::Sent => None,
-            Answered::ToSend => Some(ServerMsg::Ok { id }),
-        })
+        let seat = self.seat(game_id)?;
+        let (answer, sent) = AnswerTo::new(Arc::clone(&self.outbox), id);
+        seat.act(action, answer).await;
+        self.pending = Some(sent);
+        Ok(None)
     }
 
     async fn lobby<T>(
@@ -446,10 +460,12 @@ impl Session {
             C::Sync { id, game_id } => {
                 // The game queues the snapshot itself, in order with its events.
                 if let Some(spectator) = self.watching.get(&game_id) {
-                    spectator.watch(self.outbox.clone(), Some(id)).await?;
+                    spectator
+                        .watch(Outbox::clone(&self.outbox), Some(id))
+                        .await?;
                 } else {
                     let player = self.seat(game_id)?;
-                    player.attach(self.outbox.clone(), Some(id)).await?;
+                    player.attach(Outbox::clone(&self.outbox), Some(id)).await?;
                 }
                 return Ok(None);
             }
@@ -472,7 +488,9 @@ impl Session {
                     .ok_or_else(|| err(ErrorCode::UnknownGame, "no live game with that id"))?;
                 let spectator = game.spectator();
                 // The game queues the snapshot itself, in order with its events.
-                spectator.watch(self.outbox.clone(), Some(id)).await?;
+                spectator
+                    .watch(Outbox::clone(&self.outbox), Some(id))
+                    .await?;
                 self.watching.insert(game_id, spectator);
                 return Ok(None);
             }
@@ -536,7 +554,7 @@ impl Session {
         let user = OnlineUser {
             name: account.name.clone(),
             info,
-            outbox: self.outbox.clone(),
+            outbox: Outbox::clone(&self.outbox),
         };
         if let Some(old) = self.state.registry.set_online(account.id, user) {
             if old.outbox.conn_id() != self.outbox.conn_id() {
@@ -566,7 +584,7 @@ impl Session {
             let frame = Bytes::from(wire::encode(&authenticated(Some(game.game_id()))));
             let player = game.player(seat);
             if player
-                .attach_after(self.outbox.clone(), frame)
+                .attach_after(Outbox::clone(&self.outbox), frame)
                 .await
                 .is_ok()
             {

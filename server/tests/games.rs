@@ -449,3 +449,58 @@ async fn queued_comes_before_game_start_when_an_opponent_is_waiting() {
         assert_eq!(order, ["queued", "game_start"], "pairing {pair}");
     }
 }
+
+/// A game answers a player's moves itself (with the events they cause); replies to requests
+/// sent back to back, without waiting, still come in the order they were sent, whoever
+/// sends each: the game (commit, reveal, a refused commit), the session (ping).
+#[tokio::test]
+async fn replies_to_moves_and_other_requests_sent_back_to_back_come_in_order() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "quick", "steady").await;
+    let game_id = game.game_id;
+    let nonce = [7; 32];
+    assert_ok(&two.commit(game_id, 1, Seat::Two, 2, [9; 32]).await);
+    let commitment =
+        elementals_protocol::commitment::make(&game_id.0, 1, Seat::One, 3, &nonce).to_vec();
+    let ids: Vec<u32> = (0..5).map(|_| one.id()).collect();
+    let burst = [
+        ClientMsg::Commit {
+            id: ids[0],
+            game_id,
+            round: 1,
+            commitment: commitment.clone(),
+        },
+        ClientMsg::Ping { id: ids[1] },
+        ClientMsg::Commit {
+            id: ids[2],
+            game_id,
+            round: 1,
+            commitment,
+        },
+        ClientMsg::Reveal {
+            id: ids[3],
+            game_id,
+            round: 1,
+            pick: 3,
+            nonce: nonce.to_vec(),
+        },
+        ClientMsg::Ping { id: ids[4] },
+    ];
+    for msg in &burst {
+        one.send(msg).await;
+    }
+    let mut replies = Vec::new();
+    while replies.len() < burst.len() {
+        let msg = one.recv().await;
+        if let Some(id) = reply_id(&msg) {
+            replies.push((id, msg));
+        }
+    }
+    let order: Vec<u32> = replies.iter().map(|(id, _)| *id).collect();
+    assert_eq!(order, ids);
+    assert_ok(&replies[0].1);
+    assert!(matches!(replies[1].1, ServerMsg::Pong { .. }));
+    assert_error(&replies[2].1, ErrorCode::AlreadyCommitted);
+    assert_ok(&replies[3].1);
+    assert!(matches!(replies[4].1, ServerMsg::Pong { .. }));
+}

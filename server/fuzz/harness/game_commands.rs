@@ -28,7 +28,7 @@ use elementals_protocol::wire;
 use elementals_protocol::TimeControl;
 use elementals_server::db::Db;
 use elementals_server::game::{
-    spawn_game, GameServices, GameSettings, GameSetup, PlayerHandle, SeatAction,
+    spawn_game, AnswerTo, GameServices, GameSettings, GameSetup, PlayerHandle, SeatAction,
 };
 use elementals_server::metrics::Metrics;
 use elementals_server::outbox::{Outbound, Outbox};
@@ -273,7 +273,17 @@ fn check(bytes: &[u8], view: &mut View, known: &mut Known, variant: Variant) {
 
 async fn act(player: &PlayerHandle, action: SeatAction, known: &Known) -> bool {
     let was_over = known.over;
-    let ok = player.act(action, None).await.is_ok();
+    // Asked from a connection of its own (not the seat's): the answer comes there alone.
+    let (outbox, mut answers) = Outbox::new(u64::MAX, 4);
+    let (answer, sent) = AnswerTo::new(Arc::new(outbox), 1);
+    player.act(action, answer).await;
+    sent.await.expect("the game answers every move");
+    let answer = answers.try_recv().expect("the answer is queued");
+    let ok = match wire::decode_server(&answer.frames()[0]).expect("the answer decodes") {
+        ServerMsg::Ok { id: 1 } => true,
+        ServerMsg::Error { id: Some(1), .. } => false,
+        other => panic!("expected the answer to the move, got {other:?}"),
+    };
     assert!(
         !(ok && was_over),
         "an action was accepted after the game ended"

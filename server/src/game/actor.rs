@@ -35,9 +35,9 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::time::{sleep_until, Instant};
 
 use super::state::GameState;
-use super::{crash_point, Answered, GameCmd, GameServices, GameSetup};
+use super::{crash_point, GameCmd, GameServices, GameSetup};
 use crate::db::DbResult;
-use crate::outbox::Outbox;
+use crate::outbox::{Framed, Outbox};
 use crate::registry::FinishedGame;
 use fanout::Answer;
 pub use helpers::start as start_fanout_helpers;
@@ -254,23 +254,25 @@ impl Actor {
                 seat,
                 action,
                 answer,
-                reply,
             } => {
                 let result = self.state.act(seat, action, now, &mut out);
-                let answer = answer.map(|to| Answer {
+                let id = answer.request_id;
+                let frame = Bytes::from(wire::encode(&match result {
+                    Ok(()) => ServerMsg::Ok { id },
+                    Err(e) => ServerMsg::error(Some(id), e.code, e.message),
+                }));
+                let with_events = Answer {
                     seat,
-                    conn_id: to.conn_id,
-                    frame: Bytes::from(wire::encode(&match &result {
-                        Ok(()) => ServerMsg::Ok { id: to.request_id },
-                        Err(e) => ServerMsg::error(Some(to.request_id), e.code, &e.message),
-                    })),
-                });
-                let sent = self.emit_answering(out, received, answer).await;
-                let _ = reply.send(match result {
-                    _ if sent => Ok(Answered::Sent),
-                    Ok(()) => Ok(Answered::ToSend),
-                    Err(e) => Err(e),
-                });
+                    conn_id: answer.outbox.conn_id(),
+                    frame: frame.clone(),
+                };
+                if !self.emit_answering(out, received, Some(with_events)).await {
+                    // Not the seat's connection (one being superseded): the reply alone.
+                    answer
+                        .outbox
+                        .write_or_kill(&Framed::new(Arc::from([frame])), 0);
+                }
+                answer.sent();
             }
             GameCmd::Watch {
                 outbox,

@@ -1,13 +1,15 @@
 //! Handles to a game actor. A player's handle is bound to one seat and can only act for
 //! it; a spectator's handle can only watch. Both wrap the same bounded command channel.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
-use elementals_protocol::messages::{GameId, GameSnapshot, RequestId};
+use elementals_protocol::messages::{GameId, GameSnapshot, RequestId, ServerMsg};
 use elementals_protocol::rules::{Element, Seat};
 use elementals_protocol::ErrorCode;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::outbox::Outbox;
+use crate::outbox::{Outbox, SendError};
 
 /// Commands a game may have queued. Each player sends at most a few per round, so this
 /// only fills if the actor is stuck; senders then wait (players) or give up (spectators).
@@ -53,20 +55,49 @@ pub enum SeatAction {
     ClaimWin,
 }
 
-/// The request a move answers, and the connection that sent it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The reply a move owes: the connection that sent it and the request's id. The game
+/// always sends it (`GameCmd::Act`); a move dropped unhandled (its game ended first, or was
+/// gone already) is answered `unknown_game` as it drops. Either way `done` fires once the
+/// reply is written or queued, so that the connection answers nothing after it first.
+#[derive(Debug)]
 pub struct AnswerTo {
-    pub conn_id: u64,
+    pub outbox: Arc<Outbox>,
     pub request_id: RequestId,
+    done: Option<oneshot::Sender<()>>,
 }
 
-/// Who sends the reply to a move that was made (or refused, for `Sent`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answered {
-    /// The game wrote it, with the move's events: the caller sends nothing.
-    Sent,
-    /// The move was made; the caller sends the `ok`.
-    ToSend,
+impl AnswerTo {
+    /// An answer owed to `outbox` for request `request_id`, and the receiver that completes
+    /// once it is sent.
+    pub fn new(outbox: Arc<Outbox>, request_id: RequestId) -> (AnswerTo, oneshot::Receiver<()>) {
+        let (done, sent) = oneshot::channel();
+        let answer = AnswerTo {
+            outbox,
+            request_id,
+            done: Some(done),
+        };
+        (answer, sent)
+    }
+
+    /// The reply has been written or queued.
+    pub fn sent(mut self) {
+        if let Some(done) = self.done.take() {
+            let _ = done.send(());
+        }
+    }
+}
+
+impl Drop for AnswerTo {
+    fn drop(&mut self) {
+        if let Some(done) = self.done.take() {
+            let gone = GameError::gone();
+            let reply = ServerMsg::error(Some(self.request_id), gone.code, gone.message);
+            if self.outbox.send_msg(&reply) == Err(SendError::Full) {
+                self.outbox.kill();
+            }
+            let _ = done.send(());
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -88,14 +119,13 @@ pub enum GameCmd {
         seat: Seat,
         conn_id: u64,
     },
-    /// A player's move. When `answer` names the seat's attached connection, the actor
-    /// writes the reply (`ok` or `error`) itself, in the same write as the events the move
-    /// caused, and answers `Answered::Sent`; otherwise the caller replies.
+    /// A player's move. The actor sends the reply (`ok` or `error`) itself: first in the
+    /// same write as the events the move caused when `answer` is the seat's attached
+    /// connection, alone otherwise.
     Act {
         seat: Seat,
         action: SeatAction,
-        answer: Option<AnswerTo>,
-        reply: Reply<Answered>,
+        answer: AnswerTo,
     },
     /// Start (or resynchronise) watching; the snapshot is queued like `Attach`'s.
     Watch {
@@ -229,22 +259,20 @@ impl PlayerHandle {
         });
     }
 
-    /// Makes a move. With `answer`, the game may send the reply itself (see `GameCmd::Act`);
-    /// an error is then returned only when it did not.
-    pub async fn act(
-        &self,
-        action: SeatAction,
-        answer: Option<AnswerTo>,
-    ) -> Result<Answered, GameError> {
+    /// Hands a move to the game, which answers it (see `AnswerTo`); returns once the game
+    /// has it, not once it is answered.
+    pub async fn act(&self, action: SeatAction, answer: AnswerTo) {
         let seat = self.seat;
-        self.game
-            .request(|reply| GameCmd::Act {
+        // A game that is gone drops the move, and with it the answer owed: `unknown_game`.
+        let _ = self
+            .game
+            .tx
+            .send(GameCmd::Act {
                 seat,
                 action,
                 answer,
-                reply,
             })
-            .await
+            .await;
     }
 
     pub async fn snapshot(&self) -> Result<GameSnapshot, GameError> {
@@ -280,5 +308,75 @@ impl SpectatorHandle {
 
     pub fn unwatch(&self, conn_id: u64) {
         self.game.notify(GameCmd::Unwatch { conn_id });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outbox::Outbound;
+    use elementals_protocol::wire;
+
+    fn game() -> (GameHandle, mpsc::Receiver<GameCmd>) {
+        let (tx, rx) = mpsc::channel(4);
+        (GameHandle::new(GameId::new_random_from([3; 16]), tx), rx)
+    }
+
+    /// The one frame `rx` has queued, decoded.
+    fn answer(rx: &mut mpsc::Receiver<Outbound>) -> ServerMsg {
+        let item = rx.try_recv().expect("an answer is queued");
+        assert!(rx.try_recv().is_err(), "one item only");
+        match item.frames() {
+            [frame] => wire::decode_server(frame).expect("it decodes"),
+            other => panic!("expected one frame, got {}", other.len()),
+        }
+    }
+
+    fn assert_gone(msg: ServerMsg, request_id: RequestId) {
+        match msg {
+            ServerMsg::Error { id, code, .. } => {
+                assert_eq!((id, code), (Some(request_id), ErrorCode::UnknownGame));
+            }
+            other => panic!("expected unknown_game, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_move_to_a_game_already_gone_is_answered_unknown_game() {
+        let (game, commands) = game();
+        drop(commands);
+        let (outbox, mut rx) = Outbox::new(1, 4);
+        let (answer_to, sent) = AnswerTo::new(Arc::new(outbox), 5);
+        game.player(Seat::One)
+            .act(SeatAction::Resign, answer_to)
+            .await;
+        sent.await.expect("answered");
+        assert_gone(answer(&mut rx), 5);
+    }
+
+    #[tokio::test]
+    async fn a_move_the_game_drops_unhandled_is_answered_unknown_game() {
+        let (game, commands) = game();
+        let (outbox, mut rx) = Outbox::new(1, 4);
+        let (answer_to, mut sent) = AnswerTo::new(Arc::new(outbox), 6);
+        game.player(Seat::Two)
+            .act(SeatAction::OfferDraw, answer_to)
+            .await;
+        // Queued for the game, which has not handled it: nothing is answered yet.
+        assert!(sent.try_recv().is_err());
+        assert!(rx.try_recv().is_err());
+        // The game ends with the move still queued.
+        drop(commands);
+        sent.await.expect("answered");
+        assert_gone(answer(&mut rx), 6);
+    }
+
+    #[tokio::test]
+    async fn an_answer_marked_sent_sends_nothing_more() {
+        let (outbox, mut rx) = Outbox::new(1, 4);
+        let (answer_to, sent) = AnswerTo::new(Arc::new(outbox), 7);
+        answer_to.sent();
+        sent.await.expect("answered");
+        assert!(rx.try_recv().is_err());
     }
 }

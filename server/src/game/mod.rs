@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 pub use actor::start_fanout_helpers;
 pub use handle::{
-    AnswerTo, Answered, GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
+    AnswerTo, GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
     GAME_CHANNEL_CAPACITY,
 };
 pub use incident::Incidents;

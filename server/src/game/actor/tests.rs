@@ -11,7 +11,7 @@ mod play;
 mod watch;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -25,7 +25,7 @@ use uuid::Uuid;
 
 use crate::db::{AccountRow, Db};
 use crate::game::{spawn_game, GameHandle, GameServices, GameSettings, GameSetup, LogStore};
-use crate::game::{AnswerTo, Answered, PlayerHandle, SeatAction};
+use crate::game::{AnswerTo, PlayerHandle, SeatAction};
 use crate::metrics::Metrics;
 use crate::outbox::{Outbound, Outbox};
 use crate::record::RecordPlayer;
@@ -39,6 +39,7 @@ const TC: TimeControl = TimeControl {
 };
 
 static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
+static NEXT_REQUEST: AtomicU32 = AtomicU32::new(1);
 
 /// A fresh outbox of `capacity` frames and the receiver a connection's writer would drain.
 fn outbox(capacity: usize) -> (Outbox, mpsc::Receiver<Outbound>) {
@@ -111,6 +112,9 @@ impl Inbox {
 struct Player {
     handle: PlayerHandle,
     inbox: Inbox,
+    /// Another connection of the same player's, which `act` makes its moves from: the
+    /// game answers them there, and `inbox` gets only what the game sends the seat.
+    asker: tokio::sync::Mutex<Inbox>,
 }
 
 fn nonce(round: u32, seat: Seat) -> [u8; NONCE_LEN] {
@@ -118,28 +122,27 @@ fn nonce(round: u32, seat: Seat) -> [u8; NONCE_LEN] {
 }
 
 impl Player {
-    /// Makes a move the caller answers (as from a connection that is not the seat's).
+    /// Makes a move from a connection of its own (not the seat's attached one, so the game
+    /// answers it there, alone), and returns the answer.
     async fn act(&self, action: SeatAction) -> Result<(), ErrorCode> {
-        match self.handle.act(action, None).await {
-            Ok(Answered::ToSend) => Ok(()),
-            Ok(Answered::Sent) => panic!("the game answered a move nobody asked it to"),
-            Err(e) => Err(e.code),
+        let mut asker = self.asker.lock().await;
+        let id = NEXT_REQUEST.fetch_add(1, Relaxed);
+        let answered = self.act_as(action, &asker.outbox, id).await;
+        assert_eq!(answered, id, "answered in turn");
+        match asker.drain().as_slice() {
+            [ServerMsg::Ok { id: got }] if *got == id => Ok(()),
+            [ServerMsg::Error { id: got, code, .. }] if *got == Some(id) => Err(*code),
+            other => panic!("expected the answer to request {id} alone, got {other:?}"),
         }
     }
 
-    /// Makes a move as request `request_id` of the connection `conn_id`.
-    async fn act_as(
-        &self,
-        action: SeatAction,
-        conn_id: u64,
-        request_id: u32,
-    ) -> Result<Answered, ErrorCode> {
-        let answer = AnswerTo {
-            conn_id,
-            request_id,
-        };
-        let answered = self.handle.act(action, Some(answer)).await;
-        answered.map_err(|e| e.code)
+    /// Makes a move as request `request_id` of the connection behind `outbox`, and waits
+    /// until the game has answered it; returns the request's id.
+    async fn act_as(&self, action: SeatAction, outbox: &Outbox, request_id: u32) -> u32 {
+        let (answer, sent) = AnswerTo::new(Arc::new(outbox.clone()), request_id);
+        self.handle.act(action, answer).await;
+        sent.await.expect("the game answers every move");
+        request_id
     }
 
     fn commitment(&self, round: u32, pick: Element) -> SeatAction {
@@ -224,6 +227,7 @@ impl Harness {
         let seat = |seat| Player {
             handle: handle.player(seat),
             inbox: Inbox::new(256),
+            asker: tokio::sync::Mutex::new(Inbox::new(256)),
         };
         let mut game = Game {
             one: seat(Seat::One),

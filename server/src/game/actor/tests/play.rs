@@ -7,7 +7,7 @@ use elementals_protocol::rules::Seat;
 use elementals_protocol::ErrorCode;
 
 use super::{over, seqs, Harness, TC};
-use crate::game::{Answered, SeatAction};
+use crate::game::SeatAction;
 
 #[tokio::test(start_paused = true)]
 async fn the_seed_game_ends_at_the_edge_and_is_rated_once_recorded() {
@@ -92,9 +92,9 @@ async fn a_wrong_reveal_can_be_corrected_and_copied_commitments_are_refused() {
 async fn a_move_from_the_seats_connection_is_answered_with_its_events_in_one_item() {
     let h = Harness::new().await;
     let mut game = h.start(0, TC).await;
-    let conn = game.one.inbox.outbox.conn_id();
+    let conn = game.one.inbox.outbox.clone();
     let commit = game.one.commitment(1, 3);
-    assert_eq!(game.one.act_as(commit, conn, 7).await, Ok(Answered::Sent));
+    game.one.act_as(commit, &conn, 7).await;
     // The reply, then the event, as one queued item: one write.
     let item = game.one.inbox.rx.try_recv().expect("one item");
     let frames: Vec<ServerMsg> = item.frames().iter().map(super::decode).collect();
@@ -122,7 +122,7 @@ async fn a_move_from_the_seats_connection_is_answered_with_its_events_in_one_ite
     ));
     // A refusal is answered the same way, and sends the opponent nothing.
     let again = game.one.commitment(1, 4);
-    assert_eq!(game.one.act_as(again, conn, 8).await, Ok(Answered::Sent));
+    game.one.act_as(again, &conn, 8).await;
     match game.one.drain().as_slice() {
         [ServerMsg::Error { id, code, .. }] => {
             assert_eq!((*id, *code), (Some(8), ErrorCode::AlreadyCommitted));
@@ -133,21 +133,25 @@ async fn a_move_from_the_seats_connection_is_answered_with_its_events_in_one_ite
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_move_from_another_connection_is_left_for_the_caller_to_answer() {
+async fn a_move_from_another_connection_is_answered_there_alone() {
     let h = Harness::new().await;
     let mut game = h.start(0, TC).await;
     // A connection that is not the seat's attached one (one being superseded, say).
-    let stranger = game.one.inbox.outbox.conn_id() + 1_000_000;
+    let mut stranger = super::Inbox::new(8);
     let commit = game.one.commitment(1, 3);
-    assert_eq!(
-        game.one.act_as(commit, stranger, 7).await,
-        Ok(Answered::ToSend)
-    );
+    game.one.act_as(commit, &stranger.outbox, 7).await;
+    assert!(matches!(
+        stranger.drain().as_slice(),
+        [ServerMsg::Ok { id: 7 }]
+    ));
     let again = game.one.commitment(1, 4);
-    assert_eq!(
-        game.one.act_as(again, stranger, 8).await,
-        Err(ErrorCode::AlreadyCommitted)
-    );
+    game.one.act_as(again, &stranger.outbox, 8).await;
+    match stranger.drain().as_slice() {
+        [ServerMsg::Error { id, code, .. }] => {
+            assert_eq!((*id, *code), (Some(8), ErrorCode::AlreadyCommitted));
+        }
+        other => panic!("expected the error alone, got {other:?}"),
+    }
     // The attached connections got the event and no reply.
     for msgs in [game.one.drain(), game.two.drain()] {
         assert!(
