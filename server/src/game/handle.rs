@@ -57,8 +57,9 @@ pub enum SeatAction {
 
 /// The reply a move owes: the connection that sent it and the request's id. The game
 /// always sends it (`GameCmd::Act`); a move dropped unhandled (its game ended first, or was
-/// gone already) is answered `unknown_game` as it drops. Either way `done` fires once the
-/// reply is written or queued, so that the connection answers nothing after it first.
+/// gone already, or panicked handling it) is answered `unknown_game` as it drops. Either
+/// way `done` fires once the reply is written or queued, and the connection answers
+/// nothing else before that (`Session::settle`).
 #[derive(Debug)]
 pub struct AnswerTo {
     pub outbox: Arc<Outbox>,
