@@ -211,6 +211,14 @@ impl Outbox {
         self.send(Bytes::from(wire::encode(msg)))
     }
 
+    /// `send_msg`, killing the connection if it does not fit: for replies, which a client
+    /// that stopped reading cannot be left without.
+    pub fn send_msg_or_kill(&self, msg: &ServerMsg) {
+        if self.send_msg(msg) == Err(SendError::Full) {
+            self.kill.cancel();
+        }
+    }
+
     /// `write_frames`, and if the client is not keeping up (the socket took nothing and the
     /// queue is full), kills its connection. For players, whose every frame matters: they
     /// get a full snapshot when they come back.

@@ -180,9 +180,7 @@ impl Session {
 
     fn send(&self, msg: ServerMsg) {
         // A reply that does not fit means the client stopped reading: drop the connection.
-        if self.outbox.send_msg(&msg) == Err(crate::outbox::SendError::Full) {
-            self.outbox.kill();
-        }
+        self.outbox.send_msg_or_kill(&msg);
     }
 
     fn send_error(&self, id: RequestId, code: ErrorCode, message: impl Into<String>) {

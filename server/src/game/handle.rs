@@ -9,7 +9,7 @@ use elementals_protocol::rules::{Element, Seat};
 use elementals_protocol::ErrorCode;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::outbox::{Outbox, SendError};
+use crate::outbox::Outbox;
 
 /// Commands a game may have queued. Each player sends at most a few per round, so this
 /// only fills if the actor is stuck; senders then wait (players) or give up (spectators).
@@ -93,9 +93,7 @@ impl Drop for AnswerTo {
         if let Some(done) = self.done.take() {
             let gone = GameError::gone();
             let reply = ServerMsg::error(Some(self.request_id), gone.code, gone.message);
-            if self.outbox.send_msg(&reply) == Err(SendError::Full) {
-                self.outbox.kill();
-            }
+            self.outbox.send_msg_or_kill(&reply);
             let _ = done.send(());
         }
     }

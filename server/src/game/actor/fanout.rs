@@ -157,7 +157,6 @@ impl Fanout {
         u32::try_from(self.spectators.len()).unwrap_or(u32::MAX)
     }
 
-    /// Queues frames to both players only, as one item each (one write).
     /// Writes `frames` to both players now, framed once: from this task when a player's
     /// socket takes them at once, else through its queue (see `Outbox::write_frames`).
     /// `answer`'s reply goes first, to its seat alone, if that seat's connection is the
@@ -167,10 +166,8 @@ impl Fanout {
         if self.players.one.is_none() && self.players.two.is_none() {
             return false;
         }
-        let mut all = Vec::with_capacity(frames.len() + 1);
-        all.extend(answer.as_ref().map(|a| a.frame.clone()));
-        all.extend_from_slice(frames);
-        let framed = Framed::new(all.into());
+        let all = answer.iter().map(|a| a.frame.clone());
+        let framed = Framed::new(all.chain(frames.iter().cloned()).collect());
         for seat in [Seat::One, Seat::Two] {
             if let Some(player) = self.players.get(seat) {
                 let from = match &answer {
