@@ -20,7 +20,7 @@ use crate::auth::{AuthError, SignedIn};
 use crate::connection::close;
 use crate::db::AccountRow;
 use crate::game::{AnswerTo, GameError, PlayerHandle, SeatAction, SpectatorHandle};
-use crate::limits::LoginRefused;
+use crate::limits::{retry_secs, LoginRefused};
 use crate::lobby::{LobbyCmd, LobbyError, Member};
 use crate::outbox::Outbox;
 use crate::record::AccountId;
@@ -273,7 +273,9 @@ impl Session {
             C::Ping { id } => Ok(ServerMsg::Pong { id }),
             C::Register { id, name, password } => {
                 self.not_signed_in()?;
-                let signed = state.auth.register(name, password).await?;
+                let signed = self
+                    .new_account(state.auth.register(name, password))
+                    .await?;
                 return self.sign_in(id, signed).await.map(|_| None);
             }
             C::Login { id, name, password } => {
@@ -283,7 +285,7 @@ impl Session {
             }
             C::Guest { id } => {
                 self.not_signed_in()?;
-                let signed = state.auth.guest().await?;
+                let signed = self.new_account(state.auth.guest()).await?;
                 return self.sign_in(id, signed).await.map(|_| None);
             }
             C::Resume { id, token } => {
@@ -527,6 +529,30 @@ impl Session {
                 Err(e.into())
             }
         }
+    }
+
+    /// Creates an account (`create`: a registration or a guest) within the address's
+    /// allowance of new accounts. A refusal has cost nothing; a creation that fails gives
+    /// its allowance back.
+    async fn new_account(
+        &self,
+        create: impl std::future::Future<Output = Result<SignedIn, AuthError>>,
+    ) -> Result<SignedIn, (ErrorCode, String)> {
+        let allowance = &self.state.abuse.new_accounts;
+        let ip = self.peer.ip();
+        if let Err(wait) = allowance.take(ip, Instant::now()) {
+            return Err(err(
+                ErrorCode::RateLimited,
+                format!(
+                    "too many new accounts from this address; retry in {} s",
+                    retry_secs(wait)
+                ),
+            ));
+        }
+        create.await.map_err(|e| {
+            allowance.refund(ip, Instant::now());
+            e.into()
+        })
     }
 
     fn not_signed_in(&self) -> Result<(), (ErrorCode, String)> {
