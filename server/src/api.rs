@@ -28,17 +28,23 @@ pub struct PageQuery {
     pub offset: Option<u32>,
 }
 
+/// An offset past [`MAX_OFFSET`]: answered 400.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("offset is at most {MAX_OFFSET}")]
+pub struct OffsetTooFar;
+
+impl IntoResponse for OffsetTooFar {
+    fn into_response(self) -> Response {
+        (StatusCode::BAD_REQUEST, self.to_string()).into_response()
+    }
+}
+
 impl PageQuery {
-    /// The page asked for, at most `max` entries (`max` when no limit is given); an offset
-    /// past [`MAX_OFFSET`] is answered 400.
-    pub fn page(self, max: u32) -> Result<Page, Response> {
+    /// The page asked for, at most `max` entries (`max` when no limit is given).
+    pub fn page(self, max: u32) -> Result<Page, OffsetTooFar> {
         let offset = self.offset.unwrap_or(0);
         if offset > MAX_OFFSET {
-            return Err((
-                StatusCode::BAD_REQUEST,
-                format!("offset is at most {MAX_OFFSET}"),
-            )
-                .into_response());
+            return Err(OffsetTooFar);
         }
         Ok(Page {
             limit: self.limit.unwrap_or(max).min(max),
@@ -131,6 +137,36 @@ mod tests {
             MAX_OFFSET
         );
         let refused = q(None, Some(MAX_OFFSET + 1)).page(100).unwrap_err();
-        assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(refused.into_response().status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[tokio::test]
+    async fn the_leaderboard_is_read_again_once_its_copy_is_older_than_the_ttl() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("elementals.db")).unwrap();
+        let cache = LeaderboardCache::new(Duration::from_secs(1), 100);
+        let first = Page {
+            limit: 100,
+            offset: 0,
+        };
+        let t0 = Instant::now();
+        db.create_account("ann".into(), "x".into()).await.unwrap();
+        assert_eq!(cache.get(&db, first, t0).await.unwrap().len(), 1);
+        db.create_account("bob".into(), "x".into()).await.unwrap();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        assert_eq!(cache.get(&db, first, at(999)).await.unwrap().len(), 1);
+        // A page within the copy is cut from it; one beyond it is read.
+        let second = Page {
+            limit: 1,
+            offset: 1,
+        };
+        assert!(cache.get(&db, second, at(999)).await.unwrap().is_empty());
+        let beyond = Page {
+            limit: 100,
+            offset: 1,
+        };
+        assert_eq!(cache.get(&db, beyond, at(999)).await.unwrap().len(), 1);
+        assert_eq!(cache.get(&db, first, at(1_000)).await.unwrap().len(), 2);
+        assert_eq!(cache.get(&db, second, at(1_000)).await.unwrap().len(), 1);
     }
 }

@@ -63,7 +63,7 @@ async fn ws_upgrade(
     let headers = request.headers();
     let switching = match ws::accept(request.method(), headers) {
         Ok(switching) => switching,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     if state.shutdown.is_cancelled() {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
@@ -139,7 +139,7 @@ fn internal(e: impl std::fmt::Display) -> Response {
 async fn leaderboard(State(state): State<Arc<AppState>>, Query(q): Query<PageQuery>) -> Response {
     let page = match q.page(MAX_LIST) {
         Ok(page) => page,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     match state.leaderboard.get(&state.db, page, Instant::now()).await {
         Ok(rows) => Json(rows).into_response(),
@@ -154,7 +154,7 @@ async fn player(
 ) -> Response {
     let page = match q.page(MAX_HISTORY) {
         Ok(page) => page,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     match state.db.player_page(name, page).await {
         Ok(Some(page)) => Json(page).into_response(),
@@ -166,7 +166,7 @@ async fn player(
 async fn live_games(State(state): State<Arc<AppState>>, Query(q): Query<PageQuery>) -> Response {
     let page = match q.page(MAX_LIST) {
         Ok(page) => page,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     let end = page.offset as usize + page.limit as usize;
     let mut games = state.registry.most_watched(end);

@@ -24,6 +24,18 @@ pub(super) struct TestDb {
     _dir: TempDir,
 }
 
+impl TestDb {
+    /// The database at `path` (in `dir`), opened and migrated.
+    pub(super) fn at(path: PathBuf, dir: TempDir) -> TestDb {
+        let db = Db::open(&path).unwrap();
+        TestDb {
+            db,
+            path,
+            _dir: dir,
+        }
+    }
+}
+
 pub(super) fn open_db() -> TestDb {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("elementals.db");
