@@ -130,7 +130,7 @@ pub struct Config {
 
     /// Accounts (registered or guest) one client address may create per hour, all at once
     /// at most; more are answered `rate_limited` with the seconds to wait. 0: no limit.
-    #[arg(long, env = "ELEMENTALS_NEW_ACCOUNTS_PER_IP", default_value_t = 30)]
+    #[arg(long, env = "ELEMENTALS_NEW_ACCOUNTS_PER_IP", default_value_t = 60)]
     pub new_accounts_per_ip: u32,
 
     /// Sessions (tokens) one account may hold; a new sign-in past this revokes the
@@ -228,7 +228,7 @@ mod tests {
         assert_eq!(config.login_failures_per_account, 5);
         assert_eq!(config.login_failures_per_ip, 20);
         assert_eq!(config.token_ttl(), Duration::from_secs(30 * 24 * 3600));
-        assert_eq!(config.new_accounts_per_ip, 30);
+        assert_eq!(config.new_accounts_per_ip, 60);
         assert_eq!(config.max_sessions_per_account, 10);
         assert_eq!(config.prune_interval(), Duration::from_secs(3600));
         assert_eq!(config.guest_retention(), Duration::from_secs(7 * 24 * 3600));
