@@ -63,7 +63,7 @@ async fn ws_upgrade(
     let headers = request.headers();
     let switching = match ws::accept(request.method(), headers) {
         Ok(switching) => switching,
-        Err(refused) => return refused.into_response(),
+        Err(refused) => return refused,
     };
     if state.shutdown.is_cancelled() {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();

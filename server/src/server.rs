@@ -104,7 +104,7 @@ pub async fn run(
         token_ttl_ms: config.token_ttl().as_millis() as u64,
         max_sessions: config.max_sessions_per_account,
     };
-    let config_cache = config.leaderboard_cache();
+    let leaderboard_ttl = config.leaderboard_cache();
     let state = Arc::new(AppState {
         connection_permits: Arc::new(Semaphore::new(config.max_connections)),
         abuse: AbuseLimits::new(&config),
@@ -118,7 +118,7 @@ pub async fn run(
         shutdown: CancellationToken::new(),
         shutting_down,
         tasks: TaskTracker::new(),
-        leaderboard: LeaderboardCache::new(config_cache, crate::http::MAX_LIST),
+        leaderboard: LeaderboardCache::new(leaderboard_ttl, crate::http::MAX_LIST),
     });
     let pruner = tokio::spawn(crate::pruning::run(
         db.clone(),
