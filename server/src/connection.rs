@@ -13,7 +13,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use elementals_protocol::messages::{ClientMsg, ServerMsg};
-use elementals_protocol::wire::{self, DecodeError};
+use elementals_protocol::wire::{self, DecodeError, Refused};
 use elementals_protocol::ErrorCode;
 use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
@@ -280,10 +280,11 @@ fn receive(
         ));
         return Received::Nothing;
     }
-    match wire::decode_client(&bytes) {
+    match wire::decode_request(&bytes) {
         Ok(msg) => Received::Message(msg),
-        Err(e) => {
-            let _ = outbox.send_msg(&ServerMsg::error(None, e.code(), e.to_string()));
+        Err(Refused { id, error: e }) => {
+            // With the request's id where it can be read: the client is waiting on it.
+            let _ = outbox.send_msg(&ServerMsg::error(id, e.code(), e.to_string()));
             if let DecodeError::TooLarge { .. } = e {
                 outbox.close(close::TOO_BIG, "message too large");
                 return Received::End;
