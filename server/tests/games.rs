@@ -504,3 +504,58 @@ async fn replies_to_moves_and_other_requests_sent_back_to_back_come_in_order() {
     assert_ok(&replies[3].1);
     assert!(matches!(replies[4].1, ServerMsg::Pong { .. }));
 }
+
+/// A player waits either in one pool or in their open seeks, never in both (PROTOCOL.md
+/// section 6): the second is refused `already_queued` and changes nothing.
+#[tokio::test]
+async fn a_player_waits_in_a_pool_or_in_seeks_never_both() {
+    let server = start_server().await;
+    let mut seeker = TestClient::connect(&server).await;
+    seeker.register("seeker").await;
+    let mut pooled = TestClient::connect(&server).await;
+    pooled.register("pooled").await;
+    let create_seek = |id| ClientMsg::CreateSeek {
+        id,
+        variant: Variant::CLASSIC,
+        time_control: TimeControl::BLITZ,
+        rated: true,
+    };
+    let join_pool = |id| ClientMsg::JoinPool {
+        id,
+        variant: Variant::CLASSIC,
+        time_control: "blitz".into(),
+        rated: true,
+    };
+
+    let id = seeker.id();
+    let seek_id = match seeker.request(create_seek(id)).await {
+        ServerMsg::SeekCreated { seek, .. } => seek.seek_id,
+        other => panic!("{other:?}"),
+    };
+    let id = seeker.id();
+    assert_error(&seeker.request(join_pool(id)).await, ErrorCode::AlreadyQueued);
+
+    pooled.join_pool(Variant::CLASSIC, "blitz").await;
+    let id = pooled.id();
+    assert_error(&pooled.request(create_seek(id)).await, ErrorCode::AlreadyQueued);
+
+    // Nothing changed: one seek (the seeker's), one player waiting (not the seeker, who
+    // would have been paired with the other at once).
+    let id = pooled.id();
+    match pooled.request(ClientMsg::ListSeeks { id }).await {
+        ServerMsg::Seeks { seeks, .. } => {
+            let ids: Vec<u64> = seeks.iter().map(|s| s.seek_id).collect();
+            assert_eq!(ids, [seek_id]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(metric(&server, "elementals_players_queued").await, 1);
+
+    // Once the seek is cancelled, the seeker may join the pool, and is paired.
+    let id = seeker.id();
+    assert_ok(&seeker.request(ClientMsg::CancelSeek { id, seek_id }).await);
+    seeker.join_pool(Variant::CLASSIC, "blitz").await;
+    let (game, _) = seeker.game_start().await;
+    let (same, _) = pooled.game_start().await;
+    assert_eq!(game.game_id, same.game_id);
+}
