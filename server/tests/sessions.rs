@@ -339,3 +339,25 @@ async fn what_a_connection_may_send_before_signing_in_is_what_protocol_md_says()
         );
     }
 }
+
+/// `/api/players/{name}` is for registered players, found ignoring case: a guest has no
+/// public page (404, as for an unknown name).
+#[tokio::test]
+async fn a_guest_has_no_player_page_and_names_are_looked_up_ignoring_case() {
+    let server = start_server().await;
+    let mut guest = TestClient::connect(&server).await;
+    let id = guest.id();
+    let name = match guest.request(ClientMsg::Guest { id }).await {
+        ServerMsg::Authenticated { account, .. } => account.name,
+        other => panic!("{other:?}"),
+    };
+    let (status, _) = server.http_get(&format!("/api/players/{name}")).await;
+    assert_eq!(status, 404, "{name}");
+
+    let mut player = TestClient::connect(&server).await;
+    player.register("Casey_1").await;
+    let (status, body) = server.http_get("/api/players/cASEY_1").await;
+    assert_eq!(status, 200);
+    let page: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(page["name"], "Casey_1", "shown as registered");
+}
