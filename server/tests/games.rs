@@ -622,3 +622,54 @@ async fn a_finished_game_record_has_the_documented_shape_and_no_account_ids() {
     let (status, _) = server.http_get(&format!("/api/games/{upper}")).await;
     assert_eq!(status, 200);
 }
+
+/// A move's `ok` reaches its player before the events the move caused, as PROTOCOL.md's
+/// annotated session (section 9) shows it.
+#[tokio::test]
+async fn a_move_is_answered_before_the_events_it_caused() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "order1", "order2").await;
+    let g = game.game_id;
+    let nonce = [7u8; 32];
+    let id = one.id();
+    let commitment =
+        elementals_protocol::commitment::make(&g.0, 1, Seat::One, 3, &nonce).to_vec();
+    one.send(&ClientMsg::Commit {
+        id,
+        game_id: g,
+        round: 1,
+        commitment,
+    })
+    .await;
+    let first = one
+        .expect("the ok or the committed event", |m| {
+            matches!(m, ServerMsg::Ok { id: got } if *got == id)
+                || matches!(m, ServerMsg::Committed { seat: Seat::One, .. })
+        })
+        .await;
+    assert!(matches!(first, ServerMsg::Ok { .. }), "{first:?}");
+    one.expect("committed", |m| {
+        matches!(m, ServerMsg::Committed { seat: Seat::One, .. })
+    })
+    .await;
+    // And the same for the reveal.
+    assert_ok(&two.commit(g, 1, Seat::Two, 2, [8u8; 32]).await);
+    one.expect("reveal_phase", |m| matches!(m, ServerMsg::RevealPhase { .. }))
+        .await;
+    let id = one.id();
+    one.send(&ClientMsg::Reveal {
+        id,
+        game_id: g,
+        round: 1,
+        pick: 3,
+        nonce: nonce.to_vec(),
+    })
+    .await;
+    let first = one
+        .expect("the ok or the revealed event", |m| {
+            matches!(m, ServerMsg::Ok { id: got } if *got == id)
+                || matches!(m, ServerMsg::Revealed { seat: Seat::One, .. })
+        })
+        .await;
+    assert!(matches!(first, ServerMsg::Ok { .. }), "{first:?}");
+}
