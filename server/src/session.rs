@@ -125,6 +125,11 @@ impl Session {
         self.user.is_some()
     }
 
+    /// Whether the connection watches a game (which needs no account).
+    pub fn is_watching(&self) -> bool {
+        !self.watching.is_empty()
+    }
+
     /// The connection is closing: release the seat, the lobby and the watched games.
     /// Synchronous, so that `Drop` can run it too; running it twice does nothing more.
     pub fn end(&mut self) {
@@ -460,9 +465,21 @@ impl Session {
             C::Sync { id, game_id } => {
                 // The game queues the snapshot itself, in order with its events.
                 if let Some(spectator) = self.watching.get(&game_id) {
+                    // An ended game answers no snapshot, however long its task lingers
+                    // (PROTOCOL.md section 7); its players are told the same by `seat`.
+                    if state.registry.game(&game_id).is_none() {
+                        return Err(err(ErrorCode::GameOver, "the game has ended"));
+                    }
                     spectator
                         .watch(Outbox::clone(&self.outbox), Some(id))
                         .await?;
+                } else if self.user.is_none() {
+                    // No seat without an account: answered as for anyone who neither plays
+                    // nor watches the game, so that a client may try `watch` next.
+                    return Err(match state.registry.game(&game_id) {
+                        Some(_) => err(ErrorCode::NotSeated, "you have no seat in that game"),
+                        None => err(ErrorCode::UnknownGame, "no live game with that id"),
+                    });
                 } else {
                     let player = self.seat(game_id)?;
                     player.attach(Outbox::clone(&self.outbox), Some(id)).await?;
