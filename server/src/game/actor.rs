@@ -78,6 +78,12 @@ struct Actor {
     rx: mpsc::Receiver<GameCmd>,
     /// False once every handle is gone; the game then plays out on its clocks alone.
     rx_open: bool,
+    /// The spectators' commands, read only when no player's command waits.
+    spectators: mpsc::Receiver<GameCmd>,
+    spectators_open: bool,
+    /// The latest instant the game has judged anything at: a move is judged at its
+    /// arrival, but never earlier than this, so the clocks never run backwards.
+    judged: Instant,
     /// Declarations of server-side incidents (`None` once the sender is gone).
     incidents: Option<broadcast::Receiver<Instant>>,
     services: GameServices,
@@ -139,6 +145,11 @@ impl Actor {
                 () = std::future::ready(()), if self.delivering => self.deliver_chunk().await,
                 () = sleep_until_some(self.deliver_at) => self.start_delivery(),
                 () = sleep_until_some(self.announce_at) => self.announce_spectators(),
+                // Spectators' commands last: however many wait, a move never waits
+                // behind more than the one being handled.
+                cmd = self.spectators.recv(), if self.spectators_open => {
+                    self.on_spectator_cmd(cmd).await;
+                }
             }
         }
         true
@@ -181,6 +192,9 @@ impl Actor {
                 () = std::future::ready(()), if self.delivering => self.deliver_chunk().await,
                 () = sleep_until_some(self.deliver_at) => self.start_delivery(),
                 () = sleep_until_some(self.announce_at) => self.announce_spectators(),
+                cmd = self.spectators.recv(), if self.spectators_open => {
+                    self.on_spectator_cmd(cmd).await;
+                }
                 () = sleep_until(linger_until), if written => break,
             }
         }
@@ -207,12 +221,25 @@ impl Actor {
         }
     }
 
+    async fn on_spectator_cmd(&mut self, cmd: Option<GameCmd>) {
+        match cmd {
+            Some(cmd) => self.on_cmd(Some(cmd)).await,
+            None => self.spectators_open = false,
+        }
+    }
+
     async fn on_cmd(&mut self, cmd: Option<GameCmd>) {
         let Some(cmd) = cmd else {
             self.rx_open = false;
             return;
         };
         let received = Instant::now();
+        // A move is judged at its arrival (see `judged`); everything else as it is handled.
+        let received = match &cmd {
+            GameCmd::Act { arrived, .. } => (*arrived).max(self.judged).min(received),
+            _ => received,
+        };
+        self.judged = self.judged.max(received);
         let now = received.into_std();
         let mut out = Vec::new();
         match cmd {
@@ -254,6 +281,7 @@ impl Actor {
                 seat,
                 action,
                 answer,
+                arrived: _,
             } => {
                 let result = self.state.act(seat, action, now, &mut out);
                 let id = answer.request_id;
@@ -308,6 +336,7 @@ impl Actor {
 
     async fn on_deadline(&mut self) {
         let now = Instant::now();
+        self.judged = now;
         let mut out = Vec::new();
         self.state.tick(now.into_std(), &mut out);
         self.emit(out, now).await;
@@ -316,6 +345,7 @@ impl Actor {
     /// A server-side incident was declared: hold the game if it lost a seat in it.
     async fn on_incident(&mut self, since: Instant) {
         let now = Instant::now();
+        self.judged = now;
         let mut out = Vec::new();
         self.state
             .hold_for_incident(since.into_std(), now.into_std(), &mut out);
