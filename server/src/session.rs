@@ -421,6 +421,11 @@ impl Session {
                 Ok(ServerMsg::Ok { id })
             }
             C::OfferRematch { id, game_id } => {
+                // The rematch's players carry the ratings this game left them: an offer
+                // made before its record is written waits for it.
+                if let Some(finished) = state.registry.finished_game(&game_id) {
+                    finished.wait_recorded().await;
+                }
                 let member = self.member().await?;
                 self.lobby(|reply| LobbyCmd::OfferRematch {
                     member,

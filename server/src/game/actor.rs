@@ -31,7 +31,7 @@ use elementals_protocol::messages::{GameId, GameSnapshot, SeatPair, ServerMsg};
 use elementals_protocol::rating::RatingChange;
 use elementals_protocol::rules::Seat;
 use elementals_protocol::wire;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::{sleep_until, Instant};
 
 use super::state::GameState;
@@ -90,6 +90,8 @@ struct Actor {
     /// Recipients and what a crash would need; see `supervisor`.
     shared: Arc<Mutex<Shared>>,
     finished: FinishedGame,
+    /// Tells rematch offers waiting on `finished.recorded` that the record is settled.
+    recorded: watch::Sender<bool>,
     /// When the pending spectator-count announcement is due.
     announce_at: Option<Instant>,
     /// The count the players last heard.
@@ -204,6 +206,7 @@ impl Actor {
     }
 
     async fn on_recorded(&mut self, outcome: Option<DbResult<Option<SeatPair<RatingChange>>>>) {
+        self.settle_ratings(&outcome);
         lock(&self.shared).unrecorded = None;
         if matches!(outcome, Some(Ok(_))) {
             crash_point("recorded");
@@ -332,6 +335,16 @@ impl Actor {
             #[cfg(any(test, feature = "test-hooks"))]
             GameCmd::Panic => panic!("game {}: forced panic (test hook)", self.game_id),
         }
+    }
+
+    /// The game's record is settled: a rematch offered now carries the ratings it left.
+    fn settle_ratings(&self, outcome: &Option<DbResult<Option<SeatPair<RatingChange>>>>) {
+        if let Some(Ok(Some(ratings))) = outcome {
+            let after = SeatPair::new(ratings.one.after, ratings.two.after);
+            let registry = &self.services.registry;
+            registry.set_finished_ratings(&self.game_id, after);
+        }
+        self.recorded.send_replace(true);
     }
 
     async fn on_deadline(&mut self) {
@@ -563,15 +576,20 @@ async fn sleep_until_some(at: Option<Instant>) {
     }
 }
 
-/// What the registry remembers of a finished game (for rematches).
-fn finished_game(setup: &GameSetup) -> FinishedGame {
-    FinishedGame {
+/// What the registry remembers of a finished game (for rematches), and the sender that
+/// tells when its record is settled (dropped unused: nothing to wait for).
+fn finished_game(setup: &GameSetup) -> (FinishedGame, watch::Sender<bool>) {
+    let (recorded_tx, recorded) = watch::channel(false);
+    let finished = FinishedGame {
         players: SeatPair::new(setup.players.one.account_id, setup.players.two.account_id),
+        ratings: SeatPair::new(setup.players.one.rating, setup.players.two.rating),
         variant: setup.variant,
         time_control: setup.time_control,
         rated: setup.rated,
         rematch_offers: SeatPair::default(),
-    }
+        recorded,
+    };
+    (finished, recorded_tx)
 }
 
 /// Lowers the spectator gauge for spectators this game no longer has.

@@ -63,6 +63,7 @@ fn launch(
     // A restored game's supervisor must know its rounds before anything is published.
     shared.mirror(&state, Instant::now().into_std());
     let shared = Arc::new(Mutex::new(shared));
+    let (finished, recorded) = finished_game(&setup);
     let actor = Actor {
         game_id: setup.game_id,
         state,
@@ -74,7 +75,8 @@ fn launch(
         incidents: Some(services.incidents.subscribe()),
         services: services.clone(),
         shared: Arc::clone(&shared),
-        finished: finished_game(&setup),
+        finished,
+        recorded,
         announce_at: None,
         announced: 0,
         deliver_at: None,
