@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use elementals_protocol::rules::MAX_ROUNDS;
 
 /// The Elementals game server: WebSocket play, HTTP API and web client on one port.
 #[derive(Debug, Clone, Parser)]
@@ -127,6 +128,17 @@ pub struct Config {
     /// Failed logins allowed per client address per minute.
     #[arg(long, env = "ELEMENTALS_LOGIN_FAILURES_PER_IP", default_value_t = 20)]
     pub login_failures_per_ip: u32,
+
+    /// Resolved rounds after which a game ends drawn, unrated (reason `max_rounds`);
+    /// announced in `welcome.limits`. 1 to 1000; a larger value is refused at startup, so
+    /// that every game's log, record and snapshot stay bounded (`MAX_ROUNDS`).
+    #[arg(
+        long,
+        env = "ELEMENTALS_MAX_ROUNDS",
+        default_value_t = MAX_ROUNDS,
+        value_parser = clap::value_parser!(u32).range(1..=MAX_ROUNDS as i64)
+    )]
+    pub max_rounds: u32,
 }
 
 impl Config {
@@ -158,6 +170,12 @@ impl Config {
         Duration::from_secs(self.handshake_timeout_secs.max(1))
     }
 
+    /// The bound on a game's rounds: the option, held to `1..=MAX_ROUNDS` also when the
+    /// config was built in code rather than parsed.
+    pub fn max_rounds(&self) -> u32 {
+        self.max_rounds.clamp(1, MAX_ROUNDS)
+    }
+
     pub fn token_ttl(&self) -> Duration {
         Duration::from_secs(self.token_days * 24 * 3600)
     }
@@ -184,6 +202,27 @@ mod tests {
         assert_eq!(config.login_failures_per_ip, 20);
         assert_eq!(config.token_ttl(), Duration::from_secs(30 * 24 * 3600));
         assert!(config.trusted_proxy.is_empty() && config.allowed_origin.is_empty());
+        assert_eq!(config.max_rounds, 1_000);
+    }
+
+    #[test]
+    fn max_rounds_takes_1_to_1000_and_refuses_more() {
+        for (given, taken) in [("1", 1), ("7", 7), ("1000", 1_000)] {
+            let config = Config::try_parse_from(["x", "--max-rounds", given]).unwrap();
+            assert_eq!(config.max_rounds, taken);
+        }
+        for refused in ["0", "1001", "100000", "-1"] {
+            let flag = format!("--max-rounds={refused}");
+            let err = Config::try_parse_from(["x", flag.as_str()]).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::ValueValidation,
+                "{refused}"
+            );
+            let message = err.to_string();
+            assert!(message.contains("--max-rounds"), "{message}");
+            assert!(message.contains("1..=1000"), "{message}");
+        }
     }
 
     #[test]
