@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use elementals_protocol::rules::MAX_ROUNDS;
 
 /// The Elementals game server: WebSocket play, HTTP API and web client on one port.
 #[derive(Debug, Clone, Parser)]
@@ -160,6 +161,16 @@ pub struct Config {
     /// again. 0: read every time.
     #[arg(long, env = "ELEMENTALS_LEADERBOARD_CACHE_MS", default_value_t = 1000)]
     pub leaderboard_cache_ms: u64,
+    /// Resolved rounds after which a game ends drawn, unrated (reason `max_rounds`);
+    /// announced in `welcome.limits`. 1 to 1000; a larger value is refused at startup, so
+    /// that every game's log, record and snapshot stay bounded (`MAX_ROUNDS`).
+    #[arg(
+        long,
+        env = "ELEMENTALS_MAX_ROUNDS",
+        default_value_t = MAX_ROUNDS,
+        value_parser = clap::value_parser!(u32).range(1..=MAX_ROUNDS as i64)
+    )]
+    pub max_rounds: u32,
 }
 
 impl Config {
@@ -189,6 +200,12 @@ impl Config {
 
     pub fn handshake_timeout(&self) -> Duration {
         Duration::from_secs(self.handshake_timeout_secs.max(1))
+    }
+
+    /// The bound on a game's rounds: the option, held to `1..=MAX_ROUNDS` also when the
+    /// config was built in code rather than parsed.
+    pub fn max_rounds(&self) -> u32 {
+        self.max_rounds.clamp(1, MAX_ROUNDS)
     }
 
     pub fn token_ttl(&self) -> Duration {
@@ -235,6 +252,27 @@ mod tests {
         assert_eq!(config.http_requests_per_ip, 10);
         assert_eq!(config.leaderboard_cache(), Duration::from_secs(1));
         assert!(config.trusted_proxy.is_empty() && config.allowed_origin.is_empty());
+        assert_eq!(config.max_rounds, 1_000);
+    }
+
+    #[test]
+    fn max_rounds_takes_1_to_1000_and_refuses_more() {
+        for (given, taken) in [("1", 1), ("7", 7), ("1000", 1_000)] {
+            let config = Config::try_parse_from(["x", "--max-rounds", given]).unwrap();
+            assert_eq!(config.max_rounds, taken);
+        }
+        for refused in ["0", "1001", "100000", "-1"] {
+            let flag = format!("--max-rounds={refused}");
+            let err = Config::try_parse_from(["x", flag.as_str()]).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::ValueValidation,
+                "{refused}"
+            );
+            let message = err.to_string();
+            assert!(message.contains("--max-rounds"), "{message}");
+            assert!(message.contains("1..=1000"), "{message}");
+        }
     }
 
     #[test]

@@ -176,8 +176,22 @@ async fn live_games(State(state): State<Arc<AppState>>, Query(q): Query<PageQuer
 
 async fn game(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
     match state.db.game_record(id).await {
-        Ok(Some(record)) => Json(record).into_response(),
+        Ok(Some(mut record)) => {
+            without_account_ids(&mut record);
+            Json(record).into_response()
+        }
         Ok(None) => (StatusCode::NOT_FOUND, "no finished game with that id").into_response(),
         Err(e) => internal(e),
+    }
+}
+
+/// A stored record as PROTOCOL.md section 12 shows it: the players' database ids are the
+/// server's own business (records of every format are stored with them).
+fn without_account_ids(record: &mut serde_json::Value) {
+    let players = record.get_mut("players").and_then(|p| p.as_object_mut());
+    for player in players.into_iter().flat_map(|p| p.values_mut()) {
+        if let Some(player) = player.as_object_mut() {
+            player.remove("account_id");
+        }
     }
 }

@@ -54,6 +54,7 @@ impl AppState {
             max_messages_per_s: self.config.message_rate,
             heartbeat_ms: self.config.heartbeat().as_millis() as u64,
             idle_timeout_ms: self.config.idle_timeout().as_millis() as u64,
+            max_rounds: self.config.max_rounds(),
         }
     }
 }
@@ -84,6 +85,7 @@ pub async fn run(
     let metrics = Arc::new(Metrics::default());
     let settings = GameSettings {
         first_commit_window: Duration::from_secs(config.first_commit_secs),
+        max_rounds: config.max_rounds(),
         ..GameSettings::default()
     };
     let services = GameServices::new(db.clone(), registry.clone(), metrics.clone(), settings);

@@ -205,12 +205,13 @@ pub(super) const PLAYER_HISTORY: &str = r#"
     WHERE account_id = ?1 ORDER BY at DESC, game_id DESC LIMIT ?2 OFFSET ?3"#;
 
 /// An account's standing and a page of its rating history, newest first.
+/// Guests have none: their accounts are temporary and play unrated games only.
 pub(super) fn player_page(
     conn: &Connection,
     name: &str,
     page: Page,
 ) -> DbResult<Option<PlayerPage>> {
-    let Some(account) = by_name(conn, name)? else {
+    let Some(account) = by_name(conn, name)?.filter(|a| !a.guest) else {
         return Ok(None);
     };
     let mut statement = conn.prepare_cached(PLAYER_HISTORY)?;

@@ -78,16 +78,14 @@ pub(super) fn is_recorded(conn: &Connection, game_id: &GameId) -> DbResult<bool>
         .is_some())
 }
 
-/// A drawn game that would have been rated had someone won. Aborts are not draws: they
-/// leave no trace on either account.
+/// A drawn game that would have been rated had someone won. Aborts are not draws, and a
+/// game stopped at the round limit is unrated: they leave no trace on either account.
 fn is_rated_draw(record: &GameRecord) -> bool {
-    record.rated
-        && !record.players.one.guest
-        && !record.players.two.guest
+    record.rated_between_accounts()
         && record.result.winner.is_none()
         && !matches!(
             record.result.reason,
-            EndReason::Aborted | EndReason::ServerAborted
+            EndReason::Aborted | EndReason::ServerAborted | EndReason::MaxRounds
         )
 }
 
