@@ -371,16 +371,27 @@ impl Db {
 
     /// The stored record of a finished game, as JSON, read on a reader's connection. An id
     /// that is not a game id is simply not found.
+    ///
+    /// A game's record reaches the writer just after its `game_over`, and a client may ask
+    /// for it at once: an id not found is looked up again once the writer has committed
+    /// what was queued before the question, so a record handed over before it is found.
+    /// Only such misses wait on the writer, and they make it do nothing.
     pub async fn game_record(&self, game_id: String) -> DbResult<Option<serde_json::Value>> {
         // Stored ids are the canonical hyphenated lowercase form; accept any spelling of a UUID.
         let Ok(game_id) = game_id.parse::<GameId>() else {
             return Ok(None);
         };
-        call(&self.reads, |reply| reader::Read::GameRecord {
-            game_id,
-            reply,
-        })
-        .await
+        let read = || {
+            call(&self.reads, |reply| reader::Read::GameRecord {
+                game_id,
+                reply,
+            })
+        };
+        if let Some(record) = read().await? {
+            return Ok(Some(record));
+        }
+        self.call(|reply| Request::Flush { reply }).await?;
+        read().await
     }
 
     /// One batch of pruning: expired sessions, and guests that can never sign in again.
