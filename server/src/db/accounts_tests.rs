@@ -190,13 +190,15 @@ async fn a_pass_goes_through_every_batch() {
         )
         .unwrap();
     let ann = register(&t.db, "ann").await;
-    for k in 0..n {
-        let mut token = [0u8; 32];
-        token[..4].copy_from_slice(&k.to_le_bytes());
-        t.db.insert_session(token, ann.id, now - 2 * DAY, u32::MAX)
-            .await
-            .unwrap();
-    }
+    t.db.flush().await.unwrap();
+    side_connection(&t.path)
+        .execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+             INSERT INTO sessions (token_hash, account_id, created_at, expires_at)
+             SELECT randomblob(32), ?2, 0, ?3 FROM n",
+            rusqlite::params![n, ann.id, (now - 2 * DAY) as i64],
+        )
+        .unwrap();
     let done = pass(&t.db, &Registry::new(), RETENTION, now).await.unwrap();
     assert_eq!((done.sessions, done.guests), (n as usize, n as usize));
     assert_eq!(count(&t.path, "accounts"), 1);
