@@ -32,20 +32,15 @@ pub struct PruneSettings {
     pub guest_retention: Duration,
 }
 
-/// Prunes every `interval` (the first pass at once) until `stop` fires.
+/// Prunes at once, then every `interval` until `stop` fires. The first pass is made even
+/// if the server is stopped before it began: every start prunes.
 pub async fn run(
     db: Db,
     registry: Arc<Registry>,
     settings: PruneSettings,
     stop: CancellationToken,
 ) {
-    let mut ticks = tokio::time::interval(settings.interval);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = ticks.tick() => {}
-        }
         match pass(&db, &registry, settings.guest_retention, unix_ms()).await {
             Ok(done) if done.sessions + done.guests > 0 => tracing::info!(
                 sessions = done.sessions,
@@ -54,6 +49,10 @@ pub async fn run(
             ),
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "pruning failed; next time"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(settings.interval) => {}
+            _ = stop.cancelled() => return,
         }
     }
 }

@@ -143,3 +143,55 @@ async fn sign_ins_past_the_session_cap_revoke_the_oldest_tokens() {
         ));
     }
 }
+
+#[tokio::test]
+async fn a_start_prunes_old_guests_nobody_can_sign_in_as() {
+    let server = start_server().await;
+    let mut gone = TestClient::connect(&server).await;
+    assert!(matches!(
+        guest(&mut gone).await,
+        ServerMsg::Authenticated { .. }
+    ));
+    logout(&mut gone).await;
+    let mut kept = TestClient::connect(&server).await;
+    let token = match guest(&mut kept).await {
+        ServerMsg::Authenticated { token, .. } => token,
+        other => panic!("{other:?}"),
+    };
+    let mut alice = TestClient::connect(&server).await;
+    alice.register("alice").await;
+    logout(&mut alice).await;
+    let mut server = server.restart().await;
+    server.stop().await;
+    // A month later: every account is old; one guest's token is still valid.
+    let month_ms: i64 = 30 * 24 * 3600 * 1000;
+    let conn = rusqlite::Connection::open(&server.db_path).unwrap();
+    conn.execute(
+        "UPDATE accounts SET created_at = created_at - ?1",
+        [month_ms],
+    )
+    .unwrap();
+    drop(conn);
+    // Started and stopped at once: its first pass runs all the same.
+    let mut server = server.restart().await;
+    server.stop().await;
+    let conn = rusqlite::Connection::open(&server.db_path).unwrap();
+    let guests: i64 = conn
+        .query_row("SELECT count(*) FROM accounts WHERE guest = 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let registered: i64 = conn
+        .query_row("SELECT count(*) FROM accounts WHERE guest = 0", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!((guests, registered), (1, 1));
+    drop(conn);
+    let server = server.restart().await;
+    let mut back = TestClient::connect(&server).await;
+    assert!(matches!(
+        back.resume(&token).await,
+        ServerMsg::Authenticated { .. }
+    ));
+}
