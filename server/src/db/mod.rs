@@ -33,16 +33,19 @@ mod schema;
 mod stored;
 mod writer;
 
+pub use journal::LogHealth;
 pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
 
 #[cfg(test)]
 mod tests;
 
+use std::io;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use elementals_protocol::messages::{GameId, SeatPair};
 use elementals_protocol::rating::RatingChange;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::record::{AccountId, GameLog, GameRecord, LogStep};
 use writer::Request;
@@ -55,6 +58,52 @@ pub enum DbError {
     Sqlite(String),
     #[error("the database writer has stopped")]
     Closed,
+    #[error("encoding {0}")]
+    Encode(String),
+    /// A read or write of the game log failed; the journal is left as it was before it.
+    #[error("game log {}: {what}: {message}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        kind: io::ErrorKind,
+        message: String,
+    },
+    /// The game log can no longer be written safely (a failed `fdatasync`): nothing more
+    /// is appended, and the server stops; the restart replays what is on disk.
+    #[error("game log {}: {what}: {message}; nothing more can be made durable", path.display())]
+    LogBroken {
+        what: &'static str,
+        path: PathBuf,
+        kind: io::ErrorKind,
+        message: String,
+    },
+    /// Bad frames with whole ones after them: not a torn tail. The file is left as it is.
+    #[error(
+        "game log {}: damaged at byte {offset}, with whole frames after the damage; \
+         refusing to start rather than drop them (a copy: {})",
+        path.display(),
+        copy.as_ref().map_or("none could be made".into(), |c| c.display().to_string())
+    )]
+    LogDamaged {
+        path: PathBuf,
+        offset: u64,
+        copy: Option<PathBuf>,
+    },
+    #[error("game log {}: another server is using this database", path.display())]
+    Locked { path: PathBuf },
+    #[error("game {game_id}: step {step} refused: the log expects step {expected}")]
+    StepOutOfOrder {
+        game_id: GameId,
+        step: u64,
+        expected: u64,
+    },
+    #[error("game {game_id}: step {step} is {bytes} bytes, over the log's limit of {limit}")]
+    StepTooLarge {
+        game_id: GameId,
+        step: u64,
+        bytes: usize,
+        limit: usize,
+    },
 }
 
 impl From<rusqlite::Error> for DbError {
@@ -122,6 +171,7 @@ pub struct SessionRow {
 pub struct Db {
     requests: mpsc::Sender<Request>,
     journal: mpsc::Sender<journal::Request>,
+    log_health: watch::Receiver<LogHealth>,
 }
 
 pub type DbResult<T> = Result<T, DbError>;
@@ -188,8 +238,31 @@ impl Db {
         }
         let checkpointer = checkpoint::spawn(path)?;
         let requests = writer::spawn(conn, Some(checkpointer))?;
+        let log_health = journal.health();
         let journal = journal::spawn(journal, sync_interval)?;
-        Ok(Db { requests, journal })
+        Ok(Db {
+            requests,
+            journal,
+            log_health,
+        })
+    }
+
+    /// Whether the game log can be written now.
+    pub fn log_health(&self) -> LogHealth {
+        *self.log_health.borrow()
+    }
+
+    /// Resolves once the game log is broken for good (a failed sync): the server must stop.
+    pub async fn log_broken(&self) {
+        let mut health = self.log_health.clone();
+        if health
+            .wait_for(|h| *h == LogHealth::Broken)
+            .await
+            .is_err()
+        {
+            // The journal's thread is gone without breaking: nothing to wait for.
+            std::future::pending::<()>().await;
+        }
     }
 
     pub async fn create_account(
