@@ -255,11 +255,7 @@ impl Db {
     /// Resolves once the game log is broken for good (a failed sync): the server must stop.
     pub async fn log_broken(&self) {
         let mut health = self.log_health.clone();
-        if health
-            .wait_for(|h| *h == LogHealth::Broken)
-            .await
-            .is_err()
-        {
+        if health.wait_for(|h| *h == LogHealth::Broken).await.is_err() {
             // The journal's thread is gone without breaking: nothing to wait for.
             std::future::pending::<()>().await;
         }

@@ -219,7 +219,9 @@ async fn opening_rewrites_nothing() {
     let t = open_db();
     let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
     let (live, ended) = (won(&ann, &bob, Seat::One), won(&ann, &bob, Seat::Two));
-    t.db.append_log(live.game_id, &[start(&live)]).await.unwrap();
+    t.db.append_log(live.game_id, &[start(&live)])
+        .await
+        .unwrap();
     t.db.append_log(ended.game_id, &[start(&ended)])
         .await
         .unwrap();
@@ -253,13 +255,21 @@ fn a_failed_sync_breaks_the_log_for_good() {
     let thread = std::thread::spawn(move || journal::run(journal, requests, Duration::ZERO));
     let failed = failed.blocking_recv().unwrap();
     assert!(
-        matches!(failed, Err(DbError::LogBroken { what: "cannot sync", .. })),
+        matches!(
+            failed,
+            Err(DbError::LogBroken {
+                what: "cannot sync",
+                ..
+            })
+        ),
         "{failed:?}"
     );
     assert_eq!(*health.borrow(), LogHealth::Broken);
     // Nothing is written after it, whatever comes next.
     for steps in [[commit(0)], [commit(1)]] {
-        let later = queue_append(&queue, game_id, &steps).blocking_recv().unwrap();
+        let later = queue_append(&queue, game_id, &steps)
+            .blocking_recv()
+            .unwrap();
         assert!(matches!(later, Err(DbError::LogBroken { .. })), "{later:?}");
     }
     drop(queue);

@@ -8,6 +8,7 @@
 mod clocks;
 mod incident;
 mod play;
+mod stall;
 mod watch;
 
 use std::collections::VecDeque;
@@ -24,6 +25,7 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::db::{AccountRow, Db};
+use crate::game::MemoryLog;
 use crate::game::{spawn_game, GameHandle, GameServices, GameSettings, GameSetup, LogStore};
 use crate::game::{AnswerTo, PlayerHandle, SeatAction};
 use crate::metrics::Metrics;
@@ -166,6 +168,8 @@ impl Player {
 /// A database, a registry and metrics shared by the games of one test.
 struct Harness {
     services: GameServices,
+    /// What the games logged (and which games' appends it refuses).
+    log: Arc<MemoryLog>,
     accounts: Vec<AccountRow>,
     _dir: TempDir,
 }
@@ -186,9 +190,11 @@ impl Harness {
             Arc::new(Metrics::default()),
             GameSettings::default(),
         );
-        services.log = LogStore::Memory(Arc::default());
+        let log = Arc::<MemoryLog>::default();
+        services.log = LogStore::Memory(log.clone());
         Harness {
             services,
+            log,
             accounts,
             _dir: dir,
         }
