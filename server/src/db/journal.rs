@@ -180,8 +180,9 @@ pub(super) struct Journal {
     broken: Option<DbError>,
     /// What the server reads for `/healthz`, and waits on to stop when the log breaks.
     health: watch::Sender<LogHealth>,
-    /// Makes the next syncs fail, for the tests of a broken log.
-    #[cfg(test)]
+    /// Makes every sync fail, for the tests of a broken log (with the `test-hooks`
+    /// feature, also set by the `ELEMENTALS_FAIL_SYNC` environment variable).
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(super) fail_syncs: bool,
     /// A batch's bytes are gathered here, kept from one batch to the next: a buffer made
     /// anew for each batch was grown by reallocation and, large ones being returned to
@@ -333,8 +334,8 @@ impl Journal {
             compaction,
             broken: None,
             health: watch::Sender::new(LogHealth::Writable),
-            #[cfg(test)]
-            fail_syncs: false,
+            #[cfg(any(test, feature = "test-hooks"))]
+            fail_syncs: std::env::var_os("ELEMENTALS_FAIL_SYNC").is_some(),
             scratch: Vec::new(),
             _lock: lock,
         };
@@ -472,7 +473,7 @@ impl Journal {
     }
 
     fn sync(&self) -> io::Result<()> {
-        #[cfg(test)]
+        #[cfg(any(test, feature = "test-hooks"))]
         if self.fail_syncs {
             return Err(io::Error::from_raw_os_error(libc::EIO));
         }

@@ -118,7 +118,7 @@ async fn the_end_of_the_longest_game_fits_a_frame() {
             record: Arc::new(record.clone()),
         },
     );
-    let rows = journal::encode(&[end.clone()]).unwrap();
+    let rows = journal::encode(std::slice::from_ref(&end)).unwrap();
     assert!(
         rows[0].1.len() < MAX_PAYLOAD_WRITTEN / 2,
         "{} bytes",
