@@ -77,10 +77,9 @@ const FRAME_HEADER: usize = 8;
 const PAYLOAD_PREFIX: usize = 16 + 8;
 /// The longest payload read back: a longer declared length is damage, not data.
 const MAX_PAYLOAD: usize = 16 << 20;
-/// The longest payload written. The largest step is a game's end; a game of the most
-/// rounds a server allows (1,000) ends in one under a third of this even if it carries
-/// every round with the widest board (`the_end_of_the_longest_game_fits_a_frame`).
-pub(super) const MAX_PAYLOAD_WRITTEN: usize = 2 << 20;
+/// The longest payload written: a hundred times the largest step a game can log (a
+/// round's result on the widest board, `the_largest_steps_fit_a_frame_many_times_over`).
+pub(super) const MAX_PAYLOAD_WRITTEN: usize = 64 << 10;
 
 /// Requests queued for the journal. Appends come from every live game at once; a full
 /// queue makes the games wait (back-pressure) rather than grow memory.

@@ -2,7 +2,6 @@
 //! before the end of the file, a failed sync, and opening without rewriting.
 
 use std::os::unix::fs::MetadataExt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -81,10 +80,17 @@ async fn a_step_over_the_frame_limit_is_refused_and_nothing_is_written() {
     db.shutdown().await.unwrap();
 }
 
-/// A game's record with `rounds` rounds, each as large as a round's log can be.
-fn longest_record(record: &GameRecord, rounds: u32) -> GameRecord {
-    let round = |n| RoundLog {
-        round: n,
+#[tokio::test]
+async fn the_largest_steps_fit_a_frame_many_times_over() {
+    let t = open_db();
+    let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
+    let mut record = won(&ann, &bob, Seat::One);
+    for player in [&mut record.players.one, &mut record.players.two] {
+        player.name = "n".repeat(20);
+    }
+    // A round's result on the widest board, every number at its largest.
+    let result = RoundLog {
+        round: 1_000,
         commitments: SeatPair::new("ab".repeat(32), "cd".repeat(32)),
         nonces: SeatPair::new("01".repeat(32), "fe".repeat(32)),
         picks: SeatPair::new(99, 98),
@@ -93,40 +99,33 @@ fn longest_record(record: &GameRecord, rounds: u32) -> GameRecord {
             moved: Some(Move {
                 element: 98,
                 by: Seat::Two,
-                from: -99,
-                to: 99,
+                from: -20,
+                to: 20,
             }),
         },
-        positions: vec![-99; 99],
+        positions: vec![-20; 99],
         clocks_ms: SeatPair::new(u64::MAX, u64::MAX),
     };
-    let mut record = record.clone();
-    record.rounds = (1..=rounds).map(round).collect();
-    record
-}
-
-#[tokio::test]
-async fn the_end_of_the_longest_game_fits_a_frame() {
-    let t = open_db();
-    let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
-    // 1,000 rounds is the most a server allows (`--max-rounds`); even an end step that
-    // carries every one of them, each with 99 elements on the board, fits.
-    let record = longest_record(&won(&ann, &bob, Seat::One), 1_000);
-    let end = step(
-        1,
-        LogEntry::End {
-            record: Arc::new(record.clone()),
-        },
-    );
-    let rows = journal::encode(std::slice::from_ref(&end)).unwrap();
-    assert!(
-        rows[0].1.len() < MAX_PAYLOAD_WRITTEN / 2,
-        "{} bytes",
-        rows[0].1.len()
-    );
-    t.db.append_log(record.game_id, &[start(&record), end])
-        .await
-        .unwrap();
+    let steps = [
+        start(&record),
+        step(1, LogEntry::Result { round: result }),
+        step(
+            2,
+            LogEntry::End {
+                result: record.result,
+                ended_at: u64::MAX,
+                final_clocks_ms: SeatPair::new(u64::MAX, u64::MAX),
+            },
+        ),
+    ];
+    for (row, step) in journal::encode(&steps).unwrap().iter().zip(&steps) {
+        assert!(
+            row.1.len() * 100 <= MAX_PAYLOAD_WRITTEN,
+            "{} bytes: {step:?}",
+            row.1.len()
+        );
+    }
+    t.db.append_log(record.game_id, &steps).await.unwrap();
 }
 
 /// Writes a log of three steps of one game and returns the path, its bytes and where
