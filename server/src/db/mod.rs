@@ -248,8 +248,8 @@ fn batch_thread() {
 impl Db {
     /// Open (creating if needed) the database at `path`, apply migrations, start the writer.
     ///
-    /// The live games' log is opened beside it (`<path>-gamelog`) and compacted to the
-    /// games that have no record yet.
+    /// The live games' log is opened beside it (`<path>-gamelog`); the games in it that
+    /// have no record yet are the live ones. A log damaged before its end is refused.
     pub fn open(path: &std::path::Path) -> DbResult<Db> {
         Db::open_with(
             path,
