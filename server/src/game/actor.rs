@@ -486,6 +486,8 @@ impl Actor {
         let game_id = self.game_id;
         tracing::error!(%game_id, %error, "cannot log the game's steps: the game is held until the log takes them");
         let now = Instant::now();
+        // No move is judged before the clocks stopped.
+        self.judged = self.judged.max(now);
         self.state.stall(now.into_std());
         self.stalled = Some(Stalled {
             steps,
@@ -525,7 +527,9 @@ impl Actor {
         }
         let game_id = self.game_id;
         tracing::info!(%game_id, "the game's steps are logged: the game goes on");
-        self.state.unstall(Instant::now().into_std(), &mut events);
+        let now = Instant::now();
+        self.judged = self.judged.max(now);
+        self.state.unstall(now.into_std(), &mut events);
         self.publish(events, received, None);
         for cmd in deferred {
             self.on_cmd(Some(cmd)).await;
