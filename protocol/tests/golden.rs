@@ -169,6 +169,8 @@ impl Table {
             commitment: alice_commitment(round, one),
         });
         self.spend(ALICE_COMMIT_MS, [banks_run; 2]);
+        // The server answers a move first, in the same write as the events it caused.
+        self.receive(ServerMsg::Ok { id });
         let (seq, clocks) = (self.seq(), self.clocks(false, banks_run));
         self.receive(ServerMsg::Committed {
             game_id: g,
@@ -177,7 +179,6 @@ impl Table {
             seat: Seat::One,
             clocks,
         });
-        self.receive(ServerMsg::Ok { id });
         self.spend(BOB_COMMIT_MS - ALICE_COMMIT_MS, [false, banks_run]);
         let (seq, clocks) = (self.seq(), self.clocks(false, false));
         self.receive(ServerMsg::Committed {
@@ -204,6 +205,7 @@ impl Table {
             nonce: nonce(round).to_vec(),
         });
         self.spend(ALICE_REVEAL_MS, [true, true]);
+        self.receive(ServerMsg::Ok { id });
         let (seq, clocks) = (self.seq(), self.clocks(false, true));
         self.receive(ServerMsg::Revealed {
             game_id: g,
@@ -212,7 +214,6 @@ impl Table {
             seat: Seat::One,
             clocks,
         });
-        self.receive(ServerMsg::Ok { id });
         self.spend(BOB_REVEAL_MS - ALICE_REVEAL_MS, [false, true]);
         let (seq, clocks) = (self.seq(), self.clocks(false, false));
         self.receive(ServerMsg::Revealed {

@@ -55,6 +55,13 @@ pub(super) fn record(
         // Already recorded: a retry after a lost reply, or a duplicate. Change nothing.
         return recorded_changes(conn, &game_id);
     }
+    for player in [&record.players.one, &record.players.two] {
+        // A guest with a game on record is never pruned: the record names it.
+        if player.guest {
+            conn.prepare_cached("UPDATE accounts SET played = 1 WHERE id = ?1")?
+                .execute([player.account_id])?;
+        }
+    }
     let accounts = SeatPair::new(record.players.one.account_id, record.players.two.account_id);
     match record.result.winner {
         Some(winner) if record.changes_ratings() => {

@@ -23,9 +23,10 @@ use elementals_protocol::TimeControl;
 use serde::{Deserialize, Serialize};
 
 pub use actor::start_fanout_helpers;
+pub(crate) use handle::notify;
 pub use handle::{
     AnswerTo, GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
-    GAME_CHANNEL_CAPACITY,
+    GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY,
 };
 pub use incident::Incidents;
 pub use restore::{restore_games, Restored};
