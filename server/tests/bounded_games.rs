@@ -55,6 +55,10 @@ async fn a_game_reaching_max_rounds_ends_drawn_unrated_and_welcome_says_where() 
         "{refused:?}"
     );
 
+    // An unrated game sends no `rating_update` to say it is stored; a restart makes sure
+    // (shutdown waits for the record, and a start records a logged end).
+    drop((one, two));
+    let server = server.restart().await;
     let (status, body) = server.http_get(&format!("/api/games/{g}")).await;
     assert_eq!(status, 200, "{body}");
     let record: serde_json::Value = serde_json::from_str(&body).unwrap();
