@@ -23,15 +23,6 @@ pub(super) fn record(
     stored: &[u8],
 ) -> DbResult<Option<SeatPair<RatingChange>>> {
     let game_id = record.game_id.to_string();
-    if record.against_itself() {
-        // Never seated by the lobby; should a log hold one anyway, it is stored once,
-        // unrated, rather than refused (and retried at every start).
-        tracing::warn!(
-            %game_id,
-            account = record.players.one.account_id,
-            "a game of an account against itself; storing it unrated"
-        );
-    }
     let inserted = conn
         .prepare_cached(
             "INSERT INTO games (id, rated, one_id, two_id, winner, reason, started_at, ended_at,
@@ -41,7 +32,7 @@ pub(super) fn record(
         )?
         .execute(params![
             game_id,
-            record.rated && !record.against_itself(),
+            record.rated,
             record.players.one.account_id,
             record.players.two.account_id,
             record.result.winner.map(Seat::number),

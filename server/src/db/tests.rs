@@ -227,7 +227,8 @@ async fn a_game_of_an_account_against_itself_is_stored_once_unrated() {
     // Stored, not refused: a refusal left its log to be retried at every start.
     assert_eq!(t.db.record_game(record.clone()).await.unwrap(), None);
     assert_eq!(t.db.record_game(record).await.unwrap(), None);
-    assert!(t.db.game_record(id).await.unwrap().is_some());
+    let stored = t.db.game_record(id).await.unwrap().unwrap();
+    assert_eq!(stored["rated"], false, "{stored}");
     let ann = fetch(&t.db, &ann).await;
     assert_eq!(
         (ann.rating, ann.wins, ann.losses, ann.draws),
