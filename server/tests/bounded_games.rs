@@ -157,3 +157,35 @@ async fn no_lobby_path_seats_an_account_against_itself() {
     assert_eq!(metric(&server, "elementals_games_started_total").await, 0);
     drop(bob);
 }
+
+/// A game restored from its log obeys the bound in force at the restart: restarted with
+/// `--max-rounds` below the rounds it has played, it ends there, drawn, and is recorded;
+/// its players find no seat when they come back.
+#[tokio::test]
+async fn a_restored_game_past_a_lowered_bound_ends_at_the_restart() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "bound1", "bound2").await;
+    let g = game.game_id;
+    for round in 1..=3 {
+        play_round(&mut one, &mut two, g, round, (2, 2)).await;
+    }
+    let token = one.token.clone().unwrap();
+    drop((one, two));
+    let server = server.restart_with(|config| config.max_rounds = 2).await;
+
+    let mut back = TestClient::connect(&server).await;
+    match back.resume(&token).await {
+        ServerMsg::Authenticated { game_id, .. } => assert_eq!(game_id, None),
+        other => panic!("{other:?}"),
+    }
+    let (status, body) = server.http_get(&format!("/api/games/{g}")).await;
+    assert_eq!(status, 200, "{body}");
+    let record: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(record["result"]["reason"], "max_rounds", "{body}");
+    assert_eq!(
+        record["result"]["winner"],
+        serde_json::Value::Null,
+        "{body}"
+    );
+    assert_eq!(record["rounds"].as_array().unwrap().len(), 3, "{body}");
+}
