@@ -35,7 +35,7 @@ pub(in crate::game) struct Shared {
     pub finished: bool,
     /// A finished game's record while the database does not have it yet.
     pub unrecorded: Option<Arc<GameRecord>>,
-    /// The game's record once its `End` step is durable: from then on that is how the game
+    /// The game's record once its `End` step is logged: from then on that is how the game
     /// ended, whatever happens to the task.
     pub ended: Option<Arc<GameRecord>>,
     /// The events that came with the logged end, until they are published.
@@ -87,7 +87,7 @@ pub(in crate::game) async fn supervise(
             tracing::error!(%game_id, "game task panicked after the game ended");
             shared.unrecorded.take()
         } else if let Some(record) = shared.ended.take() {
-            // The end is durable in the log: it stands. Its events go out if the panic
+            // The end is in the log: it stands. Its events go out if the panic
             // came before they did.
             tracing::error!(%game_id, "game task panicked after its end was logged; recording that end");
             // (Once the events are out, the actor has its reply back: `owed` is then empty.)
