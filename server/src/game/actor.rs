@@ -20,7 +20,7 @@
 //! retries on its own timer, so one stalled game holds up no other beyond the shared disk.
 //!
 //! A panic inside the actor is caught by its supervisor task (`supervisor`), which ends the
-//! game as `server_aborted`; other games never notice.
+//! game as its log says (its logged end, else `server_aborted`); other games never notice.
 
 mod fanout;
 mod helpers;
@@ -344,8 +344,13 @@ impl Actor {
                 answer,
                 arrived: _,
             } => {
+                let was_over = self.state.result().is_some();
                 let result = self.state.act(seat, action, now, &mut out);
-                let accepted = result.is_ok();
+                // Kept for the log, or refused only because of an end the log lacks.
+                let kept = match &result {
+                    Ok(()) => true,
+                    Err(e) => e.code == ErrorCode::GameOver,
+                };
                 let id = answer.request_id;
                 let frame = Bytes::from(wire::encode(&match result {
                     Ok(()) => ServerMsg::Ok { id },
@@ -356,23 +361,33 @@ impl Actor {
                     conn_id: answer.outbox.conn_id(),
                     frame: frame.clone(),
                 };
-                let frame = match self.emit_answering(out, received, Some(with_events)).await {
-                    Emitted::Answered => None,
-                    // Not the seat's connection (one being superseded): the reply alone.
-                    Emitted::Published => Some(frame),
-                    // Kept until the log takes it (a move the rules refused changed nothing,
-                    // and is answered as it was).
-                    Emitted::Held if accepted => Some(Bytes::from(wire::encode(
-                        &ServerMsg::error(Some(id), ErrorCode::Unavailable, UNAVAILABLE),
-                    ))),
-                    Emitted::Held => Some(frame),
-                };
-                if let Some(frame) = frame {
-                    answer
-                        .outbox
-                        .write_or_kill(&Framed::new(Arc::from([frame])), 0);
+                let mut answer = Some(answer);
+                if !was_over && self.state.result().is_some() {
+                    // The game ended here: should the task die once the end is logged, the
+                    // supervisor sends this reply with the end (see `Shared::owed`).
+                    lock(&self.shared).owed = answer.take().map(|a| (a, frame.clone()));
                 }
-                answer.sent();
+                let emitted = self.emit_answering(out, received, Some(with_events)).await;
+                let answer = answer.or_else(|| lock(&self.shared).owed.take().map(|(a, _)| a));
+                if let Some(answer) = answer {
+                    let frame = match emitted {
+                        Emitted::Answered => None,
+                        // Not the seat's connection (one being superseded): the reply alone.
+                        Emitted::Published => Some(frame),
+                        // Kept until the log takes it (a move the rules refused changed
+                        // nothing, and is answered as it was).
+                        Emitted::Held if kept => Some(Bytes::from(wire::encode(
+                            &ServerMsg::error(Some(id), ErrorCode::Unavailable, UNAVAILABLE),
+                        ))),
+                        Emitted::Held => Some(frame),
+                    };
+                    if let Some(frame) = frame {
+                        answer
+                            .outbox
+                            .write_or_kill(&Framed::new(Arc::from([frame])), 0);
+                    }
+                    answer.sent();
+                }
             }
             GameCmd::Watch {
                 outbox,
@@ -465,6 +480,13 @@ impl Actor {
                 return Emitted::Held;
             }
             if ends {
+                // Logged: should the task die before the end is published or recorded, the
+                // supervisor ends the game with this record, not as aborted.
+                {
+                    let mut shared = lock(&self.shared);
+                    shared.ended = self.state.record().cloned();
+                    shared.unpublished = Some(events.clone());
+                }
                 crash_point("end_logged");
             }
         }
@@ -523,6 +545,12 @@ impl Actor {
             return;
         };
         if steps.iter().any(|s| s.entry.is_end()) {
+            // As in `emit_answering`: a logged end stands, whatever happens to the task.
+            {
+                let mut shared = lock(&self.shared);
+                shared.ended = self.state.record().cloned();
+                shared.unpublished = Some(events.clone());
+            }
             crash_point("end_logged");
         }
         let game_id = self.game_id;
@@ -557,6 +585,7 @@ impl Actor {
         let (spectators, backlog, answered) = {
             let mut shared = lock(&self.shared);
             let answered = shared.fanout.broadcast(&frames, answer);
+            shared.unpublished = None;
             shared.mirror(&self.state, now);
             let backlog = shared.fanout.has_backlog();
             (shared.fanout.spectator_count(), backlog, answered)

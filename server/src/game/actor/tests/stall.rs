@@ -128,6 +128,8 @@ async fn a_game_ended_while_its_log_refuses_steps_ends_only_once_logged() {
     let resign = crate::game::SeatAction::Resign;
     assert_eq!(a.one.act(resign).await, Err(ErrorCode::Unavailable));
     advance(Duration::from_secs(10)).await;
+    // The opponent learns nothing of the end before it is logged.
+    assert_eq!(a.two.commit(2, 1).await, Err(ErrorCode::Unavailable));
     assert!(
         a.two.drain().is_empty(),
         "no game_over before its end is logged"
