@@ -102,6 +102,11 @@ fn any_event(msgs: &[ServerMsg]) -> bool {
     msgs.iter().any(|m| m.seq().is_some())
 }
 
+/// Each round logs some 500 bytes, and what the log's file has left in its last page
+/// (the most a full disk still lets it write) is at most 4 KiB: a move is refused well
+/// before this round.
+const LAST_ROUND: u32 = 40;
+
 /// A tie: nobody moves, so the game goes on for as many rounds as the test needs.
 const TIE: u16 = 1;
 
@@ -152,6 +157,7 @@ async fn on_a_full_disk_moves_are_refused_and_held_and_every_acknowledged_step_s
     let mut round = 2;
     while tie_until_refused(&mut one, &mut two, g, round).await == 4 {
         round += 1;
+        assert!(round < LAST_ROUND, "no move was refused on a full disk");
     }
     until_health(&server, 503).await;
     // Rounds whose last reveal was acknowledged; the round under way was not resolved.
@@ -183,6 +189,7 @@ async fn on_a_full_disk_moves_are_refused_and_held_and_every_acknowledged_step_s
             break acknowledged;
         }
         round += 1;
+        assert!(round < 2 * LAST_ROUND, "no move was refused on a full disk");
     };
     let held = server.http_get("/healthz").await;
     assert_eq!(held.0, 503, "{}", held.1);
