@@ -200,7 +200,10 @@ impl FoundId {
 
     /// `raw` (one whole value) seen as the value of a top-level `id`.
     fn saw(self, raw: &[u8]) -> FoundId {
-        match (self, int_payload(raw).and_then(|n| RequestId::try_from(n).ok())) {
+        match (
+            self,
+            int_payload(raw).and_then(|n| RequestId::try_from(n).ok()),
+        ) {
             (FoundId::None, Some(id)) => FoundId::One(id),
             _ => FoundId::Unreadable,
         }

@@ -17,6 +17,8 @@ pub mod metrics;
 pub mod outbox;
 pub mod record;
 pub mod registry;
+#[cfg(test)]
+mod security_md;
 pub mod server;
 pub mod session;
 pub mod web;
