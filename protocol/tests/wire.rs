@@ -9,7 +9,7 @@ use elementals_protocol::messages::{
     LiveGame, Phase, PlayerInfo, RoundRecord, SeatPair, Seek,
 };
 use elementals_protocol::rating::RatingChange;
-use elementals_protocol::rules::{Move, MAX_DISTANCE, MAX_NUMBER};
+use elementals_protocol::rules::{Move, MAX_DISTANCE, MAX_NUMBER, MAX_ROUNDS};
 use elementals_protocol::time_control::{
     MAX_INCREMENT_MS, MAX_INITIAL_MS, MAX_REVEAL_MS, MIN_INITIAL_MS, MIN_REVEAL_MS,
 };
@@ -300,6 +300,7 @@ fn server_examples() -> Vec<ServerMsg> {
                 max_messages_per_s: 20,
                 heartbeat_ms: 20_000,
                 idle_timeout_ms: 60_000,
+                max_rounds: 1_000,
             },
         },
         Pong { id: 2 },
@@ -1552,6 +1553,15 @@ fn protocol_md_documents_every_nested_field() {
     ] {
         doc_section(name);
     }
+    for field in [
+        "max_message_bytes",
+        "max_messages_per_s",
+        "heartbeat_ms",
+        "idle_timeout_ms",
+        "max_rounds",
+    ] {
+        assert!(doc_section("Limits").contains(&format!("| `{field}` |")));
+    }
     for phase in ["commit", "reveal", "over"] {
         assert!(doc_section("Phase").contains(&format!("`{phase}`")));
     }
@@ -1564,6 +1574,7 @@ fn protocol_md_documents_every_nested_field() {
         "draw_agreed",
         "aborted",
         "server_aborted",
+        "max_rounds",
     ] {
         assert!(doc_section("EndReason").contains(&format!("| `{reason}` |")));
     }
@@ -1577,6 +1588,7 @@ fn protocol_md_states_the_limits_and_presets_of_the_code() {
         format!("| `MAX_DEPTH` | {MAX_DEPTH} |"),
         format!("| `MAX_NUMBER` | {MAX_NUMBER} |"),
         format!("| `MAX_DISTANCE` | {MAX_DISTANCE} |"),
+        format!("| `MAX_ROUNDS` | {MAX_ROUNDS} |"),
         format!("| `initial_ms` | {MIN_INITIAL_MS} | {MAX_INITIAL_MS} |"),
         format!("| `increment_ms` | 0 | {MAX_INCREMENT_MS} |"),
         format!("| `reveal_ms` | {MIN_REVEAL_MS} | {MAX_REVEAL_MS} |"),

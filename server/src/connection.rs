@@ -191,6 +191,8 @@ fn read_loop<'a>(
                     f = stream.next() => break Ok(f),
                 }
             };
+            // A move is judged by its game at this instant, however long it then waits.
+            let arrived = Instant::now();
             // Whatever this frame brings (a reply, an error, a close) follows the answer to
             // the last move, which its game sends (normally done by now: no wait).
             session.settle().await;
@@ -202,7 +204,7 @@ fn read_loop<'a>(
             // Boxed: handling a message may wait on the database, the hasher, the lobby or
             // a game, and that state (about 1.4 KiB) would otherwise be part of every
             // connection's task even while it is idle.
-            if let After::Close(code, reason) = Box::pin(session.handle(msg)).await {
+            if let After::Close(code, reason) = Box::pin(session.handle(msg, arrived)).await {
                 outbox.close(code, reason);
                 return;
             }

@@ -10,7 +10,9 @@ use elementals_protocol::time_control::TimeControl;
 use elementals_protocol::wire::{MAX_CLIENT_MESSAGE_BYTES, MAX_DEPTH, MAX_SERVER_MESSAGE_BYTES};
 
 use crate::config::Config;
-use crate::game::{GameSettings, GAME_CHANNEL_CAPACITY, MAX_RESYNC_ATTEMPTS};
+use crate::game::{
+    GameSettings, GAME_CHANNEL_CAPACITY, MAX_RESYNC_ATTEMPTS, SPECTATOR_CHANNEL_CAPACITY,
+};
 use crate::outbox::OUTBOX_CAPACITY;
 
 const SECURITY_MD: &str = include_str!("../../SECURITY.md");
@@ -236,7 +238,14 @@ fn pins() -> Vec<Pin> {
             OUTBOX_CAPACITY.to_string(),
         ),
         pin("a spectator's events", "its connection's outbox"),
-        pin("commands to one game", GAME_CHANNEL_CAPACITY.to_string()),
+        pin(
+            "players' commands to one game",
+            GAME_CHANNEL_CAPACITY.to_string(),
+        ),
+        pin(
+            "spectators' commands to one game (read only when no player's command waits)",
+            SPECTATOR_CHANNEL_CAPACITY.to_string(),
+        ),
         pin(
             "commands to the lobby",
             crate::lobby::LOBBY_CHANNEL_CAPACITY.to_string(),

@@ -127,6 +127,59 @@ async fn a_second_game_rates_from_the_stored_ratings() {
 }
 
 #[tokio::test]
+async fn a_rematch_carries_both_players_ratings_after_the_game() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "rema1", "rema2").await;
+    for (i, picks) in SEED_PICKS.iter().enumerate() {
+        play_round(&mut one, &mut two, game.game_id, i as u32 + 1, *picks).await;
+    }
+    for c in [&mut one, &mut two] {
+        c.expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await;
+    }
+    // The winner (1.0 at sign-in, 1.5 now) offers first, at once: before the game's
+    // record and rating change may be written.
+    let (id1, id2) = (two.id(), one.id());
+    let offer = |id| ClientMsg::OfferRematch {
+        id,
+        game_id: game.game_id,
+    };
+    assert_ok(&two.request(offer(id1)).await);
+    assert_ok(&one.request(offer(id2)).await);
+    let (g2, seat) = two.game_start().await;
+    assert_eq!(seat, Seat::One, "seats swap in a rematch");
+    let expected = (1.5, 1.0);
+    let ratings = |p: &elementals_protocol::messages::SeatPair<
+        elementals_protocol::messages::PlayerInfo,
+    >| (p.one.rating, p.two.rating);
+    assert_eq!(ratings(&g2.players), expected);
+    let snapshot = two
+        .expect("snapshot", |m| matches!(m, ServerMsg::Snapshot { .. }))
+        .await;
+    let ServerMsg::Snapshot { snapshot, .. } = snapshot else {
+        unreachable!()
+    };
+    assert_eq!(ratings(&snapshot.game.players), expected);
+    let (status, body) = server.http_get("/api/games/live").await;
+    assert_eq!(status, 200);
+    let live: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let entry = live
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["game_id"] == g2.game_id.to_string())
+        .expect("the rematch is live");
+    let players = &entry["players"];
+    assert_eq!(
+        (
+            players["one"]["rating"].as_f64(),
+            players["two"]["rating"].as_f64()
+        ),
+        (Some(1.5), Some(1.0))
+    );
+}
+
+#[tokio::test]
 async fn copied_commitment_is_refused_and_a_wrong_reveal_can_be_corrected() {
     let server = start_server().await;
     let (mut one, mut two, game) = paired_players(&server, "erin1", "frank").await;

@@ -172,3 +172,73 @@ async fn sync_of_an_ended_game_answers_game_over_not_a_snapshot() {
     let (status, _) = server.http_get(&format!("/api/games/{g}")).await;
     assert_eq!(status, 200);
 }
+
+#[tokio::test]
+async fn a_repeated_watch_changes_nothing_and_is_answered_ok() {
+    let server = start_server().await;
+    let (_one, _two, game) = paired_players(&server, "rwa01", "rwb01").await;
+    let mut fan = TestClient::connect(&server).await;
+    let first = watch(&mut fan, game.game_id).await;
+    let ServerMsg::Snapshot { snapshot, .. } = first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(snapshot.spectators, 1);
+    for _ in 0..5 {
+        assert_ok(&watch(&mut fan, game.game_id).await);
+    }
+    // A spectator's `sync` is the way to a fresh snapshot; it is still one spectator.
+    let id = fan.id();
+    let synced = fan
+        .request(ClientMsg::Sync {
+            id,
+            game_id: game.game_id,
+        })
+        .await;
+    let ServerMsg::Snapshot { snapshot, .. } = synced else {
+        panic!("{synced:?}")
+    };
+    assert_eq!(snapshot.spectators, 1);
+}
+
+/// Fifty connections watching one game and asking for snapshots as fast as they are
+/// answered, while its players play: every move is answered `ok`, and each connection is
+/// one spectator however often it asks. (That no spectator's command is handled before a
+/// waiting move is pinned where the queues can be filled exactly: the game actor's tests,
+/// `isolation::moves_are_handled_before_any_spectators_command_however_many_wait`.)
+#[tokio::test]
+async fn a_flood_of_watches_and_syncs_refuses_no_move_and_counts_each_spectator_once() {
+    const FLOODERS: usize = 50;
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "flo01", "flo02").await;
+    let g = game.game_id;
+    let mut flooders = Vec::new();
+    for _ in 0..FLOODERS {
+        let mut fan = TestClient::connect(&server).await;
+        let first = watch(&mut fan, g).await;
+        assert!(matches!(first, ServerMsg::Snapshot { .. }), "{first:?}");
+        flooders.push(tokio::spawn(async move {
+            for _ in 0..20 {
+                assert_ok(&watch(&mut fan, g).await);
+                let id = fan.id();
+                let synced = fan.request(ClientMsg::Sync { id, game_id: g }).await;
+                assert!(matches!(synced, ServerMsg::Snapshot { .. }), "{synced:?}");
+            }
+            fan
+        }));
+    }
+    // The seed's first three rounds (the game is still live after them).
+    for (round, picks) in [(5, 2), (1, 2), (2, 3)].into_iter().enumerate() {
+        play_round(&mut one, &mut two, g, round as u32 + 1, picks).await;
+    }
+    let mut fans = Vec::new();
+    for flooder in flooders {
+        fans.push(flooder.await.expect("every flooder's request was answered"));
+    }
+    let mut late = TestClient::connect(&server).await;
+    let r = watch(&mut late, g).await;
+    let ServerMsg::Snapshot { snapshot, .. } = r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(snapshot.spectators, FLOODERS as u32 + 1);
+    assert_eq!(snapshot.rounds.len(), 3);
+}

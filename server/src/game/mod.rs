@@ -18,16 +18,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use elementals_protocol::messages::{GameId, SeatPair};
-use elementals_protocol::rules::Variant;
+use elementals_protocol::rules::{Variant, MAX_ROUNDS};
 use elementals_protocol::TimeControl;
 use serde::{Deserialize, Serialize};
 
 pub use actor::start_fanout_helpers;
 #[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
 pub(crate) use actor::MAX_RESYNC_ATTEMPTS;
+pub(crate) use handle::notify;
 pub use handle::{
     AnswerTo, GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
-    GAME_CHANNEL_CAPACITY,
+    GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY,
 };
 pub use incident::Incidents;
 pub use restore::{restore_games, Restored};
@@ -54,12 +55,16 @@ pub struct GameSetup {
 pub struct GameSettings {
     /// If a seat has not committed in round 1 within this window, the game is aborted, unrated.
     pub first_commit_window: Duration,
+    /// Resolved rounds after which a game ends drawn (`EndReason::MaxRounds`), at most
+    /// `MAX_ROUNDS`.
+    pub max_rounds: u32,
 }
 
 impl Default for GameSettings {
     fn default() -> Self {
         GameSettings {
             first_commit_window: Duration::from_secs(30),
+            max_rounds: MAX_ROUNDS,
         }
     }
 }

@@ -604,9 +604,15 @@ impl Lobby {
             ));
         }
         registry.forget_finished(&game_id);
+        // Both carry their ratings as the game left them (the connection's own are as of
+        // its sign-in).
+        let mut member = member;
+        member.info.rating = *now.ratings.get(seat);
+        let mut info = user.info.clone();
+        info.rating = *now.ratings.get(seat.other());
         let opp = Member {
             account: opponent,
-            info: user.info.clone(),
+            info,
             outbox: user.outbox.clone(),
         };
         // Seats swap: the old seat two now plays seat one.
