@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use clap::CommandFactory;
+use elementals_protocol::rules::MAX_ROUNDS;
 use elementals_protocol::time_control::TimeControl;
 use elementals_protocol::wire::{MAX_CLIENT_MESSAGE_BYTES, MAX_DEPTH, MAX_SERVER_MESSAGE_BYTES};
 
@@ -187,6 +188,14 @@ fn pins() -> Vec<Pin> {
                 secs(floor),
                 secs(ceiling)
             ),
+        ),
+        flagged(
+            "a game's length",
+            format!(
+                "{} resolved rounds (at most {MAX_ROUNDS}: a larger value is refused at startup)",
+                d.max_rounds
+            ),
+            "--max-rounds",
         ),
         // Rates
         flagged(
