@@ -24,7 +24,7 @@ use crate::{admission, ws};
 /// frames are a few hundred bytes, and a larger one (up to the 16 KiB limit) grows the
 /// buffer for itself. 1 KiB rather than 4 KiB takes an idle signed-in connection from
 /// about 12.9 KiB to 9.8 KiB of server RSS (BENCHMARKS.md, density).
-const READ_BUFFER: usize = 1024;
+pub(crate) const READ_BUFFER: usize = 1024;
 
 /// Entries a page of the leaderboard or of the live games holds at most (and by default).
 pub const MAX_LIST: u32 = 100;

@@ -60,7 +60,7 @@ impl AppState {
 }
 
 /// How long shutdown waits for connections to say goodbye before it flushes and exits.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// How long shutdown waits for the games to stop (each finishes the command in hand,
 /// whose log append is one group commit) before it flushes and exits.
@@ -86,7 +86,6 @@ pub async fn run(
     let settings = GameSettings {
         first_commit_window: Duration::from_secs(config.first_commit_secs),
         max_rounds: config.max_rounds(),
-        ..GameSettings::default()
     };
     let services = GameServices::new(db.clone(), registry.clone(), metrics.clone(), settings);
     // Before the first connection: players who come back find their games where they were.

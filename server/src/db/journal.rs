@@ -83,7 +83,7 @@ pub(super) const MAX_PAYLOAD_WRITTEN: usize = 64 << 10;
 
 /// Requests queued for the journal. Appends come from every live game at once; a full
 /// queue makes the games wait (back-pressure) rather than grow memory.
-pub(super) const REQUEST_QUEUE: usize = 8192;
+pub(crate) const REQUEST_QUEUE: usize = 8192;
 
 /// At most this many appends per batch (one write and one `fdatasync`).
 pub(super) const MAX_BATCH_APPENDS: usize = 4096;

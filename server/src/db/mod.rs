@@ -40,6 +40,11 @@ mod writer;
 
 pub use journal::LogHealth;
 pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
+// For SECURITY.md's pins (`security_md.rs`).
+#[cfg(test)]
+pub(crate) use journal::REQUEST_QUEUE as GAME_LOG_QUEUE;
+#[cfg(test)]
+pub(crate) use writer::REQUEST_QUEUE as DB_REQUEST_QUEUE;
 
 #[cfg(test)]
 mod accounts_tests;

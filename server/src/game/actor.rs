@@ -50,6 +50,8 @@ use crate::outbox::{Framed, Outbox};
 use crate::record::LogStep;
 use crate::registry::FinishedGame;
 use fanout::Answer;
+#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
+pub(crate) use fanout::MAX_RESYNC_ATTEMPTS;
 pub use helpers::start as start_fanout_helpers;
 pub(super) use spawn::{spawn, spawn_restored, timing};
 use supervisor::{lock, Shared};

@@ -23,6 +23,8 @@ use elementals_protocol::TimeControl;
 use serde::{Deserialize, Serialize};
 
 pub use actor::start_fanout_helpers;
+#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
+pub(crate) use actor::MAX_RESYNC_ATTEMPTS;
 pub(crate) use handle::notify;
 pub use handle::{
     AnswerTo, GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
@@ -53,8 +55,6 @@ pub struct GameSetup {
 pub struct GameSettings {
     /// If a seat has not committed in round 1 within this window, the game is aborted, unrated.
     pub first_commit_window: Duration,
-    /// How many events a spectator may have queued before it is resynchronised.
-    pub spectator_queue: usize,
     /// Resolved rounds after which a game ends drawn (`EndReason::MaxRounds`), at most
     /// `MAX_ROUNDS`.
     pub max_rounds: u32,
@@ -64,7 +64,6 @@ impl Default for GameSettings {
     fn default() -> Self {
         GameSettings {
             first_commit_window: Duration::from_secs(30),
-            spectator_queue: 64,
             max_rounds: MAX_ROUNDS,
         }
     }

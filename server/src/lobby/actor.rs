@@ -21,7 +21,7 @@ use crate::game::{spawn_game, GameServices, GameSetup};
 use crate::record::{AccountId, RecordPlayer};
 
 /// Open seeks and outgoing challenges one account may have at once.
-const MAX_OPEN_PER_ACCOUNT: usize = 5;
+pub(crate) const MAX_OPEN_PER_ACCOUNT: usize = 5;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct PoolKey {
