@@ -295,7 +295,77 @@ fn pins() -> Vec<Pin> {
             format!("{} days", d.token_ttl().as_secs() / 86_400),
             "--token-days",
         ),
-        pin("revocation", "`logout` revokes the session's token"),
+        pin("revocation", "`logout` deletes the session's token"),
+        flagged(
+            "sessions per account",
+            d.max_sessions_per_account.to_string(),
+            "--max-sessions-per-account",
+        ),
+        pin(
+            "guest names",
+            format!(
+                "`guest-` and {} characters of Crockford's base32 in lower case: {} bits from \
+                 the thread's CSPRNG, drawn again if taken",
+                crate::db::GUEST_SYMBOLS,
+                5 * crate::db::GUEST_SYMBOLS
+            ),
+        ),
+        flagged(
+            "pruning",
+            format!(
+                "at start and every {} s, in batches of {}: sessions expired over {} s ago; \
+                 guests created over {} days ago with no valid token (nobody can sign in as \
+                 them), unless online, seated, just out of a game, or named by a stored game \
+                 (kept). Registered accounts are never pruned",
+                d.prune_interval().as_secs(),
+                crate::pruning::PRUNE_BATCH,
+                crate::pruning::SESSION_GRACE.as_secs(),
+                d.guest_retention_days
+            ),
+            "--prune-interval-secs",
+        ),
+        flagged(
+            "the leaderboard's first page",
+            format!("read at most once every {} ms", d.leaderboard_cache_ms),
+            "--leaderboard-cache-ms",
+        ),
+        // Sizes
+        pin(
+            "a page of the leaderboard or of the live games (`?limit=`)",
+            format!("{} entries", crate::http::MAX_LIST),
+        ),
+        pin(
+            "a page of a player's rating history (`?limit=`)",
+            format!("{} entries", crate::http::MAX_HISTORY),
+        ),
+        pin("`?offset=` of a page", crate::api::MAX_OFFSET.to_string()),
+        pin(
+            "a step in the game log",
+            format!("{} KiB", crate::db::GAME_LOG_MAX_STEP >> 10),
+        ),
+        // Rates
+        flagged(
+            "accounts created per client address (`register` and `guest` together)",
+            format!(
+                "{} an hour, all at once at most (a token bucket)",
+                d.new_accounts_per_ip
+            ),
+            "--new-accounts-per-ip",
+        ),
+        flagged(
+            "JSON API requests (`/api/…`) per client address",
+            format!(
+                "{} a second, bursts of {}",
+                d.http_requests_per_ip,
+                2 * d.http_requests_per_ip
+            ),
+            "--http-requests-per-ip",
+        ),
+        // Queues
+        pin(
+            "reads for the database readers (threads with read-only connections of their own)",
+            crate::db::DB_READ_QUEUE.to_string(),
+        ),
     ]
 }
 

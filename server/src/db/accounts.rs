@@ -27,7 +27,7 @@ const GUEST_ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
 
 /// Symbols after `guest-`: 50 random bits, and 16 characters in all, within the 20 a name
 /// may have.
-const GUEST_SYMBOLS: usize = 10;
+pub(crate) const GUEST_SYMBOLS: usize = 10;
 
 /// The columns [`account_row`] reads, in its order.
 const ACCOUNT_COLUMNS: &str = "a.id, a.name, a.password_hash, a.guest, a.rating, a.wins, \

@@ -20,7 +20,7 @@ const READERS: usize = 2;
 
 /// Reads queued for the readers. The per-address request limit bounds what one client
 /// queues; past this, callers wait (back-pressure on HTTP handlers only).
-const READ_QUEUE: usize = 256;
+pub(crate) const READ_QUEUE: usize = 256;
 
 type Reply<T> = oneshot::Sender<DbResult<T>>;
 
