@@ -41,10 +41,13 @@ mod writer;
 pub use journal::LogHealth;
 pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
 // For SECURITY.md's pins (`security_md.rs`).
+#[cfg(test)]
 pub(crate) use accounts::GUEST_SYMBOLS;
+#[cfg(test)]
 pub(crate) use journal::MAX_PAYLOAD_WRITTEN as GAME_LOG_MAX_STEP;
 #[cfg(test)]
 pub(crate) use journal::REQUEST_QUEUE as GAME_LOG_QUEUE;
+#[cfg(test)]
 pub(crate) use reader::READ_QUEUE as DB_READ_QUEUE;
 #[cfg(test)]
 pub(crate) use writer::REQUEST_QUEUE as DB_REQUEST_QUEUE;
