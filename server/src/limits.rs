@@ -173,12 +173,7 @@ impl IpBuckets {
         if buckets.len() >= MAX_TRACKED && !buckets.contains_key(&key) {
             // Full buckets carry no information; if every one is still in use, forgetting
             // them all is the lesser harm (as for failed logins).
-            buckets.retain(|_, b| {
-                let tokens = (b.tokens
-                    + now.saturating_duration_since(b.at).as_secs_f64() * self.rate)
-                    .min(self.burst);
-                tokens < self.burst
-            });
+            buckets.retain(|_, b| self.level(*b, now) < self.burst);
             if buckets.len() >= MAX_TRACKED {
                 buckets.clear();
             }
