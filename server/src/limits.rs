@@ -443,4 +443,14 @@ mod tests {
         assert_eq!(retry_secs(Duration::ZERO), 1);
         assert_eq!(retry_secs(Duration::from_secs(2)), 2);
     }
+
+    #[test]
+    fn buckets_remember_a_bounded_number_of_addresses() {
+        let buckets = IpBuckets::new(1.0, 2.0);
+        let t0 = Instant::now();
+        for i in 0..MAX_TRACKED as u32 + 10 {
+            assert_eq!(buckets.take(IpAddr::V4(i.into()), t0), Ok(()));
+            assert!(lock(&buckets.buckets).len() <= MAX_TRACKED);
+        }
+    }
 }
