@@ -4,7 +4,7 @@
 //! game state: a game's state lives only in its actor. No lock here is held across an
 //! `.await`.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -215,6 +215,18 @@ impl Registry {
 
     pub fn online_count(&self) -> usize {
         self.online.len()
+    }
+
+    /// Accounts that must not be pruned: online, seated, or players of a finished game
+    /// still remembered (whose record may not be stored yet).
+    pub fn active_accounts(&self) -> HashSet<AccountId> {
+        let mut active: HashSet<AccountId> = self.online.iter().map(|e| *e.key()).collect();
+        active.extend(self.seated.iter().map(|e| *e.key()));
+        for finished in self.finished.iter() {
+            active.insert(finished.players.one);
+            active.insert(finished.players.two);
+        }
+        active
     }
 }
 

@@ -20,7 +20,7 @@ use crate::auth::{AuthError, SignedIn};
 use crate::connection::close;
 use crate::db::AccountRow;
 use crate::game::{AnswerTo, GameError, PlayerHandle, SeatAction, SpectatorHandle};
-use crate::limits::LoginRefused;
+use crate::limits::{retry_secs, LoginRefused};
 use crate::lobby::{LobbyCmd, LobbyError, Member};
 use crate::outbox::Outbox;
 use crate::record::AccountId;
@@ -123,6 +123,11 @@ impl Session {
 
     pub fn is_authenticated(&self) -> bool {
         self.user.is_some()
+    }
+
+    /// Whether the connection watches a game (which needs no account).
+    pub fn is_watching(&self) -> bool {
+        !self.watching.is_empty()
     }
 
     /// The connection is closing: release the seat, the lobby and the watched games.
@@ -279,7 +284,9 @@ impl Session {
             C::Ping { id } => Ok(ServerMsg::Pong { id }),
             C::Register { id, name, password } => {
                 self.not_signed_in()?;
-                let signed = state.auth.register(name, password).await?;
+                let signed = self
+                    .new_account(state.auth.register(name, password))
+                    .await?;
                 return self.sign_in(id, signed).await.map(|_| None);
             }
             C::Login { id, name, password } => {
@@ -289,7 +296,7 @@ impl Session {
             }
             C::Guest { id } => {
                 self.not_signed_in()?;
-                let signed = state.auth.guest().await?;
+                let signed = self.new_account(state.auth.guest()).await?;
                 return self.sign_in(id, signed).await.map(|_| None);
             }
             C::Resume { id, token } => {
@@ -483,9 +490,21 @@ impl Session {
             C::Sync { id, game_id } => {
                 // The game queues the snapshot itself, in order with its events.
                 if let Some(spectator) = self.watching.get(&game_id) {
+                    // An ended game answers no snapshot, however long its task lingers
+                    // (PROTOCOL.md section 7); its players are told the same by `seat`.
+                    if state.registry.game(&game_id).is_none() {
+                        return Err(err(ErrorCode::GameOver, "the game has ended"));
+                    }
                     spectator
                         .watch(Outbox::clone(&self.outbox), Some(id))
                         .await?;
+                } else if self.user.is_none() {
+                    // No seat without an account: answered as for anyone who neither plays
+                    // nor watches the game, so that a client may try `watch` next.
+                    return Err(match state.registry.game(&game_id) {
+                        Some(_) => err(ErrorCode::NotSeated, "you have no seat in that game"),
+                        None => err(ErrorCode::UnknownGame, "no live game with that id"),
+                    });
                 } else {
                     let player = self.seat(game_id)?;
                     player.attach(Outbox::clone(&self.outbox), Some(id)).await?;
@@ -557,6 +576,30 @@ impl Session {
                 Err(e.into())
             }
         }
+    }
+
+    /// Creates an account (`create`: a registration or a guest) within the address's
+    /// allowance of new accounts. A refusal has cost nothing; a creation that fails gives
+    /// its allowance back.
+    async fn new_account(
+        &self,
+        create: impl std::future::Future<Output = Result<SignedIn, AuthError>>,
+    ) -> Result<SignedIn, (ErrorCode, String)> {
+        let allowance = &self.state.abuse.new_accounts;
+        let ip = self.peer.ip();
+        if let Err(wait) = allowance.take(ip, Instant::now()) {
+            return Err(err(
+                ErrorCode::RateLimited,
+                format!(
+                    "too many new accounts from this address; retry in {} s",
+                    retry_secs(wait)
+                ),
+            ));
+        }
+        create.await.map_err(|e| {
+            allowance.refund(ip, Instant::now());
+            e.into()
+        })
     }
 
     fn not_signed_in(&self) -> Result<(), (ErrorCode, String)> {

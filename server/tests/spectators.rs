@@ -5,6 +5,7 @@ mod common;
 use common::*;
 use elementals_protocol::messages::{ClientMsg, GameId, ServerMsg};
 use elementals_protocol::rules::Seat;
+use elementals_protocol::ErrorCode;
 
 #[tokio::test]
 async fn a_spectator_joining_mid_game_gets_a_snapshot_then_every_event_in_order() {
@@ -130,6 +131,46 @@ async fn games_that_have_ended_do_not_count_against_the_watch_limit() {
 async fn watch(client: &mut TestClient, game_id: GameId) -> ServerMsg {
     let id = client.id();
     client.request(ClientMsg::Watch { id, game_id }).await
+}
+
+/// A game that has ended answers `sync` with `game_over`, never with a snapshot, to its
+/// players and to its spectators alike: a client that missed the end learns it, and fetches
+/// the result from `GET /api/games/{id}`. Anyone else is told the game is unknown.
+#[tokio::test]
+async fn sync_of_an_ended_game_answers_game_over_not_a_snapshot() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "endsy1", "endsy2").await;
+    let g = game.game_id;
+    // Watching needs no sign-in.
+    let mut watcher = TestClient::connect(&server).await;
+    let id = watcher.id();
+    let reply = watcher.request(ClientMsg::Watch { id, game_id: g }).await;
+    assert!(matches!(reply, ServerMsg::Snapshot { .. }), "{reply:?}");
+    let mut stranger = TestClient::connect(&server).await;
+    stranger.register("endsy3").await;
+
+    one.resign(g).await;
+    watcher
+        .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+        .await;
+    // The game has left the live games (its task lingers a while after).
+    until_metric(&server, "elementals_live_games", 0).await;
+
+    for (who, client) in [("a spectator", &mut watcher), ("a player", &mut two)] {
+        let id = client.id();
+        match client.request(ClientMsg::Sync { id, game_id: g }).await {
+            ServerMsg::Error { code, .. } => assert_eq!(code, ErrorCode::GameOver, "{who}"),
+            other => panic!("{who}: {other:?}"),
+        }
+    }
+    let id = stranger.id();
+    assert_error(
+        &stranger.request(ClientMsg::Sync { id, game_id: g }).await,
+        ErrorCode::UnknownGame,
+    );
+    // The result is where the error says it is.
+    let (status, _) = server.http_get(&format!("/api/games/{g}")).await;
+    assert_eq!(status, 200);
 }
 
 #[tokio::test]

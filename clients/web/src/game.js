@@ -172,6 +172,7 @@ const REASONS = {
   draw_agreed: 'draw agreed',
   aborted: 'aborted',
   server_aborted: 'aborted by the server',
+  max_rounds: 'the round limit was reached',
 };
 
 /** A sentence for the result, from the viewer's side when seated. */

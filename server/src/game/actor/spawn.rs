@@ -20,6 +20,7 @@ pub(in crate::game) fn timing(services: &GameServices, setup: &GameSetup) -> Tim
     Timing {
         first_commit_window: services.settings.first_commit_window,
         grace: services.settings.grace(&setup.time_control),
+        max_rounds: services.settings.max_rounds,
     }
 }
 
