@@ -16,9 +16,9 @@ use tokio::time::Instant;
 use crate::outbox::Outbox;
 
 /// Players' commands a game may have queued. Each connection has at most one request in
-/// flight (its session waits for each answer or `settle`s), and only the two seats'
-/// connections and the lobby's seating send here, so this only fills if the actor is
-/// stuck; senders then wait.
+/// flight (its session waits for each answer or `settle`s), and only connections signed
+/// in as the two players and the lobby's seating send here, so this only fills if the
+/// actor is stuck; senders then wait.
 pub const GAME_CHANNEL_CAPACITY: usize = 64;
 
 /// Spectators' commands (`watch`, a spectator's `sync`, `unwatch`) a game may have queued.
