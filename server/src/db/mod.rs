@@ -313,8 +313,18 @@ impl Db {
         &self,
         record: impl Into<Arc<GameRecord>>,
     ) -> DbResult<Option<SeatPair<RatingChange>>> {
-        let record = record.into();
+        let mut record = record.into();
         let game_id = record.game_id;
+        if record.against_itself() {
+            // No lobby path seats one account twice; should a log hold such a game anyway,
+            // it is stored once, unrated, rather than refused (and retried at every start).
+            tracing::warn!(
+                %game_id,
+                account = record.players.one.account_id,
+                "a game of an account against itself; storing it unrated"
+            );
+            Arc::make_mut(&mut record).rated = false;
+        }
         // Encoded here, on the caller's thread: the writer only writes.
         let stored = stored::encode(&record)?;
         let changes = self

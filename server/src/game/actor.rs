@@ -13,7 +13,7 @@
 //! writer, shared with every other game's steps; only this game waits for it.
 //!
 //! A panic inside the actor is caught by its supervisor task (`supervisor`), which ends the
-//! game as `server_aborted`; other games never notice.
+//! game as its log says (its logged end, else `server_aborted`); other games never notice.
 
 mod fanout;
 mod helpers;
@@ -286,6 +286,7 @@ impl Actor {
                 answer,
                 arrived: _,
             } => {
+                let was_over = self.state.result().is_some();
                 let result = self.state.act(seat, action, now, &mut out);
                 let id = answer.request_id;
                 let frame = Bytes::from(wire::encode(&match result {
@@ -297,13 +298,23 @@ impl Actor {
                     conn_id: answer.outbox.conn_id(),
                     frame: frame.clone(),
                 };
-                if !self.emit_answering(out, received, Some(with_events)).await {
-                    // Not the seat's connection (one being superseded): the reply alone.
-                    answer
-                        .outbox
-                        .write_or_kill(&Framed::new(Arc::from([frame])), 0);
+                let mut answer = Some(answer);
+                if !was_over && self.state.result().is_some() {
+                    // The game ended here: should the task die once the end is logged, the
+                    // supervisor sends this reply with the end (see `Shared::owed`).
+                    lock(&self.shared).owed = answer.take().map(|a| (a, frame.clone()));
                 }
-                answer.sent();
+                let answered = self.emit_answering(out, received, Some(with_events)).await;
+                let answer = answer.or_else(|| lock(&self.shared).owed.take().map(|(a, _)| a));
+                if let Some(answer) = answer {
+                    if !answered {
+                        // Not the seat's connection (one being superseded): the reply alone.
+                        answer
+                            .outbox
+                            .write_or_kill(&Framed::new(Arc::from([frame])), 0);
+                    }
+                    answer.sent();
+                }
             }
             GameCmd::Watch {
                 outbox,
@@ -391,6 +402,13 @@ impl Actor {
                 tracing::error!(%game_id, %error, "could not log the game's steps");
             }
             if ends {
+                // Logged: should the task die before the end is published or recorded, the
+                // supervisor ends the game with this record, not as aborted.
+                {
+                    let mut shared = lock(&self.shared);
+                    shared.ended = self.state.record().cloned();
+                    shared.unpublished = Some(events.clone());
+                }
                 crash_point("end_logged");
             }
         }
@@ -418,6 +436,7 @@ impl Actor {
         let (spectators, backlog, answered) = {
             let mut shared = lock(&self.shared);
             let answered = shared.fanout.broadcast(&frames, answer);
+            shared.unpublished = None;
             shared.mirror(&self.state, now);
             let backlog = shared.fanout.has_backlog();
             (shared.fanout.spectator_count(), backlog, answered)

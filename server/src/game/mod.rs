@@ -144,7 +144,8 @@ impl LogStore {
 }
 
 /// A test hook on the paths that must survive a crash: with the `test-hooks` feature, the
-/// process aborts at the step named by the `ELEMENTALS_CRASH_AT` environment variable.
+/// process aborts at the step named by the `ELEMENTALS_CRASH_AT` environment variable, or
+/// the calling task panics there if the variable says `panic:` and the step.
 /// The steps of a game's end, in order: `end_unlogged` (the game has ended, its end not yet
 /// logged), `end_logged` (logged, `game_over` not yet sent), `record_uncommitted` (the
 /// record and ratings written, their transaction not committed), `recorded` (committed,
@@ -153,9 +154,13 @@ impl LogStore {
 pub(crate) fn crash_point(step: &str) {
     static CRASH_AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let at = CRASH_AT.get_or_init(|| std::env::var("ELEMENTALS_CRASH_AT").ok());
-    if at.as_deref() == Some(step) {
+    let Some(at) = at.as_deref() else { return };
+    if at == step {
         eprintln!("ELEMENTALS_CRASH_AT={step}: aborting");
         std::process::abort();
+    }
+    if at.strip_prefix("panic:") == Some(step) {
+        panic!("ELEMENTALS_CRASH_AT={at}: panicking");
     }
 }
 

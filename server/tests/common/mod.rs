@@ -88,9 +88,14 @@ impl TestServer {
     }
 
     /// Stop, then start again on the same database file (a new port).
-    pub async fn restart(mut self) -> TestServer {
+    pub async fn restart(self) -> TestServer {
+        self.restart_with(|_| {}).await
+    }
+
+    /// `restart`, with the configuration changed by `tweak`.
+    pub async fn restart_with(mut self, tweak: impl FnOnce(&mut Config)) -> TestServer {
         self.stop().await;
-        let mut next = start_on(self.db_path.clone(), |_| {}).await;
+        let mut next = start_on(self.db_path.clone(), tweak).await;
         next.dir = self.dir.take();
         next
     }
