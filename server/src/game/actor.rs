@@ -139,8 +139,10 @@ impl Actor {
                 () = &mut stop => return false,
                 // An incident next: the game is held before it acts on anything else.
                 since = incident(&mut self.incidents) => self.on_incident(since).await,
-                // Then commands: each one settles passed deadlines itself before acting,
-                // judged by the clock at the moment it is handled.
+                // Then the players' commands: each one settles passed deadlines itself
+                // before acting, judged at its arrival (a move) or as it is handled. A
+                // move that arrived before a deadline is thus judged before the timer's
+                // verdict on it.
                 cmd = self.rx.recv(), if self.rx_open => self.on_cmd(cmd).await,
                 () = &mut timer, if armed.is_some() => self.on_deadline().await,
                 // Spectators when nothing above is waiting, a chunk at a time.
