@@ -141,8 +141,8 @@ impl Actor {
                 since = incident(&mut self.incidents) => self.on_incident(since).await,
                 // Then the players' commands: each one settles passed deadlines itself
                 // before acting, judged at its arrival (a move) or as it is handled. A
-                // move that arrived before a deadline is thus judged before the timer's
-                // verdict on it.
+                // move already queued when a deadline passes is judged (at its arrival)
+                // before the timer's verdict.
                 cmd = self.rx.recv(), if self.rx_open => self.on_cmd(cmd).await,
                 () = &mut timer, if armed.is_some() => self.on_deadline().await,
                 // Spectators when nothing above is waiting, a chunk at a time.
