@@ -138,8 +138,17 @@ pub async fn run(
     let stop = state.shutdown.clone();
     let flag = state.shutting_down.clone();
     let stop_games = games.stop.clone();
+    // A failed sync of the game log ends the process: what the kernel failed to write may
+    // be gone from its cache too, so nothing after it can be made durable; the restart
+    // replays what the log holds.
+    let log_broken = Arc::new(AtomicBool::new(false));
+    let broken = log_broken.clone();
+    let log = db.clone();
     let signal = async move {
-        shutdown.await;
+        tokio::select! {
+            () = shutdown => {}
+            () = log.log_broken() => broken.store(true, Ordering::SeqCst),
+        }
         tracing::info!("shutting down: no new connections or games");
         flag.store(true, Ordering::SeqCst);
         // Games stop before their players are told, so that no clock runs out while the
@@ -168,6 +177,12 @@ pub async fn run(
     let _ = pruner.await;
     // Everything the games and connections sent is committed before this returns.
     db.shutdown().await?;
+    if log_broken.load(Ordering::SeqCst) {
+        anyhow::bail!(
+            "stopped because the game log could not be synced (see the error logged before); \
+             starting again replays it"
+        );
+    }
     tracing::info!("stopped");
     Ok(())
 }

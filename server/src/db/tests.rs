@@ -560,3 +560,6 @@ mod stored;
 
 /// The live games' logs (the journal, and the table earlier versions kept them in).
 mod journal;
+
+/// The game log under bad input and faults.
+mod journal_faults;

@@ -123,7 +123,38 @@ pub enum LogStore {
     /// Memory, for the actor's tests on tokio's paused clock: while an actor waited on the
     /// database thread the runtime would look idle, and paused time would jump ahead.
     #[cfg(test)]
-    Memory(Arc<std::sync::Mutex<Vec<(GameId, LogStep)>>>),
+    Memory(Arc<MemoryLog>),
+}
+
+/// The steps logged in memory, and the games whose appends it refuses as a full disk would.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub struct MemoryLog {
+    pub steps: std::sync::Mutex<Vec<(GameId, LogStep)>>,
+    pub refusing: std::sync::Mutex<std::collections::HashSet<GameId>>,
+}
+
+#[cfg(test)]
+impl MemoryLog {
+    fn append(&self, game_id: GameId, steps: &[LogStep]) -> DbResult<()> {
+        use std::sync::PoisonError;
+        if self
+            .refusing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&game_id)
+        {
+            return Err(crate::db::DbError::Io {
+                what: "cannot append",
+                path: "memory".into(),
+                kind: std::io::ErrorKind::StorageFull,
+                message: "no space left on device".into(),
+            });
+        }
+        let mut log = self.steps.lock().unwrap_or_else(PoisonError::into_inner);
+        log.extend(steps.iter().map(|s| (game_id, s.clone())));
+        Ok(())
+    }
 }
 
 impl LogStore {
@@ -132,13 +163,7 @@ impl LogStore {
         match self {
             LogStore::Db(db) => db.append_log(game_id, steps).await,
             #[cfg(test)]
-            LogStore::Memory(log) => {
-                let mut log = log
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                log.extend(steps.iter().map(|s| (game_id, s.clone())));
-                Ok(())
-            }
+            LogStore::Memory(log) => log.append(game_id, steps),
         }
     }
 }

@@ -344,6 +344,20 @@ impl TestClient {
         assert!(matches!(reply, ServerMsg::Pong { .. }), "{reply:?}");
     }
 
+    /// Every message that came before the answer to a `ping` sent now: all the server had
+    /// sent this connection so far.
+    pub async fn received_before_pong(&mut self) -> Vec<ServerMsg> {
+        let id = self.id();
+        self.send(&ClientMsg::Ping { id }).await;
+        let mut before = Vec::new();
+        loop {
+            match self.recv().await {
+                ServerMsg::Pong { id: pong } if pong == id => return before,
+                msg => before.push(msg),
+            }
+        }
+    }
+
     /// Wait for the first message matching `pred`, dropping the ones before it.
     pub async fn expect(&mut self, what: &str, pred: impl Fn(&ServerMsg) -> bool) -> ServerMsg {
         loop {
