@@ -14,6 +14,10 @@ import { leaderboardView } from './views/leaderboard.js';
 import { playerView } from './views/player.js';
 
 const TOKEN_KEY = 'elementals.token';
+
+function token() {
+  return localStorage.getItem(TOKEN_KEY);
+}
 const GAME_EVENTS = new Set([
   'round_start', 'committed', 'reveal_phase', 'revealed', 'round_result', 'draw_offered',
   'draw_declined', 'presence', 'game_over', 'rating_update', 'spectators',
@@ -37,6 +41,11 @@ export class App {
     // once it lands: a seat starts receiving events the moment it attaches.
     this.early = new Map();
     this.retries = 0;
+    // Connections opened so far (the tests read it).
+    this.opened = 0;
+    // Set while reconnecting after the server closed a connection that had not signed in
+    // (4001 after its sign-in time): nothing was lost, so nothing is said.
+    this.quietReconnect = false;
     // What is typed into views that a reconnection rebuilds (the lobby's opponent name).
     this.drafts = {};
     this.view = null;
@@ -85,7 +94,7 @@ export class App {
           ]
         : h('a', { href: '#/login' }, 'Sign in'),
     );
-    const text = {
+    const text = this.quietReconnect ? '' : {
       connecting: 'Connecting…',
       reconnecting: 'Connection lost. Reconnecting…',
       superseded: 'This account signed in somewhere else.',
@@ -137,7 +146,8 @@ export class App {
 
   navigate() {
     let route = this.parseRoute();
-    const needsAccount = route.name === 'lobby' || route.name === 'game';
+    // Only playing needs an account: anyone may watch a game or read the pages.
+    const needsAccount = route.name === 'lobby';
     if (needsAccount && !this.account && this.status !== 'connecting') route = { name: 'login', then: location.hash };
     const same = this.route && JSON.stringify(this.route) === JSON.stringify(route);
     if (same && this.view) return this.refresh();
@@ -147,8 +157,9 @@ export class App {
       login: authView, lobby: lobbyView, game: gameView, watch: watchView,
       leaderboard: leaderboardView, player: playerView,
     };
-    // Before the first connection has tried to resume, pages that need an account wait.
-    const needsWait = route.name !== 'login' && needsAccount && !this.account;
+    // Before the first connection has tried to resume, pages that need an account (or, for
+    // a game, to know whether this is a player or a spectator) wait.
+    const needsWait = (needsAccount || route.name === 'game') && !this.account && this.status === 'connecting';
     this.view = needsWait ? { el: h('p', { class: 'loading' }, 'Connecting…') } : views[route.name](this, route);
     replace(this.main, this.view.el);
     this.renderShell();
@@ -179,31 +190,47 @@ export class App {
       return; // onClose schedules the retry.
     }
     this.retries = 0;
+    this.opened++;
+    const quiet = this.quietReconnect;
+    this.quietReconnect = false;
     // A new connection is signed in as nobody and watches nothing until it says so.
     this.account = null;
     // Live games are reopened on this connection (a snapshot after resume, or `sync`), so
     // a game that ended meanwhile is not shown as still running.
-    for (const [id, game] of this.games) if (game.phase !== 'over') this.games.delete(id);
+    // After a quiet reconnect a spectator's game stays on screen while it is watched again.
+    const rewatch = quiet && !token() && this.route?.name === 'game' ? this.route.id : null;
+    for (const [id, game] of this.games) if (game.phase !== 'over' && id !== rewatch) this.games.delete(id);
     this.watching.clear();
     // The server dropped this player from pools, seeks and challenges with the old socket.
     this.queue = null;
     this.mySeeks.clear();
     this.challengesIn.clear();
     this.challengesOut.clear();
-    const token = localStorage.getItem(TOKEN_KEY);
-    if (token) {
+    const saved = token();
+    if (saved) {
       try {
-        this.signedIn(await conn.request({ type: 'resume', token }));
+        this.signedIn(await conn.request({ type: 'resume', token: saved }));
       } catch (e) {
         if (e.code === 'invalid_token') localStorage.removeItem(TOKEN_KEY);
       }
     }
     this.status = 'online';
+    if (rewatch) {
+      this.refresh();
+      this.watch(rewatch).catch(() => {
+        // It ended meanwhile: the view opens it afresh (and finds its record).
+        this.games.delete(rewatch);
+        this.route = null;
+        this.navigate();
+      });
+      return;
+    }
     if (this.account && this.parseRoute().name === 'login') {
       this.route = null;
       this.go('#/lobby');
-    } else if (!this.account && this.route?.name === 'login' && this.view) {
+    } else if (!this.account && (this.route?.name === 'login' || (quiet && this.route?.name === 'watch')) && this.view) {
       // The sign-in form needs nothing from the connection: keep what was typed into it.
+      // The live list refreshes itself once the connection is up.
       this.refresh();
     } else {
       // Rebuild the view: it reopens (syncs or watches) its game on this connection.
@@ -212,8 +239,15 @@ export class App {
     }
   }
 
-  onClose({ notice }) {
+  onClose({ code, notice }) {
     this.conn = null;
+    if (code === 4001 && !this.account) {
+      // Closed for not signing in (a spectator, or a sign-in form left open): the server
+      // keeps nothing for such a connection, so open a new one at once, without a word.
+      this.quietReconnect = true;
+      this.connect();
+      return;
+    }
     if (notice?.code === 'superseded') {
       this.status = 'superseded';
     } else {
@@ -283,15 +317,22 @@ export class App {
    */
   async openGame(id) {
     if (this.games.has(id)) return;
+    if (!this.account) return this.watch(id);
     try {
       const reply = await this.request({ type: 'sync', game_id: id });
       this.installSnapshot(reply.snapshot, reply.seat ?? null);
     } catch (e) {
       if (e.code !== 'not_seated') throw e;
-      const reply = await this.request({ type: 'watch', game_id: id });
-      this.watching.add(id);
-      this.installSnapshot(reply.snapshot, null);
+      return this.watch(id);
     }
+    this.refresh();
+  }
+
+  /** Watch a live game (no account needed). Resolves when its snapshot is in. */
+  async watch(id) {
+    const reply = await this.request({ type: 'watch', game_id: id });
+    this.watching.add(id);
+    this.installSnapshot(reply.snapshot, null);
     this.refresh();
   }
 
