@@ -4,6 +4,13 @@
 
 export const SEATS = ['one', 'two'];
 
+/**
+ * How long both players have to commit in round 1 before the game is called off, counted
+ * from the game's start (PROTOCOL.md, "Clocks" and "Limits": 30 s). The server announces it
+ * nowhere else; `welcome.limits.first_commit_ms` is read first should a server send it.
+ */
+export const FIRST_COMMIT_MS = 30_000;
+
 export function otherSeat(seat) {
   return seat === 'one' ? 'two' : 'one';
 }
@@ -146,6 +153,19 @@ export function clockNow(game, now) {
   return { one: left('one'), two: left('two') };
 }
 
+/**
+ * Round 1's commit window: the ms left (`nowWall` is Date.now()), or null when it does not
+ * apply (a later round, both committed, a bank running, the game over). No bank runs
+ * meanwhile, so without this the clocks would stand still and say nothing.
+ */
+export function firstCommitLeft(game, nowWall, windowMs = FIRST_COMMIT_MS) {
+  if (game.round !== 1 || game.phase !== 'commit') return null;
+  if (game.committed.one && game.committed.two) return null;
+  if (game.clocks.running?.one || game.clocks.running?.two) return null;
+  const left = game.info.started_at + windowMs - nowWall;
+  return Math.max(0, Math.min(windowMs, left));
+}
+
 /** "m:ss", or "s.t" under ten seconds. */
 export function formatClock(ms) {
   if (ms < 10_000) return `${Math.floor(ms / 1000)}.${Math.floor((ms % 1000) / 100)}`;
@@ -170,7 +190,7 @@ const REASONS = {
   resignation: 'by resignation',
   abandoned: 'the opponent left',
   draw_agreed: 'draw agreed',
-  aborted: 'aborted',
+  aborted: 'round 1 was not picked in time',
   server_aborted: 'aborted by the server',
 };
 
@@ -179,10 +199,21 @@ export function describeResult(game) {
   const r = game.result;
   if (!r) return '';
   const reason = REASONS[r.reason] ?? r.reason;
+  if (r.reason === 'aborted') return describeAbort(game);
   if (!r.winner) return r.reason === 'draw_agreed' ? 'Draw agreed.' : `Game ${reason}.`;
   const name = game.info.players[r.winner].name;
   if (game.seat) return `${r.winner === game.seat ? 'You won' : 'You lost'} (${reason}).`;
   return `${name} won (${reason}).`;
+}
+
+/** Why round 1 ended the game, naming who did not pick when that is known. */
+function describeAbort(game) {
+  const late = SEATS.filter((s) => !game.committed[s]);
+  const p = game.info.players;
+  let who = 'the players did not both pick';
+  if (late.length === 1) who = game.seat === late[0] ? 'you did not pick' : `${p[late[0]].name} did not pick`;
+  else if (late.length === 2) who = game.seat ? 'neither of you picked' : 'neither player picked';
+  return `Game called off: ${who} in time in round 1. No rating changes.`;
 }
 
 /** A sentence for one resolved round. */

@@ -3,8 +3,8 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  applyEvent, beats, canPick, clockNow, describeRound, formatClock, fromSnapshot, owesReveal,
-  typedPick, victims,
+  applyEvent, beats, canPick, clockNow, describeResult, describeRound, FIRST_COMMIT_MS, firstCommitLeft, formatClock,
+  fromSnapshot, owesReveal, typedPick, victims,
 } from '../src/game.js';
 
 const ID = '6f1c2b4a-8d3e-4f5a-9b7c-0123456789ab';
@@ -117,4 +117,32 @@ test('digits typed toward a pick', () => {
   assert.deepEqual(typedPick(1, 0, 12), { pick: 10, pending: 0 });
   assert.deepEqual(typedPick(0, 2, 12), { pick: 2, pending: 0 });
   assert.deepEqual(typedPick(1, 5, 12), { pick: 5, pending: 0 }, 'an impossible pair starts over');
+});
+
+test("round 1's commit window counts down from the start while no bank runs", () => {
+  const stopped = { ...CLOCKS, running: { one: false, two: false } };
+  const game = fromSnapshot(snapshot({ clocks: stopped }), 'one', 0);
+  assert.equal(firstCommitLeft(game, 4_200), FIRST_COMMIT_MS - 4_200);
+  assert.equal(firstCommitLeft(game, 40_000), 0);
+  // A wall clock behind the server's never shows more than the window.
+  assert.equal(firstCommitLeft(game, -5_000), FIRST_COMMIT_MS);
+  game.committed.one = true;
+  assert.equal(firstCommitLeft(game, 1_000), FIRST_COMMIT_MS - 1_000, 'one commit is not enough');
+  game.committed.two = true;
+  assert.equal(firstCommitLeft(game, 1_000), null);
+  const later = fromSnapshot(snapshot({ round: 2, clocks: stopped }), 'one', 0);
+  assert.equal(firstCommitLeft(later, 1_000), null);
+  const running = fromSnapshot(snapshot(), 'one', 0);
+  assert.equal(firstCommitLeft(running, 1_000), null, 'a running bank means the window is over');
+});
+
+test('a game called off in round 1 says who did not pick', () => {
+  const aborted = { winner: null, reason: 'aborted' };
+  const game = fromSnapshot(snapshot({ phase: 'over', result: aborted, committed: { one: true, two: false } }), 'one', 0);
+  assert.equal(describeResult(game), 'Game called off: bob did not pick in time in round 1. No rating changes.');
+  game.seat = 'two';
+  assert.match(describeResult(game), /you did not pick in time/);
+  game.seat = null;
+  game.committed.one = false;
+  assert.match(describeResult(game), /neither player picked/);
 });

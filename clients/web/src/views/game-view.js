@@ -5,7 +5,8 @@
 import { Board } from '../board.js';
 import { fmtDelta, fmtGameKind, fmtRating, h, replace } from '../dom.js';
 import {
-  canPick, clockNow, describeResult, formatClock, otherSeat, SEATS, typedPick, victims,
+  canPick, clockNow, describeResult, FIRST_COMMIT_MS, firstCommitLeft, formatClock, otherSeat, SEATS, typedPick,
+  victims,
 } from '../game.js';
 import { play } from '../play.js';
 
@@ -38,7 +39,10 @@ export function gameView(app, route) {
   // Clocks tick locally between events.
   const timer = setInterval(() => {
     const game = app.games.get(id);
-    if (game && parts) renderClocks(game, parts);
+    if (game && parts) {
+      renderClocks(game, parts);
+      renderCountdown(app, game, parts);
+    }
   }, 100);
 
   // Digits pick an element: 1-9 at once, or two digits for larger variants.
@@ -98,6 +102,7 @@ function build(app, game) {
   const cards = { one: playerCard(game, 'one'), two: playerCard(game, 'two') };
   const head = h('div', { class: 'game-head' });
   const status = h('p', { class: 'game-status', id: 'game-status', role: 'status' });
+  const countdown = h('p', { class: 'countdown', id: 'first-commit', hidden: true });
   const picks = h('div', { class: 'picks', role: 'group', 'aria-label': 'Pick an element', 'aria-describedby': 'game-status' });
   const pickButtons = [];
   if (game.seat) {
@@ -130,11 +135,13 @@ function build(app, game) {
     h('div', { class: 'players' }, cards.one.card, cards.two.card),
     board.el,
     result,
-    game.seat ? h('div', { class: 'pick-area', id: 'pick-area' }, status, picks, h('p', { class: 'hint muted' }, `Keys 1–${Math.min(9, game.info.variant.number)} pick too.`)) : status,
+    game.seat
+      ? h('div', { class: 'pick-area', id: 'pick-area' }, status, countdown, picks, h('p', { class: 'hint muted' }, `Keys 1–${Math.min(9, game.info.variant.number)} pick too.`))
+      : h('div', { class: 'pick-area' }, status, countdown),
     controls,
     h('section', { class: 'history' }, h('h2', {}, 'Rounds'), rounds),
   );
-  return { root, board, cards, head, status, picks, pickButtons, controls, result, rounds, seat: game.seat, game, roundsShown: -1 };
+  return { root, board, cards, head, status, countdown, picks, pickButtons, controls, result, rounds, seat: game.seat, game, roundsShown: -1 };
 }
 
 function renderClocks(game, parts) {
@@ -147,6 +154,18 @@ function renderClocks(game, parts) {
     c.clock.classList.toggle('running', running);
     c.clock.classList.toggle('low', now[seat] < 20_000);
   }
+}
+
+/** Round 1's window to commit, in seconds, while it runs (no bank runs meanwhile). */
+function renderCountdown(app, game, parts) {
+  const windowMs = app.conn?.welcome?.limits?.first_commit_ms ?? FIRST_COMMIT_MS;
+  const left = firstCommitLeft(game, Date.now(), windowMs);
+  parts.countdown.hidden = left === null;
+  if (left === null) return;
+  const s = Math.ceil(left / 1000);
+  const text = `Round 1: ${s} s left for both players to pick, or the game is called off.`;
+  if (parts.countdown.textContent !== text) parts.countdown.textContent = text;
+  parts.countdown.classList.toggle('low', s <= 10);
 }
 
 function seatState(game, seat) {
@@ -176,6 +195,7 @@ function render(app, game, parts) {
     c.card.classList.toggle('winner', game.result?.winner === seat);
   }
   renderClocks(game, parts);
+  renderCountdown(app, game, parts);
 
   const moveKey = game.rounds.length ? `${game.rounds[game.rounds.length - 1].round}` : null;
   parts.board.update(game.positions, game.lastMove, moveKey);
