@@ -35,7 +35,8 @@ export const play = {
 
   /** Commit to `pick` in the current round. */
   async commit(app, game, pick) {
-    if (!canPick(game) || game.committing) return;
+    // Offline, a pick could not be sent, and would be lost with the connection's state.
+    if (!canPick(game) || game.committing || !app.conn?.isOpen) return;
     const { id, round, seat } = game;
     const nonce = freshNonce();
     sessionStorage.setItem(key(id, round), JSON.stringify({ pick, nonce: bytesToHex(nonce) }));

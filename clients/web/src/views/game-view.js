@@ -202,15 +202,20 @@ function render(app, game, parts) {
   parts.board.el.dataset.round = String(game.round);
   parts.board.el.dataset.phase = game.phase;
 
-  // The viewer's own state and what to do next.
-  const pickable = canPick(game) && !game.committing;
+  // The viewer's own state and what to do next. Nothing can be sent without a connection:
+  // the picks wait for it, and say so.
+  const online = app.status === 'online' && !!app.conn?.isOpen;
+  const pickable = canPick(game) && !game.committing && online;
+  parts.picks.classList.toggle('offline', !online && canPick(game));
   for (const b of parts.pickButtons) {
     b.disabled = !pickable;
     const mine = game.myPick && game.myPick.round === game.round && Number(b.dataset.element) === game.myPick.pick && game.phase !== 'over';
     b.classList.toggle('chosen', !!mine);
     b.setAttribute('aria-pressed', mine ? 'true' : 'false');
   }
-  parts.status.textContent = statusText(game);
+  parts.status.textContent = !online && game.seat && game.phase !== 'over'
+    ? 'Connection lost. Reconnecting… You can pick once it is back.'
+    : statusText(game);
   // Once the game is over the result panel says it all; no dead buttons below it.
   parts.root.querySelector('#pick-area')?.toggleAttribute('hidden', game.phase === 'over');
 

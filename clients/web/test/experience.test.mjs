@@ -1,0 +1,105 @@
+// End to end: what a person sees and is told in a game and around it, beyond playing it
+// (e2e.test.mjs): a lost connection, a disconnected opponent, draw offers, the end screens,
+// phones, accessibility, the lobby, signing in, the rules page, alerts.
+
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { axeViolations, newPlayer } from '../testkit/browser.mjs';
+import { harness } from '../testkit/harness.mjs';
+import { joinPool, pick, roundShown, seatOf, signUp, waitForGame } from '../testkit/scenario.mjs';
+
+const STEP = { timeout: 30_000 };
+const h = harness();
+let names = 0;
+
+/** A fresh account name for each game, so that tests do not meet each other's players. */
+function freshName(prefix) {
+  names += 1;
+  return `${prefix}-${names}-${process.pid % 1000}`;
+}
+
+/**
+ * Two new accounts paired in the classic blitz pool (or `variant`):
+ * { bySeat: { one, two } (each { page, context, errors, name }), gameId }.
+ */
+async function newGame(a, b, variant = '5/2/3') {
+  a.name = freshName('ann');
+  b.name = freshName('bob');
+  await signUp(a.page, a.name);
+  await signUp(b.page, b.name);
+  await joinPool(a.page, 'blitz', variant);
+  await a.page.waitForSelector('.queue:not([hidden])', STEP);
+  await joinPool(b.page, 'blitz', variant);
+  const gameId = await waitForGame(a.page);
+  await waitForGame(b.page);
+  const bySeat = { [await seatOf(a.page)]: a, [await seatOf(b.page)]: b };
+  return { bySeat, gameId };
+}
+
+/**
+ * Lets the test cut this page's connection and keep it cut: `cut()` closes the socket and
+ * makes new ones fail (they are pointed at a closed port) until `blocked` is cleared.
+ * Install before the page first loads.
+ */
+async function cuttable(page) {
+  await page.addInitScript(() => {
+    const Real = window.WebSocket;
+    window.blockSockets = false;
+    window.WebSocket = class extends Real {
+      constructor(url, protocols) {
+        super(window.blockSockets ? 'ws://127.0.0.1:9/ws' : url, protocols);
+      }
+    };
+  });
+  const line = {
+    async cut() {
+      await page.evaluate(() => {
+        window.blockSockets = true;
+        window.elementals.conn.ws.close();
+      });
+      await page.waitForSelector('.banner:not([hidden])', STEP);
+    },
+    async restore() {
+      await page.evaluate(() => (window.blockSockets = false));
+    },
+  };
+  return line;
+}
+
+async function people(n, options) {
+  return Promise.all(Array.from({ length: n }, () => newPlayer(h.browser, h.server.url, undefined, options)));
+}
+
+async function closeAll(list) {
+  await Promise.all(list.map((p) => p.context.close()));
+}
+
+describe('what the browser client tells and shows', { timeout: 600_000 }, () => {
+  after(() => h.tearDown());
+
+  test('picks wait for the connection, visibly, and none is lost', async () => {
+    await h.setUp();
+    const [a, b] = await people(2);
+    const line = await cuttable(a.page);
+    await h.withDiagnostics({ a, b }, async () => {
+      const { bySeat } = await newGame(a, b);
+      const me = a.page;
+      await me.waitForSelector('button.pick:not([disabled])', STEP);
+      await line.cut();
+      assert.equal(await me.locator('button.pick:not([disabled])').count(), 0, 'no pick button is enabled offline');
+      assert.match(await me.textContent('#game-status'), /Connection lost\. Reconnecting… You can pick once it is back\./);
+      await me.keyboard.press('2');
+      await me.locator('button.pick[data-element="2"]').click({ force: true });
+      assert.equal(await me.locator('button.pick.chosen').count(), 0, 'nothing looks picked');
+      await line.restore();
+      await me.waitForSelector('.banner', { ...STEP, state: 'hidden' });
+      const mySeat = bySeat.one === a ? 'one' : 'two';
+      await pick(me, 1, 2);
+      await pick(bySeat[mySeat === 'one' ? 'two' : 'one'].page, 1, 1);
+      await roundShown(me, 1);
+      assert.equal(await me.textContent(`.rounds .round-item[data-round="1"] .r-pick.seat-${mySeat}`), '2');
+    });
+    await closeAll([a, b]);
+  });
+});
