@@ -55,8 +55,22 @@ export function fromSnapshot(snapshot, seat, now) {
     result: snapshot.result ?? null,
     ratings: null,
     revealDeadline: null,
-    graceUntil: { one: null, two: null },
+    // For claiming a win: since when each seat has been away, and has owed a move (the
+    // snapshot tells neither, so both count from now: a claim is then offered late, never
+    // early), and the grace period (announced in `presence`, else PROTOCOL.md's formula).
+    awaySince: { one: snapshot.connected.one ? null : now, two: snapshot.connected.two ? null : now },
+    owesSince: {
+      one: owesMove(snapshot, 'one') ? now : null,
+      two: owesMove(snapshot, 'two') ? now : null,
+    },
+    graceMs: Math.min(180_000, Math.max(30_000, snapshot.game.time_control.initial_ms / 10)),
   };
+}
+
+function owesMove(g, seat) {
+  if (g.phase === 'commit') return !g.committed[seat];
+  if (g.phase === 'reveal') return !g.revealed[seat];
+  return false;
 }
 
 /**
@@ -79,19 +93,26 @@ export function applyEvent(game, msg, now) {
   }
   switch (msg.type) {
     case 'round_start':
-      startRound(game, msg.round);
+      startRound(game, msg.round, now);
       break;
     case 'committed':
-      if (msg.round === game.round) game.committed[msg.seat] = true;
+      if (msg.round === game.round) {
+        game.committed[msg.seat] = true;
+        game.owesSince[msg.seat] = null;
+      }
       break;
     case 'reveal_phase':
       game.round = msg.round;
       game.phase = 'reveal';
       game.committed = { one: true, two: true };
       game.revealDeadline = now + msg.reveal_ms;
+      game.owesSince = { one: game.revealed.one ? null : now, two: game.revealed.two ? null : now };
       break;
     case 'revealed':
-      if (msg.round === game.round) game.revealed[msg.seat] = true;
+      if (msg.round === game.round) {
+        game.revealed[msg.seat] = true;
+        game.owesSince[msg.seat] = null;
+      }
       break;
     case 'round_result': {
       const record = msg.record;
@@ -102,7 +123,9 @@ export function applyEvent(game, msg, now) {
       // reached an edge: then `game_over` follows and no pick may be offered meanwhile.
       const edge = game.info.variant.distance;
       if (game.positions.some((p) => Math.abs(p) >= edge)) game.phase = 'resolved';
-      else startRound(game, record.round + 1);
+      else startRound(game, record.round + 1, now);
+      // A standing draw offer lapses when the round resolves.
+      game.drawOffer = null;
       break;
     }
     case 'draw_offered':
@@ -113,7 +136,8 @@ export function applyEvent(game, msg, now) {
       break;
     case 'presence':
       game.connected[msg.seat] = msg.connected;
-      game.graceUntil[msg.seat] = msg.connected ? null : now + msg.grace_ms;
+      game.awaySince[msg.seat] = msg.connected ? null : now;
+      if (msg.grace_ms) game.graceMs = msg.grace_ms;
       break;
     case 'game_over':
       game.result = msg.result;
@@ -131,11 +155,12 @@ export function applyEvent(game, msg, now) {
   return 'applied';
 }
 
-function startRound(game, round) {
+function startRound(game, round, now) {
   if (game.phase === 'over') return;
   if (round !== game.round || game.phase !== 'commit') {
     game.committed = { one: false, two: false };
     game.revealed = { one: false, two: false };
+    game.owesSince = { one: now, two: now };
   }
   game.round = round;
   game.phase = 'commit';
@@ -176,6 +201,22 @@ export function formatClock(ms) {
 /** Whether the viewer (a player) should pick now. */
 export function canPick(game) {
   return game.seat !== null && game.phase === 'commit' && !game.committed[game.seat];
+}
+
+/**
+ * Whether the viewer may claim the win from an absent opponent: null while the opponent is
+ * connected (or the viewer is no player); { owes: false } while the opponent owes no move
+ * (the server refuses then); else { owes: true, leftMs } until the claim can succeed: the
+ * grace period counted from the later of the disconnect and the opponent's turn.
+ */
+export function claimWin(game, now) {
+  if (!game.seat || game.phase === 'over' || game.phase === 'resolved') return null;
+  const opp = otherSeat(game.seat);
+  if (game.connected[opp]) return null;
+  const owes = game.owesSince[opp];
+  if (owes === null) return { owes: false, leftMs: null };
+  const from = Math.max(game.awaySince[opp] ?? now, owes);
+  return { owes: true, leftMs: Math.max(0, from + game.graceMs - now) };
 }
 
 /** Whether the viewer (a player) has committed and owes a reveal. */

@@ -102,4 +102,31 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
     });
     await closeAll([a, b]);
   });
+
+  test('the win over an opponent who left can be claimed when the wait is over, counted down', { timeout: 120_000 }, async () => {
+    await h.setUp();
+    const [a, b] = await people(2);
+    await h.withDiagnostics({ a, b }, async () => {
+      const { bySeat } = await newGame(a, b);
+      await pick(bySeat.one.page, 1, 1);
+      await pick(bySeat.two.page, 1, 1);
+      const me = bySeat.one.page;
+      await roundShown(me, 1);
+      // Seat two leaves in round 2 without picking: the game waits for them.
+      await bySeat.two.context.close();
+      const claim = me.locator('#claim-win');
+      await claim.waitFor(STEP);
+      assert.equal(await claim.isDisabled(), true, 'not before it can succeed');
+      const first = Number((await claim.textContent()).match(/^Claim the win in (\d+) s$/)[1]);
+      assert.ok(first > 20 && first <= 30, `a blitz game's grace period is 30 s (shown: ${first})`);
+      await me.waitForFunction((n) => /in (\d+) s/.exec(document.querySelector('#claim-win').textContent)?.[1] < n, first, STEP);
+      assert.match(await me.textContent('#claim-note'), new RegExp(`${bySeat.two.name} is away\\. If they are not back in \\d+ s, the win is yours to claim\\.`));
+      await me.waitForSelector('#claim-win:not([disabled])', { timeout: 45_000 });
+      await claim.click();
+      await me.waitForSelector('.result:not([hidden]) h2', STEP);
+      assert.equal(await me.textContent('.result h2'), 'You won (the opponent left).');
+      assert.deepEqual(bySeat.one.errors.map(String), []);
+    });
+    await a.context.close();
+  });
 });

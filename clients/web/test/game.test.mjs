@@ -3,7 +3,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  applyEvent, beats, canPick, clockNow, describeResult, describeRound, FIRST_COMMIT_MS, firstCommitLeft, formatClock,
+  applyEvent, beats, canPick, claimWin, clockNow, describeResult, describeRound, FIRST_COMMIT_MS, firstCommitLeft, formatClock,
   fromSnapshot, owesReveal, typedPick, victims,
 } from '../src/game.js';
 
@@ -145,4 +145,30 @@ test('a game called off in round 1 says who did not pick', () => {
   game.seat = null;
   game.committed.one = false;
   assert.match(describeResult(game), /neither player picked/);
+});
+
+test('a win can be claimed a grace period after the opponent left, counted from their turn', () => {
+  const game = fromSnapshot(snapshot({ seq: 1, round: 2 }), 'one', 0);
+  assert.equal(claimWin(game, 0), null, 'the opponent is here');
+  applyEvent(game, ev(2, 'presence', { seat: 'two', connected: false, grace_ms: 30_000 }), 1_000);
+  assert.deepEqual(claimWin(game, 1_000), { owes: true, leftMs: 30_000 });
+  assert.deepEqual(claimWin(game, 31_000), { owes: true, leftMs: 0 });
+  // They had committed before leaving: nothing is held up until the reveal phase.
+  const away = fromSnapshot(snapshot({ seq: 1, round: 2 }), 'one', 0);
+  applyEvent(away, ev(2, 'committed', { round: 2, seat: 'two' }), 500);
+  applyEvent(away, ev(3, 'presence', { seat: 'two', connected: false, grace_ms: 30_000 }), 1_000);
+  assert.deepEqual(claimWin(away, 5_000), { owes: false, leftMs: null });
+  applyEvent(away, ev(4, 'committed', { round: 2, seat: 'one' }), 9_000);
+  applyEvent(away, ev(5, 'reveal_phase', { round: 2, reveal_ms: 15_000 }), 9_000);
+  assert.deepEqual(claimWin(away, 10_000), { owes: true, leftMs: 29_000 }, 'counted from their turn');
+  applyEvent(away, ev(6, 'presence', { seat: 'two', connected: true, grace_ms: 30_000 }), 11_000);
+  assert.equal(claimWin(away, 11_000), null);
+});
+
+test('a draw offer lapses when the round resolves', () => {
+  const game = fromSnapshot(snapshot({ seq: 1, draw_offer: 'two' }), 'one', 0);
+  applyEvent(game, ev(2, 'round_result', {
+    record: { round: 1, picks: { one: 1, two: 1 }, outcome: { winner: null, moved: null }, positions: [0, 0, 0, 0, 0] },
+  }), 0);
+  assert.equal(game.drawOffer, null);
 });

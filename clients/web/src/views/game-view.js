@@ -5,7 +5,7 @@
 import { Board } from '../board.js';
 import { fmtDelta, fmtGameKind, fmtRating, h, replace } from '../dom.js';
 import {
-  canPick, clockNow, describeResult, FIRST_COMMIT_MS, firstCommitLeft, formatClock, otherSeat, SEATS, typedPick,
+  canPick, claimWin, clockNow, describeResult, FIRST_COMMIT_MS, firstCommitLeft, formatClock, otherSeat, SEATS, typedPick,
   victims,
 } from '../game.js';
 import { play } from '../play.js';
@@ -42,6 +42,7 @@ export function gameView(app, route) {
     if (game && parts) {
       renderClocks(game, parts);
       renderCountdown(app, game, parts);
+      renderClaim(app, game, parts);
     }
   }, 100);
 
@@ -270,20 +271,36 @@ function renderControls(app, game, parts) {
     } else {
       buttons.push(h('button', { onclick: () => app.act({ type: 'offer_draw', game_id: gid }) }, 'Offer draw'));
     }
-    const until = game.graceUntil[opp];
-    if (!game.connected[opp]) {
-      const left = until ? Math.max(0, Math.ceil((until - performance.now()) / 1000)) : 0;
-      buttons.push(h('button', {
-        onclick: () => app.act({ type: 'claim_win', game_id: gid }),
-        title: left ? `Possible in about ${left} s` : '',
-      }, 'Claim the win'));
-    }
+    // Kept from one render to the next: its text counts down every second.
+    parts.claim ??= {
+      button: h('button', { id: 'claim-win', onclick: () => app.act({ type: 'claim_win', game_id: gid }) }, 'Claim the win'),
+      note: h('span', { class: 'muted claim-note', id: 'claim-note' }),
+    };
+    if (claimWin(game, performance.now())) buttons.push(parts.claim.button, parts.claim.note);
   }
-  const key = buttons.map((b) => b.textContent).join('|');
+  const key = buttons.map((b) => b.id || b.textContent).join('|');
   if (parts.controlsKey !== key) {
     parts.controlsKey = key;
     replace(parts.controls, buttons);
   }
+  renderClaim(app, game, parts);
+}
+
+/** The claim button counts down to when the claim can succeed, and only then is enabled. */
+function renderClaim(app, game, parts) {
+  const claim = claimWin(game, performance.now());
+  if (!parts.claim || !claim) return;
+  const opp = game.info.players[otherSeat(game.seat)].name;
+  const s = claim.owes ? Math.ceil(claim.leftMs / 1000) : null;
+  const text = !claim.owes ? 'Claim the win' : s > 0 ? `Claim the win in ${s} s` : 'Claim the win';
+  const note = !claim.owes
+    ? `${opp} is away; a win can be claimed once it is their move and they stay away.`
+    : s > 0
+      ? `${opp} is away. If they are not back in ${s} s, the win is yours to claim.`
+      : `${opp} has been away too long: you may claim the win.`;
+  if (parts.claim.button.textContent !== text) parts.claim.button.textContent = text;
+  parts.claim.button.disabled = !claim.owes || s > 0;
+  if (parts.claim.note.textContent !== note) parts.claim.note.textContent = note;
 }
 
 function renderResult(app, game, parts) {
