@@ -434,6 +434,13 @@ export class App {
     }
     if (result !== 'applied') return;
     if (msg.type === 'round_result') this.announce(describeRound(game, msg.record));
+    // Draw offers and refusals are said out loud (a toast is an alert), not only shown by
+    // the buttons changing.
+    const who = (seat) => game.info.players[seat].name;
+    if (msg.type === 'draw_offered' && msg.by !== game.seat) this.toast(`${who(msg.by)} offers a draw.`);
+    if (msg.type === 'draw_declined' && msg.by !== game.seat) {
+      this.toast(game.seat ? `${who(msg.by)} declined your draw offer.` : `${who(msg.by)} declined the draw offer.`);
+    }
     if (msg.type === 'game_over') {
       this.announce(describeResult(game));
       if (game.seat) play.forget(game.id);

@@ -129,4 +129,22 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
     });
     await a.context.close();
   });
+
+  test('a draw offer, and its refusal, are announced to the other player', async () => {
+    await h.setUp();
+    const [a, b] = await people(2);
+    await h.withDiagnostics({ a, b }, async () => {
+      const { bySeat } = await newGame(a, b);
+      const [one, two] = [bySeat.one.page, bySeat.two.page];
+      await one.getByRole('button', { name: 'Offer draw' }).click();
+      await two.locator('.toasts .toast', { hasText: `${bySeat.one.name} offers a draw.` }).waitFor(STEP);
+      assert.equal(await two.getAttribute('.toasts', 'role'), 'alert', 'toasts are read out');
+      assert.equal(await two.textContent('#draw-note'), `${bySeat.one.name} offers a draw.`);
+      assert.equal(await one.textContent('#draw-note'), `Waiting for ${bySeat.two.name} to answer.`);
+      await two.getByRole('button', { name: 'Decline draw' }).click();
+      await one.locator('.toasts .toast', { hasText: `${bySeat.two.name} declined your draw offer.` }).waitFor(STEP);
+      await one.getByRole('button', { name: 'Offer draw' }).waitFor(STEP);
+    });
+    await closeAll([a, b]);
+  });
 });

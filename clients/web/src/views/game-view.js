@@ -265,9 +265,13 @@ function renderControls(app, game, parts) {
       buttons.push(
         h('button', { class: 'primary', onclick: () => app.act({ type: 'offer_draw', game_id: gid }) }, 'Accept draw'),
         h('button', { onclick: () => app.act({ type: 'decline_draw', game_id: gid }) }, 'Decline draw'),
+        h('span', { class: 'draw-note', id: 'draw-note' }, `${game.info.players[opp].name} offers a draw.`),
       );
     } else if (game.drawOffer === me) {
-      buttons.push(h('button', { disabled: true }, 'Draw offered'));
+      buttons.push(
+        h('button', { disabled: true }, 'Draw offered'),
+        h('span', { class: 'muted', id: 'draw-note' }, `Waiting for ${game.info.players[opp].name} to answer.`),
+      );
     } else {
       buttons.push(h('button', { onclick: () => app.act({ type: 'offer_draw', game_id: gid }) }, 'Offer draw'));
     }
