@@ -147,4 +147,26 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
     });
     await closeAll([a, b]);
   });
+
+  test("a spectator's end screen says the result once, with one way on", async () => {
+    await h.setUp();
+    const [a, b, viewer] = await people(3);
+    await h.withDiagnostics({ a, b, viewer }, async () => {
+      const { bySeat, gameId } = await newGame(a, b);
+      const { page } = viewer;
+      await page.goto(`/#/game/${gameId}`);
+      await page.waitForSelector('.game.watching .board', STEP);
+      bySeat.one.page.once('dialog', (d) => d.accept());
+      await bySeat.one.page.getByRole('button', { name: 'Resign' }).click();
+      await page.waitForSelector('.result:not([hidden]) h2', STEP);
+      const result = `${bySeat.two.name} won (by resignation).`;
+      assert.equal(await page.textContent('.result h2'), result);
+      assert.equal(await page.locator('.game').getByText(result).filter({ visible: true }).count(), 1, 'the result is said once');
+      assert.equal(await page.locator('#game-status').isVisible(), false);
+      const ways = page.locator('.game a[href="#/watch"]:visible, .game button:visible');
+      assert.equal(await ways.count(), 1, 'one way on');
+      assert.equal(await ways.textContent(), 'More live games');
+    });
+    await closeAll([a, b, viewer]);
+  });
 });

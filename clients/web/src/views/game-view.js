@@ -138,7 +138,7 @@ function build(app, game) {
     result,
     game.seat
       ? h('div', { class: 'pick-area', id: 'pick-area' }, status, countdown, picks, h('p', { class: 'hint muted' }, `Keys 1–${Math.min(9, game.info.variant.number)} pick too.`))
-      : h('div', { class: 'pick-area' }, status, countdown),
+      : h('div', { class: 'pick-area', id: 'pick-area' }, status, countdown),
     controls,
     h('section', { class: 'history' }, h('h2', {}, 'Rounds'), rounds),
   );
@@ -217,7 +217,7 @@ function render(app, game, parts) {
   parts.status.textContent = !online && game.seat && game.phase !== 'over'
     ? 'Connection lost. Reconnecting… You can pick once it is back.'
     : statusText(game);
-  // Once the game is over the result panel says it all; no dead buttons below it.
+  // Once the game is over the result panel says it all (once); no dead buttons below it.
   parts.root.querySelector('#pick-area')?.toggleAttribute('hidden', game.phase === 'over');
 
   renderControls(app, game, parts);
@@ -249,7 +249,15 @@ function statusText(game) {
 }
 
 function renderControls(app, game, parts) {
-  if (!game.seat) return replace(parts.controls, h('a', { href: '#/watch', class: 'button' }, 'All live games'));
+  if (!game.seat) {
+    // The result panel has the one way on once the game is over.
+    const key = game.phase === 'over' ? 'over' : 'live';
+    if (parts.controlsKey !== key) {
+      parts.controlsKey = key;
+      replace(parts.controls, key === 'live' ? h('a', { href: '#/watch', class: 'button' }, 'All live games') : null);
+    }
+    return;
+  }
   const me = game.seat;
   const opp = otherSeat(me);
   const gid = game.id;
