@@ -73,6 +73,48 @@ function owesMove(g, seat) {
   return false;
 }
 
+/** Whether `id` has a game id's shape (a UUID, PROTOCOL.md "Types"). */
+export function isGameId(id) {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id ?? '');
+}
+
+/**
+ * A finished game from its stored record (`GET /api/games/{id}`), seen by the player named
+ * `viewer` (their seat, if they played it) and with `ratings` ({one, two} of {before, after},
+ * or null) from the players' histories.
+ */
+export function fromRecord(record, viewer, ratings, now) {
+  const players = {};
+  for (const seat of SEATS) {
+    const p = record.players[seat];
+    players[seat] = { name: p.name, rating: p.rating, guest: p.guest };
+  }
+  const seat = SEATS.find((s) => viewer && players[s].name.toLowerCase() === viewer.toLowerCase()) ?? null;
+  const rounds = record.rounds.map((r) => ({ round: r.round, picks: r.picks, outcome: r.outcome, positions: r.positions }));
+  const last = rounds[rounds.length - 1];
+  const game = fromSnapshot({
+    game: {
+      game_id: record.game_id, variant: record.variant, time_control: record.time_control,
+      rated: record.rated, players, started_at: record.started_at,
+    },
+    seq: 0,
+    round: last ? last.round : 1,
+    phase: 'over',
+    committed: { one: false, two: false },
+    revealed: { one: false, two: false },
+    positions: last ? last.positions : new Array(record.variant.number).fill(0),
+    clocks: { one_ms: record.final_clocks_ms.one, two_ms: record.final_clocks_ms.two, running: { one: false, two: false } },
+    rounds,
+    connected: { one: true, two: true },
+    spectators: 0,
+    draw_offer: null,
+    result: record.result,
+  }, seat, now);
+  game.ratings = ratings;
+  game.fromRecord = true;
+  return game;
+}
+
 /**
  * Apply one numbered game event (or a `spectators` push) to `game`, in place.
  * Returns 'applied', 'stale' (already included) or 'gap' (events were missed: ask for a

@@ -169,4 +169,45 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
     });
     await closeAll([a, b, viewer]);
   });
+
+  test('a malformed or unknown game address says so instead of loading forever', async () => {
+    await h.setUp();
+    const [v] = await people(1);
+    await h.withDiagnostics({ v }, async () => {
+      await v.page.goto('/#/game/not-a-real-id');
+      await v.page.waitForSelector('#game-missing', STEP);
+      assert.match(await v.page.textContent('#game-missing'), /There is no game at this address/);
+      await v.page.goto('/#/game/00000000-0000-4000-8000-000000000000');
+      await v.page.waitForFunction(() => /none was recorded/.test(document.querySelector('#game-missing')?.textContent), null, STEP);
+      // The browser itself logs the record's 404.
+      assert.deepEqual(v.errors.map(String).filter((e) => !/404 \(Not Found\)/.test(e)), []);
+    });
+    await closeAll([v]);
+  });
+
+  test('a player whose game ended while away comes back to its result and rating change', async () => {
+    await h.setUp();
+    const [a, b] = await people(2);
+    const line = await cuttable(a.page);
+    await h.withDiagnostics({ a, b }, async () => {
+      const { bySeat } = await newGame(a, b);
+      const other = bySeat.one === a ? bySeat.two : bySeat.one;
+      await pick(bySeat.one.page, 1, 1);
+      await pick(bySeat.two.page, 1, 1);
+      await roundShown(a.page, 1);
+      await line.cut();
+      other.page.once('dialog', (d) => d.accept());
+      await other.page.getByRole('button', { name: 'Resign' }).click();
+      await other.page.waitForSelector('.result:not([hidden]) h2', STEP);
+      await line.restore();
+      await a.page.waitForSelector('.banner', { ...STEP, state: 'hidden' });
+      await a.page.waitForSelector('.result:not([hidden]) h2', STEP);
+      assert.equal(await a.page.textContent('.result h2'), 'You won (by resignation).');
+      await a.page.waitForSelector('.result .ratings li', STEP);
+      const mySeat = bySeat.one === a ? 'one' : 'two';
+      assert.match(await a.page.textContent(`.result .ratings li[data-seat="${mySeat}"]`), /1\.00 → 1\.50 \(\+0\.50\)/);
+      assert.equal(await a.page.locator('.rounds .round-item').count(), 1, 'the rounds played are listed');
+    });
+    await closeAll([a, b]);
+  });
 });

@@ -5,7 +5,8 @@
 import { Board } from '../board.js';
 import { fmtDelta, fmtGameKind, fmtRating, h, replace } from '../dom.js';
 import {
-  canPick, claimWin, clockNow, describeResult, FIRST_COMMIT_MS, firstCommitLeft, formatClock, otherSeat, SEATS, typedPick,
+  canPick, claimWin, clockNow, describeResult, FIRST_COMMIT_MS, firstCommitLeft, formatClock, isGameId, otherSeat, SEATS,
+  typedPick,
   victims,
 } from '../game.js';
 import { play } from '../play.js';
@@ -17,8 +18,22 @@ export function gameView(app, route) {
   let failed = null;
 
   const load = () => {
-    app.openGame(id).catch((e) => {
-      failed = e.code === 'unknown_game' ? 'This game is not being played any more.' : e.message;
+    if (!isGameId(id)) {
+      failed = 'There is no game at this address: a game address ends in a game id, like the ones in the list of live games.';
+      return;
+    }
+    app.openGame(id).catch(async (e) => {
+      // Not live (any more): the stored record shows how it ended, with the ratings.
+      if (e.code === 'unknown_game' || e.code === 'game_over') {
+        try {
+          if (await app.loadRecord(id, e.code === 'game_over' ? 5 : 1)) return;
+          failed = 'No game with this id is being played, and none was recorded.';
+        } catch (err) {
+          failed = err.message;
+        }
+      } else {
+        failed = e.code === 'timeout' ? 'The server did not answer. Reload the page to try again.' : e.message;
+      }
       update();
     });
   };
@@ -26,7 +41,12 @@ export function gameView(app, route) {
   const update = () => {
     const game = app.games.get(id);
     if (!game) {
-      if (failed) replace(el, h('div', { class: 'card' }, h('p', {}, failed), h('a', { href: '#/watch' }, 'Live games')));
+      if (failed) {
+        replace(el, h('div', { class: 'card', id: 'game-missing' },
+          h('h1', {}, 'Game not found'),
+          h('p', {}, failed),
+          h('p', { class: 'row wrap' }, h('a', { href: '#/watch' }, 'Live games'), app.account ? h('a', { href: '#/lobby' }, 'Play') : null)));
+      }
       return;
     }
     // A new snapshot replaces the game object; the DOM is kept so that tokens slide.
@@ -332,8 +352,10 @@ function renderResult(app, game, parts) {
   replace(
     parts.result,
     h('h2', { id: 'result-title' }, describeResult(game)),
-    ratingLines ? h('ul', { class: 'plain ratings', 'aria-label': 'Rating changes' }, ratingLines) : game.result && game.info.rated && game.result.winner ? h('p', { class: 'muted' }, 'Updating ratings…') : null,
-    game.seat
+    ratingLines ? h('ul', { class: 'plain ratings', 'aria-label': 'Rating changes' }, ratingLines) : game.result && game.info.rated && game.result.winner && !game.fromRecord ? h('p', { class: 'muted' }, 'Updating ratings…') : null,
+    game.fromRecord ? h('p', { class: 'muted', id: 'ended-away' }, 'This game has ended: this is its record.') : null,
+    game.seat && game.fromRecord ? h('a', { class: 'button primary', href: '#/lobby' }, 'Back to the lobby') : null,
+    game.fromRecord ? null : game.seat
       ? h('div', { class: 'row wrap' },
           h('button', {
             class: 'primary',
