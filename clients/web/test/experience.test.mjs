@@ -210,4 +210,55 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
     });
     await closeAll([a, b]);
   });
+
+  test('a nine-element game fits a phone: clocks, board and picks on one screen, no sticky tap, toasts clear', async () => {
+    await h.setUp();
+    const phone = await newPlayer(h.browser, h.server.url, { width: 390, height: 844 }, { hasTouch: true, isMobile: true });
+    const [desk] = await people(1);
+    await h.withDiagnostics({ phone, desk }, async () => {
+      phone.name = freshName('a_rather_long_name');
+      desk.name = freshName('another_long_name');
+      await signUp(phone.page, phone.name);
+      await signUp(desk.page, desk.name);
+      await joinPool(phone.page, 'blitz', '9/4/5');
+      await phone.page.waitForSelector('.queue:not([hidden])', STEP);
+      await joinPool(desk.page, 'blitz', '9/4/5');
+      await waitForGame(phone.page);
+      await waitForGame(desk.page);
+      const page = phone.page;
+      const box = (sel) => page.locator(sel).first().boundingBox();
+      const onScreen = (b) => b && b.y >= 0 && b.y + b.height <= 844 && b.x >= 0 && b.x + b.width <= 390;
+      for (const sel of ['.player[data-seat="one"] .clock', '.player[data-seat="two"] .clock', '.board', '#first-commit']) {
+        assert.ok(onScreen(await box(sel)), `${sel} is on screen: ${JSON.stringify(await box(sel))}`);
+      }
+      for (let e = 1; e <= 9; e++) {
+        const b = await box(`button.pick[data-element="${e}"]`);
+        assert.ok(onScreen(b), `pick ${e} is on screen: ${JSON.stringify(b)}`);
+      }
+      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 390), 'nothing wider than the screen');
+      const tag = await box('.tag.you');
+      const name = await box('.player:has(.tag.you) .player-name');
+      assert.ok(tag.x >= name.x && tag.x + tag.width <= name.x + name.width + 0.5, 'the YOU tag is whole');
+      assert.equal(await page.locator('.hint').isVisible(), false, 'no keyboard hint on a touch screen');
+
+      // A tapped pick does not stay highlighted into the next round.
+      await page.waitForSelector('button.pick:not([disabled])', STEP);
+      await page.tap('button.pick[data-element="3"]');
+      await pick(desk.page, 1, 1);
+      await roundShown(page, 1);
+      await page.waitForSelector('.board[data-round="2"][data-phase="commit"]', STEP);
+      await page.waitForSelector('button.pick:not([disabled])', STEP);
+      const bg = (e) => page.$eval(`button.pick[data-element="${e}"]`, (b) => getComputedStyle(b).backgroundColor);
+      assert.equal(await bg(3), await bg(5), 'the last tapped pick looks like any other');
+
+      // A toast does not cover the picks.
+      await desk.page.getByRole('button', { name: 'Offer draw' }).click();
+      const toast = page.locator('.toasts .toast', { hasText: 'offers a draw' });
+      await toast.waitFor(STEP);
+      const t = await toast.boundingBox();
+      const p = await box('.picks');
+      assert.ok(t.y + t.height <= p.y || t.y >= p.y + p.height, `the toast (${JSON.stringify(t)}) is clear of the picks (${JSON.stringify(p)})`);
+    });
+    await closeAll([phone, desk]);
+  });
 });
