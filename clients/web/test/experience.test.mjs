@@ -261,4 +261,49 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
     });
     await closeAll([phone, desk]);
   });
+
+  for (const colorScheme of ['light', 'dark']) {
+    test(`axe-core finds nothing on the pages, ${colorScheme}; arrow keys move between the picks`, async () => {
+      await h.setUp();
+      const [a, b] = await people(2, { colorScheme });
+      await h.withDiagnostics({ a, b }, async () => {
+        const clean = async (page, where) => assert.deepEqual(await axeViolations(page), [], `${where} (${colorScheme})`);
+        await a.page.goto('/#/login');
+        await a.page.waitForSelector('form button:not([disabled])', STEP);
+        await clean(a.page, 'the sign-in page');
+        const { bySeat, gameId } = await newGame(a, b);
+        const [one, two] = [bySeat.one.page, bySeat.two.page];
+        await clean(one, 'a game about to start');
+        await one.locator('button.pick[data-element="1"]').focus();
+        await one.keyboard.press('ArrowRight');
+        assert.equal(await one.evaluate(() => document.activeElement.dataset.element), '2');
+        await one.keyboard.press('ArrowLeft');
+        await one.keyboard.press('ArrowLeft');
+        assert.equal(await one.evaluate(() => document.activeElement.dataset.element), '5', 'the arrows wrap around');
+        await one.keyboard.press('Enter');
+        await one.waitForSelector('button.pick.chosen[data-element="5"]', STEP);
+        await pick(two, 1, 4);
+        await roundShown(one, 1);
+        await two.getByRole('button', { name: 'Offer draw' }).click();
+        await one.locator('#draw-note').waitFor(STEP);
+        await clean(one, 'a game in round 2 with a draw offer');
+        await one.getByRole('button', { name: 'Accept draw' }).click();
+        await one.waitForSelector('.result:not([hidden]) h2', STEP);
+        await clean(one, "a player's end screen");
+        await one.goto('/#/lobby');
+        await one.waitForSelector('.lobby .pools', STEP);
+        await clean(one, 'the lobby');
+        await one.goto('/#/watch');
+        await one.waitForSelector('.live-list :is(ul, #no-live-games)', STEP);
+        await clean(one, 'the live games');
+        await one.goto('/#/leaderboard');
+        await one.waitForSelector('.leaderboard :is(table, p)', STEP);
+        await clean(one, 'the leaderboard');
+        await one.goto(`/#/game/${gameId}`);
+        await one.waitForSelector('.result:not([hidden]) h2', STEP);
+        await clean(one, 'a recorded game');
+      });
+      await closeAll([a, b]);
+    });
+  }
 });

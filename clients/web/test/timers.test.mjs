@@ -5,7 +5,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { newPlayer } from '../testkit/browser.mjs';
+import { axeViolations, newPlayer } from '../testkit/browser.mjs';
 import { harness } from '../testkit/harness.mjs';
 import { joinPool, pick, playAsGuest, roundShown, seatOf, waitForGame } from '../testkit/scenario.mjs';
 
@@ -57,6 +57,7 @@ describe('a server with short timers', { timeout: 300_000 }, () => {
       await roundShown(page, 2);
       assert.equal(await page.getAttribute('.board', 'data-positions'), '0,-1,1,0,0');
       assert.equal(await page.evaluate(() => window.bannerShown), false, 'nothing said about the reconnection');
+      assert.deepEqual(await axeViolations(page), [], 'a watched game');
       assert.deepEqual(viewer.errors.map(String), []);
     });
     await Promise.all([a, b, viewer].map((p) => p.context.close()));

@@ -136,22 +136,27 @@ function build(app, game) {
           class: 'pick',
           dataset: { element: String(e) },
           style: { '--hue': board.lanes[e - 1].lane.style.getPropertyValue('--hue') },
-          'aria-label': `Pick element ${e} (beats ${beaten.join(', ')})`,
+          // One tab stop for the group; the arrow keys move between the picks.
+          tabindex: e === 1 ? '0' : '-1',
           onclick: () => play.commit(app, app.games.get(game.id) ?? game, e),
         },
         h('span', { class: 'pick-number' }, String(e)),
         h('span', { class: 'pick-beats', 'aria-hidden': 'true' }, `› ${beaten.join(' ')}`),
+        h('span', { class: 'sr-only' }, ` beats ${beaten.join(', ')}`),
       );
       pickButtons.push(button);
     }
     replace(picks, pickButtons);
+    picks.addEventListener('keydown', (ev) => movePickFocus(ev, pickButtons));
   }
   const controls = h('div', { class: 'controls row wrap' });
   const result = h('section', { class: 'result', 'aria-live': 'polite' });
   const rounds = h('ol', { class: 'rounds', 'aria-label': 'Rounds' });
+  const p = game.info.players;
   const root = h(
     'div',
     { class: `game ${game.seat ? 'playing' : 'watching'}`, dataset: { gameId: game.id } },
+    h('h1', { class: 'sr-only' }, `${p.one.name} against ${p.two.name}`),
     head,
     h('div', { class: 'players' }, cards.one.card, cards.two.card),
     board.el,
@@ -163,6 +168,21 @@ function build(app, game) {
     h('section', { class: 'history' }, h('h2', {}, 'Rounds'), rounds),
   );
   return { root, board, cards, head, status, countdown, picks, pickButtons, controls, result, rounds, seat: game.seat, game, roundsShown: -1 };
+}
+
+/** Arrow keys, Home and End move the focus between the pick buttons (a roving tab stop). */
+function movePickFocus(ev, buttons) {
+  const at = buttons.indexOf(document.activeElement);
+  if (at < 0) return;
+  const n = buttons.length;
+  const to = {
+    ArrowRight: (at + 1) % n, ArrowDown: (at + 1) % n, ArrowLeft: (at - 1 + n) % n, ArrowUp: (at - 1 + n) % n,
+    Home: 0, End: n - 1,
+  }[ev.key];
+  if (to === undefined) return;
+  ev.preventDefault();
+  buttons.forEach((b, i) => b.setAttribute('tabindex', i === to ? '0' : '-1'));
+  buttons[to].focus();
 }
 
 function renderClocks(game, parts) {

@@ -89,11 +89,12 @@ export function lobbyView(app) {
           {
             class: 'pool',
             dataset: { preset: p.name },
-            'aria-label': `Play ${p.label.toLowerCase()} ${fmtVariant(v)}`,
             onclick: () => joinPool(p.name),
           },
+          // The name read out is the visible text, then the variant.
           h('span', { class: 'pool-tc' }, `${p.initial_ms / 60000}+${p.increment_ms / 1000}`),
           h('span', { class: 'pool-name' }, p.label),
+          h('span', { class: 'sr-only' }, `, variant ${fmtVariant(v)}`),
         ),
       ),
     );
@@ -256,6 +257,7 @@ export function lobbyView(app) {
   const el = h(
     'div',
     { class: 'lobby' },
+    h('h1', { class: 'sr-only' }, 'Play'),
     inGame,
     challenges,
     h(
