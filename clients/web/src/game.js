@@ -233,8 +233,9 @@ export function firstCommitLeft(game, nowWall, windowMs = FIRST_COMMIT_MS) {
   return Math.max(0, Math.min(windowMs, left));
 }
 
-/** "m:ss", or "s.t" under ten seconds. */
+/** "m:ss", or "s.t" under ten seconds; an empty bank is "0:00", not "0.0". */
 export function formatClock(ms) {
+  if (ms <= 0) return '0:00';
   if (ms < 10_000) return `${Math.floor(ms / 1000)}.${Math.floor((ms % 1000) / 100)}`;
   const s = Math.ceil(ms / 1000);
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;

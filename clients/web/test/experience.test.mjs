@@ -207,6 +207,7 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       const mySeat = bySeat.one === a ? 'one' : 'two';
       assert.match(await a.page.textContent(`.result .ratings li[data-seat="${mySeat}"]`), /1\.00 → 1\.50 \(\+0\.50\)/);
       assert.equal(await a.page.locator('.rounds .round-item').count(), 1, 'the rounds played are listed');
+      assert.equal(await a.page.textContent('#round-number'), '1 round');
     });
     await closeAll([a, b]);
   });

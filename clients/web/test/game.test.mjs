@@ -107,6 +107,8 @@ test('running clocks count down locally; stopped ones do not', () => {
   assert.equal(formatClock(180000), '3:00');
   assert.equal(formatClock(61500), '1:02');
   assert.equal(formatClock(9450), '9.4');
+  assert.equal(formatClock(99), '0.0', 'under a tenth left is still time');
+  assert.equal(formatClock(0), '0:00', 'an empty bank');
 });
 
 test('digits typed toward a pick', () => {

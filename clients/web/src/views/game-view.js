@@ -3,7 +3,7 @@
 // result with rating changes and a rematch.
 
 import { Board } from '../board.js';
-import { fmtDelta, fmtGameKind, fmtRating, h, replace } from '../dom.js';
+import { fmtDelta, fmtGameKind, fmtRating, h, plural, replace } from '../dom.js';
 import {
   canPick, claimWin, clockNow, describeResult, FIRST_COMMIT_MS, firstCommitLeft, formatClock, isGameId, otherSeat, SEATS,
   typedPick,
@@ -224,7 +224,7 @@ function render(app, game, parts) {
     h('span', { class: 'kind' }, fmtGameKind(info.variant, info.time_control)),
     h('span', { class: 'tag' }, info.rated ? 'rated' : 'casual'),
     game.seat ? null : h('span', { class: 'tag' }, 'spectating'),
-    h('span', { class: 'round', id: 'round-number' }, game.phase === 'over' ? `${game.rounds.length} rounds` : `Round ${game.round}`),
+    h('span', { class: 'round', id: 'round-number' }, game.phase === 'over' ? plural(game.rounds.length, 'round') : `Round ${game.round}`),
     h('span', { class: 'spectators', id: 'spectators' }, `${game.spectators} watching`),
   );
   for (const seat of SEATS) {
