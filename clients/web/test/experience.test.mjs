@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 
 import { axeViolations, newPlayer } from '../testkit/browser.mjs';
 import { harness } from '../testkit/harness.mjs';
-import { joinPool, pick, roundShown, seatOf, signUp, waitForGame } from '../testkit/scenario.mjs';
+import { joinPool, pick, playAsGuest, roundShown, seatOf, signUp, waitForGame } from '../testkit/scenario.mjs';
 
 const STEP = { timeout: 30_000 };
 const h = harness();
@@ -307,4 +307,28 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       await closeAll([a, b]);
     });
   }
+
+  test('the queue counts the others, says whom it would pair in words, and offers a seek when alone', async () => {
+    await h.setUp();
+    const [a, g] = await people(2);
+    await h.withDiagnostics({ a, g }, async () => {
+      await signUp(a.page, freshName('queuer'));
+      await joinPool(a.page, 'rapid', '7/3/4');
+      await a.page.waitForSelector('#queue-status', STEP);
+      assert.match(await a.page.textContent('#queue-status'),
+        /^No one else waiting · meeting ratings 1\.00–1\.\d\d \(wider the longer you wait\) · \d+ s$/);
+      await a.page.getByRole('button', { name: 'Post a seek instead' }).click();
+      await a.page.waitForSelector('.queue', { ...STEP, state: 'hidden' });
+      await a.page.getByRole('button', { name: 'Cancel your seek' }).waitFor(STEP);
+      assert.match(await a.page.textContent('.seeks tbody'), /7\/3\/4 · Rapid 10\+5\s*rated/);
+
+      // A guest waits in the casual pool: no rating talk.
+      await playAsGuest(g.page);
+      await joinPool(g.page, 'live', '9/4/5');
+      await g.page.waitForSelector('#queue-status', STEP);
+      assert.match(await g.page.textContent('#queue-status'), /^No one else waiting · \d+ s$/);
+      assert.match(await g.page.textContent('#queue-alone'), /a casual seek can be taken by anyone/);
+    });
+    await closeAll([a, g]);
+  });
 });
