@@ -5,6 +5,7 @@
 import { Connection, ProtocolError, wsUrl } from './connection.js';
 import { applyEvent, describeResult, describeRound, fromRecord, fromSnapshot, owesReveal } from './game.js';
 import { h, replace } from './dom.js';
+import { plainMessage } from './errors.js';
 import { play } from './play.js';
 import { authView } from './views/auth.js';
 import { lobbyView } from './views/lobby.js';
@@ -88,7 +89,10 @@ export class App {
       this.me,
       a
         ? [
-            h('a', { href: `#/player/${encodeURIComponent(a.name)}`, class: 'me-name' }, a.name),
+            // A guest has no player page.
+            a.guest
+              ? h('span', { class: 'me-name' }, a.name)
+              : h('a', { href: `#/player/${encodeURIComponent(a.name)}`, class: 'me-name' }, a.name),
             a.guest ? h('span', { class: 'tag' }, 'guest') : h('span', { class: 'rating', 'aria-label': `rating ${a.rating.toFixed(2)}` }, a.rating.toFixed(2)),
             h('button', { class: 'link', onclick: () => this.logout() }, 'Log out'),
           ]
@@ -269,7 +273,7 @@ export class App {
     try {
       return await this.request(msg);
     } catch (e) {
-      this.toast(e.message, 'error');
+      this.toast(plainMessage(e), 'error');
       return null;
     } finally {
       this.refresh();
@@ -281,6 +285,8 @@ export class App {
   signedIn(reply) {
     this.account = reply.account;
     localStorage.setItem(TOKEN_KEY, reply.token);
+    // The sign-in form opens on "Log in" for someone who has an account here.
+    if (!reply.account.guest) localStorage.setItem('elementals.has-account', '1');
   }
 
   async authenticate(msg) {

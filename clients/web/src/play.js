@@ -4,6 +4,7 @@
 // the tab, and never leaves it).
 
 import { bytesToHex, commitment, freshNonce, hexToBytes } from './commitment.js';
+import { plainMessage } from './errors.js';
 import { canPick, owesReveal } from './game.js';
 
 const PREFIX = 'elementals.pick.';
@@ -51,7 +52,7 @@ export const play = {
       if (e.code !== 'already_committed' && e.code !== 'closed') {
         game.myPick = null;
         sessionStorage.removeItem(key(id, round));
-        app.toast(e.message, 'error');
+        app.toast(plainMessage(e), 'error');
       }
     } finally {
       game.committing = false;
@@ -81,7 +82,7 @@ export const play = {
         nonce: saved.nonce,
       });
     } catch (e) {
-      if (e.code !== 'already_revealed') app.toast(e.message, 'error');
+      if (e.code !== 'already_revealed') app.toast(plainMessage(e), 'error');
     } finally {
       revealing.delete(tag);
       app.refresh();

@@ -46,10 +46,11 @@ describe('the browser client against a real server', { timeout: 600_000 }, () =>
     const gina = await newPlayer(browser, server.url);
     await withDiagnostics({ gina }, async () => {
       const { page } = gina;
-      const signUpButton = page.getByRole('button', { name: 'Sign up' });
+      const signUpButton = page.getByRole('button', { name: 'Create account' });
       await page.goto('/#/login');
       // The buttons wait for the connection.
-      await page.waitForSelector('form button:not([disabled])', STEP);
+      await page.waitForSelector('#auth-submit:not([disabled])', STEP);
+      await page.getByLabel('New account').check();
       await page.fill('#name', 'gina');
       await page.fill('#password', 'correct horse battery');
       await page.evaluate(() => window.elementals.conn.ws.close());

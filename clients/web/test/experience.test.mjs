@@ -270,7 +270,7 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       await h.withDiagnostics({ a, b }, async () => {
         const clean = async (page, where) => assert.deepEqual(await axeViolations(page), [], `${where} (${colorScheme})`);
         await a.page.goto('/#/login');
-        await a.page.waitForSelector('form button:not([disabled])', STEP);
+        await a.page.waitForSelector('#auth-submit:not([disabled])', STEP);
         await clean(a.page, 'the sign-in page');
         const { bySeat, gameId } = await newGame(a, b);
         const [one, two] = [bySeat.one.page, bySeat.two.page];
@@ -328,6 +328,49 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       await g.page.waitForSelector('#queue-status', STEP);
       assert.match(await g.page.textContent('#queue-status'), /^No one else waiting · \d+ s$/);
       assert.match(await g.page.textContent('#queue-alone'), /a casual seek can be taken by anyone/);
+    });
+    await closeAll([a, g]);
+  });
+
+  test('the sign-in form does what its button says, Enter included, and says what went wrong plainly', async () => {
+    await h.setUp();
+    const [a, g] = await people(2);
+    await h.withDiagnostics({ a, g }, async () => {
+      const { page } = a;
+      const name = freshName('newcomer');
+      await page.goto('/#/login');
+      await page.waitForSelector('#auth-submit:not([disabled])', STEP);
+      // A first visit offers a new account: typing a name and a password and pressing Enter makes one.
+      assert.equal(await page.textContent('#auth-submit'), 'Create account');
+      await page.fill('#name', name);
+      await page.fill('#password', 'correct horse battery');
+      await page.press('#password', 'Enter');
+      await page.waitForSelector('.lobby .pools', STEP);
+      await page.getByRole('button', { name: 'Log out' }).click();
+      // Back on the form, which now offers to log in; a wrong password is told plainly,
+      // with the way out.
+      await page.waitForSelector('#auth-submit:not([disabled])', STEP);
+      assert.equal(await page.textContent('#auth-submit'), 'Log in');
+      await page.fill('#name', name);
+      await page.fill('#password', 'not the password');
+      await page.press('#password', 'Enter');
+      await page.waitForFunction(() => document.querySelector('#auth-error').textContent !== '', null, STEP);
+      assert.equal(await page.textContent('#auth-error'), 'That name and password do not match any account.');
+      await page.getByRole('button', { name: 'New here? Create this account' }).waitFor(STEP);
+      await page.getByLabel('New account').check();
+      await page.fill('#password', 'correct horse battery');
+      await page.getByRole('button', { name: 'Create account' }).click();
+      await page.waitForFunction(() => /taken/.test(document.querySelector('#auth-error').textContent), null, STEP);
+      assert.equal(await page.textContent('#auth-error'), 'That name is taken. If it is yours, choose "Log in".');
+      await page.getByRole('button', { name: 'Log in instead' }).click();
+      await page.press('#password', 'Enter');
+      await page.waitForSelector('.lobby .pools', STEP);
+      assert.equal(await page.getAttribute('.me a.me-name', 'href'), `#/player/${name}`);
+
+      // A guest's own name leads nowhere ("No such player").
+      await playAsGuest(g.page);
+      assert.equal(await g.page.locator('.me a.me-name').count(), 0);
+      assert.match(await g.page.textContent('.me .me-name'), /^guest-/);
     });
     await closeAll([a, g]);
   });

@@ -111,7 +111,11 @@ function playerCard(game, seat) {
   const card = h(
     'div',
     { class: `player seat-${seat}`, dataset: { seat } },
-    h('div', { class: 'player-name' }, h('span', { class: 'seat-dot', 'aria-hidden': 'true' }), h('a', { href: `#/player/${encodeURIComponent(info.name)}` }, info.name), ' ', rating, you),
+    h('div', { class: 'player-name' },
+      h('span', { class: 'seat-dot', 'aria-hidden': 'true' }),
+      // Guests have no player page.
+      info.guest ? h('span', { class: 'plain-name' }, info.name) : h('a', { href: `#/player/${encodeURIComponent(info.name)}` }, info.name),
+      ' ', rating, you),
     clock,
     state,
   );
