@@ -13,6 +13,7 @@ import { gameView } from './views/game-view.js';
 import { watchView } from './views/watch.js';
 import { leaderboardView } from './views/leaderboard.js';
 import { playerView } from './views/player.js';
+import { howView } from './views/how.js';
 
 const TOKEN_KEY = 'elementals.token';
 
@@ -67,6 +68,7 @@ export class App {
       h('a', { href: '#/lobby' }, 'Play'),
       h('a', { href: '#/watch' }, 'Watch'),
       h('a', { href: '#/leaderboard' }, 'Leaderboard'),
+      h('a', { href: '#/how' }, 'How to play'),
     );
     this.me = h('div', { class: 'me' });
     this.banner = h('div', { class: 'banner', role: 'status', 'aria-live': 'polite' });
@@ -139,6 +141,7 @@ export class App {
       case 'watch': return { name: 'watch' };
       case 'leaderboard': return { name: 'leaderboard' };
       case 'player': return { name: 'player', player: parts[1] };
+      case 'how': return { name: 'how' };
       default: return { name: 'lobby' };
     }
   }
@@ -159,7 +162,7 @@ export class App {
     this.route = route;
     const views = {
       login: authView, lobby: lobbyView, game: gameView, watch: watchView,
-      leaderboard: leaderboardView, player: playerView,
+      leaderboard: leaderboardView, player: playerView, how: howView,
     };
     // Before the first connection has tried to resume, pages that need an account (or, for
     // a game, to know whether this is a player or a spectator) wait.

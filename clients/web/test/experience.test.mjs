@@ -374,4 +374,34 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
     });
     await closeAll([a, g]);
   });
+
+  test('"How to play" gives the rules and a round to try, to anyone', async () => {
+    await h.setUp();
+    const [v] = await people(1);
+    await h.withDiagnostics({ v }, async () => {
+      const { page } = v;
+      await page.goto('/#/watch');
+      await page.getByRole('link', { name: 'How to play' }).click();
+      await page.getByRole('heading', { level: 1, name: 'How to play' }).waitFor(STEP);
+      assert.match(await page.textContent('.beats-list'), /5 beats 4 and 3/);
+      // Player one picks 3, player two 2: 3 beats 2 and moves right.
+      await page.getByRole('group', { name: 'Player one picks' }).getByLabel('3').check();
+      await page.getByRole('group', { name: 'Player two picks' }).getByLabel('2').check();
+      await page.getByRole('button', { name: 'Play the round' }).click();
+      assert.equal(await page.textContent('#try-outcome'),
+        "Round 1: 3 beats 2: player one's 3 moves one square right, toward +3, from the centre to +1.");
+      assert.equal(await page.getAttribute('.try .lane[data-element="3"]', 'data-position'), '1');
+      // Then 5 against 2: 2 beats 5 and moves left.
+      await page.getByRole('group', { name: 'Player one picks' }).getByLabel('5').check();
+      await page.getByRole('button', { name: 'Play the round' }).click();
+      assert.match(await page.textContent('#try-outcome'), /^Round 2: 2 beats 5: player two's 2 moves one square left, toward −3, from the centre to −1\.$/);
+      await page.getByRole('group', { name: 'Player one picks' }).getByLabel('4').check();
+      await page.getByRole('group', { name: 'Player two picks' }).getByLabel('4').check();
+      await page.getByRole('button', { name: 'Play the round' }).click();
+      assert.equal(await page.textContent('#try-outcome'), 'Round 3: Both picked the same element: a tie, nothing moves.');
+      assert.deepEqual(await axeViolations(page), []);
+      assert.deepEqual(v.errors.map(String), []);
+    });
+    await closeAll([v]);
+  });
 });

@@ -89,7 +89,7 @@ export function authView(app) {
     'section',
     { class: 'auth card', 'aria-labelledby': 'auth-title' },
     h('h1', { id: 'auth-title' }, 'Elementals'),
-    h('p', { class: 'lede' }, 'Pick an element at the same moment as your opponent. The winner pushes it one square toward the other side. First to the edge wins.'),
+    h('p', { class: 'lede' }, 'Pick an element at the same moment as your opponent. The winner pushes it one square toward the other side. First to the edge wins. ', h('a', { href: '#/how' }, 'How to play')),
     form,
     h('div', { class: 'or' }, h('span', {}, 'or')),
     guest,
