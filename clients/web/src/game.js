@@ -300,14 +300,27 @@ function describeAbort(game) {
   return `Game called off: ${who} in time in round 1. No rating changes.`;
 }
 
-/** A sentence for one resolved round. */
+/**
+ * What happened in one resolved round, in words, from the viewer's side when seated:
+ * "Round 3: their 1 beat your 4: 1 moves to +2."
+ */
 export function describeRound(game, record) {
   const p = game.info.players;
-  const picks = `${p.one.name} ${record.picks.one}, ${p.two.name} ${record.picks.two}`;
+  const whose = (seat) => (game.seat ? (seat === game.seat ? 'your' : 'their') : `${p[seat].name}'s`);
+  const pick = (seat) => `${whose(seat)} ${record.picks[seat]}`;
   const m = record.outcome?.moved;
-  if (!m) return `Round ${record.round}: ${picks}: a tie, nothing moves.`;
-  const to = m.to > 0 ? `+${m.to}` : `${m.to}`;
-  return `Round ${record.round}: ${picks}: ${m.element} wins for ${p[m.by].name} and moves to ${to}.`;
+  const head = `Round ${record.round}: `;
+  if (!m) {
+    if (record.picks.one === record.picks.two) {
+      const both = game.seat ? 'you both' : 'both';
+      return `${head}${both} picked ${record.picks.one}: a tie, nothing moves.`;
+    }
+    return `${head}${pick('one')} and ${pick('two')} do not beat each other: nothing moves.`;
+  }
+  const loser = otherSeat(m.by);
+  const to = m.to > 0 ? `+${m.to}` : m.to < 0 ? `−${-m.to}` : '0';
+  const edge = Math.abs(m.to) >= game.info.variant.distance ? ', the edge' : '';
+  return `${head}${pick(m.by)} beat ${pick(loser)}: ${m.element} moves to ${to}${edge}.`;
 }
 
 /** Parses a digit typed toward a pick: returns { pick, pending } for the buffer so far. */

@@ -116,6 +116,10 @@ describe('the browser client against a real server', { timeout: 600_000 }, () =>
         for (const page of Object.values(pages)) await roundShown(page, round);
         const moved = await watcher.page.getAttribute('.lane.moved', 'data-element');
         assert.equal(moved, '2', `round ${round}: element 2 moved`);
+        // Each page says what happened, from its own side.
+        assert.equal(await bySeat.one.textContent('#last-round'), `Round ${round}: their 2 beat your 1: 2 moves to −${round}${round === 3 ? ', the edge' : ''}.`);
+        assert.equal(await bySeat.two.textContent('#last-round'), `Round ${round}: your 2 beat their 1: 2 moves to −${round}${round === 3 ? ', the edge' : ''}.`);
+        assert.equal(await watcher.page.textContent('#last-round'), `Round ${round}: ${names.two}'s 2 beat ${names.one}'s 1: 2 moves to −${round}${round === 3 ? ', the edge' : ''}.`);
       }
 
       for (const page of Object.values(pages)) await page.waitForSelector('.result:not([hidden]) h2', STEP);

@@ -71,7 +71,15 @@ test('a round plays through commit, reveal and result', () => {
   assert.ok(canPick(g), 'the next round opens');
   applyEvent(g, ev(8, 'round_start', { round: 2 }), 70);
   assert.ok(canPick(g));
-  assert.match(describeRound(g, record), /2 wins for bob and moves to -1/);
+  assert.equal(describeRound(g, record), 'Round 1: their 2 beat your 5: 2 moves to −1.');
+  g.seat = null;
+  assert.equal(describeRound(g, record), "Round 1: bob's 2 beat ann's 5: 2 moves to −1.");
+  const tie = { round: 2, picks: { one: 3, two: 3 }, outcome: { winner: null, moved: null }, positions: record.positions };
+  assert.equal(describeRound(g, tie), 'Round 2: both picked 3: a tie, nothing moves.');
+  g.seat = 'two';
+  assert.equal(describeRound(g, tie), 'Round 2: you both picked 3: a tie, nothing moves.');
+  const edge = { ...record, round: 3, outcome: { winner: 'two', moved: { element: 2, by: 'two', from: -2, to: -3 } } };
+  assert.equal(describeRound(g, edge), 'Round 3: your 2 beat their 5: 2 moves to −3, the edge.');
 });
 
 test('the final round offers no pick before game_over', () => {

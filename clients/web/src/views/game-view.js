@@ -5,7 +5,7 @@
 import { Board } from '../board.js';
 import { fmtDelta, fmtGameKind, fmtRating, h, plural, replace } from '../dom.js';
 import {
-  canPick, claimWin, clockNow, describeResult, FIRST_COMMIT_MS, firstCommitLeft, formatClock, isGameId, otherSeat, SEATS,
+  canPick, claimWin, clockNow, describeResult, describeRound, FIRST_COMMIT_MS, firstCommitLeft, formatClock, isGameId, otherSeat, SEATS,
   typedPick,
   victims,
 } from '../game.js';
@@ -153,6 +153,8 @@ function build(app, game) {
     replace(picks, pickButtons);
     picks.addEventListener('keydown', (ev) => movePickFocus(ev, pickButtons));
   }
+  // The last round in words (the announcer reads it out as it happens).
+  const lastRound = h('p', { class: 'last-round', id: 'last-round', hidden: true });
   const controls = h('div', { class: 'controls row wrap' });
   const result = h('section', { class: 'result', 'aria-live': 'polite' });
   const rounds = h('ol', { class: 'rounds', 'aria-label': 'Rounds' });
@@ -164,6 +166,7 @@ function build(app, game) {
     head,
     h('div', { class: 'players' }, cards.one.card, cards.two.card),
     board.el,
+    lastRound,
     result,
     game.seat
       ? h('div', { class: 'pick-area', id: 'pick-area' }, status, countdown, picks, h('p', { class: 'hint muted' }, `Keys 1–${Math.min(9, game.info.variant.number)} pick too.`))
@@ -171,7 +174,7 @@ function build(app, game) {
     controls,
     h('section', { class: 'history' }, h('h2', {}, 'Rounds'), rounds),
   );
-  return { root, board, cards, head, status, countdown, picks, pickButtons, controls, result, rounds, seat: game.seat, game, roundsShown: -1 };
+  return { root, board, cards, head, status, countdown, lastRound, picks, pickButtons, controls, result, rounds, seat: game.seat, game, roundsShown: -1 };
 }
 
 /** Arrow keys, Home and End move the focus between the pick buttons (a roving tab stop). */
@@ -268,6 +271,9 @@ function render(app, game, parts) {
   renderResult(app, game, parts);
   if (parts.roundsShown !== game.rounds.length) {
     parts.roundsShown = game.rounds.length;
+    const last = game.rounds[game.rounds.length - 1];
+    parts.lastRound.hidden = !last;
+    parts.lastRound.textContent = last ? describeRound(game, last) : '';
     replace(parts.rounds, [...game.rounds].reverse().map((r) => roundItem(game, r)));
   }
 }
