@@ -2,8 +2,9 @@
 // tab plays or watches, and the hash router that picks a view. Views read this state and
 // call its actions; every server push ends in `refresh()`, which updates the current view.
 
+import { Alerts } from './alerts.js';
 import { Connection, ProtocolError, wsUrl } from './connection.js';
-import { applyEvent, describeResult, describeRound, fromRecord, fromSnapshot, owesReveal } from './game.js';
+import { applyEvent, canPick, describeResult, describeRound, fromRecord, fromSnapshot, owesReveal } from './game.js';
 import { h, replace } from './dom.js';
 import { plainMessage } from './errors.js';
 import { play } from './play.js';
@@ -52,6 +53,7 @@ export class App {
     this.drafts = {};
     this.view = null;
     this.route = null;
+    this.alerts = new Alerts();
     this.buildShell();
   }
 
@@ -71,13 +73,20 @@ export class App {
       h('a', { href: '#/how' }, 'How to play'),
     );
     this.me = h('div', { class: 'me' });
+    const alertsBox = h('input', { type: 'checkbox', id: 'alerts', checked: this.alerts.on, 'aria-describedby': 'alerts-help' });
+    alertsBox.addEventListener('change', () => {
+      this.alerts.set(alertsBox.checked);
+      this.refresh();
+    });
+    this.alertsToggle = h('label', { class: 'alerts check' }, alertsBox, ' Alerts',
+      h('span', { class: 'sr-only', id: 'alerts-help' }, ': a sound, and the tab title, when a round starts for you or your game ends'));
     this.banner = h('div', { class: 'banner', role: 'status', 'aria-live': 'polite' });
     this.toasts = h('div', { class: 'toasts', role: 'alert', 'aria-live': 'assertive' });
     this.announcer = h('div', { class: 'sr-only', 'aria-live': 'polite', id: 'announcer' });
     this.main = h('main', { id: 'view', tabindex: '-1' });
     replace(
       this.root,
-      h('header', { class: 'topbar' }, h('a', { class: 'brand', href: '#/lobby' }, 'Elementals'), this.nav, this.me),
+      h('header', { class: 'topbar' }, h('a', { class: 'brand', href: '#/lobby' }, 'Elementals'), this.nav, this.alertsToggle, this.me),
       this.banner,
       this.main,
       this.toasts,
@@ -176,6 +185,18 @@ export class App {
   refresh() {
     this.renderShell();
     this.view?.update?.();
+    this.renderTitle();
+  }
+
+  /** The tab says when this player must pick, and how their game ended while it is shown. */
+  renderTitle() {
+    const game = this.myGameId && this.games.get(this.myGameId);
+    let text = null;
+    if (game?.seat && canPick(game)) text = 'Your move';
+    else if (game?.seat && game.phase === 'over' && this.route?.id === game.id && game.result) {
+      text = !game.result.winner ? 'Game over' : game.result.winner === game.seat ? 'You won' : 'You lost';
+    }
+    this.alerts.title(text);
   }
 
   // ---- connection ----
@@ -413,6 +434,7 @@ export class App {
     } else {
       switch (msg.type) {
         case 'game_start':
+          this.alerts.beep('round');
           this.myGameId = msg.game.game_id;
           this.early.set(msg.game.game_id, []);
           this.queue = null;
@@ -474,6 +496,8 @@ export class App {
     }
     if (result !== 'applied') return;
     if (msg.type === 'round_result') this.announce(describeRound(game, msg.record));
+    if (game.seat && msg.type === 'round_start') this.alerts.beep('round');
+    if (game.seat && msg.type === 'game_over') this.alerts.beep('result');
     // Draw offers and refusals are said out loud (a toast is an alert), not only shown by
     // the buttons changing.
     const who = (seat) => game.info.players[seat].name;

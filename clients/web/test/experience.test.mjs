@@ -404,4 +404,43 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
     });
     await closeAll([v]);
   });
+
+  test('a beep and the tab title say when a round starts or the game ends, unless turned off', async () => {
+    await h.setUp();
+    const [a, b] = await people(2);
+    await h.withDiagnostics({ a, b }, async () => {
+      const { bySeat } = await newGame(a, b);
+      const [one, two] = [bySeat.one.page, bySeat.two.page];
+      const played = (page) => page.evaluate(() => window.elementals.alerts.played);
+      await one.waitForFunction(() => document.title === 'Your move · Elementals', null, STEP);
+      assert.deepEqual(await played(one), ['round'], 'the game start beeped');
+      await pick(one, 1, 1);
+      await one.waitForFunction(() => document.title === 'Elementals', null, STEP);
+      await pick(two, 1, 2);
+      await roundShown(one, 1);
+      await one.waitForFunction(() => document.title === 'Your move · Elementals', null, STEP);
+      assert.deepEqual(await played(one), ['round', 'round'], 'round 2 beeped');
+
+      // Turned off, and still off after a reload.
+      await two.getByLabel('Alerts').uncheck();
+      assert.equal(await two.title(), 'Elementals');
+      await two.reload();
+      await two.waitForSelector('.game.playing', STEP);
+      assert.equal(await two.getByLabel('Alerts').isChecked(), false);
+      await pick(one, 2, 1);
+      await pick(two, 2, 2);
+      await roundShown(two, 2);
+      await two.waitForSelector('.board[data-round="3"][data-phase="commit"]', STEP);
+      assert.equal(await two.title(), 'Elementals', 'no title change when off');
+      assert.deepEqual(await played(two), [], 'no beep when off');
+
+      // The end: the winner's tab says so, with a sound.
+      one.once('dialog', (d) => d.accept());
+      await one.getByRole('button', { name: 'Resign' }).click();
+      await one.waitForFunction(() => document.title === 'You lost · Elementals', null, STEP);
+      assert.equal((await played(one)).at(-1), 'result');
+      assert.equal(await two.title(), 'Elementals');
+    });
+    await closeAll([a, b]);
+  });
 });
