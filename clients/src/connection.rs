@@ -143,6 +143,7 @@ impl Connection {
                     max_messages_per_s: 0,
                     heartbeat_ms: 0,
                     idle_timeout_ms: 0,
+                    max_rounds: 0,
                 },
             },
             reader,

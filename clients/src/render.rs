@@ -127,6 +127,7 @@ pub fn result_line(game: &GameInfo, result: &GameResult) -> String {
         EndReason::DrawAgreed => "draw agreed",
         EndReason::Aborted => "aborted before the first commit",
         EndReason::ServerAborted => "aborted by the server",
+        EndReason::MaxRounds => "the round limit was reached",
     };
     match result.winner {
         Some(seat) => format!(

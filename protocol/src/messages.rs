@@ -415,6 +415,9 @@ pub enum EndReason {
     Aborted,
     /// Ended by the server (for example, a crashed game task); no one is blamed: unrated.
     ServerAborted,
+    /// The game reached the server's bound on resolved rounds (`Limits::max_rounds`): a
+    /// draw, unrated.
+    MaxRounds,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -484,6 +487,8 @@ pub struct Limits {
     pub max_messages_per_s: u32,
     pub heartbeat_ms: u64,
     pub idle_timeout_ms: u64,
+    /// Resolved rounds after which a game ends drawn (`max_rounds`), at most `MAX_ROUNDS`.
+    pub max_rounds: u32,
 }
 
 messages! {

@@ -16,6 +16,12 @@ pub const MAX_NUMBER: u16 = 99;
 /// Largest `distance` the server accepts; the usual range is 3 to 5.
 pub const MAX_DISTANCE: u16 = 20;
 
+/// Most resolved rounds a game may last; a game reaching its server's bound (this or less,
+/// announced in `welcome.limits.max_rounds`) ends drawn, unrated, with reason `max_rounds`.
+/// The variant bounds allow games of tens of thousands of rounds (99 elements, range 1):
+/// this keeps every game's log, record and snapshot bounded.
+pub const MAX_ROUNDS: u32 = 1_000;
+
 /// The three numbers a game is played under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Variant {

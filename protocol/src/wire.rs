@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::ErrorCode;
-use crate::messages::{ClientMsg, ServerMsg};
+use crate::messages::{ClientMsg, RequestId, ServerMsg};
 use crate::tagged::{Tagged, TaggedBody};
 
 /// Largest frame a server accepts from a client.
@@ -70,31 +70,55 @@ pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
 const ENCODE_CAPACITY: usize = 256;
 
 pub fn decode_client(bytes: &[u8]) -> Result<ClientMsg, DecodeError> {
-    decode_message(bytes, MAX_CLIENT_MESSAGE_BYTES)
+    decode_message(bytes, MAX_CLIENT_MESSAGE_BYTES).map_err(|refused| refused.error)
 }
 
 pub fn decode_server(bytes: &[u8]) -> Result<ServerMsg, DecodeError> {
-    decode_message(bytes, MAX_SERVER_MESSAGE_BYTES)
+    decode_message(bytes, MAX_SERVER_MESSAGE_BYTES).map_err(|refused| refused.error)
+}
+
+/// A client frame that is not a valid message: why, and the request id to answer it
+/// with, if the frame has one that can be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{error}")]
+pub struct Refused {
+    /// The frame's top-level `id`, if the frame is a well-formed map (string keys, within
+    /// the size and depth caps, nothing after it) holding exactly one `id`, a u32.
+    pub id: Option<RequestId>,
+    pub error: DecodeError,
+}
+
+/// [`decode_client`], telling a refusal's request id where it can be read, so that the
+/// `error` answering it reaches the request that is waiting for it.
+pub fn decode_request(bytes: &[u8]) -> Result<ClientMsg, Refused> {
+    decode_message(bytes, MAX_CLIENT_MESSAGE_BYTES)
 }
 
 /// Check the structure, then decode the variant its `type` names straight from the
 /// frame, in one pass (`tagged.rs`; [`decode`] would buffer the whole map first).
-fn decode_message<T: Tagged>(bytes: &[u8], limit: usize) -> Result<T, DecodeError> {
+fn decode_message<T: Tagged>(bytes: &[u8], limit: usize) -> Result<T, Refused> {
+    let refused = |error| Refused { id: None, error };
     // Refused as serde's derive refuses them, in its order (it reads the whole map
     // before any field, checking the first `type` as it meets it): no `type`, a first
     // `type` that is not UTF-8 or names no message, a second `type`.
-    let walked = walk(bytes, limit)?;
+    let walked = walk(bytes, limit).map_err(refused)?;
+    let id = walked.id.read();
+    let refused = |error| Refused { id, error };
+    let walked = walked.checked().map_err(refused)?;
     if walked.stray_bin {
         // rmp-serde reads a bin where a struct or a sequence is due as a sequence of its
         // bytes, where serde's buffer refuses it: such a frame takes serde's way, so
         // that what is refused stays refused.
-        return rmp_serde::from_slice(bytes).map_err(classify);
+        return rmp_serde::from_slice(bytes).map_err(|e| refused(classify(e)));
     }
-    let tag = walked.tag.ok_or(DecodeError::NotAMap)?;
-    let name = std::str::from_utf8(tag.first)
-        .map_err(|e| DecodeError::Invalid(format!("string found to be invalid utf8: {e}")))?;
+    let tag = walked.tag.ok_or(refused(DecodeError::NotAMap))?;
+    let name = std::str::from_utf8(tag.first).map_err(|e| {
+        refused(DecodeError::Invalid(format!(
+            "string found to be invalid utf8: {e}"
+        )))
+    })?;
     let frame = &mut rmp_serde::Deserializer::from_read_ref(bytes);
-    T::deserialize_tagged(TaggedBody::new(name, tag.again, frame)).map_err(classify)
+    T::deserialize_tagged(TaggedBody::new(name, tag.again, frame)).map_err(|e| refused(classify(e)))
 }
 
 /// Check the structure, then decode into `T`.
@@ -121,7 +145,7 @@ fn classify(err: rmp_serde::decode::Error) -> DecodeError {
 
 /// Walk one MessagePack value spanning exactly `bytes`, without allocating.
 pub fn check_structure(bytes: &[u8], limit: usize) -> Result<(), DecodeError> {
-    walk(bytes, limit).map(drop)
+    walk(bytes, limit)?.checked().map(drop)
 }
 
 /// The top-level `type` string the walk found.
@@ -136,9 +160,51 @@ struct FoundTag<'a> {
 struct Walked<'a> {
     /// The top-level `type`, if there is one.
     tag: Option<FoundTag<'a>>,
+    /// A top-level `type` that is not a string: the frame is refused, but only once its
+    /// `id` is known, so that the refusal can answer it.
+    bad_tag: bool,
     /// Whether a bin is anywhere but the value of a top-level `commitment` or `nonce`,
     /// the protocol's only byte fields.
     stray_bin: bool,
+    /// The top-level `id`.
+    id: FoundId,
+}
+
+impl Walked<'_> {
+    /// The frame, if its `type` is a string (a key's walk is over by then).
+    fn checked(self) -> Result<Self, DecodeError> {
+        match self.bad_tag {
+            true => Err(DecodeError::NotAMap),
+            false => Ok(self),
+        }
+    }
+}
+
+/// The top-level `id` as far as the walk has seen.
+#[derive(Clone, Copy)]
+enum FoundId {
+    None,
+    /// One `id`, a u32.
+    One(RequestId),
+    /// One `id` that is not a u32, or more than one: no request can be told apart.
+    Unreadable,
+}
+
+impl FoundId {
+    fn read(self) -> Option<RequestId> {
+        match self {
+            FoundId::One(id) => Some(id),
+            FoundId::None | FoundId::Unreadable => None,
+        }
+    }
+
+    /// `raw` (one whole value) seen as the value of a top-level `id`.
+    fn saw(self, raw: &[u8]) -> FoundId {
+        match (self, int_payload(raw).and_then(|n| RequestId::try_from(n).ok())) {
+            (FoundId::None, Some(id)) => FoundId::One(id),
+            _ => FoundId::Unreadable,
+        }
+    }
 }
 
 /// [`check_structure`], returning what decoding needs to know.
@@ -169,8 +235,11 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
     // declaration order of our enums an accidental part of the wire format.
     let mut type_value_next = false;
     let mut tag = None;
+    let mut bad_tag = false;
     let mut bytes_value_next = false;
     let mut stray_bin = false;
+    let mut id_value_next = false;
+    let mut id = FoundId::None;
     while depth > 0 {
         let level = &mut pending[depth - 1];
         if level.left == 0 {
@@ -186,13 +255,16 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
         if matches!(bytes[start], 0xc4..=0xc6) && !bytes_value {
             stray_bin = true;
         }
+        if std::mem::take(&mut id_value_next) {
+            id = id.saw(&bytes[start..cursor.pos]);
+        }
+        if type_value_next && str_payload(&bytes[start..cursor.pos]).is_none() {
+            bad_tag = true;
+            type_value_next = false;
+        }
         if is_key || type_value_next {
             let Some(text) = str_payload(&bytes[start..cursor.pos]) else {
-                return Err(if type_value_next {
-                    DecodeError::NotAMap
-                } else {
-                    DecodeError::InvalidMarker(bytes[start])
-                });
+                return Err(DecodeError::InvalidMarker(bytes[start]));
             };
             if type_value_next {
                 tag = match tag {
@@ -207,6 +279,7 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
                 };
             }
             type_value_next = is_key && in_top_map && text == b"type";
+            id_value_next = is_key && in_top_map && text == b"id";
             bytes_value_next = is_key && in_top_map && matches!(text, b"commitment" | b"nonce");
         }
         if children > 0 {
@@ -225,7 +298,12 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
         }
     }
     match cursor.remaining() {
-        0 => Ok(Walked { tag, stray_bin }),
+        0 => Ok(Walked {
+            tag,
+            bad_tag,
+            stray_bin,
+            id,
+        }),
         n => Err(DecodeError::TrailingBytes(n)),
     }
 }
@@ -254,6 +332,34 @@ fn str_payload(raw: &[u8]) -> Option<&[u8]> {
         _ => return None,
     };
     raw.get(header..)
+}
+
+/// The value of one MessagePack integer (`raw` is the whole value), if it is one and is
+/// not negative.
+fn int_payload(raw: &[u8]) -> Option<u64> {
+    let (&marker, rest) = raw.split_first()?;
+    let be = |n: usize| {
+        let bytes = rest.get(..n)?;
+        Some(bytes.iter().fold(0u64, |acc, b| (acc << 8) | *b as u64))
+    };
+    let signed = |n: usize| {
+        let value = be(n)?;
+        let bits = 8 * n as u32;
+        // Negative when its top bit is set.
+        (value >> (bits - 1) == 0).then_some(value)
+    };
+    match marker {
+        0x00..=0x7f => Some(marker as u64),
+        0xcc => be(1),
+        0xcd => be(2),
+        0xce => be(4),
+        0xcf => be(8),
+        0xd0 => signed(1),
+        0xd1 => signed(2),
+        0xd2 => signed(4),
+        0xd3 => signed(8),
+        _ => None,
+    }
 }
 
 struct Cursor<'a> {

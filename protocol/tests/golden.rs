@@ -66,6 +66,7 @@ fn limits() -> Limits {
         max_messages_per_s: 20,
         heartbeat_ms: 20_000,
         idle_timeout_ms: 60_000,
+        max_rounds: 1_000,
     }
 }
 
@@ -168,6 +169,8 @@ impl Table {
             commitment: alice_commitment(round, one),
         });
         self.spend(ALICE_COMMIT_MS, [banks_run; 2]);
+        // The server answers a move first, in the same write as the events it caused.
+        self.receive(ServerMsg::Ok { id });
         let (seq, clocks) = (self.seq(), self.clocks(false, banks_run));
         self.receive(ServerMsg::Committed {
             game_id: g,
@@ -176,7 +179,6 @@ impl Table {
             seat: Seat::One,
             clocks,
         });
-        self.receive(ServerMsg::Ok { id });
         self.spend(BOB_COMMIT_MS - ALICE_COMMIT_MS, [false, banks_run]);
         let (seq, clocks) = (self.seq(), self.clocks(false, false));
         self.receive(ServerMsg::Committed {
@@ -203,6 +205,7 @@ impl Table {
             nonce: nonce(round).to_vec(),
         });
         self.spend(ALICE_REVEAL_MS, [true, true]);
+        self.receive(ServerMsg::Ok { id });
         let (seq, clocks) = (self.seq(), self.clocks(false, true));
         self.receive(ServerMsg::Revealed {
             game_id: g,
@@ -211,7 +214,6 @@ impl Table {
             seat: Seat::One,
             clocks,
         });
-        self.receive(ServerMsg::Ok { id });
         self.spend(BOB_REVEAL_MS - ALICE_REVEAL_MS, [false, true]);
         let (seq, clocks) = (self.seq(), self.clocks(false, false));
         self.receive(ServerMsg::Revealed {
@@ -667,9 +669,10 @@ const GOLDEN_REVEAL: &str = concat!(
 const GOLDEN_WELCOME: &str = concat!(
     "85a474797065a777656c636f6d65a2696401b070726f746f636f6c5f76657273",
     "696f6e01a6736572766572b7656c656d656e74616c732d73657276657220302e",
-    "312e30a66c696d69747384b16d61785f6d6573736167655f6279746573cd4000",
+    "312e30a66c696d69747385b16d61785f6d6573736167655f6279746573cd4000",
     "b26d61785f6d657373616765735f7065725f7314ac6865617274626561745f6d",
-    "73cd4e20af69646c655f74696d656f75745f6d73cdea60",
+    "73cd4e20af69646c655f74696d656f75745f6d73cdea60aa6d61785f726f756e",
+    "6473cd03e8",
 );
 const GOLDEN_AUTHENTICATED: &str = concat!(
     "86a474797065ad61757468656e74696361746564a2696402a76163636f756e74",

@@ -9,7 +9,7 @@ use elementals_protocol::messages::{
     LiveGame, Phase, PlayerInfo, RoundRecord, SeatPair, Seek,
 };
 use elementals_protocol::rating::RatingChange;
-use elementals_protocol::rules::{Move, MAX_DISTANCE, MAX_NUMBER};
+use elementals_protocol::rules::{Move, MAX_DISTANCE, MAX_NUMBER, MAX_ROUNDS};
 use elementals_protocol::time_control::{
     MAX_INCREMENT_MS, MAX_INITIAL_MS, MAX_REVEAL_MS, MIN_INITIAL_MS, MIN_REVEAL_MS,
 };
@@ -300,6 +300,7 @@ fn server_examples() -> Vec<ServerMsg> {
                 max_messages_per_s: 20,
                 heartbeat_ms: 20_000,
                 idle_timeout_ms: 60_000,
+                max_rounds: 1_000,
             },
         },
         Pong { id: 2 },
@@ -956,6 +957,150 @@ fn unknown_type_and_unknown_field_have_their_own_codes() {
     assert_eq!(err.code(), ErrorCode::UnknownField);
 }
 
+/// A request refused for anything but its structure still names its `id`, which a client
+/// waits on: found by the structure walk, whatever serde makes of the rest.
+#[test]
+fn a_readable_id_is_found_whatever_else_is_wrong() {
+    let game = Value::from("6f1c2b4a-8d3e-4f5a-9b7c-0123456789ab");
+    let id = |n: u64| ("id", Value::from(n));
+    let cases: Vec<(&str, Vec<u8>, ErrorCode, Option<u32>)> = vec![
+        (
+            "an unknown type",
+            map(vec![("type", Value::from("fly")), id(7)]),
+            ErrorCode::UnknownType,
+            Some(7),
+        ),
+        (
+            "an unknown field, after the id",
+            map(vec![("type", Value::from("ping")), id(8), ("colour", 1.into())]),
+            ErrorCode::UnknownField,
+            Some(8),
+        ),
+        (
+            "an unknown field, before the id",
+            map(vec![("colour", 1.into()), ("type", Value::from("ping")), id(9)]),
+            ErrorCode::UnknownField,
+            Some(9),
+        ),
+        (
+            "a missing field",
+            map(vec![("type", Value::from("resign")), id(10)]),
+            ErrorCode::BadMessage,
+            Some(10),
+        ),
+        (
+            "a field of the wrong type",
+            map(vec![
+                ("type", Value::from("commit")),
+                ("game_id", game.clone()),
+                ("round", Value::from("one")),
+                ("commitment", Value::Binary(vec![0; 32])),
+                id(11),
+            ]),
+            ErrorCode::BadMessage,
+            Some(11),
+        ),
+        (
+            "a stray bin (decoded by serde's own derive)",
+            map(vec![("type", Value::from("resign")), id(12), ("game_id", Value::Binary(vec![1]))]),
+            ErrorCode::BadMessage,
+            Some(12),
+        ),
+        (
+            "no type",
+            map(vec![id(13)]),
+            ErrorCode::BadMessage,
+            Some(13),
+        ),
+        (
+            "a type that is not a string",
+            map(vec![("type", Value::from(0)), id(14)]),
+            ErrorCode::BadMessage,
+            Some(14),
+        ),
+        (
+            "the largest id in a u64 encoding",
+            map(vec![("type", Value::from("fly")), ("id", Value::from(u32::MAX as u64))]),
+            ErrorCode::UnknownType,
+            Some(u32::MAX),
+        ),
+        (
+            "an id in a signed encoding",
+            // {type: "fly", id: int 64 of 15}: encoders may write any int encoding.
+            [
+                &[0x82, 0xa4][..],
+                b"type",
+                &[0xa3],
+                b"fly",
+                &[0xa2],
+                b"id",
+                &[0xd3, 0, 0, 0, 0, 0, 0, 0, 15],
+            ]
+            .concat(),
+            ErrorCode::UnknownType,
+            Some(15),
+        ),
+        // Unreadable: nil.
+        (
+            "no id",
+            map(vec![("type", Value::from("fly"))]),
+            ErrorCode::UnknownType,
+            None,
+        ),
+        (
+            "an id over u32",
+            map(vec![("type", Value::from("ping")), ("id", Value::from(1u64 << 32))]),
+            ErrorCode::BadMessage,
+            None,
+        ),
+        (
+            "a negative id",
+            map(vec![("type", Value::from("ping")), ("id", Value::from(-1))]),
+            ErrorCode::BadMessage,
+            None,
+        ),
+        (
+            "a string id",
+            map(vec![("type", Value::from("ping")), ("id", Value::from("1"))]),
+            ErrorCode::BadMessage,
+            None,
+        ),
+        (
+            "two ids",
+            map(vec![("type", Value::from("ping")), id(1), id(2)]),
+            ErrorCode::BadMessage,
+            None,
+        ),
+        (
+            "an id in a nested map only",
+            map(vec![
+                ("type", Value::from("join_pool")),
+                ("variant", Value::Map(vec![("id".into(), 3.into())])),
+            ]),
+            ErrorCode::BadMessage,
+            None,
+        ),
+        (
+            "trailing bytes",
+            [map(vec![("type", Value::from("ping")), id(16)]), vec![0xc0]].concat(),
+            ErrorCode::BadMessage,
+            None,
+        ),
+    ];
+    for (what, frame, code, expected) in cases {
+        let refused = wire::decode_request(&frame).expect_err(what);
+        assert_eq!((refused.error.code(), refused.id), (code, expected), "{what}");
+        assert_eq!(
+            decode_client(&frame),
+            Err(refused.error),
+            "{what}: the same verdict as decode_client"
+        );
+    }
+    // A valid request is decoded as ever.
+    let ping = wire::encode(&ClientMsg::Ping { id: 5 });
+    assert_eq!(wire::decode_request(&ping), Ok(ClientMsg::Ping { id: 5 }));
+}
+
 #[test]
 fn servers_may_add_fields_that_clients_ignore() {
     let frame = map(vec![
@@ -1383,6 +1528,15 @@ fn protocol_md_documents_every_nested_field() {
     ] {
         doc_section(name);
     }
+    for field in [
+        "max_message_bytes",
+        "max_messages_per_s",
+        "heartbeat_ms",
+        "idle_timeout_ms",
+        "max_rounds",
+    ] {
+        assert!(doc_section("Limits").contains(&format!("| `{field}` |")));
+    }
     for phase in ["commit", "reveal", "over"] {
         assert!(doc_section("Phase").contains(&format!("`{phase}`")));
     }
@@ -1395,6 +1549,7 @@ fn protocol_md_documents_every_nested_field() {
         "draw_agreed",
         "aborted",
         "server_aborted",
+        "max_rounds",
     ] {
         assert!(doc_section("EndReason").contains(&format!("| `{reason}` |")));
     }
@@ -1408,6 +1563,7 @@ fn protocol_md_states_the_limits_and_presets_of_the_code() {
         format!("| `MAX_DEPTH` | {MAX_DEPTH} |"),
         format!("| `MAX_NUMBER` | {MAX_NUMBER} |"),
         format!("| `MAX_DISTANCE` | {MAX_DISTANCE} |"),
+        format!("| `MAX_ROUNDS` | {MAX_ROUNDS} |"),
         format!("| `initial_ms` | {MIN_INITIAL_MS} | {MAX_INITIAL_MS} |"),
         format!("| `increment_ms` | 0 | {MAX_INCREMENT_MS} |"),
         format!("| `reveal_ms` | {MIN_REVEAL_MS} | {MAX_REVEAL_MS} |"),

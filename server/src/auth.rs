@@ -213,6 +213,8 @@ pub struct Auth {
     pub db: Db,
     pub hasher: Hasher,
     pub token_ttl_ms: u64,
+    /// Sessions an account may hold; a sign-in past this revokes its oldest.
+    pub max_sessions: u32,
 }
 
 /// A signed-in account and its fresh token.
@@ -226,7 +228,9 @@ impl Auth {
     async fn issue(&self, account: AccountRow) -> Result<SignedIn, AuthError> {
         let (token, hash) = new_token();
         let expires_at = unix_ms() + self.token_ttl_ms;
-        self.db.insert_session(hash, account.id, expires_at).await?;
+        self.db
+            .insert_session(hash, account.id, expires_at, self.max_sessions)
+            .await?;
         Ok(SignedIn {
             account,
             token,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use elementals_protocol::rules::MAX_ROUNDS;
 
 /// The Elementals game server: WebSocket play, HTTP API and web client on one port.
 #[derive(Debug, Clone, Parser)]
@@ -127,6 +128,49 @@ pub struct Config {
     /// Failed logins allowed per client address per minute.
     #[arg(long, env = "ELEMENTALS_LOGIN_FAILURES_PER_IP", default_value_t = 20)]
     pub login_failures_per_ip: u32,
+
+    /// Accounts (registered or guest) one client address may create per hour, all at once
+    /// at most; more are answered `rate_limited` with the seconds to wait. 0: no limit.
+    #[arg(long, env = "ELEMENTALS_NEW_ACCOUNTS_PER_IP", default_value_t = 30)]
+    pub new_accounts_per_ip: u32,
+
+    /// Sessions (tokens) one account may hold; a new sign-in past this revokes the
+    /// account's oldest sessions.
+    #[arg(
+        long,
+        env = "ELEMENTALS_MAX_SESSIONS_PER_ACCOUNT",
+        default_value_t = 10
+    )]
+    pub max_sessions_per_account: u32,
+
+    /// Seconds between two prunings of expired sessions and idle guest accounts.
+    #[arg(long, env = "ELEMENTALS_PRUNE_INTERVAL_SECS", default_value_t = 3600)]
+    pub prune_interval_secs: u64,
+
+    /// Days after which a guest account with no live session and no game on record is
+    /// deleted (it can never sign in again: a guest has no password).
+    #[arg(long, env = "ELEMENTALS_GUEST_RETENTION_DAYS", default_value_t = 7)]
+    pub guest_retention_days: u64,
+
+    /// Requests to the JSON API (`/api/…`) per second per client address, bursts of twice
+    /// this; more are answered 429 with `Retry-After`. 0: no limit.
+    #[arg(long, env = "ELEMENTALS_HTTP_REQUESTS_PER_IP", default_value_t = 10)]
+    pub http_requests_per_ip: u32,
+
+    /// Milliseconds the leaderboard's first page is served from memory before it is read
+    /// again. 0: read every time.
+    #[arg(long, env = "ELEMENTALS_LEADERBOARD_CACHE_MS", default_value_t = 1000)]
+    pub leaderboard_cache_ms: u64,
+    /// Resolved rounds after which a game ends drawn, unrated (reason `max_rounds`);
+    /// announced in `welcome.limits`. 1 to 1000; a larger value is refused at startup, so
+    /// that every game's log, record and snapshot stay bounded (`MAX_ROUNDS`).
+    #[arg(
+        long,
+        env = "ELEMENTALS_MAX_ROUNDS",
+        default_value_t = MAX_ROUNDS,
+        value_parser = clap::value_parser!(u32).range(1..=MAX_ROUNDS as i64)
+    )]
+    pub max_rounds: u32,
 }
 
 impl Config {
@@ -158,8 +202,26 @@ impl Config {
         Duration::from_secs(self.handshake_timeout_secs.max(1))
     }
 
+    /// The bound on a game's rounds: the option, held to `1..=MAX_ROUNDS` also when the
+    /// config was built in code rather than parsed.
+    pub fn max_rounds(&self) -> u32 {
+        self.max_rounds.clamp(1, MAX_ROUNDS)
+    }
+
     pub fn token_ttl(&self) -> Duration {
         Duration::from_secs(self.token_days * 24 * 3600)
+    }
+
+    pub fn prune_interval(&self) -> Duration {
+        Duration::from_secs(self.prune_interval_secs.max(1))
+    }
+
+    pub fn guest_retention(&self) -> Duration {
+        Duration::from_secs(self.guest_retention_days.saturating_mul(24 * 3600))
+    }
+
+    pub fn leaderboard_cache(&self) -> Duration {
+        Duration::from_millis(self.leaderboard_cache_ms)
     }
 }
 
@@ -183,7 +245,34 @@ mod tests {
         assert_eq!(config.login_failures_per_account, 5);
         assert_eq!(config.login_failures_per_ip, 20);
         assert_eq!(config.token_ttl(), Duration::from_secs(30 * 24 * 3600));
+        assert_eq!(config.new_accounts_per_ip, 30);
+        assert_eq!(config.max_sessions_per_account, 10);
+        assert_eq!(config.prune_interval(), Duration::from_secs(3600));
+        assert_eq!(config.guest_retention(), Duration::from_secs(7 * 24 * 3600));
+        assert_eq!(config.http_requests_per_ip, 10);
+        assert_eq!(config.leaderboard_cache(), Duration::from_secs(1));
         assert!(config.trusted_proxy.is_empty() && config.allowed_origin.is_empty());
+        assert_eq!(config.max_rounds, 1_000);
+    }
+
+    #[test]
+    fn max_rounds_takes_1_to_1000_and_refuses_more() {
+        for (given, taken) in [("1", 1), ("7", 7), ("1000", 1_000)] {
+            let config = Config::try_parse_from(["x", "--max-rounds", given]).unwrap();
+            assert_eq!(config.max_rounds, taken);
+        }
+        for refused in ["0", "1001", "100000", "-1"] {
+            let flag = format!("--max-rounds={refused}");
+            let err = Config::try_parse_from(["x", flag.as_str()]).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::ValueValidation,
+                "{refused}"
+            );
+            let message = err.to_string();
+            assert!(message.contains("--max-rounds"), "{message}");
+            assert!(message.contains("1..=1000"), "{message}");
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use elementals_protocol::messages::{ClientMsg, ServerMsg};
-use elementals_protocol::wire::{self, DecodeError};
+use elementals_protocol::wire::{self, DecodeError, Refused};
 use elementals_protocol::ErrorCode;
 use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
@@ -153,9 +153,10 @@ fn read_loop<'a>(
         let mut limit = RateLimit::new(state.config.message_rate);
         let auth_deadline = Instant::now() + state.config.auth_timeout();
         let idle = state.config.idle_timeout();
-        // Both armed once, not once per frame (see `write_loop`). The timer is moved only
-        // when it fires early: a deadline never moves earlier, so a timer left at an older
-        // deadline fires at or before the current one, which is checked then. (Setting a
+        // Both armed once, not once per frame (see `write_loop`). The timer is moved when
+        // it fires early, and otherwise only when the deadline moves earlier (rare, below),
+        // so a timer left at an older deadline fires at or before the current one, which is
+        // checked then. (Setting a
         // timer per frame took the timer wheel's lock twice, to insert and to remove.)
         let deadline_after = |now: Instant, signed_in: bool| {
             if signed_in {
@@ -168,8 +169,15 @@ fn read_loop<'a>(
         let timer = tokio::time::sleep_until(deadline_after(Instant::now(), false));
         tokio::pin!(killed, timer);
         loop {
-            let signed_in = session.is_authenticated();
+            // A spectator needs no account (PROTOCOL.md section 3): watching lifts the
+            // sign-in deadline as signing in does.
+            let signed_in = session.is_authenticated() || session.is_watching();
             let deadline = deadline_after(Instant::now(), signed_in);
+            // The one deadline that moves earlier: a connection without an account that
+            // stops watching is back under its sign-in deadline.
+            if deadline < timer.deadline() {
+                timer.as_mut().reset(deadline);
+            }
             let frame = loop {
                 tokio::select! {
                     () = &mut killed => return,
@@ -183,6 +191,8 @@ fn read_loop<'a>(
                     f = stream.next() => break Ok(f),
                 }
             };
+            // A move is judged by its game at this instant, however long it then waits.
+            let arrived = Instant::now();
             // Whatever this frame brings (a reply, an error, a close) follows the answer to
             // the last move, which its game sends (normally done by now: no wait).
             session.settle().await;
@@ -194,7 +204,7 @@ fn read_loop<'a>(
             // Boxed: handling a message may wait on the database, the hasher, the lobby or
             // a game, and that state (about 1.4 KiB) would otherwise be part of every
             // connection's task even while it is idle.
-            if let After::Close(code, reason) = Box::pin(session.handle(msg)).await {
+            if let After::Close(code, reason) = Box::pin(session.handle(msg, arrived)).await {
                 outbox.close(code, reason);
                 return;
             }
@@ -280,10 +290,11 @@ fn receive(
         ));
         return Received::Nothing;
     }
-    match wire::decode_client(&bytes) {
+    match wire::decode_request(&bytes) {
         Ok(msg) => Received::Message(msg),
-        Err(e) => {
-            let _ = outbox.send_msg(&ServerMsg::error(None, e.code(), e.to_string()));
+        Err(Refused { id, error: e }) => {
+            // With the request's id where it can be read: the client is waiting on it.
+            let _ = outbox.send_msg(&ServerMsg::error(id, e.code(), e.to_string()));
             if let DecodeError::TooLarge { .. } = e {
                 outbox.close(close::TOO_BIG, "message too large");
                 return Received::End;

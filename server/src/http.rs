@@ -2,17 +2,19 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
-use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::extract::{ConnectInfo, Path, Query, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::{middleware, Json, Router};
 use elementals_protocol::wire::MAX_CLIENT_MESSAGE_BYTES;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
+use crate::api::{self, PageQuery};
 use crate::server::AppState;
 use crate::{admission, ws};
 
@@ -23,15 +25,28 @@ use crate::{admission, ws};
 /// about 12.9 KiB to 9.8 KiB of server RSS (BENCHMARKS.md, density).
 const READ_BUFFER: usize = 1024;
 
+/// Entries a page of the leaderboard or of the live games holds at most (and by default).
+pub const MAX_LIST: u32 = 100;
+
+/// Rating changes a player page's history holds at most (and by default).
+pub const MAX_HISTORY: u32 = 200;
+
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
-        .route("/ws", get(ws_upgrade))
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/metrics", get(metrics))
+    // The JSON API is limited per address; health, metrics and the page's files are not.
+    let api = Router::new()
         .route("/api/leaderboard", get(leaderboard))
         .route("/api/players/{name}", get(player))
         .route("/api/games/live", get(live_games))
         .route("/api/games/{id}", get(game))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            api::limit_requests,
+        ));
+    Router::new()
+        .route("/ws", get(ws_upgrade))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(metrics))
+        .merge(api)
         .merge(crate::web::routes())
         .with_state(state)
 }
@@ -121,29 +136,62 @@ fn internal(e: impl std::fmt::Display) -> Response {
     (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
 }
 
-async fn leaderboard(State(state): State<Arc<AppState>>) -> Response {
-    match state.db.leaderboard(100).await {
+async fn leaderboard(State(state): State<Arc<AppState>>, Query(q): Query<PageQuery>) -> Response {
+    let page = match q.page(MAX_LIST) {
+        Ok(page) => page,
+        Err(refused) => return refused,
+    };
+    match state.leaderboard.get(&state.db, page, Instant::now()).await {
         Ok(rows) => Json(rows).into_response(),
         Err(e) => internal(e),
     }
 }
 
-async fn player(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
-    match state.db.player_page(name).await {
+async fn player(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    let page = match q.page(MAX_HISTORY) {
+        Ok(page) => page,
+        Err(refused) => return refused,
+    };
+    match state.db.player_page(name, page).await {
         Ok(Some(page)) => Json(page).into_response(),
         Ok(None) => (StatusCode::NOT_FOUND, "no such player").into_response(),
         Err(e) => internal(e),
     }
 }
 
-async fn live_games(State(state): State<Arc<AppState>>) -> Response {
-    Json(state.registry.live_games()).into_response()
+async fn live_games(State(state): State<Arc<AppState>>, Query(q): Query<PageQuery>) -> Response {
+    let page = match q.page(MAX_LIST) {
+        Ok(page) => page,
+        Err(refused) => return refused,
+    };
+    let end = page.offset as usize + page.limit as usize;
+    let mut games = state.registry.most_watched(end);
+    games.drain(..games.len().min(page.offset as usize));
+    Json(games).into_response()
 }
 
 async fn game(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
     match state.db.game_record(id).await {
-        Ok(Some(record)) => Json(record).into_response(),
+        Ok(Some(mut record)) => {
+            without_account_ids(&mut record);
+            Json(record).into_response()
+        }
         Ok(None) => (StatusCode::NOT_FOUND, "no finished game with that id").into_response(),
         Err(e) => internal(e),
+    }
+}
+
+/// A stored record as PROTOCOL.md section 12 shows it: the players' database ids are the
+/// server's own business (records of every format are stored with them).
+fn without_account_ids(record: &mut serde_json::Value) {
+    let players = record.get_mut("players").and_then(|p| p.as_object_mut());
+    for player in players.into_iter().flat_map(|p| p.values_mut()) {
+        if let Some(player) = player.as_object_mut() {
+            player.remove("account_id");
+        }
     }
 }

@@ -4,6 +4,7 @@
 pub mod accept;
 pub mod admission;
 pub mod alloc;
+pub mod api;
 pub mod auth;
 pub mod clock;
 pub mod config;
@@ -15,6 +16,7 @@ pub mod limits;
 pub mod lobby;
 pub mod metrics;
 pub mod outbox;
+pub mod pruning;
 pub mod record;
 pub mod registry;
 pub mod server;

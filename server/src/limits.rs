@@ -1,5 +1,6 @@
 //! Abuse limits that outlive a single connection: how many WebSockets each client address
-//! holds open, and how many failed logins each account name and each address made lately.
+//! holds open, how many failed logins each account name and each address made lately, and
+//! token buckets per address for new accounts and for HTTP API requests.
 //!
 //! Both are std `Mutex`es around small maps: each critical section is a hash lookup, and
 //! none is held across an `.await`. Time is passed in (`now`), so the windows are tested
@@ -21,6 +22,10 @@ use crate::config::Config;
 pub struct AbuseLimits {
     pub connections: IpConnections,
     pub logins: LoginAttempts,
+    /// Accounts created (registered or guest) per address.
+    pub new_accounts: IpBuckets,
+    /// Requests to the JSON API per address.
+    pub http_requests: IpBuckets,
 }
 
 impl AbuseLimits {
@@ -31,6 +36,14 @@ impl AbuseLimits {
                 config.login_failures_per_account,
                 config.login_failures_per_ip,
                 LOGIN_WINDOW,
+            ),
+            new_accounts: IpBuckets::new(
+                f64::from(config.new_accounts_per_ip) / 3600.0,
+                f64::from(config.new_accounts_per_ip),
+            ),
+            http_requests: IpBuckets::new(
+                f64::from(config.http_requests_per_ip),
+                2.0 * f64::from(config.http_requests_per_ip),
             ),
         }
     }
@@ -117,6 +130,99 @@ impl Drop for IpSlot {
             }
         }
     }
+}
+
+/// A token bucket per client address: `burst` tokens, refilled at `rate` a second; each
+/// request takes one. An address whose bucket is full is not remembered at all, so the map
+/// holds only addresses that were active lately.
+#[derive(Debug)]
+pub struct IpBuckets {
+    rate: f64,
+    burst: f64,
+    buckets: Mutex<HashMap<IpAddr, Bucket>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl IpBuckets {
+    /// `rate` tokens a second up to `burst`; a `burst` below 1 means no limit.
+    pub fn new(rate: f64, burst: f64) -> IpBuckets {
+        IpBuckets {
+            rate,
+            burst,
+            buckets: Default::default(),
+        }
+    }
+
+    fn level(&self, bucket: Bucket, now: Instant) -> f64 {
+        let refill = now.saturating_duration_since(bucket.at).as_secs_f64() * self.rate;
+        (bucket.tokens + refill).min(self.burst)
+    }
+
+    /// Takes a token for `ip`, or says how long until one is there.
+    pub fn take(&self, ip: IpAddr, now: Instant) -> Result<(), Duration> {
+        if self.burst < 1.0 {
+            return Ok(());
+        }
+        let key = client_key(ip);
+        let mut buckets = lock(&self.buckets);
+        if buckets.len() >= MAX_TRACKED && !buckets.contains_key(&key) {
+            // Full buckets carry no information; if every one is still in use, forgetting
+            // them all is the lesser harm (as for failed logins).
+            buckets.retain(|_, b| {
+                let tokens = (b.tokens
+                    + now.saturating_duration_since(b.at).as_secs_f64() * self.rate)
+                    .min(self.burst);
+                tokens < self.burst
+            });
+            if buckets.len() >= MAX_TRACKED {
+                buckets.clear();
+            }
+        }
+        let tokens = match buckets.get(&key) {
+            Some(bucket) => self.level(*bucket, now),
+            None => self.burst,
+        };
+        if tokens < 1.0 {
+            let wait = if self.rate > 0.0 {
+                Duration::from_secs_f64((1.0 - tokens) / self.rate)
+            } else {
+                Duration::MAX
+            };
+            return Err(wait);
+        }
+        buckets.insert(
+            key,
+            Bucket {
+                tokens: tokens - 1.0,
+                at: now,
+            },
+        );
+        Ok(())
+    }
+
+    /// Gives back a token taken for something that then did not happen.
+    pub fn refund(&self, ip: IpAddr, now: Instant) {
+        let key = client_key(ip);
+        let mut buckets = lock(&self.buckets);
+        if let Some(bucket) = buckets.get(&key).copied() {
+            let tokens = self.level(bucket, now) + 1.0;
+            if tokens >= self.burst {
+                buckets.remove(&key);
+            } else {
+                buckets.insert(key, Bucket { tokens, at: now });
+            }
+        }
+    }
+}
+
+/// Whole seconds to wait, at least one: what a refusal tells the client.
+pub fn retry_secs(wait: Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
 }
 
 /// Failed logins per account name and per client address over a sliding window.
@@ -307,5 +413,39 @@ mod tests {
         assert_eq!(logins.check("alice", ip, t0), Ok(()));
         logins.failed("alice", ip, t0);
         assert_eq!(logins.check("bob", ip, t0), Err(LoginRefused::Address));
+    }
+
+    #[test]
+    fn a_bucket_allows_its_burst_then_its_rate_per_address() {
+        // Three an hour, all at once at most.
+        let buckets = IpBuckets::new(3.0 / 3600.0, 3.0);
+        let t0 = Instant::now();
+        let ip = v4("10.0.0.1");
+        for _ in 0..3 {
+            assert_eq!(buckets.take(ip, t0), Ok(()));
+        }
+        let wait = buckets.take(ip, t0).unwrap_err();
+        assert_eq!(retry_secs(wait), 1200, "one token every 20 minutes");
+        // Another address, or a neighbour outside the /64, has its own bucket.
+        assert_eq!(buckets.take(v4("10.0.0.2"), t0), Ok(()));
+        // A refund gives the token back; time refills it too.
+        buckets.refund(ip, t0);
+        assert_eq!(buckets.take(ip, t0), Ok(()));
+        assert!(buckets.take(ip, t0 + Duration::from_secs(1199)).is_err());
+        assert_eq!(buckets.take(ip, t0 + Duration::from_secs(1200)), Ok(()));
+    }
+
+    #[test]
+    fn a_bucket_below_one_is_no_limit_and_full_buckets_are_forgotten() {
+        let none = IpBuckets::new(0.0, 0.0);
+        let t0 = Instant::now();
+        assert!((0..1000).all(|_| none.take(v4("10.0.0.1"), t0).is_ok()));
+        let buckets = IpBuckets::new(10.0, 20.0);
+        buckets.take(v4("10.0.0.1"), t0).unwrap();
+        buckets.refund(v4("10.0.0.1"), t0);
+        assert!(lock(&buckets.buckets).is_empty());
+        assert_eq!(retry_secs(Duration::from_millis(1)), 1);
+        assert_eq!(retry_secs(Duration::ZERO), 1);
+        assert_eq!(retry_secs(Duration::from_secs(2)), 2);
     }
 }

@@ -2,8 +2,6 @@
 //! to the persistence writer and as `GET /api/games/{id}` returns it, and the durable log of
 //! a game in progress, from which a restarted server restores it.
 
-use std::sync::Arc;
-
 use elementals_protocol::messages::{GameId, GameResult, SeatPair};
 use elementals_protocol::rules::{Element, Outcome, Seat, Variant};
 use elementals_protocol::TimeControl;
@@ -54,12 +52,43 @@ pub struct GameRecord {
 }
 
 impl GameRecord {
-    /// Whether this game changes ratings: rated, between two accounts, won by someone.
+    pub fn new(
+        setup: &GameSetup,
+        started_at: u64,
+        ended_at: u64,
+        result: GameResult,
+        rounds: Vec<RoundLog>,
+        final_clocks_ms: SeatPair<u64>,
+    ) -> GameRecord {
+        GameRecord {
+            game_id: setup.game_id,
+            variant: setup.variant,
+            time_control: setup.time_control,
+            rated: setup.rated,
+            players: setup.players.clone(),
+            started_at,
+            ended_at,
+            result,
+            rounds,
+            final_clocks_ms,
+        }
+    }
+
+    /// Whether this game changes ratings: rated, between two different accounts, neither a
+    /// guest, won by someone. (An account cannot be rated against itself: the lobby never
+    /// seats one in both seats, and a record that does anyway is stored unrated.)
     pub fn changes_ratings(&self) -> bool {
-        self.rated
-            && !self.players.one.guest
-            && !self.players.two.guest
-            && self.result.winner.is_some()
+        self.rated_between_accounts() && self.result.winner.is_some()
+    }
+
+    /// Rated, and between two different registered accounts: a game whose result counts.
+    pub fn rated_between_accounts(&self) -> bool {
+        self.rated && !self.players.one.guest && !self.players.two.guest && !self.against_itself()
+    }
+
+    /// The same account in both seats.
+    pub fn against_itself(&self) -> bool {
+        self.players.one.account_id == self.players.two.account_id
     }
 }
 
@@ -108,9 +137,15 @@ pub enum LogEntry {
     /// The server restarted and restored the game; `voided` names the round whose
     /// commitments and reveals were discarded, if one was under way.
     Restarted { voided: Option<u32> },
-    /// The game ended; the record is what the database stores for it (shared with the
-    /// game's state and the database's request, not copied: it holds every round).
-    End { record: Arc<GameRecord> },
+    /// The game ended. Only what the other steps do not hold: the game's record is its
+    /// `Start`, its `Result`s and this (`GameLog::ended`), so the step stays a few dozen
+    /// bytes however long the game was.
+    End {
+        result: GameResult,
+        /// The record's `ended_at`, Unix milliseconds.
+        ended_at: u64,
+        final_clocks_ms: SeatPair<u64>,
+    },
 }
 
 impl LogEntry {
@@ -124,4 +159,66 @@ impl LogEntry {
 pub struct GameLog {
     pub game_id: GameId,
     pub steps: Vec<LogStep>,
+}
+
+/// Why a logged game's record cannot be rebuilt from its log.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LogRecordError {
+    #[error("the log does not begin with the game's start")]
+    NoStart,
+    #[error("the log's start is for game {logged}, not {game_id}")]
+    OtherGame { game_id: GameId, logged: GameId },
+}
+
+impl GameLog {
+    /// The game's setup and start time, from its `Start` step.
+    pub fn start(&self) -> Result<(&GameSetup, u64), LogRecordError> {
+        match self.steps.first().map(|s| &s.entry) {
+            Some(LogEntry::Start { setup, started_at }) if setup.game_id == self.game_id => {
+                Ok((setup, *started_at))
+            }
+            Some(LogEntry::Start { setup, .. }) => Err(LogRecordError::OtherGame {
+                game_id: self.game_id,
+                logged: setup.game_id,
+            }),
+            _ => Err(LogRecordError::NoStart),
+        }
+    }
+
+    /// Every round the log holds a result of, in order.
+    pub fn rounds(&self) -> Vec<RoundLog> {
+        self.steps
+            .iter()
+            .filter_map(|s| match &s.entry {
+                LogEntry::Result { round } => Some(round.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The finished game's record, if its end is logged: what the game's state built when
+    /// it ended, rebuilt from the `Start`, the `Result`s and the `End`.
+    pub fn ended(&self) -> Result<Option<GameRecord>, LogRecordError> {
+        let Some((result, ended_at, final_clocks_ms)) =
+            self.steps.iter().find_map(|s| match s.entry {
+                LogEntry::End {
+                    result,
+                    ended_at,
+                    final_clocks_ms,
+                } => Some((result, ended_at, final_clocks_ms)),
+                _ => None,
+            })
+        else {
+            return Ok(None);
+        };
+        let (setup, started_at) = self.start()?;
+        Ok(Some(GameRecord::new(
+            setup,
+            started_at,
+            ended_at,
+            result,
+            self.rounds(),
+            final_clocks_ms,
+        )))
+    }
 }

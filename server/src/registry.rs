@@ -4,13 +4,15 @@
 //! game state: a game's state lives only in its actor. No lock here is held across an
 //! `.await`.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use dashmap::DashMap;
 use elementals_protocol::messages::{GameId, LiveGame, PlayerInfo, SeatPair};
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::TimeControl;
+use tokio::sync::watch;
 
 use crate::game::GameHandle;
 use crate::outbox::Outbox;
@@ -27,11 +29,29 @@ pub struct LiveEntry {
 #[derive(Debug, Clone)]
 pub struct FinishedGame {
     pub players: SeatPair<AccountId>,
+    /// The players' ratings: as the game began, then as its record left them once it is
+    /// written (`set_finished_ratings`). A rematch's players carry these.
+    pub ratings: SeatPair<f64>,
     pub variant: Variant,
     pub time_control: TimeControl,
     pub rated: bool,
     /// Seats that have offered a rematch.
     pub rematch_offers: SeatPair<bool>,
+    /// Turns true once the game's record is settled (written, failed, or none to write);
+    /// closed if its actor ended first.
+    pub recorded: watch::Receiver<bool>,
+}
+
+/// How long a rematch offer waits for the finished game's record (see `FinishedGame`).
+const RECORD_WAIT: Duration = Duration::from_secs(5);
+
+impl FinishedGame {
+    /// Waits until the game's record is settled, so `ratings` are final (at most
+    /// `RECORD_WAIT`: a database that is that slow gets the rematch on the older ratings).
+    pub async fn wait_recorded(&self) {
+        let mut recorded = self.recorded.clone();
+        let _ = tokio::time::timeout(RECORD_WAIT, recorded.wait_for(|done| *done)).await;
+    }
 }
 
 /// An online, signed-in user's connection.
@@ -154,6 +174,13 @@ impl Registry {
         Some(entry.clone())
     }
 
+    /// The ratings a finished game's record left its players with.
+    pub fn set_finished_ratings(&self, game_id: &GameId, ratings: SeatPair<f64>) {
+        if let Some(mut entry) = self.finished.get_mut(game_id) {
+            entry.ratings = ratings;
+        }
+    }
+
     pub fn forget_finished(&self, game_id: &GameId) {
         self.finished.remove(game_id);
     }
@@ -189,6 +216,18 @@ impl Registry {
     pub fn online_count(&self) -> usize {
         self.online.len()
     }
+
+    /// Accounts that must not be pruned: online, seated, or players of a finished game
+    /// still remembered (whose record may not be stored yet).
+    pub fn active_accounts(&self) -> HashSet<AccountId> {
+        let mut active: HashSet<AccountId> = self.online.iter().map(|e| *e.key()).collect();
+        active.extend(self.seated.iter().map(|e| *e.key()));
+        for finished in self.finished.iter() {
+            active.insert(finished.players.one);
+            active.insert(finished.players.two);
+        }
+        active
+    }
 }
 
 /// (spectators, game) pairs sorted by spectators (most first, ties by game id), cut to
@@ -210,10 +249,12 @@ mod tests {
     fn finished(n: i64) -> FinishedGame {
         FinishedGame {
             players: SeatPair::new(n, n + 1),
+            ratings: SeatPair::new(1.0, 1.0),
             variant: Variant::CLASSIC,
             time_control: TimeControl::BLITZ,
             rated: true,
             rematch_offers: SeatPair::new(false, false),
+            recorded: watch::channel(true).1,
         }
     }
 

@@ -13,6 +13,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::api::LeaderboardCache;
 use crate::auth::{Auth, Hasher};
 use crate::config::Config;
 use crate::db::Db;
@@ -20,6 +21,7 @@ use crate::game::{GameServices, GameSettings};
 use crate::limits::AbuseLimits;
 use crate::lobby::LobbyHandle;
 use crate::metrics::Metrics;
+use crate::pruning::PruneSettings;
 use crate::registry::Registry;
 
 /// What every connection and HTTP handler shares.
@@ -41,6 +43,8 @@ pub struct AppState {
     pub abuse: AbuseLimits,
     /// Connection tasks, awaited at shutdown.
     pub tasks: TaskTracker,
+    /// The leaderboard's first page, read at most once per `--leaderboard-cache-ms`.
+    pub leaderboard: LeaderboardCache,
 }
 
 impl AppState {
@@ -50,6 +54,7 @@ impl AppState {
             max_messages_per_s: self.config.message_rate,
             heartbeat_ms: self.config.heartbeat().as_millis() as u64,
             idle_timeout_ms: self.config.idle_timeout().as_millis() as u64,
+            max_rounds: self.config.max_rounds(),
         }
     }
 }
@@ -80,6 +85,7 @@ pub async fn run(
     let metrics = Arc::new(Metrics::default());
     let settings = GameSettings {
         first_commit_window: Duration::from_secs(config.first_commit_secs),
+        max_rounds: config.max_rounds(),
         ..GameSettings::default()
     };
     let services = GameServices::new(db.clone(), registry.clone(), metrics.clone(), settings);
@@ -98,7 +104,9 @@ pub async fn run(
         db: db.clone(),
         hasher: Hasher::new(config.argon2_memory_kib, config.sign_in_wait()),
         token_ttl_ms: config.token_ttl().as_millis() as u64,
+        max_sessions: config.max_sessions_per_account,
     };
+    let config_cache = config.leaderboard_cache();
     let state = Arc::new(AppState {
         connection_permits: Arc::new(Semaphore::new(config.max_connections)),
         abuse: AbuseLimits::new(&config),
@@ -112,7 +120,17 @@ pub async fn run(
         shutdown: CancellationToken::new(),
         shutting_down,
         tasks: TaskTracker::new(),
+        leaderboard: LeaderboardCache::new(config_cache, crate::http::MAX_LIST),
     });
+    let pruner = tokio::spawn(crate::pruning::run(
+        db.clone(),
+        state.registry.clone(),
+        PruneSettings {
+            interval: state.config.prune_interval(),
+            guest_retention: state.config.guest_retention(),
+        },
+        state.shutdown.clone(),
+    ));
     let app = crate::http::router(state.clone());
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "serving");
@@ -146,6 +164,8 @@ pub async fn run(
     {
         tracing::warn!("some games did not stop in time");
     }
+    // Stopped with the connections; a batch under way finishes first.
+    let _ = pruner.await;
     // Everything the games and connections sent is committed before this returns.
     db.shutdown().await?;
     tracing::info!("stopped");

@@ -20,7 +20,7 @@ use crate::auth::{AuthError, SignedIn};
 use crate::connection::close;
 use crate::db::AccountRow;
 use crate::game::{AnswerTo, GameError, PlayerHandle, SeatAction, SpectatorHandle};
-use crate::limits::LoginRefused;
+use crate::limits::{retry_secs, LoginRefused};
 use crate::lobby::{LobbyCmd, LobbyError, Member};
 use crate::outbox::Outbox;
 use crate::record::AccountId;
@@ -125,6 +125,11 @@ impl Session {
         self.user.is_some()
     }
 
+    /// Whether the connection watches a game (which needs no account).
+    pub fn is_watching(&self) -> bool {
+        !self.watching.is_empty()
+    }
+
     /// The connection is closing: release the seat, the lobby and the watched games.
     /// Synchronous, so that `Drop` can run it too; running it twice does nothing more.
     pub fn end(&mut self) {
@@ -141,7 +146,8 @@ impl Session {
         }
     }
 
-    pub async fn handle(&mut self, msg: ClientMsg) -> After {
+    /// Handles one message, whose frame `arrived` (was read off the socket) then.
+    pub async fn handle(&mut self, msg: ClientMsg, arrived: tokio::time::Instant) -> After {
         let id = msg.id();
         if !self.hello {
             return match msg {
@@ -169,7 +175,7 @@ impl Session {
                 }
             };
         }
-        let reply = self.dispatch(msg).await;
+        let reply = self.dispatch(msg, arrived).await;
         match reply {
             Ok(Some(msg)) => self.send(msg),
             Ok(None) => {}
@@ -245,10 +251,11 @@ impl Session {
         game_id: GameId,
         action: SeatAction,
         id: RequestId,
+        arrived: tokio::time::Instant,
     ) -> Result<Option<ServerMsg>, (ErrorCode, String)> {
         let seat = self.seat(game_id)?;
         let (answer, sent) = AnswerTo::new(Arc::clone(&self.outbox), id);
-        seat.act(action, answer).await;
+        seat.act(action, answer, arrived).await;
         self.pending = Some(sent);
         Ok(None)
     }
@@ -260,7 +267,11 @@ impl Session {
         Ok(self.state.lobby.request(cmd).await?)
     }
 
-    async fn dispatch(&mut self, msg: ClientMsg) -> Result<Option<ServerMsg>, (ErrorCode, String)> {
+    async fn dispatch(
+        &mut self,
+        msg: ClientMsg,
+        arrived: tokio::time::Instant,
+    ) -> Result<Option<ServerMsg>, (ErrorCode, String)> {
         use ClientMsg as C;
         let state = self.state.clone();
         let reply: Reply = match msg {
@@ -273,7 +284,9 @@ impl Session {
             C::Ping { id } => Ok(ServerMsg::Pong { id }),
             C::Register { id, name, password } => {
                 self.not_signed_in()?;
-                let signed = state.auth.register(name, password).await?;
+                let signed = self
+                    .new_account(state.auth.register(name, password))
+                    .await?;
                 return self.sign_in(id, signed).await.map(|_| None);
             }
             C::Login { id, name, password } => {
@@ -283,7 +296,7 @@ impl Session {
             }
             C::Guest { id } => {
                 self.not_signed_in()?;
-                let signed = state.auth.guest().await?;
+                let signed = self.new_account(state.auth.guest()).await?;
                 return self.sign_in(id, signed).await.map(|_| None);
             }
             C::Resume { id, token } => {
@@ -415,6 +428,11 @@ impl Session {
                 Ok(ServerMsg::Ok { id })
             }
             C::OfferRematch { id, game_id } => {
+                // The rematch's players carry the ratings this game left them: an offer
+                // made before its record is written waits for it.
+                if let Some(finished) = state.registry.finished_game(&game_id) {
+                    finished.wait_recorded().await;
+                }
                 let member = self.member().await?;
                 self.lobby(|reply| LobbyCmd::OfferRematch {
                     member,
@@ -431,7 +449,12 @@ impl Session {
                 commitment,
             } => {
                 return self
-                    .act(game_id, SeatAction::Commit { round, commitment }, id)
+                    .act(
+                        game_id,
+                        SeatAction::Commit { round, commitment },
+                        id,
+                        arrived,
+                    )
                     .await;
             }
             C::Reveal {
@@ -442,25 +465,46 @@ impl Session {
                 nonce,
             } => {
                 return self
-                    .act(game_id, SeatAction::Reveal { round, pick, nonce }, id)
+                    .act(
+                        game_id,
+                        SeatAction::Reveal { round, pick, nonce },
+                        id,
+                        arrived,
+                    )
                     .await;
             }
-            C::Resign { id, game_id } => return self.act(game_id, SeatAction::Resign, id).await,
+            C::Resign { id, game_id } => {
+                return self.act(game_id, SeatAction::Resign, id, arrived).await
+            }
             C::OfferDraw { id, game_id } => {
-                return self.act(game_id, SeatAction::OfferDraw, id).await
+                return self.act(game_id, SeatAction::OfferDraw, id, arrived).await
             }
             C::DeclineDraw { id, game_id } => {
-                return self.act(game_id, SeatAction::DeclineDraw, id).await
+                return self
+                    .act(game_id, SeatAction::DeclineDraw, id, arrived)
+                    .await
             }
             C::ClaimWin { id, game_id } => {
-                return self.act(game_id, SeatAction::ClaimWin, id).await
+                return self.act(game_id, SeatAction::ClaimWin, id, arrived).await
             }
             C::Sync { id, game_id } => {
                 // The game queues the snapshot itself, in order with its events.
                 if let Some(spectator) = self.watching.get(&game_id) {
+                    // An ended game answers no snapshot, however long its task lingers
+                    // (PROTOCOL.md section 7); its players are told the same by `seat`.
+                    if state.registry.game(&game_id).is_none() {
+                        return Err(err(ErrorCode::GameOver, "the game has ended"));
+                    }
                     spectator
                         .watch(Outbox::clone(&self.outbox), Some(id))
                         .await?;
+                } else if self.user.is_none() {
+                    // No seat without an account: answered as for anyone who neither plays
+                    // nor watches the game, so that a client may try `watch` next.
+                    return Err(match state.registry.game(&game_id) {
+                        Some(_) => err(ErrorCode::NotSeated, "you have no seat in that game"),
+                        None => err(ErrorCode::UnknownGame, "no live game with that id"),
+                    });
                 } else {
                     let player = self.seat(game_id)?;
                     player.attach(Outbox::clone(&self.outbox), Some(id)).await?;
@@ -472,7 +516,12 @@ impl Session {
                 games: state.registry.most_watched(MAX_LISTED_GAMES),
             }),
             C::Watch { id, game_id } => {
-                if !self.watching.contains_key(&game_id) && self.watching.len() >= MAX_WATCHED {
+                if self.watching.contains_key(&game_id) {
+                    // Already watching: nothing changes and the game is not asked (a
+                    // fresh snapshot is `sync`'s).
+                    return Ok(Some(ServerMsg::Ok { id }));
+                }
+                if self.watching.len() >= MAX_WATCHED {
                     // Games that have ended since they were watched no longer count.
                     self.watching
                         .retain(|id, _| state.registry.game(id).is_some());
@@ -527,6 +576,30 @@ impl Session {
                 Err(e.into())
             }
         }
+    }
+
+    /// Creates an account (`create`: a registration or a guest) within the address's
+    /// allowance of new accounts. A refusal has cost nothing; a creation that fails gives
+    /// its allowance back.
+    async fn new_account(
+        &self,
+        create: impl std::future::Future<Output = Result<SignedIn, AuthError>>,
+    ) -> Result<SignedIn, (ErrorCode, String)> {
+        let allowance = &self.state.abuse.new_accounts;
+        let ip = self.peer.ip();
+        if let Err(wait) = allowance.take(ip, Instant::now()) {
+            return Err(err(
+                ErrorCode::RateLimited,
+                format!(
+                    "too many new accounts from this address; retry in {} s",
+                    retry_secs(wait)
+                ),
+            ));
+        }
+        create.await.map_err(|e| {
+            allowance.refund(ip, Instant::now());
+            e.into()
+        })
     }
 
     fn not_signed_in(&self) -> Result<(), (ErrorCode, String)> {

@@ -380,3 +380,35 @@ async fn a_client_that_floods_and_never_reads_is_dropped_without_hurting_others(
     // Only the players remain connected.
     until_metric(&server, "elementals_connections", 2).await;
 }
+
+/// A spectator needs no account (PROTOCOL.md section 3): watching a game lifts the sign-in
+/// deadline, and watching nothing any more brings it back.
+#[tokio::test]
+async fn a_spectator_without_an_account_stays_past_the_sign_in_deadline() {
+    let server = start_server_with(|c| c.auth_timeout_secs = 5).await;
+    // The players sign in on real time (the database's thread runs on it); the clock is
+    // paused once only the watcher, which needs no database, is left to act.
+    let (_one, _two, game) = paired_players(&server, "deadl1", "deadl2").await;
+    let mut watcher = TestClient::connect(&server).await;
+    let id = watcher.id();
+    let reply = watcher
+        .request(ClientMsg::Watch {
+            id,
+            game_id: game.game_id,
+        })
+        .await;
+    assert!(matches!(reply, ServerMsg::Snapshot { .. }), "{reply:?}");
+    tokio::time::pause();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    watcher.assert_open().await;
+    let id = watcher.id();
+    assert_ok(
+        &watcher
+            .request(ClientMsg::Unwatch {
+                id,
+                game_id: game.game_id,
+            })
+            .await,
+    );
+    assert_eq!(watcher.closed_with().await, Some(4001));
+}

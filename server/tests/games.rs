@@ -127,6 +127,59 @@ async fn a_second_game_rates_from_the_stored_ratings() {
 }
 
 #[tokio::test]
+async fn a_rematch_carries_both_players_ratings_after_the_game() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "rema1", "rema2").await;
+    for (i, picks) in SEED_PICKS.iter().enumerate() {
+        play_round(&mut one, &mut two, game.game_id, i as u32 + 1, *picks).await;
+    }
+    for c in [&mut one, &mut two] {
+        c.expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await;
+    }
+    // The winner (1.0 at sign-in, 1.5 now) offers first, at once: before the game's
+    // record and rating change may be written.
+    let (id1, id2) = (two.id(), one.id());
+    let offer = |id| ClientMsg::OfferRematch {
+        id,
+        game_id: game.game_id,
+    };
+    assert_ok(&two.request(offer(id1)).await);
+    assert_ok(&one.request(offer(id2)).await);
+    let (g2, seat) = two.game_start().await;
+    assert_eq!(seat, Seat::One, "seats swap in a rematch");
+    let expected = (1.5, 1.0);
+    let ratings = |p: &elementals_protocol::messages::SeatPair<
+        elementals_protocol::messages::PlayerInfo,
+    >| (p.one.rating, p.two.rating);
+    assert_eq!(ratings(&g2.players), expected);
+    let snapshot = two
+        .expect("snapshot", |m| matches!(m, ServerMsg::Snapshot { .. }))
+        .await;
+    let ServerMsg::Snapshot { snapshot, .. } = snapshot else {
+        unreachable!()
+    };
+    assert_eq!(ratings(&snapshot.game.players), expected);
+    let (status, body) = server.http_get("/api/games/live").await;
+    assert_eq!(status, 200);
+    let live: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let entry = live
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["game_id"] == g2.game_id.to_string())
+        .expect("the rematch is live");
+    let players = &entry["players"];
+    assert_eq!(
+        (
+            players["one"]["rating"].as_f64(),
+            players["two"]["rating"].as_f64()
+        ),
+        (Some(1.5), Some(1.0))
+    );
+}
+
+#[tokio::test]
 async fn copied_commitment_is_refused_and_a_wrong_reveal_can_be_corrected() {
     let server = start_server().await;
     let (mut one, mut two, game) = paired_players(&server, "erin1", "frank").await;
@@ -503,4 +556,173 @@ async fn replies_to_moves_and_other_requests_sent_back_to_back_come_in_order() {
     assert_error(&replies[2].1, ErrorCode::AlreadyCommitted);
     assert_ok(&replies[3].1);
     assert!(matches!(replies[4].1, ServerMsg::Pong { .. }));
+}
+
+/// A player waits either in one pool or in their open seeks, never in both (PROTOCOL.md
+/// section 6): the second is refused `already_queued` and changes nothing.
+#[tokio::test]
+async fn a_player_waits_in_a_pool_or_in_seeks_never_both() {
+    let server = start_server().await;
+    let mut seeker = TestClient::connect(&server).await;
+    seeker.register("seeker").await;
+    let mut pooled = TestClient::connect(&server).await;
+    pooled.register("pooled").await;
+    let create_seek = |id| ClientMsg::CreateSeek {
+        id,
+        variant: Variant::CLASSIC,
+        time_control: TimeControl::BLITZ,
+        rated: true,
+    };
+    let join_pool = |id| ClientMsg::JoinPool {
+        id,
+        variant: Variant::CLASSIC,
+        time_control: "blitz".into(),
+        rated: true,
+    };
+
+    let id = seeker.id();
+    let seek_id = match seeker.request(create_seek(id)).await {
+        ServerMsg::SeekCreated { seek, .. } => seek.seek_id,
+        other => panic!("{other:?}"),
+    };
+    let id = seeker.id();
+    assert_error(&seeker.request(join_pool(id)).await, ErrorCode::AlreadyQueued);
+
+    pooled.join_pool(Variant::CLASSIC, "blitz").await;
+    let id = pooled.id();
+    assert_error(&pooled.request(create_seek(id)).await, ErrorCode::AlreadyQueued);
+
+    // Nothing changed: one seek (the seeker's), one player waiting (not the seeker, who
+    // would have been paired with the other at once).
+    let id = pooled.id();
+    match pooled.request(ClientMsg::ListSeeks { id }).await {
+        ServerMsg::Seeks { seeks, .. } => {
+            let ids: Vec<u64> = seeks.iter().map(|s| s.seek_id).collect();
+            assert_eq!(ids, [seek_id]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(metric(&server, "elementals_players_queued").await, 1);
+
+    // Once the seek is cancelled, the seeker may join the pool, and is paired.
+    let id = seeker.id();
+    assert_ok(&seeker.request(ClientMsg::CancelSeek { id, seek_id }).await);
+    seeker.join_pool(Variant::CLASSIC, "blitz").await;
+    let (game, _) = seeker.game_start().await;
+    let (same, _) = pooled.game_start().await;
+    assert_eq!(game.game_id, same.game_id);
+}
+
+/// The field names of a `#### \`name\`` table of PROTOCOL.md.
+fn documented_fields(name: &str) -> Vec<String> {
+    const PROTOCOL_MD: &str = include_str!("../../PROTOCOL.md");
+    let heading = format!("#### `{name}`\n");
+    let start = PROTOCOL_MD
+        .find(&heading)
+        .unwrap_or_else(|| panic!("PROTOCOL.md documents `{name}`"));
+    let body = &PROTOCOL_MD[start + heading.len()..];
+    let body = &body[..body.find("\n#").unwrap_or(body.len())];
+    body.lines()
+        .filter_map(|l| l.strip_prefix("| `")?.split_once('`'))
+        .map(|(field, _)| field.to_owned())
+        .collect()
+}
+
+fn keys(value: &serde_json::Value) -> Vec<String> {
+    let mut keys: Vec<String> = value
+        .as_object()
+        .unwrap_or_else(|| panic!("an object: {value}"))
+        .keys()
+        .cloned()
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn sorted(mut fields: Vec<String>) -> Vec<String> {
+    fields.sort();
+    fields
+}
+
+/// `GET /api/games/{id}` answers exactly the shape PROTOCOL.md section 12 documents, and
+/// nothing internal: no account ids.
+#[tokio::test]
+async fn a_finished_game_record_has_the_documented_shape_and_no_account_ids() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "shape1", "shape2").await;
+    play_round(&mut one, &mut two, game.game_id, 1, (5, 2)).await;
+    one.resign(game.game_id).await;
+    // The record is stored once the ratings are: the rating update says so.
+    one.expect("rating_update", |m| matches!(m, ServerMsg::RatingUpdate { .. }))
+        .await;
+    let (status, body) = server
+        .http_get(&format!("/api/games/{}", game.game_id))
+        .await;
+    assert_eq!(status, 200);
+    let record: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(keys(&record), sorted(documented_fields("GameRecord")));
+    for seat in ["one", "two"] {
+        let player = &record["players"][seat];
+        assert_eq!(keys(player), sorted(documented_fields("RecordPlayer")), "{seat}");
+    }
+    assert_eq!(record["players"]["one"]["name"], game.players.one.name.as_str());
+    let round = &record["rounds"][0];
+    assert_eq!(keys(round), sorted(documented_fields("RecordRound")));
+    assert_eq!(round["commitments"]["one"].as_str().map(str::len), Some(64));
+    assert!(!body.contains("account_id"), "{body}");
+    // Any spelling of the id.
+    let upper = game.game_id.to_string().to_uppercase();
+    let (status, _) = server.http_get(&format!("/api/games/{upper}")).await;
+    assert_eq!(status, 200);
+}
+
+/// A move's `ok` reaches its player before the events the move caused, as PROTOCOL.md's
+/// annotated session (section 9) shows it.
+#[tokio::test]
+async fn a_move_is_answered_before_the_events_it_caused() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "order1", "order2").await;
+    let g = game.game_id;
+    let nonce = [7u8; 32];
+    let id = one.id();
+    let commitment =
+        elementals_protocol::commitment::make(&g.0, 1, Seat::One, 3, &nonce).to_vec();
+    one.send(&ClientMsg::Commit {
+        id,
+        game_id: g,
+        round: 1,
+        commitment,
+    })
+    .await;
+    let first = one
+        .expect("the ok or the committed event", |m| {
+            matches!(m, ServerMsg::Ok { id: got } if *got == id)
+                || matches!(m, ServerMsg::Committed { seat: Seat::One, .. })
+        })
+        .await;
+    assert!(matches!(first, ServerMsg::Ok { .. }), "{first:?}");
+    one.expect("committed", |m| {
+        matches!(m, ServerMsg::Committed { seat: Seat::One, .. })
+    })
+    .await;
+    // And the same for the reveal.
+    assert_ok(&two.commit(g, 1, Seat::Two, 2, [8u8; 32]).await);
+    one.expect("reveal_phase", |m| matches!(m, ServerMsg::RevealPhase { .. }))
+        .await;
+    let id = one.id();
+    one.send(&ClientMsg::Reveal {
+        id,
+        game_id: g,
+        round: 1,
+        pick: 3,
+        nonce: nonce.to_vec(),
+    })
+    .await;
+    let first = one
+        .expect("the ok or the revealed event", |m| {
+            matches!(m, ServerMsg::Ok { id: got } if *got == id)
+                || matches!(m, ServerMsg::Revealed { seat: Seat::One, .. })
+        })
+        .await;
+    assert!(matches!(first, ServerMsg::Ok { .. }), "{first:?}");
 }

@@ -74,7 +74,7 @@ async fn a_message_of_exactly_the_cap_is_read() {
     client.send_raw(padded_ping(MAX_CLIENT_MESSAGE_BYTES)).await;
     match client.recv().await {
         ServerMsg::Error { id, code, .. } => {
-            assert_eq!((id, code), (None, ErrorCode::UnknownField));
+            assert_eq!((id, code), (Some(1), ErrorCode::UnknownField));
         }
         other => panic!("{other:?}"),
     }
@@ -141,7 +141,8 @@ async fn a_text_frame_is_refused_and_closed_1003() {
     assert_eq!(code, Some(1003));
 }
 
-/// Frames that are not MessagePack, or are MessagePack bombs: each `bad_message`.
+/// Frames that are not MessagePack, or are MessagePack bombs: each `bad_message`, with a
+/// nil `id` (nothing in them can be read as one).
 fn not_messagepack() -> Vec<(&'static str, Vec<u8>)> {
     let mut deep = vec![0x81, 0xa1, b'x'];
     deep.extend(std::iter::repeat_n(0x91, 10_000));
@@ -182,13 +183,12 @@ fn not_messagepack() -> Vec<(&'static str, Vec<u8>)> {
             "an integer key",
             vec![0x81, 0x01, 0xa4, b'p', b'i', b'n', b'g'],
         ),
-        ("an integer type", mp(json!({"type": 1, "id": 1}))),
-        ("no type", mp(json!({"id": 1}))),
     ]
 }
 
-/// Well-formed MessagePack that is not a valid message, and the code each gets.
-fn invalid_messages() -> Vec<(&'static str, Vec<u8>, ErrorCode)> {
+/// Well-formed MessagePack that is not a valid message, the code each gets and the `id`
+/// its error answers (the frame's own, where it is one u32).
+fn invalid_messages() -> Vec<(&'static str, Vec<u8>, ErrorCode, Option<u32>)> {
     use ErrorCode::{BadMessage, UnknownField, UnknownType};
     let game = "6f1c2b4a-8d3e-4f5a-9b7c-0123456789ab";
     vec![
@@ -196,47 +196,63 @@ fn invalid_messages() -> Vec<(&'static str, Vec<u8>, ErrorCode)> {
             "an unknown type",
             mp(json!({"type": "teleport", "id": 1})),
             UnknownType,
+            Some(1),
         ),
         (
             "a server message",
             mp(json!({"type": "pong", "id": 1})),
             UnknownType,
+            Some(1),
         ),
         (
             "an unknown field",
             mp(json!({"type": "ping", "id": 1, "admin": true})),
             UnknownField,
+            Some(1),
         ),
-        ("a missing field", mp(json!({"type": "ping"})), BadMessage),
+        ("a missing field", mp(json!({"type": "ping"})), BadMessage, None),
+        (
+            "an integer type",
+            mp(json!({"type": 1, "id": 1})),
+            BadMessage,
+            Some(1),
+        ),
+        ("no type", mp(json!({"id": 1})), BadMessage, Some(1)),
         (
             "a string id",
             mp(json!({"type": "ping", "id": "1"})),
             BadMessage,
+            None,
         ),
         (
             "a negative id",
             mp(json!({"type": "ping", "id": -1})),
             BadMessage,
+            None,
         ),
         (
             "an id over u32",
             mp(json!({"type": "ping", "id": 1u64 << 32})),
             BadMessage,
+            None,
         ),
         (
             "a float id",
             mp(json!({"type": "ping", "id": 1.5})),
             BadMessage,
+            None,
         ),
         (
             "a nil id",
             mp(json!({"type": "ping", "id": null})),
             BadMessage,
+            None,
         ),
         (
             "a string protocol version",
             mp(json!({"type": "hello", "id": 1, "protocol_version": "1"})),
             BadMessage,
+            Some(1),
         ),
         (
             "a commitment as hex text",
@@ -245,6 +261,7 @@ fn invalid_messages() -> Vec<(&'static str, Vec<u8>, ErrorCode)> {
                       "commitment": "00".repeat(32)}),
             ),
             BadMessage,
+            Some(1),
         ),
         (
             "a commitment as an array of integers",
@@ -253,6 +270,7 @@ fn invalid_messages() -> Vec<(&'static str, Vec<u8>, ErrorCode)> {
                       "commitment": vec![0; 32]}),
             ),
             BadMessage,
+            Some(1),
         ),
         (
             "a pick over u16",
@@ -261,23 +279,27 @@ fn invalid_messages() -> Vec<(&'static str, Vec<u8>, ErrorCode)> {
                       "pick": 70_000, "nonce": vec![0; 32]}),
             ),
             BadMessage,
+            Some(1),
         ),
         (
             "a game id that is not a UUID",
             mp(json!({"type": "resign", "id": 1, "game_id": "game-1"})),
             BadMessage,
+            Some(1),
         ),
         (
             "a variant as a string",
             mp(json!({"type": "join_pool", "id": 1, "variant": "classic",
                       "time_control": "blitz"})),
             BadMessage,
+            Some(1),
         ),
         (
             "a time control as a number",
             mp(json!({"type": "join_pool", "id": 1, "time_control": 180,
                       "variant": {"number": 5, "range": 2, "distance": 3}})),
             BadMessage,
+            Some(1),
         ),
     ]
 }
@@ -303,10 +325,12 @@ async fn bytes_that_are_not_messagepack_and_bombs_are_answered_and_the_connectio
 async fn unknown_types_fields_and_wrong_field_types_get_their_codes() {
     let server = start_server().await;
     let mut client = TestClient::connect_raw(&server).await;
-    for (what, bytes, expected) in invalid_messages() {
+    for (what, bytes, expected, expected_id) in invalid_messages() {
         client.send_raw(bytes).await;
         match client.recv().await {
-            ServerMsg::Error { id, code, .. } => assert_eq!((id, code), (None, expected), "{what}"),
+            ServerMsg::Error { id, code, .. } => {
+                assert_eq!((id, code), (expected_id, expected), "{what}")
+            }
             other => panic!("{what}: {other:?}"),
         }
     }
@@ -321,6 +345,49 @@ async fn unknown_types_fields_and_wrong_field_types_get_their_codes() {
         .await;
     assert!(matches!(r, ServerMsg::Welcome { .. }), "{r:?}");
     client.register("frames1").await;
+}
+
+/// A client that waits for the answer to its request id gets it, even when the request
+/// is refused before it is understood: the four refusals a client author meets.
+#[tokio::test]
+async fn a_refused_request_is_answered_with_its_readable_id() {
+    let server = start_server().await;
+    let mut client = TestClient::connect(&server).await;
+    client.register("readid1").await;
+    let cases = [
+        (
+            "an unknown type",
+            mp(json!({"type": "teleport", "id": 41})),
+            ErrorCode::UnknownType,
+        ),
+        (
+            "an unknown field",
+            mp(json!({"id": 42, "type": "list_games", "page": 2})),
+            ErrorCode::UnknownField,
+        ),
+        (
+            "a missing field",
+            mp(json!({"type": "watch", "id": 43})),
+            ErrorCode::BadMessage,
+        ),
+        (
+            "a field of the wrong type",
+            mp(json!({"type": "sync", "game_id": 7, "id": 44})),
+            ErrorCode::BadMessage,
+        ),
+    ];
+    for (n, (what, bytes, expected)) in cases.into_iter().enumerate() {
+        client.send_raw(bytes).await;
+        // The next frame is the answer, with the request's id.
+        match client.recv().await {
+            ServerMsg::Error { id, code, .. } => {
+                assert_eq!((id, code), (Some(41 + n as u32), expected), "{what}")
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    // The session goes on.
+    client.assert_open().await;
 }
 
 #[tokio::test]
@@ -344,7 +411,7 @@ async fn malformed_moves_in_a_game_change_nothing() {
         one.send_raw(bytes).await;
         // Game events may come first; the refusal follows.
         one.expect("a refusal", |m| {
-            matches!(m, ServerMsg::Error { id: None, code, .. } if *code == ErrorCode::BadMessage || *code == ErrorCode::UnknownField)
+            matches!(m, ServerMsg::Error { id: Some(1), code, .. } if *code == ErrorCode::BadMessage || *code == ErrorCode::UnknownField)
         })
         .await;
     }

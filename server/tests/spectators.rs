@@ -5,6 +5,7 @@ mod common;
 use common::*;
 use elementals_protocol::messages::{ClientMsg, GameId, ServerMsg};
 use elementals_protocol::rules::Seat;
+use elementals_protocol::ErrorCode;
 
 #[tokio::test]
 async fn a_spectator_joining_mid_game_gets_a_snapshot_then_every_event_in_order() {
@@ -130,4 +131,114 @@ async fn games_that_have_ended_do_not_count_against_the_watch_limit() {
 async fn watch(client: &mut TestClient, game_id: GameId) -> ServerMsg {
     let id = client.id();
     client.request(ClientMsg::Watch { id, game_id }).await
+}
+
+/// A game that has ended answers `sync` with `game_over`, never with a snapshot, to its
+/// players and to its spectators alike: a client that missed the end learns it, and fetches
+/// the result from `GET /api/games/{id}`. Anyone else is told the game is unknown.
+#[tokio::test]
+async fn sync_of_an_ended_game_answers_game_over_not_a_snapshot() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "endsy1", "endsy2").await;
+    let g = game.game_id;
+    // Watching needs no sign-in.
+    let mut watcher = TestClient::connect(&server).await;
+    let id = watcher.id();
+    let reply = watcher.request(ClientMsg::Watch { id, game_id: g }).await;
+    assert!(matches!(reply, ServerMsg::Snapshot { .. }), "{reply:?}");
+    let mut stranger = TestClient::connect(&server).await;
+    stranger.register("endsy3").await;
+
+    one.resign(g).await;
+    watcher
+        .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+        .await;
+    // The game has left the live games (its task lingers a while after).
+    until_metric(&server, "elementals_live_games", 0).await;
+
+    for (who, client) in [("a spectator", &mut watcher), ("a player", &mut two)] {
+        let id = client.id();
+        match client.request(ClientMsg::Sync { id, game_id: g }).await {
+            ServerMsg::Error { code, .. } => assert_eq!(code, ErrorCode::GameOver, "{who}"),
+            other => panic!("{who}: {other:?}"),
+        }
+    }
+    let id = stranger.id();
+    assert_error(
+        &stranger.request(ClientMsg::Sync { id, game_id: g }).await,
+        ErrorCode::UnknownGame,
+    );
+    // The result is where the error says it is.
+    let (status, _) = server.http_get(&format!("/api/games/{g}")).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn a_repeated_watch_changes_nothing_and_is_answered_ok() {
+    let server = start_server().await;
+    let (_one, _two, game) = paired_players(&server, "rwa01", "rwb01").await;
+    let mut fan = TestClient::connect(&server).await;
+    let first = watch(&mut fan, game.game_id).await;
+    let ServerMsg::Snapshot { snapshot, .. } = first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(snapshot.spectators, 1);
+    for _ in 0..5 {
+        assert_ok(&watch(&mut fan, game.game_id).await);
+    }
+    // A spectator's `sync` is the way to a fresh snapshot; it is still one spectator.
+    let id = fan.id();
+    let synced = fan
+        .request(ClientMsg::Sync {
+            id,
+            game_id: game.game_id,
+        })
+        .await;
+    let ServerMsg::Snapshot { snapshot, .. } = synced else {
+        panic!("{synced:?}")
+    };
+    assert_eq!(snapshot.spectators, 1);
+}
+
+/// Fifty connections watching one game and asking for snapshots as fast as they are
+/// answered, while its players play: every move is answered `ok`, and each connection is
+/// one spectator however often it asks. (That no spectator's command is handled before a
+/// waiting move is pinned where the queues can be filled exactly: the game actor's tests,
+/// `isolation::moves_are_handled_before_any_spectators_command_however_many_wait`.)
+#[tokio::test]
+async fn a_flood_of_watches_and_syncs_refuses_no_move_and_counts_each_spectator_once() {
+    const FLOODERS: usize = 50;
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "flo01", "flo02").await;
+    let g = game.game_id;
+    let mut flooders = Vec::new();
+    for _ in 0..FLOODERS {
+        let mut fan = TestClient::connect(&server).await;
+        let first = watch(&mut fan, g).await;
+        assert!(matches!(first, ServerMsg::Snapshot { .. }), "{first:?}");
+        flooders.push(tokio::spawn(async move {
+            for _ in 0..20 {
+                assert_ok(&watch(&mut fan, g).await);
+                let id = fan.id();
+                let synced = fan.request(ClientMsg::Sync { id, game_id: g }).await;
+                assert!(matches!(synced, ServerMsg::Snapshot { .. }), "{synced:?}");
+            }
+            fan
+        }));
+    }
+    // The seed's first three rounds (the game is still live after them).
+    for (round, picks) in [(5, 2), (1, 2), (2, 3)].into_iter().enumerate() {
+        play_round(&mut one, &mut two, g, round as u32 + 1, picks).await;
+    }
+    let mut fans = Vec::new();
+    for flooder in flooders {
+        fans.push(flooder.await.expect("every flooder's request was answered"));
+    }
+    let mut late = TestClient::connect(&server).await;
+    let r = watch(&mut late, g).await;
+    let ServerMsg::Snapshot { snapshot, .. } = r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(snapshot.spectators, FLOODERS as u32 + 1);
+    assert_eq!(snapshot.rounds.len(), 3);
 }

@@ -62,6 +62,7 @@ pub fn welcome(id: u32) -> ServerMsg {
             max_messages_per_s: 50,
             heartbeat_ms: 15_000,
             idle_timeout_ms: 60_000,
+            max_rounds: 1_000,
         },
     }
 }

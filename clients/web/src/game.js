@@ -276,6 +276,7 @@ const REASONS = {
   draw_agreed: 'draw agreed',
   aborted: 'round 1 was not picked in time',
   server_aborted: 'aborted by the server',
+  max_rounds: 'the round limit was reached',
 };
 
 /** A sentence for the result, from the viewer's side when seated. */

@@ -276,7 +276,7 @@ async fn act(player: &PlayerHandle, action: SeatAction, known: &Known) -> bool {
     // Asked from a connection of its own (not the seat's): the answer comes there alone.
     let (outbox, mut answers) = Outbox::new(u64::MAX, 4);
     let (answer, sent) = AnswerTo::new(Arc::new(outbox), 1);
-    player.act(action, answer).await;
+    player.act(action, answer, tokio::time::Instant::now()).await;
     sent.await.expect("the game answers every move");
     let answer = answers.try_recv().expect("the answer is queued");
     let ok = match wire::decode_server(&answer.frames()[0]).expect("the answer decodes") {

@@ -46,6 +46,13 @@ pub(super) fn record(
         // Already recorded: a retry after a lost reply, or a duplicate. Change nothing.
         return recorded_changes(conn, &game_id);
     }
+    for player in [&record.players.one, &record.players.two] {
+        // A guest with a game on record is never pruned: the record names it.
+        if player.guest {
+            conn.prepare_cached("UPDATE accounts SET played = 1 WHERE id = ?1")?
+                .execute([player.account_id])?;
+        }
+    }
     let accounts = SeatPair::new(record.players.one.account_id, record.players.two.account_id);
     match record.result.winner {
         Some(winner) if record.changes_ratings() => {
@@ -71,16 +78,14 @@ pub(super) fn is_recorded(conn: &Connection, game_id: &GameId) -> DbResult<bool>
         .is_some())
 }
 
-/// A drawn game that would have been rated had someone won. Aborts are not draws: they
-/// leave no trace on either account.
+/// A drawn game that would have been rated had someone won. Aborts are not draws, and a
+/// game stopped at the round limit is unrated: they leave no trace on either account.
 fn is_rated_draw(record: &GameRecord) -> bool {
-    record.rated
-        && !record.players.one.guest
-        && !record.players.two.guest
+    record.rated_between_accounts()
         && record.result.winner.is_none()
         && !matches!(
             record.result.reason,
-            EndReason::Aborted | EndReason::ServerAborted
+            EndReason::Aborted | EndReason::ServerAborted | EndReason::MaxRounds
         )
 }
 

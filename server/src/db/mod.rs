@@ -11,6 +11,9 @@
 //! - `writer`: the thread, its request enum and the batching loop.
 //! - `checkpoint`: a second thread and connection that folds the WAL into the database
 //!   file, off the writer's path.
+//! - `reader`: threads with read-only connections of their own for the HTTP API's pages
+//!   (leaderboard, players, finished games), so that reads never wait behind the writer's
+//!   commits, nor the writer behind them.
 //! - `accounts`: accounts, sessions, the leaderboard and player pages.
 //! - `games`: recording a finished game exactly once, with its rating changes.
 //! - `stored`: the stored form of a game's record (a versioned MessagePack BLOB; older
@@ -21,14 +24,16 @@
 //!   open, carried into the journal and emptied.
 //!
 //! Invariant: only the writer thread changes the database (the checkpointer's connection
-//! only folds committed pages into the file), and only the journal thread writes the game
-//! log; everything else goes through `Db`.
+//! only folds committed pages into the file, and the readers' connections are
+//! `query_only`), and only the journal thread writes the game log; everything else goes
+//! through `Db`.
 
 mod accounts;
 mod checkpoint;
 mod gamelog;
 mod games;
 mod journal;
+mod reader;
 mod schema;
 mod stored;
 mod writer;
@@ -36,8 +41,11 @@ mod writer;
 pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
 
 #[cfg(test)]
+mod accounts_tests;
+#[cfg(test)]
 mod tests;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use elementals_protocol::messages::{GameId, SeatPair};
@@ -116,12 +124,52 @@ pub struct SessionRow {
     pub expires_at: u64,
 }
 
+/// A page of a list: at most `limit` entries after the first `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    pub limit: u32,
+    pub offset: u32,
+}
+
+/// Where a pruning pass over the guests stands: the last guest looked at, as
+/// (created_at, id); the pass goes on after it.
+pub type GuestCursor = (i64, AccountId);
+
+/// What one pruning batch did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Expired sessions deleted.
+    pub sessions: usize,
+    /// Guest accounts deleted.
+    pub guests: usize,
+    /// Where the next batch of the pass goes on; `None` when every guest was looked at.
+    pub next: Option<GuestCursor>,
+}
+
+/// One pruning batch's inputs (times in Unix milliseconds).
+#[derive(Debug, Clone)]
+pub struct PruneBatch {
+    /// Sessions that expired before this are deleted.
+    pub sessions_before: u64,
+    /// Guests created before this may be deleted...
+    pub guests_created_before: u64,
+    /// ...if none of their sessions is alive after this,
+    pub sessions_after: u64,
+    /// ...and they are not among these (online, seated, or just out of a game).
+    pub keep: HashSet<AccountId>,
+    /// Where the pass over the guests stands.
+    pub after: GuestCursor,
+    /// At most this many sessions deleted, and guests looked at.
+    pub limit: u32,
+}
+
 /// A cloneable handle to the writer thread; the thread ends when the last handle drops
 /// or after [`Db::shutdown`].
 #[derive(Clone)]
 pub struct Db {
     requests: mpsc::Sender<Request>,
     journal: mpsc::Sender<journal::Request>,
+    reads: mpsc::Sender<reader::Read>,
 }
 
 pub type DbResult<T> = Result<T, DbError>;
@@ -189,7 +237,12 @@ impl Db {
         let checkpointer = checkpoint::spawn(path)?;
         let requests = writer::spawn(conn, Some(checkpointer))?;
         let journal = journal::spawn(journal, sync_interval)?;
-        Ok(Db { requests, journal })
+        let reads = reader::spawn(path)?;
+        Ok(Db {
+            requests,
+            journal,
+            reads,
+        })
     }
 
     pub async fn create_account(
@@ -220,16 +273,19 @@ impl Db {
         self.call(|reply| Request::AccountById { id, reply }).await
     }
 
+    /// A new session; past `max_sessions` of the account, its oldest others are revoked.
     pub async fn insert_session(
         &self,
         token_hash: [u8; 32],
         account: AccountId,
         expires_at: u64,
+        max_sessions: u32,
     ) -> DbResult<()> {
         self.call(|reply| Request::InsertSession {
             token_hash,
             account,
             expires_at,
+            max_sessions,
             reply,
         })
         .await
@@ -294,24 +350,43 @@ impl Db {
         call(&self.journal, |reply| journal::Request::Load { reply }).await
     }
 
-    pub async fn leaderboard(&self, limit: u32) -> DbResult<Vec<LeaderRow>> {
-        self.call(|reply| Request::Leaderboard { limit, reply })
-            .await
+    /// A page of the leaderboard, read on a reader's connection.
+    pub async fn leaderboard(&self, page: Page) -> DbResult<Vec<LeaderRow>> {
+        call(&self.reads, |reply| reader::Read::Leaderboard {
+            page,
+            reply,
+        })
+        .await
     }
 
-    pub async fn player_page(&self, name: String) -> DbResult<Option<PlayerPage>> {
-        self.call(|reply| Request::PlayerPage { name, reply }).await
+    /// A player's standing and a page of their history, read on a reader's connection.
+    pub async fn player_page(&self, name: String, page: Page) -> DbResult<Option<PlayerPage>> {
+        call(&self.reads, |reply| reader::Read::PlayerPage {
+            name,
+            page,
+            reply,
+        })
+        .await
     }
 
-    /// The stored record of a finished game, as JSON. An id that is not a game id is
-    /// simply not found.
+    /// The stored record of a finished game, as JSON, read on a reader's connection. An id
+    /// that is not a game id is simply not found.
     pub async fn game_record(&self, game_id: String) -> DbResult<Option<serde_json::Value>> {
         // Stored ids are the canonical hyphenated lowercase form; accept any spelling of a UUID.
         let Ok(game_id) = game_id.parse::<GameId>() else {
             return Ok(None);
         };
-        self.call(|reply| Request::GameRecord { game_id, reply })
-            .await
+        call(&self.reads, |reply| reader::Read::GameRecord {
+            game_id,
+            reply,
+        })
+        .await
+    }
+
+    /// One batch of pruning: expired sessions, and guests that can never sign in again.
+    /// The writer runs it in a transaction of its own, between its other batches.
+    pub async fn prune(&self, batch: PruneBatch) -> DbResult<Pruned> {
+        self.call(|reply| Request::Prune { batch, reply }).await
     }
 
     /// Wait until everything sent before this call is committed.
@@ -326,6 +401,17 @@ impl Db {
         let journal = call(&self.journal, |reply| journal::Request::Shutdown { reply }).await;
         let writer = self.call(|reply| Request::Shutdown { reply }).await;
         journal.and(writer)
+    }
+
+    /// Holds the writer (it handles nothing) until the returned sender is dropped.
+    #[cfg(test)]
+    pub(crate) async fn hold_writer(&self) -> std::sync::mpsc::Sender<()> {
+        let (release, until) = std::sync::mpsc::channel();
+        self.requests
+            .send(Request::Hold { until })
+            .await
+            .expect("the writer runs");
+        release
     }
 
     async fn call<T>(

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 
 use super::{DbError, DbResult};
 
@@ -120,6 +120,20 @@ const MIGRATIONS: &[&str] = &[
     DROP TABLE rating_history;
     ALTER TABLE rating_history_by_account RENAME TO rating_history;
     "#,
+    // 6: pruning (`accounts::prune_sessions`, `accounts::prune_guests`). A revoked session
+    // is deleted rather than flagged, so the flagged ones go; expired sessions are found
+    // by their expiry. `played` marks a guest with a game on record (set as the game is
+    // recorded; here from the records already stored): such a guest is kept, since its
+    // games name it. Guests that may be pruned are found, oldest first, in an index of
+    // their own.
+    r#"
+    DELETE FROM sessions WHERE revoked = 1;
+    CREATE INDEX sessions_by_expiry ON sessions (expires_at);
+    ALTER TABLE accounts ADD COLUMN played INTEGER NOT NULL DEFAULT 0;
+    UPDATE accounts SET played = 1
+        WHERE guest = 1 AND (id IN (SELECT one_id FROM games) OR id IN (SELECT two_id FROM games));
+    CREATE INDEX accounts_idle_guests ON accounts (created_at) WHERE guest = 1 AND played = 0;
+    "#,
 ];
 
 /// Open (creating if needed) the file, set the connection up and bring the schema up to date.
@@ -162,6 +176,18 @@ pub(super) fn open_checkpointer(path: &Path) -> DbResult<Connection> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "synchronous", "FULL")?;
+    Ok(conn)
+}
+
+/// A reader's connection (see `reader`): opened read-only, and `query_only` besides, so
+/// that no statement on it can write. The writer has created the file and its WAL.
+pub(super) fn open_reader(path: &Path) -> DbResult<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "query_only", true)?;
     Ok(conn)
 }
 

@@ -12,13 +12,19 @@ use tempfile::TempDir;
 use super::*;
 use crate::record::RecordPlayer;
 
-struct TestDb {
-    db: Db,
-    path: PathBuf,
+/// A player page's whole history (as much as a page holds).
+const FULL_HISTORY: Page = Page {
+    limit: 200,
+    offset: 0,
+};
+
+pub(super) struct TestDb {
+    pub db: Db,
+    pub path: PathBuf,
     _dir: TempDir,
 }
 
-fn open_db() -> TestDb {
+pub(super) fn open_db() -> TestDb {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("elementals.db");
     let db = Db::open(&path).unwrap();
@@ -29,14 +35,14 @@ fn open_db() -> TestDb {
     }
 }
 
-async fn register(db: &Db, name: &str) -> AccountRow {
+pub(super) async fn register(db: &Db, name: &str) -> AccountRow {
     db.create_account(name.into(), format!("hash-of-{name}"))
         .await
         .unwrap()
 }
 
 /// A second connection, as an operator's shell would open, to seed or inspect rows.
-fn side_connection(path: &Path) -> rusqlite::Connection {
+pub(super) fn side_connection(path: &Path) -> rusqlite::Connection {
     let conn = rusqlite::Connection::open(path).unwrap();
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .unwrap();
@@ -53,13 +59,13 @@ async fn set_rating(t: &TestDb, account: AccountId, rating: f64) {
         .unwrap();
 }
 
-fn count(path: &Path, table: &str) -> i64 {
+pub(super) fn count(path: &Path, table: &str) -> i64 {
     side_connection(path)
         .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
         .unwrap()
 }
 
-fn player(account: &AccountRow) -> RecordPlayer {
+pub(super) fn player(account: &AccountRow) -> RecordPlayer {
     RecordPlayer {
         account_id: account.id,
         name: account.name.clone(),
@@ -68,7 +74,7 @@ fn player(account: &AccountRow) -> RecordPlayer {
     }
 }
 
-fn game(
+pub(super) fn game(
     one: &AccountRow,
     two: &AccountRow,
     rated: bool,
@@ -133,9 +139,15 @@ async fn guests_get_distinct_generated_names() {
     let mut names = HashSet::new();
     for _ in 0..100 {
         let guest = t.db.create_guest().await.unwrap();
-        let digits = guest.name.strip_prefix("guest-").unwrap();
-        assert_eq!(digits.len(), 6, "{}", guest.name);
-        assert!(digits.bytes().all(|b| b.is_ascii_digit()), "{}", guest.name);
+        let symbols = guest.name.strip_prefix("guest-").unwrap();
+        assert_eq!(symbols.len(), 10, "{}", guest.name);
+        assert!(
+            symbols
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()),
+            "{}",
+            guest.name
+        );
         assert!(guest.guest);
         assert_eq!(guest.password_hash, None);
         assert!(names.insert(guest.name));
@@ -147,7 +159,7 @@ async fn a_session_is_valid_until_it_expires_or_is_revoked() {
     let t = open_db();
     let ann = register(&t.db, "Ann").await;
     let token = [7u8; 32];
-    t.db.insert_session(token, ann.id, 5_000).await.unwrap();
+    t.db.insert_session(token, ann.id, 5_000, 10).await.unwrap();
 
     let session = t.db.session(token, 4_999).await.unwrap().unwrap();
     assert_eq!(session.account, ann);
@@ -274,7 +286,7 @@ fn a_recorded_games_changes_and_a_players_history_are_read_by_key() {
     let plan = conn
         .prepare(&format!("EXPLAIN QUERY PLAN {}", accounts::PLAYER_HISTORY))
         .unwrap()
-        .query_map(rusqlite::params![1, 200], |row| row.get::<_, String>(3))
+        .query_map(rusqlite::params![1, 200, 0], |row| row.get::<_, String>(3))
         .unwrap()
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
@@ -312,7 +324,11 @@ async fn rating_history_written_before_migration_5_reads_back_after_it() {
 
     let db = Db::open(&path).unwrap();
     // Bob's page: all three changes, newest first, as they were.
-    let page = db.player_page("bob".into()).await.unwrap().unwrap();
+    let page = db
+        .player_page("bob".into(), FULL_HISTORY)
+        .await
+        .unwrap()
+        .unwrap();
     let listed: Vec<(&str, f64, f64, u64)> = page
         .history
         .iter()
@@ -418,11 +434,24 @@ async fn the_leaderboard_ranks_registered_players_by_rating_then_name() {
     set_rating(&t, bob.id, 2.0).await;
     set_rating(&t, guest.id, 9.0).await;
 
-    let board = t.db.leaderboard(10).await.unwrap();
+    let board =
+        t.db.leaderboard(Page {
+            limit: 10,
+            offset: 0,
+        })
+        .await
+        .unwrap();
     let names: Vec<&str> = board.iter().map(|row| row.name.as_str()).collect();
     assert_eq!(names, ["Bob", "ann", "cat"]);
     assert_eq!(board[0].rating, 2.0);
-    assert_eq!(t.db.leaderboard(2).await.unwrap().len(), 2);
+    let page = |limit, offset| Page { limit, offset };
+    let names = |rows: Vec<LeaderRow>| rows.into_iter().map(|r| r.name).collect::<Vec<_>>();
+    assert_eq!(
+        names(t.db.leaderboard(page(2, 0)).await.unwrap()),
+        ["Bob", "ann"]
+    );
+    assert_eq!(names(t.db.leaderboard(page(2, 2)).await.unwrap()), ["cat"]);
+    assert!(t.db.leaderboard(page(2, 3)).await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -439,7 +468,11 @@ async fn a_player_page_lists_rating_history_newest_first() {
     t.db.record_game(first).await.unwrap();
     t.db.record_game(second).await.unwrap();
 
-    let page = t.db.player_page("ANN".into()).await.unwrap().unwrap();
+    let page =
+        t.db.player_page("ANN".into(), FULL_HISTORY)
+            .await
+            .unwrap()
+            .unwrap();
     assert_eq!(page.name, "Ann");
     assert_eq!((page.wins, page.losses, page.draws), (1, 1, 0));
     let games: Vec<&str> = page.history.iter().map(|h| h.game_id.as_str()).collect();
@@ -447,7 +480,12 @@ async fn a_player_page_lists_rating_history_newest_first() {
     assert_eq!(page.history[0].at, 20_000);
     assert_eq!(page.history[0].before, page.history[1].after);
     assert_eq!(page.rating, page.history[0].after);
-    assert_eq!(t.db.player_page("nobody".into()).await.unwrap(), None);
+    assert_eq!(
+        t.db.player_page("nobody".into(), FULL_HISTORY)
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 #[tokio::test]

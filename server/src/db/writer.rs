@@ -12,13 +12,13 @@
 
 use std::sync::Arc;
 
-use elementals_protocol::messages::{GameId, SeatPair};
+use elementals_protocol::messages::SeatPair;
 use elementals_protocol::rating::RatingChange;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    accounts, checkpoint, games, AccountRow, DbError, DbResult, LeaderRow, PlayerPage, SessionRow,
+    accounts, checkpoint, games, AccountRow, DbError, DbResult, PruneBatch, Pruned, SessionRow,
 };
 use crate::record::{AccountId, GameRecord};
 
@@ -64,6 +64,7 @@ pub(super) enum Request {
         token_hash: [u8; 32],
         account: AccountId,
         expires_at: u64,
+        max_sessions: u32,
         reply: Reply<()>,
     },
     Session {
@@ -82,17 +83,15 @@ pub(super) enum Request {
         stored: Vec<u8>,
         reply: Reply<Changes>,
     },
-    Leaderboard {
-        limit: u32,
-        reply: Reply<Vec<LeaderRow>>,
+    /// Run alone, in a transaction of its own with foreign keys off (see `prune`).
+    Prune {
+        batch: PruneBatch,
+        reply: Reply<Pruned>,
     },
-    PlayerPage {
-        name: String,
-        reply: Reply<Option<PlayerPage>>,
-    },
-    GameRecord {
-        game_id: GameId,
-        reply: Reply<Option<serde_json::Value>>,
+    /// Holds the writer until the sender is dropped: tests show what does not wait on it.
+    #[cfg(test)]
+    Hold {
+        until: std::sync::mpsc::Receiver<()>,
     },
     /// Answered once everything queued before it is committed.
     Flush {
@@ -153,12 +152,25 @@ fn run_with(
                 let _ = reply.send(Ok(()));
             }
             Request::Shutdown { reply } => break Some(reply),
+            Request::Prune { batch, reply } => {
+                let pruned = prune(&mut conn, &batch);
+                if pruned.is_ok() {
+                    if let Some(nudge) = &checkpointer {
+                        let _ = nudge.try_send(());
+                    }
+                }
+                let _ = reply.send(pruned);
+            }
+            #[cfg(test)]
+            Request::Hold { until } => {
+                let _ = until.recv();
+            }
             first => {
                 let mut games = usize::from(matches!(first, Request::RecordGame { .. }));
                 let mut batch = vec![first];
                 while batch.len() < MAX_BATCH && games < MAX_BATCH_GAMES {
                     match queue.try_recv() {
-                        Ok(r @ (Request::Flush { .. } | Request::Shutdown { .. })) => {
+                        Ok(r) if runs_alone(&r) => {
                             next = Some(r);
                             break;
                         }
@@ -195,6 +207,40 @@ fn run_with(
         let _ = reply.send(closed);
     }
     stats
+}
+
+/// Requests handled outside batches: they end the batch being gathered.
+fn runs_alone(request: &Request) -> bool {
+    match request {
+        Request::Flush { .. } | Request::Shutdown { .. } | Request::Prune { .. } => true,
+        #[cfg(test)]
+        Request::Hold { .. } => true,
+        _ => false,
+    }
+}
+
+/// One pruning batch in a transaction of its own. Foreign keys are off meanwhile: deleting
+/// an account would otherwise look for games naming it in a table whose account columns
+/// have no index (a scan of every game per account). The guests it deletes have no game
+/// (`played`), and their sessions go first.
+fn prune(conn: &mut Connection, batch: &PruneBatch) -> DbResult<Pruned> {
+    conn.pragma_update(None, "foreign_keys", false)?;
+    let pruned = (|| -> DbResult<Pruned> {
+        let tx = conn.transaction()?;
+        let sessions = accounts::prune_sessions(&tx, batch.sessions_before, batch.limit)?;
+        let guests = accounts::prune_guests(
+            &tx,
+            batch.guests_created_before,
+            batch.sessions_after,
+            &batch.keep,
+            batch.after,
+            batch.limit,
+        )?;
+        tx.commit()?;
+        Ok(Pruned { sessions, ..guests })
+    })();
+    conn.pragma_update(None, "foreign_keys", true)?;
+    pruned
 }
 
 /// A request's answer, computed and waiting for its transaction's commit: called with
@@ -251,11 +297,12 @@ fn execute(tx: &mut rusqlite::Transaction<'_>, request: Request) -> Pending {
             token_hash,
             account,
             expires_at,
+            max_sessions,
             reply,
         } => pending(
             reply,
             in_savepoint(tx, |c| {
-                accounts::insert_session(c, &token_hash, account, expires_at)
+                accounts::insert_session(c, &token_hash, account, expires_at, max_sessions)
             }),
         ),
         Request::Session {
@@ -275,13 +322,11 @@ fn execute(tx: &mut rusqlite::Transaction<'_>, request: Request) -> Pending {
             reply,
             in_savepoint(tx, |c| games::record(c, &record, &stored)),
         ),
-        Request::Leaderboard { limit, reply } => pending(reply, accounts::leaderboard(tx, limit)),
-        Request::PlayerPage { name, reply } => pending(reply, accounts::player_page(tx, &name)),
-        Request::GameRecord { game_id, reply } => {
-            pending(reply, games::stored_record(tx, &game_id))
-        }
         // Taken out of batches by `run`.
         Request::Flush { reply } | Request::Shutdown { reply } => pending(reply, Ok(())),
+        Request::Prune { reply, .. } => pending(reply, Err(DbError::Closed)),
+        #[cfg(test)]
+        Request::Hold { .. } => Box::new(|_| {}),
     }
 }
 

@@ -31,7 +31,7 @@ use elementals_protocol::messages::{GameId, GameSnapshot, SeatPair, ServerMsg};
 use elementals_protocol::rating::RatingChange;
 use elementals_protocol::rules::Seat;
 use elementals_protocol::wire;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::{sleep_until, Instant};
 
 use super::state::GameState;
@@ -78,12 +78,20 @@ struct Actor {
     rx: mpsc::Receiver<GameCmd>,
     /// False once every handle is gone; the game then plays out on its clocks alone.
     rx_open: bool,
+    /// The spectators' commands, read only when no player's command waits.
+    spectators: mpsc::Receiver<GameCmd>,
+    spectators_open: bool,
+    /// The latest instant the game has judged anything at: a move is judged at its
+    /// arrival, but never earlier than this, so the clocks never run backwards.
+    judged: Instant,
     /// Declarations of server-side incidents (`None` once the sender is gone).
     incidents: Option<broadcast::Receiver<Instant>>,
     services: GameServices,
     /// Recipients and what a crash would need; see `supervisor`.
     shared: Arc<Mutex<Shared>>,
     finished: FinishedGame,
+    /// Tells rematch offers waiting on `finished.recorded` that the record is settled.
+    recorded: watch::Sender<bool>,
     /// When the pending spectator-count announcement is due.
     announce_at: Option<Instant>,
     /// The count the players last heard.
@@ -139,6 +147,11 @@ impl Actor {
                 () = std::future::ready(()), if self.delivering => self.deliver_chunk().await,
                 () = sleep_until_some(self.deliver_at) => self.start_delivery(),
                 () = sleep_until_some(self.announce_at) => self.announce_spectators(),
+                // Spectators' commands last: however many wait, a move never waits
+                // behind more than the one being handled.
+                cmd = self.spectators.recv(), if self.spectators_open => {
+                    self.on_spectator_cmd(cmd).await;
+                }
             }
         }
         true
@@ -181,6 +194,9 @@ impl Actor {
                 () = std::future::ready(()), if self.delivering => self.deliver_chunk().await,
                 () = sleep_until_some(self.deliver_at) => self.start_delivery(),
                 () = sleep_until_some(self.announce_at) => self.announce_spectators(),
+                cmd = self.spectators.recv(), if self.spectators_open => {
+                    self.on_spectator_cmd(cmd).await;
+                }
                 () = sleep_until(linger_until), if written => break,
             }
         }
@@ -190,6 +206,7 @@ impl Actor {
     }
 
     async fn on_recorded(&mut self, outcome: Option<DbResult<Option<SeatPair<RatingChange>>>>) {
+        self.settle_ratings(&outcome);
         lock(&self.shared).unrecorded = None;
         if matches!(outcome, Some(Ok(_))) {
             crash_point("recorded");
@@ -207,12 +224,25 @@ impl Actor {
         }
     }
 
+    async fn on_spectator_cmd(&mut self, cmd: Option<GameCmd>) {
+        match cmd {
+            Some(cmd) => self.on_cmd(Some(cmd)).await,
+            None => self.spectators_open = false,
+        }
+    }
+
     async fn on_cmd(&mut self, cmd: Option<GameCmd>) {
         let Some(cmd) = cmd else {
             self.rx_open = false;
             return;
         };
         let received = Instant::now();
+        // A move is judged at its arrival (see `judged`); everything else as it is handled.
+        let received = match &cmd {
+            GameCmd::Act { arrived, .. } => (*arrived).max(self.judged).min(received),
+            _ => received,
+        };
+        self.judged = self.judged.max(received);
         let now = received.into_std();
         let mut out = Vec::new();
         match cmd {
@@ -254,6 +284,7 @@ impl Actor {
                 seat,
                 action,
                 answer,
+                arrived: _,
             } => {
                 let result = self.state.act(seat, action, now, &mut out);
                 let id = answer.request_id;
@@ -306,8 +337,19 @@ impl Actor {
         }
     }
 
+    /// The game's record is settled: a rematch offered now carries the ratings it left.
+    fn settle_ratings(&self, outcome: &Option<DbResult<Option<SeatPair<RatingChange>>>>) {
+        if let Some(Ok(Some(ratings))) = outcome {
+            let after = SeatPair::new(ratings.one.after, ratings.two.after);
+            let registry = &self.services.registry;
+            registry.set_finished_ratings(&self.game_id, after);
+        }
+        self.recorded.send_replace(true);
+    }
+
     async fn on_deadline(&mut self) {
         let now = Instant::now();
+        self.judged = now;
         let mut out = Vec::new();
         self.state.tick(now.into_std(), &mut out);
         self.emit(out, now).await;
@@ -316,6 +358,7 @@ impl Actor {
     /// A server-side incident was declared: hold the game if it lost a seat in it.
     async fn on_incident(&mut self, since: Instant) {
         let now = Instant::now();
+        self.judged = now;
         let mut out = Vec::new();
         self.state
             .hold_for_incident(since.into_std(), now.into_std(), &mut out);
@@ -533,15 +576,20 @@ async fn sleep_until_some(at: Option<Instant>) {
     }
 }
 
-/// What the registry remembers of a finished game (for rematches).
-fn finished_game(setup: &GameSetup) -> FinishedGame {
-    FinishedGame {
+/// What the registry remembers of a finished game (for rematches), and the sender that
+/// tells when its record is settled (dropped unused: nothing to wait for).
+fn finished_game(setup: &GameSetup) -> (FinishedGame, watch::Sender<bool>) {
+    let (recorded_tx, recorded) = watch::channel(false);
+    let finished = FinishedGame {
         players: SeatPair::new(setup.players.one.account_id, setup.players.two.account_id),
+        ratings: SeatPair::new(setup.players.one.rating, setup.players.two.rating),
         variant: setup.variant,
         time_control: setup.time_control,
         rated: setup.rated,
         rematch_offers: SeatPair::default(),
-    }
+        recorded,
+    };
+    (finished, recorded_tx)
 }
 
 /// Lowers the spectator gauge for spectators this game no longer has.

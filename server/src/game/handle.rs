@@ -1,5 +1,7 @@
 //! Handles to a game actor. A player's handle is bound to one seat and can only act for
-//! it; a spectator's handle can only watch. Both wrap the same bounded command channel.
+//! it; a spectator's handle can only watch. Both wrap the game's two bounded command
+//! channels: one for the players (and the lobby's seating), one for spectators, which the
+//! game reads only when no player's command is waiting.
 
 use std::sync::Arc;
 
@@ -7,13 +9,24 @@ use bytes::Bytes;
 use elementals_protocol::messages::{GameId, GameSnapshot, RequestId, ServerMsg};
 use elementals_protocol::rules::{Element, Seat};
 use elementals_protocol::ErrorCode;
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
 use crate::outbox::Outbox;
 
-/// Commands a game may have queued. Each player sends at most a few per round, so this
-/// only fills if the actor is stuck; senders then wait (players) or give up (spectators).
+/// Players' commands a game may have queued. Each connection has at most one request in
+/// flight (its session waits for each answer or `settle`s), and only the two seats'
+/// connections and the lobby's seating send here, so this only fills if the actor is
+/// stuck; senders then wait.
 pub const GAME_CHANNEL_CAPACITY: usize = 64;
+
+/// Spectators' commands (`watch`, a spectator's `sync`, `unwatch`) a game may have queued.
+/// The game reads them only when no player's command is waiting, so however many there
+/// are they never queue ahead of a move; past this, spectators' sessions wait their turn
+/// (each connection has at most one request in flight, so the waiters are bounded by the
+/// connections watching).
+pub const SPECTATOR_CHANNEL_CAPACITY: usize = 32;
 
 /// A refusal from the game, answered to the client as an `error` message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,13 +138,18 @@ pub enum GameCmd {
         seat: Seat,
         action: SeatAction,
         answer: AnswerTo,
+        /// When the move's frame was read off the socket: the game judges the move (its
+        /// clock) at this instant, so time spent in the game's queue is not charged.
+        arrived: Instant,
     },
-    /// Start (or resynchronise) watching; the snapshot is queued like `Attach`'s.
+    /// Start (or resynchronise) watching; the snapshot is queued like `Attach`'s. Sent on
+    /// the spectators' channel.
     Watch {
         outbox: Outbox,
         request_id: Option<RequestId>,
         reply: Reply<GameSnapshot>,
     },
+    /// Sent on the spectators' channel.
     Unwatch {
         conn_id: u64,
     },
@@ -148,11 +166,21 @@ pub enum GameCmd {
 pub struct GameHandle {
     game_id: GameId,
     tx: mpsc::Sender<GameCmd>,
+    /// The spectators' channel (see `SPECTATOR_CHANNEL_CAPACITY`).
+    spectators: mpsc::Sender<GameCmd>,
 }
 
 impl GameHandle {
-    pub fn new(game_id: GameId, tx: mpsc::Sender<GameCmd>) -> Self {
-        GameHandle { game_id, tx }
+    pub fn new(
+        game_id: GameId,
+        tx: mpsc::Sender<GameCmd>,
+        spectators: mpsc::Sender<GameCmd>,
+    ) -> Self {
+        GameHandle {
+            game_id,
+            tx,
+            spectators,
+        }
     }
 
     pub fn game_id(&self) -> GameId {
@@ -187,14 +215,55 @@ impl GameHandle {
         rx.await.map_err(|_| GameError::gone())?
     }
 
-    fn notify(&self, cmd: GameCmd) {
-        // Detach and unwatch are best effort: a full or closed game has nothing to update.
-        let _ = self.tx.try_send(cmd);
+    /// Test-only: a raw sender to the players' channel, to fill it.
+    #[cfg(test)]
+    pub(crate) fn commands(&self) -> mpsc::Sender<GameCmd> {
+        self.tx.clone()
+    }
+
+    /// Test-only: queues a `watch` without waiting for its answer; `Err` once the
+    /// spectators' channel is full.
+    #[cfg(test)]
+    pub(crate) fn try_watch(
+        &self,
+        outbox: Outbox,
+        request_id: Option<RequestId>,
+    ) -> Result<oneshot::Receiver<Result<GameSnapshot, GameError>>, ()> {
+        let (reply, rx) = oneshot::channel();
+        let cmd = GameCmd::Watch {
+            outbox,
+            request_id,
+            reply,
+        };
+        self.spectators.try_send(cmd).map(|()| rx).map_err(|_| ())
     }
 
     #[cfg(any(test, feature = "test-hooks"))]
     pub async fn force_panic(&self) {
         let _ = self.tx.send(GameCmd::Panic).await;
+    }
+}
+
+/// Sends a notice that must not be lost (a seat's `Detach`, an `Unwatch`, the lobby's
+/// `Gone`): at once if the channel has room, else from a task that waits for room. The
+/// waiting tasks are bounded by construction: a connection sends each notice once, as it
+/// ends or unwatches, so there are never more than the connections that closed or
+/// unwatched while the queue was full, and each is gone once its notice is queued (or
+/// the receiver is: a closed channel has nobody left to notify).
+pub(crate) fn notify<T: Send + 'static>(tx: &mpsc::Sender<T>, notice: T) {
+    match tx.try_send(notice) {
+        Ok(()) | Err(TrySendError::Closed(_)) => {}
+        Err(TrySendError::Full(notice)) => {
+            let tx = tx.clone();
+            // A session can be dropped outside the runtime (its last owner going away at
+            // shutdown); the receivers are stopping then, and games restore their seats
+            // from their logs.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = tx.send(notice).await;
+                });
+            }
+        }
     }
 }
 
@@ -251,16 +320,18 @@ impl PlayerHandle {
             .await
     }
 
+    /// The connection `conn_id` is gone. Never lost: see `notify`.
     pub fn detach(&self, conn_id: u64) {
-        self.game.notify(GameCmd::Detach {
+        let cmd = GameCmd::Detach {
             seat: self.seat,
             conn_id,
-        });
+        };
+        notify(&self.game.tx, cmd);
     }
 
-    /// Hands a move to the game, which answers it (see `AnswerTo`); returns once the game
-    /// has it, not once it is answered.
-    pub async fn act(&self, action: SeatAction, answer: AnswerTo) {
+    /// Hands a move that `arrived` (its frame read off the socket) to the game, which
+    /// answers it (see `AnswerTo`); returns once the game has it, not once it is answered.
+    pub async fn act(&self, action: SeatAction, answer: AnswerTo, arrived: Instant) {
         let seat = self.seat;
         // A game that is gone drops the move, and with it the answer owed: `unknown_game`.
         let _ = self
@@ -270,6 +341,7 @@ impl PlayerHandle {
                 seat,
                 action,
                 answer,
+                arrived,
             })
             .await;
     }
@@ -291,22 +363,26 @@ impl SpectatorHandle {
     }
 
     /// Watch with `outbox`; the actor queues the snapshot to it (see `GameCmd::Watch`).
+    /// Waits on the spectators' channel, never the players'.
     pub async fn watch(
         &self,
         outbox: Outbox,
         request_id: Option<RequestId>,
     ) -> Result<GameSnapshot, GameError> {
-        self.game
-            .request(|reply| GameCmd::Watch {
-                outbox,
-                request_id,
-                reply,
-            })
-            .await
+        let (reply, rx) = oneshot::channel();
+        let cmd = GameCmd::Watch {
+            outbox,
+            request_id,
+            reply,
+        };
+        let sent = self.game.spectators.send(cmd).await;
+        sent.map_err(|_| GameError::gone())?;
+        rx.await.map_err(|_| GameError::gone())?
     }
 
+    /// Never lost: see `notify`.
     pub fn unwatch(&self, conn_id: u64) {
-        self.game.notify(GameCmd::Unwatch { conn_id });
+        notify(&self.game.spectators, GameCmd::Unwatch { conn_id });
     }
 }
 
@@ -318,7 +394,9 @@ mod tests {
 
     fn game() -> (GameHandle, mpsc::Receiver<GameCmd>) {
         let (tx, rx) = mpsc::channel(4);
-        (GameHandle::new(GameId::new_random_from([3; 16]), tx), rx)
+        let (spectators, _) = mpsc::channel(1);
+        let id = GameId::new_random_from([3; 16]);
+        (GameHandle::new(id, tx, spectators), rx)
     }
 
     /// The one frame `rx` has queued, decoded.
@@ -347,7 +425,7 @@ mod tests {
         let (outbox, mut rx) = Outbox::new(1, 4);
         let (answer_to, sent) = AnswerTo::new(Arc::new(outbox), 5);
         game.player(Seat::One)
-            .act(SeatAction::Resign, answer_to)
+            .act(SeatAction::Resign, answer_to, Instant::now())
             .await;
         sent.await.expect("answered");
         assert_gone(answer(&mut rx), 5);
@@ -359,7 +437,7 @@ mod tests {
         let (outbox, mut rx) = Outbox::new(1, 4);
         let (answer_to, mut sent) = AnswerTo::new(Arc::new(outbox), 6);
         game.player(Seat::Two)
-            .act(SeatAction::OfferDraw, answer_to)
+            .act(SeatAction::OfferDraw, answer_to, Instant::now())
             .await;
         // Queued for the game, which has not handled it: nothing is answered yet.
         assert!(sent.try_recv().is_err());

@@ -18,14 +18,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use elementals_protocol::messages::{GameId, SeatPair};
-use elementals_protocol::rules::Variant;
+use elementals_protocol::rules::{Variant, MAX_ROUNDS};
 use elementals_protocol::TimeControl;
 use serde::{Deserialize, Serialize};
 
 pub use actor::start_fanout_helpers;
+pub(crate) use handle::notify;
 pub use handle::{
     AnswerTo, GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
-    GAME_CHANNEL_CAPACITY,
+    GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY,
 };
 pub use incident::Incidents;
 pub use restore::{restore_games, Restored};
@@ -54,6 +55,9 @@ pub struct GameSettings {
     pub first_commit_window: Duration,
     /// How many events a spectator may have queued before it is resynchronised.
     pub spectator_queue: usize,
+    /// Resolved rounds after which a game ends drawn (`EndReason::MaxRounds`), at most
+    /// `MAX_ROUNDS`.
+    pub max_rounds: u32,
 }
 
 impl Default for GameSettings {
@@ -61,6 +65,7 @@ impl Default for GameSettings {
         GameSettings {
             first_commit_window: Duration::from_secs(30),
             spectator_queue: 64,
+            max_rounds: MAX_ROUNDS,
         }
     }
 }

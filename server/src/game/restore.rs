@@ -2,11 +2,14 @@
 //!
 //! For each game in the log, before the server accepts connections:
 //! - its end is logged: it is recorded (exactly once: `record_game` is idempotent per game
-//!   id, and deleting the log is part of the same transaction), ratings and all;
+//!   id, and deleting the log is part of the same transaction), ratings and all, its record
+//!   rebuilt from the log (`GameLog::ended`: the `End` step holds only the outcome);
 //! - otherwise its log is replayed through the rules (`GameState::replay`), the game is
 //!   `resume`d (the round under way voided, the clocks held with the banks they had at the
 //!   last logged step) and its actor started, with both seats in the registry so that the
 //!   players rejoin it by signing in again and spectators can watch it again;
+//! - a replayed game that has reached the bound on rounds (`--max-rounds`, which may have
+//!   been lowered since) ends there, drawn, and is recorded as above;
 //! - a log that cannot be replayed ends its game as `server_aborted`, unrated, with the
 //!   rounds the log holds: no one is blamed, and no one is left seated in a broken game.
 
@@ -20,7 +23,7 @@ use super::state::GameState;
 use super::{GameServices, GameSetup};
 use crate::clock::unix_ms;
 use crate::db::DbResult;
-use crate::record::{GameLog, GameRecord, LogEntry, LogStep};
+use crate::record::{GameLog, GameRecord, LogRecordError};
 
 /// What startup did with the logged games.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -79,52 +82,40 @@ enum Unrestorable {
 }
 
 fn restore(log: GameLog, services: &GameServices) -> Result<(), Unrestorable> {
-    if let Some(LogEntry::End { record }) = log.steps.iter().map(|s| &s.entry).find(|e| e.is_end())
-    {
-        return Err(Unrestorable::Ended(Arc::clone(record)));
+    let unreadable = |e: LogRecordError| Unrestorable::Unreadable(e.to_string());
+    if let Some(record) = log.ended().map_err(unreadable)? {
+        return Err(Unrestorable::Ended(Arc::new(record)));
     }
-    let Some(LogEntry::Start { setup, started_at }) = log.steps.first().map(|s| &s.entry) else {
-        return Err(Unrestorable::Unreadable("no start step".into()));
-    };
+    let (setup, started_at) = log.start().map_err(unreadable)?;
     let setup = setup.clone();
     let now = Instant::now().into_std();
     let mut state = GameState::replay(&log.steps, timing(services, &setup), now).map_err(|e| {
-        Unrestorable::Broken(
-            Arc::new(aborted(&setup, *started_at, &log.steps)),
-            e.to_string(),
-        )
+        Unrestorable::Broken(Arc::new(aborted(&setup, started_at, &log)), e.to_string())
     })?;
     state.resume(now, unix_ms());
     let game_id = setup.game_id;
+    // Nobody is attached to hear of it: the players find the game over when they return.
+    if state.end_at_max_rounds(now, &mut Vec::new()) {
+        let record = state.record().cloned();
+        tracing::info!(%game_id, "restored game at the bound on rounds; ending it drawn");
+        return record.map_or_else(
+            || Err(Unrestorable::Unreadable("ended without a record".into())),
+            |record| Err(Unrestorable::Ended(record)),
+        );
+    }
     spawn_restored(state, setup, services.clone());
     tracing::info!(%game_id, steps = log.steps.len(), "game restored");
     Ok(())
 }
 
 /// The record of a game ended by the server, from what its log holds.
-fn aborted(setup: &GameSetup, started_at: u64, steps: &[LogStep]) -> GameRecord {
-    let rounds = steps
-        .iter()
-        .filter_map(|s| match &s.entry {
-            LogEntry::Result { round } => Some(round.clone()),
-            _ => None,
-        })
-        .collect();
-    let last = steps.last();
+fn aborted(setup: &GameSetup, started_at: u64, log: &GameLog) -> GameRecord {
+    let last = log.steps.last();
     let banks_ms = last.map_or(SeatPair::default(), |s| s.banks_us.map(|us| us / 1000));
-    GameRecord {
-        game_id: setup.game_id,
-        variant: setup.variant,
-        time_control: setup.time_control,
-        rated: setup.rated,
-        players: setup.players.clone(),
-        started_at,
-        ended_at: last.map_or(started_at, |s| s.at),
-        result: GameResult {
-            winner: None,
-            reason: EndReason::ServerAborted,
-        },
-        rounds,
-        final_clocks_ms: banks_ms,
-    }
+    let result = GameResult {
+        winner: None,
+        reason: EndReason::ServerAborted,
+    };
+    let ended_at = last.map_or(started_at, |s| s.at);
+    GameRecord::new(setup, started_at, ended_at, result, log.rounds(), banks_ms)
 }

@@ -50,6 +50,8 @@ use round::round_record;
 pub(in crate::game) struct Timing {
     pub first_commit_window: Duration,
     pub grace: Duration,
+    /// Resolved rounds after which the game ends drawn (`EndReason::MaxRounds`).
+    pub max_rounds: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -164,7 +166,7 @@ impl GameState {
         self.record.as_ref().map(|r| r.result)
     }
 
-    /// The finished game's record, once it has ended (shared: see `LogEntry::End`).
+    /// The finished game's record, once it has ended (shared with the database's request).
     pub fn record(&self) -> Option<&Arc<GameRecord>> {
         self.record.as_ref()
     }
@@ -327,6 +329,7 @@ impl GameState {
         self.banks.set_running(SeatPair::new(false, false), at);
         self.hold = None;
         let result = GameResult { winner, reason };
+        let (ended_at, final_clocks_ms) = (self.wall_ms(at), self.banks.ms_at(at));
         let record = GameRecord {
             game_id: self.info.game_id,
             variant: self.info.variant,
@@ -334,15 +337,14 @@ impl GameState {
             rated: self.info.rated,
             players: self.players.clone(),
             started_at: self.info.started_at,
-            ended_at: self.wall_ms(at),
+            ended_at,
             result,
             // Moved, not copied: from here on `rounds()` reads them from the record.
             rounds: std::mem::take(&mut self.rounds),
-            final_clocks_ms: self.banks.ms_at(at),
+            final_clocks_ms,
         };
         let rated = record.changes_ratings();
-        let record = Arc::new(record);
-        self.record = Some(Arc::clone(&record));
+        self.record = Some(Arc::new(record));
         out.push(ServerMsg::GameOver {
             game_id: self.info.game_id,
             seq: self.next_seq(),
@@ -350,7 +352,25 @@ impl GameState {
             rated,
             clocks: self.banks.wire(at),
         });
-        self.log_step(at, LogEntry::End { record });
+        self.log_step(
+            at,
+            LogEntry::End {
+                result,
+                ended_at,
+                final_clocks_ms,
+            },
+        );
+    }
+
+    /// Ends the game drawn (`MaxRounds`) if it has resolved as many rounds as it may;
+    /// returns whether it did. Also for a restored game, whose bound may have been lowered
+    /// since its rounds were played.
+    pub fn end_at_max_rounds(&mut self, now: Instant, out: &mut Vec<ServerMsg>) -> bool {
+        if self.record.is_some() || (self.rounds.len() as u64) < u64::from(self.timing.max_rounds) {
+            return false;
+        }
+        self.finish(now, None, EndReason::MaxRounds, out);
+        true
     }
 
     /// Queues a step for the durable log, stamped with the clocks and `seq` as they are now.

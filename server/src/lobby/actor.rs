@@ -233,6 +233,14 @@ impl Lobby {
                 "already waiting in a pool",
             ));
         }
+        // A player waits in one pool or in their seeks, never both: a pairing would
+        // otherwise withdraw seeks someone may be accepting.
+        if self.has_open_seek(member.account) {
+            return Err(LobbyError::new(
+                ErrorCode::AlreadyQueued,
+                "you have an open seek: cancel it first",
+            ));
+        }
         // Guests play unrated: a guest asking for a rated pool joins the unrated one.
         let rated = rated && !member.info.guest;
         let key = PoolKey {
@@ -258,6 +266,10 @@ impl Lobby {
         }
         self.update_queued_metric();
         Ok(())
+    }
+
+    fn has_open_seek(&self, account: AccountId) -> bool {
+        self.seeks.values().any(|s| s.member.account == account)
     }
 
     fn leave_pool(&mut self, account: AccountId) -> bool {
@@ -341,6 +353,12 @@ impl Lobby {
         rated: bool,
     ) -> Result<Seek> {
         self.check_new_offer(&member, &variant, &tc, rated)?;
+        if self.queued.contains_key(&member.account) {
+            return Err(LobbyError::new(
+                ErrorCode::AlreadyQueued,
+                "already waiting in a pool: leave it first",
+            ));
+        }
         let open = self
             .seeks
             .values()
@@ -586,9 +604,15 @@ impl Lobby {
             ));
         }
         registry.forget_finished(&game_id);
+        // Both carry their ratings as the game left them (the connection's own are as of
+        // its sign-in).
+        let mut member = member;
+        member.info.rating = *now.ratings.get(seat);
+        let mut info = user.info.clone();
+        info.rating = *now.ratings.get(seat.other());
         let opp = Member {
             account: opponent,
-            info: user.info.clone(),
+            info,
             outbox: user.outbox.clone(),
         };
         // Seats swap: the old seat two now plays seat one.

@@ -147,9 +147,32 @@ impl LobbyHandle {
         rx.await.map_err(|_| closed())?
     }
 
-    /// Best effort: a full lobby channel drops the notice, and the lobby also notices dead
-    /// outboxes when it next tries to use them.
+    /// Never lost, even with the lobby's queue full (see `notify`): a lost notice would
+    /// leave the connection's seeks and challenges open for others to accept.
     pub fn gone(&self, account: AccountId, conn_id: u64) {
-        let _ = self.tx.try_send(LobbyCmd::Gone { account, conn_id });
+        crate::game::notify(&self.tx, LobbyCmd::Gone { account, conn_id });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_gone_notice_waits_for_room_rather_than_being_lost() {
+        let (tx, mut rx) = mpsc::channel(1);
+        let lobby = LobbyHandle { tx };
+        lobby.gone(1, 10);
+        // The queue is full now.
+        lobby.gone(2, 20);
+        drop(lobby);
+        for expected in [(1, 10), (2, 20)] {
+            match rx.recv().await {
+                Some(LobbyCmd::Gone { account, conn_id }) => {
+                    assert_eq!((account, conn_id), expected);
+                }
+                other => panic!("expected Gone {expected:?}, got {other:?}"),
+            }
+        }
     }
 }

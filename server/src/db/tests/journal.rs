@@ -2,7 +2,6 @@
 //! recorded, surviving torn writes, compaction and the move from the old table.
 
 use std::io::Write;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
@@ -284,8 +283,6 @@ fn every_kind_of_step(record: &GameRecord) -> Vec<LogStep> {
         positions: vec![-1, 0, 3],
         clocks_ms: SeatPair::new(59_000, 58_000),
     };
-    let mut ended = record.clone();
-    ended.rounds = vec![round.clone()];
     vec![
         start(record),
         commit(1),
@@ -304,7 +301,9 @@ fn every_kind_of_step(record: &GameRecord) -> Vec<LogStep> {
         step(
             6,
             LogEntry::End {
-                record: Arc::new(ended),
+                result: record.result,
+                ended_at: record.ended_at,
+                final_clocks_ms: record.final_clocks_ms,
             },
         ),
     ]

@@ -12,13 +12,15 @@ use tokio::time::Instant;
 use super::supervisor::{self, Shared};
 use super::{finished_game, unix_ms, Actor};
 use crate::game::state::{GameState, Timing};
-use crate::game::{GameHandle, GameServices, GameSetup, GAME_CHANNEL_CAPACITY};
+use crate::game::{GameHandle, GameServices, GameSetup};
+use crate::game::{GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY};
 
 /// The durations a game of `setup` runs under.
 pub(in crate::game) fn timing(services: &GameServices, setup: &GameSetup) -> Timing {
     Timing {
         first_commit_window: services.settings.first_commit_window,
         grace: services.settings.grace(&setup.time_control),
+        max_rounds: services.settings.max_rounds,
     }
 }
 
@@ -48,9 +50,10 @@ fn launch(
     services: GameServices,
     first: Vec<ServerMsg>,
 ) -> GameHandle {
-    // The capacity, and why it suffices, is documented at GAME_CHANNEL_CAPACITY.
+    // The capacities, and why they suffice, are documented at their constants.
     let (tx, rx) = mpsc::channel(GAME_CHANNEL_CAPACITY);
-    let handle = GameHandle::new(setup.game_id, tx);
+    let (spectators_tx, spectators) = mpsc::channel(SPECTATOR_CHANNEL_CAPACITY);
+    let handle = GameHandle::new(setup.game_id, tx, spectators_tx);
     let started_at = state.started_at();
     let seats = SeatPair::new(setup.players.one.account_id, setup.players.two.account_id);
     services
@@ -61,15 +64,20 @@ fn launch(
     // A restored game's supervisor must know its rounds before anything is published.
     shared.mirror(&state, Instant::now().into_std());
     let shared = Arc::new(Mutex::new(shared));
+    let (finished, recorded) = finished_game(&setup);
     let actor = Actor {
         game_id: setup.game_id,
         state,
         rx,
         rx_open: true,
+        spectators,
+        spectators_open: true,
+        judged: Instant::now(),
         incidents: Some(services.incidents.subscribe()),
         services: services.clone(),
         shared: Arc::clone(&shared),
-        finished: finished_game(&setup),
+        finished,
+        recorded,
         announce_at: None,
         announced: 0,
         deliver_at: None,

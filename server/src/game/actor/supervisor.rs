@@ -113,7 +113,7 @@ pub(in crate::game) async fn supervise(
     if !already_finished {
         services
             .registry
-            .finish_game(game_id, finished_game(&setup));
+            .finish_game(game_id, finished_game(&setup).0);
         services.metrics.live_games.fetch_sub(1, Relaxed);
         services.metrics.games_finished.fetch_add(1, Relaxed);
     }

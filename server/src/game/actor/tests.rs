@@ -7,6 +7,7 @@
 
 mod clocks;
 mod incident;
+mod isolation;
 mod play;
 mod watch;
 
@@ -21,6 +22,7 @@ use elementals_protocol::rules::{Element, Seat, Variant};
 use elementals_protocol::{wire, ErrorCode, TimeControl};
 use tempfile::TempDir;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::db::{AccountRow, Db};
@@ -139,7 +141,7 @@ impl Player {
     /// until the game has answered it.
     async fn act_as(&self, action: SeatAction, outbox: &Outbox, request_id: u32) {
         let (answer, sent) = AnswerTo::new(Arc::new(outbox.clone()), request_id);
-        self.handle.act(action, answer).await;
+        self.handle.act(action, answer, Instant::now()).await;
         sent.await.expect("the game answers every move");
     }
 

@@ -4,7 +4,9 @@
 //! no deadline can pass during the replay; the clocks are then set from what the log
 //! recorded after its last step, and each round's recorded clocks from its `Result` step.
 //! A log the rules refuse (a step that would not be accepted again) is an error: the game
-//! cannot be trusted and is not restored.
+//! cannot be trusted and is not restored. The bound on rounds is not applied during the
+//! replay (a log written under a higher `--max-rounds` is not broken); the caller ends a
+//! replayed game that reached its bound (`end_at_max_rounds`).
 
 use std::time::{Duration, Instant};
 
@@ -35,7 +37,11 @@ impl GameState {
         };
         // The replay's events were published long ago; they are only counted.
         let mut events = Vec::new();
-        let mut state = GameState::new(setup, *started_at, now, timing, &mut events);
+        let unbounded = Timing {
+            max_rounds: u32::MAX,
+            ..timing
+        };
+        let mut state = GameState::new(setup, *started_at, now, unbounded, &mut events);
         for step in &steps[1..] {
             state
                 .replay_step(step, now, &mut events)
@@ -45,6 +51,7 @@ impl GameState {
                 })?;
         }
         let last = steps.last().unwrap_or(&steps[0]);
+        state.timing = timing;
         state.log.clear();
         state.next_step = last.step + 1;
         state.seq = state.seq.max(last.seq);

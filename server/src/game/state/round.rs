@@ -174,6 +174,9 @@ impl GameState {
         if let Some(winner) = self.board.winner() {
             return self.finish(now, Some(winner), EndReason::Edge, out);
         }
+        if self.end_at_max_rounds(now, out) {
+            return;
+        }
         self.round += 1;
         self.start_round(now, out);
     }

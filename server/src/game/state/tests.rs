@@ -25,6 +25,7 @@ const TC: TimeControl = TimeControl {
 const TIMING: Timing = Timing {
     first_commit_window: Duration::from_secs(30),
     grace: Duration::from_secs(40),
+    max_rounds: 1_000,
 };
 
 fn player(id: i64, guest: bool) -> RecordPlayer {
@@ -63,9 +64,13 @@ impl Game {
     }
 
     fn with(setup: GameSetup) -> Game {
+        Game::with_timing(setup, TIMING)
+    }
+
+    fn with_timing(setup: GameSetup, timing: Timing) -> Game {
         let t0 = Instant::now();
         let mut events = Vec::new();
-        let state = GameState::new(&setup, 1_700_000_000_000, t0, TIMING, &mut events);
+        let state = GameState::new(&setup, 1_700_000_000_000, t0, timing, &mut events);
         Game { state, t0, events }
     }
 
@@ -461,4 +466,5 @@ fn a_game_with_a_guest_is_not_rated() {
     ));
 }
 
+mod bounds;
 mod recovery;

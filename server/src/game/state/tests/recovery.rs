@@ -64,10 +64,7 @@ fn every_accepted_step_is_logged_with_the_banks_after_it() {
     game.act(Seat::Two, SeatAction::Resign, 5 * SEC).unwrap();
     let steps = log_of(&mut game, &mut log);
     match &steps.last().unwrap().entry {
-        LogEntry::End { record } => {
-            assert_eq!(record.result.reason, EndReason::Resignation);
-            assert_eq!(record.rounds.len(), 1);
-        }
+        LogEntry::End { result, .. } => assert_eq!(result.reason, EndReason::Resignation),
         other => panic!("{other:?}"),
     }
 }

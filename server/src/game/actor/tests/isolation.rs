@@ -1,0 +1,182 @@
+//! What one connection sends cannot cost another: time a move spends in the game's queue
+//! is not charged to its player, spectators' commands never queue ahead of moves, and a
+//! seat's departure reaches the game however full its queue is.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use elementals_protocol::messages::{Clocks, ServerMsg};
+use elementals_protocol::rules::Seat;
+use tokio::sync::{mpsc::error::TrySendError, oneshot};
+use tokio::time::{advance, Instant};
+
+use super::{Harness, Inbox, Player, TC};
+use crate::game::SPECTATOR_CHANNEL_CAPACITY;
+use crate::game::{AnswerTo, GameCmd, SeatAction, GAME_CHANNEL_CAPACITY};
+
+/// Queues `action` for `player`'s seat as a move that `arrived` then, from a connection of
+/// its own, without waiting for the answer; the receiver fires once it is answered.
+async fn queue(
+    player: &Player,
+    action: SeatAction,
+    arrived: Instant,
+) -> (Inbox, oneshot::Receiver<()>) {
+    let asker = Inbox::new(8);
+    let (answer, sent) = AnswerTo::new(Arc::new(asker.outbox.clone()), 1);
+    player.handle.act(action, answer, arrived).await;
+    (asker, sent)
+}
+
+/// The clocks of the round's `reveal_phase` among `msgs`.
+fn reveal_phase_clocks(msgs: Vec<ServerMsg>) -> (u64, u64) {
+    let clocks: Clocks = msgs
+        .into_iter()
+        .find_map(|m| match m {
+            ServerMsg::RevealPhase { clocks, .. } => Some(clocks),
+            _ => None,
+        })
+        .expect("both committed");
+    (clocks.one_ms, clocks.two_ms)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_move_that_waits_in_the_games_queue_is_charged_from_its_arrival() {
+    let h = Harness::new().await;
+    let mut game = h.start(0, TC).await;
+    game.play(1, 1, 1).await;
+    game.one.commit(2, 3).await.unwrap();
+    game.one.drain();
+    // Two's commit arrives now, behind a refused move of one's; the game gets to both only
+    // ten seconds later (here: the test does not yield to it before then).
+    let arrived = Instant::now();
+    let (_first, first) = queue(&game.one, SeatAction::DeclineDraw, arrived).await;
+    let commit = game.two.commitment(2, 4);
+    let (_second, second) = queue(&game.two, commit, arrived).await;
+    advance(Duration::from_secs(10)).await;
+    first.await.unwrap();
+    second.await.unwrap();
+    // Two's bank is whole (60 s and the 2 s increment): the ten seconds were the queue's.
+    assert_eq!(reveal_phase_clocks(game.one.drain()), (62_000, 62_000));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_move_is_never_judged_before_an_instant_the_game_already_judged() {
+    let h = Harness::new().await;
+    let mut game = h.start(0, TC).await;
+    game.play(1, 1, 1).await;
+    game.one.commit(2, 3).await.unwrap();
+    game.one.drain();
+    let arrived = Instant::now();
+    advance(Duration::from_secs(3)).await;
+    // The game looks at its clocks three seconds on (a snapshot settles deadlines then)...
+    assert_eq!(game.snapshot().await.clocks.two_ms, 59_000);
+    // ...so a move stamped earlier is judged then, not at its stamp: clocks never run back.
+    let commit = game.two.commitment(2, 4);
+    let (_asker, sent) = queue(&game.two, commit, arrived).await;
+    sent.await.unwrap();
+    assert_eq!(reveal_phase_clocks(game.one.drain()), (62_000, 59_000));
+}
+
+#[tokio::test(start_paused = true)]
+async fn moves_are_handled_before_any_spectators_command_however_many_wait() {
+    let h = Harness::new().await;
+    let mut game = h.start(0, TC).await;
+    // The spectators' queue fills (the game has not run since: nothing here yields)...
+    let watchers: Vec<Inbox> = (0..=SPECTATOR_CHANNEL_CAPACITY)
+        .map(|_| Inbox::new(64))
+        .collect();
+    let mut snapshots = Vec::new();
+    for watcher in &watchers {
+        match game.handle.try_watch(watcher.outbox.clone(), None) {
+            Ok(snapshot) => snapshots.push(snapshot),
+            Err(()) => break,
+        }
+    }
+    assert_eq!(
+        snapshots.len(),
+        SPECTATOR_CHANNEL_CAPACITY,
+        "the path is bounded"
+    );
+    // ...and a move queued after all of them is handled first: every watcher's snapshot
+    // already shows it.
+    let commit = game.one.commitment(1, 2);
+    let (_asker, sent) = queue(&game.one, commit, Instant::now()).await;
+    for snapshot in snapshots {
+        let snapshot = snapshot.await.unwrap().unwrap();
+        assert!(
+            snapshot.committed.one,
+            "a watch was handled before the move"
+        );
+    }
+    sent.await.unwrap();
+    game.one.drain();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_detach_reaches_the_game_even_when_its_queue_is_full() {
+    let h = Harness::new().await;
+    let mut game = h.start(0, TC).await;
+    // Fill the players' queue with refused moves (the game has not run since).
+    let commands = game.handle.commands();
+    let asker = Inbox::new(GAME_CHANNEL_CAPACITY + 8);
+    let mut answers = Vec::new();
+    loop {
+        let (answer, sent) = AnswerTo::new(Arc::new(asker.outbox.clone()), 1);
+        let cmd = GameCmd::Act {
+            seat: Seat::One,
+            action: SeatAction::DeclineDraw,
+            answer,
+            arrived: Instant::now(),
+        };
+        match commands.try_send(cmd) {
+            Ok(()) => answers.push(sent),
+            Err(TrySendError::Full(_)) => break,
+            Err(TrySendError::Closed(_)) => panic!("the game is live"),
+        }
+    }
+    assert_eq!(answers.len(), GAME_CHANNEL_CAPACITY);
+    // Two's connection goes away now: the game hears of it after the queued moves.
+    let conn = game.two.inbox.outbox.conn_id();
+    game.two.handle.detach(conn);
+    for sent in answers {
+        sent.await.unwrap();
+    }
+    let snapshot = game.snapshot().await;
+    assert!(!snapshot.connected.two, "the detach was lost");
+    let presence = game.one.drain().into_iter().find_map(|m| match m {
+        ServerMsg::Presence {
+            seat,
+            connected,
+            grace_ms,
+            ..
+        } => Some((seat, connected, grace_ms)),
+        _ => None,
+    });
+    let grace = h.services.settings.grace(&TC).as_millis() as u64;
+    assert_eq!(presence, Some((Seat::Two, false, grace)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unwatch_reaches_the_game_even_when_the_spectators_queue_is_full() {
+    let h = Harness::new().await;
+    let game = h.start(0, TC).await;
+    let watcher = Inbox::new(64);
+    game.watch(&watcher).await;
+    assert_eq!(game.snapshot().await.spectators, 1);
+    let others: Vec<Inbox> = (0..SPECTATOR_CHANNEL_CAPACITY)
+        .map(|_| Inbox::new(64))
+        .collect();
+    let mut snapshots = Vec::new();
+    for other in &others {
+        snapshots.push(game.handle.try_watch(other.outbox.clone(), None).unwrap());
+    }
+    game.handle.spectator().unwatch(watcher.outbox.conn_id());
+    for snapshot in snapshots {
+        snapshot.await.unwrap().unwrap();
+    }
+    // The unwatch waited its turn behind those watches, and was not lost: a watch queued
+    // after it sees the first watcher gone.
+    let late = Inbox::new(64);
+    let expected = SPECTATOR_CHANNEL_CAPACITY as u32 + 1;
+    assert_eq!(game.watch(&late).await.spectators, expected);
+}
