@@ -1,6 +1,7 @@
 // End to end against a server with short timers (sign-in within 2 s, round 1's picks within
-// 6 s), for what happens when those run out: a spectator who never signed in keeps
-// watching, and a game nobody opened says why it was called off.
+// 6 s), for what happens when those run out: a page that never signed in carries on
+// without a word, a spectator who never signed in keeps watching, and a game nobody
+// opened says why it was called off.
 
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -31,36 +32,42 @@ describe('a server with short timers', { timeout: 300_000 }, () => {
 
   test('anyone watches a live game from the list at once, without an account, past the sign-in time', async () => {
     await h.setUp();
-    const [a, b, viewer] = await Promise.all([0, 1, 2].map(() => newPlayer(h.browser, h.server.url)));
-    await h.withDiagnostics({ a, b, viewer }, async () => {
+    const [a, b, viewer, idler] = await Promise.all([0, 1, 2, 3].map(() => newPlayer(h.browser, h.server.url)));
+    await h.withDiagnostics({ a, b, viewer, idler }, async () => {
       const { bySeat, names } = await guestGame(a, b);
       await pick(bySeat.one.page, 1, 1);
       await pick(bySeat.two.page, 1, 2);
 
       const { page } = viewer;
       await page.goto('/#/watch');
-      await page.getByRole('link', { name: `Watch ${names.one} against ${names.two}` }).click();
-      await page.waitForSelector('.game.watching .board', STEP);
-      assert.equal(await page.locator('#auth-title').count(), 0, 'no sign-in form');
-      await roundShown(page, 1);
       // Whether the "connection lost" banner ever shows from here on.
       await page.evaluate(() => {
         const banner = document.querySelector('.banner');
         window.bannerShown = false;
         new MutationObserver(() => (window.bannerShown ||= !banner.hidden)).observe(banner, { attributes: true, childList: true });
       });
-      // The server closes a connection that has not signed in after 2 s; the page opens
-      // another and watches on.
+      // The list needs no account, but the server closes a connection that has neither
+      // signed in nor watched after 2 s: the page opens another, without a word.
       await page.waitForFunction(() => window.elementals.opened >= 2, null, STEP);
+      await page.getByRole('link', { name: `Watch ${names.one} against ${names.two}` }).click();
+      await page.waitForSelector('.game.watching .board', STEP);
+      assert.equal(await page.locator('#auth-title').count(), 0, 'no sign-in form');
+      await roundShown(page, 1);
+      const opened = await page.evaluate(() => window.elementals.opened);
+      // Another page, opened after the viewer began watching, is closed for not signing
+      // in: by then the viewer has watched past the sign-in time.
+      await idler.page.goto('/#/watch');
+      await idler.page.waitForFunction(() => window.elementals.opened >= 2, null, STEP);
       await pick(bySeat.one.page, 2, 3);
       await pick(bySeat.two.page, 2, 1);
       await roundShown(page, 2);
       assert.equal(await page.getAttribute('.board', 'data-positions'), '0,-1,1,0,0');
-      assert.equal(await page.evaluate(() => window.bannerShown), false, 'nothing said about the reconnection');
+      assert.ok(await page.evaluate(() => window.elementals.opened) <= opened + 1, 'watching keeps the connection (or one quiet reconnect)');
+      assert.equal(await page.evaluate(() => window.bannerShown), false, 'nothing said about the reconnections');
       assert.deepEqual(await axeViolations(page), [], 'a watched game');
       assert.deepEqual(viewer.errors.map(String), []);
     });
-    await Promise.all([a, b, viewer].map((p) => p.context.close()));
+    await Promise.all([a, b, viewer, idler].map((p) => p.context.close()));
   });
 
   test('a game whose round 1 is not picked in time says so, and who did not pick', async () => {

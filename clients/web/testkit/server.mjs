@@ -47,7 +47,9 @@ export async function startServer({ binary, extraArgs = [], logFile } = {}) {
   const out = createWriteStream(log);
   const child = spawn(
     bin,
-    ['--listen', `127.0.0.1:${port}`, '--database', join(dir, 'test.db'), '--argon2-memory-kib', '1024', ...extraArgs],
+    // Every test person comes from 127.0.0.1: no cap on the accounts one address creates.
+    ['--listen', `127.0.0.1:${port}`, '--database', join(dir, 'test.db'), '--argon2-memory-kib', '1024',
+      '--new-accounts-per-ip', '0', ...extraArgs],
     {
       cwd: dir,
       env: { ...process.env, NO_COLOR: '1', RUST_LOG: process.env.RUST_LOG ?? 'info,elementals_server=debug' },
