@@ -141,7 +141,7 @@ export function lobbyView(app) {
         s ? h('div', { class: 'muted', id: 'queue-status' }, queueWords(s, others, q.rated, app.account)) : null,
         others === 0
           ? h('p', { class: 'queue-alone', id: 'queue-alone' },
-              `No one else is waiting for this game yet. A seek stays listed for everyone who opens the lobby${q.rated ? '' : ', and a casual seek can be taken by anyone'}.`,
+              `Or post this game as a seek: it stays listed for everyone who opens the lobby${q.rated ? '' : ', and anyone can take a casual seek'}.`,
               ' ', h('button', { class: 'link', onclick: seekInstead }, 'Post a seek instead'))
           : null,
       ),
