@@ -229,7 +229,7 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       const page = phone.page;
       const box = (sel) => page.locator(sel).first().boundingBox();
       const onScreen = (b) => b && b.y >= 0 && b.y + b.height <= 844 && b.x >= 0 && b.x + b.width <= 390;
-      for (const sel of ['.player[data-seat="one"] .clock', '.player[data-seat="two"] .clock', '.board', '#first-commit']) {
+      for (const sel of ['.me .me-name', '.me button', '#alerts', '.player[data-seat="one"] .clock', '.player[data-seat="two"] .clock', '.board', '#first-commit']) {
         assert.ok(onScreen(await box(sel)), `${sel} is on screen: ${JSON.stringify(await box(sel))}`);
       }
       for (let e = 1; e <= 9; e++) {
