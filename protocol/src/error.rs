@@ -74,6 +74,7 @@ error_codes! {
     ClaimNotAllowed = "claim_not_allowed": "The opponent is connected, or their grace period has not run out.",
     NotWatching = "not_watching": "The connection is not watching that game.",
     ShuttingDown = "shutting_down": "The server is shutting down and takes no new games.",
+    Unavailable = "unavailable": "The game's log cannot be written now (the server's disk is full, say). The move was kept but has not taken effect: the game is held, no clock running, and the server retries; once the move is logged it takes effect and its events follow as usual (`sync` shows where the game stands). Do not send it again.",
     Internal = "internal": "The server failed; nothing was changed. Retry later.",
 }
 

@@ -200,7 +200,10 @@ impl FoundId {
 
     /// `raw` (one whole value) seen as the value of a top-level `id`.
     fn saw(self, raw: &[u8]) -> FoundId {
-        match (self, int_payload(raw).and_then(|n| RequestId::try_from(n).ok())) {
+        match (
+            self,
+            int_payload(raw).and_then(|n| RequestId::try_from(n).ok()),
+        ) {
             (FoundId::None, Some(id)) => FoundId::One(id),
             _ => FoundId::Unreadable,
         }
@@ -255,32 +258,35 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
         if matches!(bytes[start], 0xc4..=0xc6) && !bytes_value {
             stray_bin = true;
         }
+        let raw = &bytes[start..cursor.pos];
         if std::mem::take(&mut id_value_next) {
-            id = id.saw(&bytes[start..cursor.pos]);
+            id = id.saw(raw);
         }
-        if type_value_next && str_payload(&bytes[start..cursor.pos]).is_none() {
-            bad_tag = true;
-            type_value_next = false;
-        }
-        if is_key || type_value_next {
-            let Some(text) = str_payload(&bytes[start..cursor.pos]) else {
+        if std::mem::take(&mut type_value_next) {
+            // Not a string: refused once the walk is over (`Walked::checked`), so that the
+            // refusal can name the frame's `id`.
+            match str_payload(raw) {
+                Some(text) => {
+                    tag = match tag {
+                        None => Some(FoundTag {
+                            first: text,
+                            again: false,
+                        }),
+                        Some(found) => Some(FoundTag {
+                            again: true,
+                            ..found
+                        }),
+                    }
+                }
+                None => bad_tag = true,
+            }
+        } else if is_key {
+            let Some(text) = str_payload(raw) else {
                 return Err(DecodeError::InvalidMarker(bytes[start]));
             };
-            if type_value_next {
-                tag = match tag {
-                    None => Some(FoundTag {
-                        first: text,
-                        again: false,
-                    }),
-                    Some(found) => Some(FoundTag {
-                        again: true,
-                        ..found
-                    }),
-                };
-            }
-            type_value_next = is_key && in_top_map && text == b"type";
-            id_value_next = is_key && in_top_map && text == b"id";
-            bytes_value_next = is_key && in_top_map && matches!(text, b"commitment" | b"nonce");
+            type_value_next = in_top_map && text == b"type";
+            id_value_next = in_top_map && text == b"id";
+            bytes_value_next = in_top_map && matches!(text, b"commitment" | b"nonce");
         }
         if children > 0 {
             if depth >= MAX_DEPTH {

@@ -972,13 +972,21 @@ fn a_readable_id_is_found_whatever_else_is_wrong() {
         ),
         (
             "an unknown field, after the id",
-            map(vec![("type", Value::from("ping")), id(8), ("colour", 1.into())]),
+            map(vec![
+                ("type", Value::from("ping")),
+                id(8),
+                ("colour", 1.into()),
+            ]),
             ErrorCode::UnknownField,
             Some(8),
         ),
         (
             "an unknown field, before the id",
-            map(vec![("colour", 1.into()), ("type", Value::from("ping")), id(9)]),
+            map(vec![
+                ("colour", 1.into()),
+                ("type", Value::from("ping")),
+                id(9),
+            ]),
             ErrorCode::UnknownField,
             Some(9),
         ),
@@ -1002,7 +1010,11 @@ fn a_readable_id_is_found_whatever_else_is_wrong() {
         ),
         (
             "a stray bin (decoded by serde's own derive)",
-            map(vec![("type", Value::from("resign")), id(12), ("game_id", Value::Binary(vec![1]))]),
+            map(vec![
+                ("type", Value::from("resign")),
+                id(12),
+                ("game_id", Value::Binary(vec![1])),
+            ]),
             ErrorCode::BadMessage,
             Some(12),
         ),
@@ -1020,7 +1032,10 @@ fn a_readable_id_is_found_whatever_else_is_wrong() {
         ),
         (
             "the largest id in a u64 encoding",
-            map(vec![("type", Value::from("fly")), ("id", Value::from(u32::MAX as u64))]),
+            map(vec![
+                ("type", Value::from("fly")),
+                ("id", Value::from(u32::MAX as u64)),
+            ]),
             ErrorCode::UnknownType,
             Some(u32::MAX),
         ),
@@ -1049,7 +1064,10 @@ fn a_readable_id_is_found_whatever_else_is_wrong() {
         ),
         (
             "an id over u32",
-            map(vec![("type", Value::from("ping")), ("id", Value::from(1u64 << 32))]),
+            map(vec![
+                ("type", Value::from("ping")),
+                ("id", Value::from(1u64 << 32)),
+            ]),
             ErrorCode::BadMessage,
             None,
         ),
@@ -1061,7 +1079,10 @@ fn a_readable_id_is_found_whatever_else_is_wrong() {
         ),
         (
             "a string id",
-            map(vec![("type", Value::from("ping")), ("id", Value::from("1"))]),
+            map(vec![
+                ("type", Value::from("ping")),
+                ("id", Value::from("1")),
+            ]),
             ErrorCode::BadMessage,
             None,
         ),
@@ -1089,7 +1110,11 @@ fn a_readable_id_is_found_whatever_else_is_wrong() {
     ];
     for (what, frame, code, expected) in cases {
         let refused = wire::decode_request(&frame).expect_err(what);
-        assert_eq!((refused.error.code(), refused.id), (code, expected), "{what}");
+        assert_eq!(
+            (refused.error.code(), refused.id),
+            (code, expected),
+            "{what}"
+        );
         assert_eq!(
             decode_client(&frame),
             Err(refused.error),

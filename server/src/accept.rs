@@ -44,7 +44,7 @@ use crate::metrics::{Counted, Metrics};
 
 /// Largest request head hyper buffers (hyper's minimum is 8 KiB; its default of ~400 KiB
 /// per connection would let a slow client pin that much memory).
-const MAX_HEAD_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_HEAD_BYTES: usize = 16 * 1024;
 
 /// How long shutdown lets plain HTTP requests in flight finish.
 const DRAIN: Duration = Duration::from_secs(5);

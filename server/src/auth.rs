@@ -111,12 +111,20 @@ pub struct Hasher {
     max_wait: Duration,
 }
 
-const HASH_CONCURRENCY: usize = 2;
+pub(crate) const HASH_CONCURRENCY: usize = 2;
+/// argon2id's time cost and parallelism (OWASP's recommendation with 19 MiB).
+pub(crate) const ARGON2_PASSES: u32 = 2;
+pub(crate) const ARGON2_LANES: u32 = 1;
 
 impl Hasher {
     pub fn new(memory_kib: u32, max_wait: Duration) -> Hasher {
-        let params = Params::new(memory_kib.max(Params::MIN_M_COST), 2, 1, None)
-            .unwrap_or_else(|_| Params::default());
+        let params = Params::new(
+            memory_kib.max(Params::MIN_M_COST),
+            ARGON2_PASSES,
+            ARGON2_LANES,
+            None,
+        )
+        .unwrap_or_else(|_| Params::default());
         Hasher {
             params,
             permits: Arc::new(Semaphore::new(HASH_CONCURRENCY)),

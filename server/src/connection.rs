@@ -76,7 +76,7 @@ impl RateLimit {
 }
 
 /// Messages refused for rate in a row before the connection is closed with 1008.
-const RATE_STRIKES_BEFORE_CLOSE: u32 = 20;
+pub(crate) const RATE_STRIKES_BEFORE_CLOSE: u32 = 20;
 
 /// Serves one upgraded WebSocket until it closes; `held` (the connection's admission
 /// permits) is released after the writer has stopped.
@@ -135,7 +135,7 @@ pub fn serve<H: Send + 'static>(
 }
 
 /// How long a closing connection's writer may take to send what is queued.
-const WRITER_FLUSH: Duration = Duration::from_secs(5);
+pub(crate) const WRITER_FLUSH: Duration = Duration::from_secs(5);
 
 /// Reads frames and hands each message to the session, until the connection ends. (An
 /// `async` block, not an `async fn`: see `serve`.)

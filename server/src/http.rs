@@ -15,6 +15,7 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use crate::api::{self, PageQuery};
+use crate::db::LogHealth;
 use crate::server::AppState;
 use crate::{admission, ws};
 
@@ -23,7 +24,7 @@ use crate::{admission, ws};
 /// frames are a few hundred bytes, and a larger one (up to the 16 KiB limit) grows the
 /// buffer for itself. 1 KiB rather than 4 KiB takes an idle signed-in connection from
 /// about 12.9 KiB to 9.8 KiB of server RSS (BENCHMARKS.md, density).
-const READ_BUFFER: usize = 1024;
+pub(crate) const READ_BUFFER: usize = 1024;
 
 /// Entries a page of the leaderboard or of the live games holds at most (and by default).
 pub const MAX_LIST: u32 = 100;
@@ -44,11 +45,23 @@ pub fn router(state: Arc<AppState>) -> Router {
         ));
     Router::new()
         .route("/ws", get(ws_upgrade))
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .merge(api)
         .merge(crate::web::routes())
         .with_state(state)
+}
+
+/// 200 while the games' log can be written; 503 while it cannot (a full disk: moves are
+/// answered `unavailable` and their games held), so that a load balancer or an operator
+/// sees it.
+async fn healthz(State(state): State<Arc<AppState>>) -> Response {
+    match state.db.log_health() {
+        LogHealth::Writable => "ok".into_response(),
+        LogHealth::Failing | LogHealth::Broken => {
+            (StatusCode::SERVICE_UNAVAILABLE, "game log not writable").into_response()
+        }
+    }
 }
 
 /// The upgrade. Every refusal happens here, before the upgrade, so a refused client costs

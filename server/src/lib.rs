@@ -19,6 +19,8 @@ pub mod outbox;
 pub mod pruning;
 pub mod record;
 pub mod registry;
+#[cfg(test)]
+mod security_md;
 pub mod server;
 pub mod session;
 pub mod web;

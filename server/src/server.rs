@@ -60,7 +60,7 @@ impl AppState {
 }
 
 /// How long shutdown waits for connections to say goodbye before it flushes and exits.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// How long shutdown waits for the games to stop (each finishes the command in hand,
 /// whose log append is one group commit) before it flushes and exits.
@@ -86,7 +86,6 @@ pub async fn run(
     let settings = GameSettings {
         first_commit_window: Duration::from_secs(config.first_commit_secs),
         max_rounds: config.max_rounds(),
-        ..GameSettings::default()
     };
     let services = GameServices::new(db.clone(), registry.clone(), metrics.clone(), settings);
     // Before the first connection: players who come back find their games where they were.
@@ -138,8 +137,17 @@ pub async fn run(
     let stop = state.shutdown.clone();
     let flag = state.shutting_down.clone();
     let stop_games = games.stop.clone();
+    // A failed sync of the game log ends the process: what the kernel failed to write may
+    // be gone from its cache too, so nothing after it can be made durable; the restart
+    // replays what the log holds.
+    let log_broken = Arc::new(AtomicBool::new(false));
+    let broken = log_broken.clone();
+    let log = db.clone();
     let signal = async move {
-        shutdown.await;
+        tokio::select! {
+            () = shutdown => {}
+            () = log.log_broken() => broken.store(true, Ordering::SeqCst),
+        }
         tracing::info!("shutting down: no new connections or games");
         flag.store(true, Ordering::SeqCst);
         // Games stop before their players are told, so that no clock runs out while the
@@ -168,6 +176,12 @@ pub async fn run(
     let _ = pruner.await;
     // Everything the games and connections sent is committed before this returns.
     db.shutdown().await?;
+    if log_broken.load(Ordering::SeqCst) {
+        anyhow::bail!(
+            "stopped because the game log could not be synced (see the error logged before); \
+             starting again replays it"
+        );
+    }
     tracing::info!("stopped");
     Ok(())
 }

@@ -28,7 +28,7 @@ use crate::registry::OnlineUser;
 use crate::server::AppState;
 
 /// Games one connection may watch at once.
-const MAX_WATCHED: usize = 16;
+pub(crate) const MAX_WATCHED: usize = 16;
 
 /// Live games one `list_games` answers with (the most watched). All of them, on a busy
 /// server, made an answer of ~500 KB, copied into the writer's buffer for the write.

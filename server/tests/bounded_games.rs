@@ -55,6 +55,10 @@ async fn a_game_reaching_max_rounds_ends_drawn_unrated_and_welcome_says_where() 
         "{refused:?}"
     );
 
+    // An unrated game sends no `rating_update` to say it is stored; a restart makes sure
+    // (shutdown waits for the record, and a start records a logged end).
+    drop((one, two));
+    let server = server.restart().await;
     let (status, body) = server.http_get(&format!("/api/games/{g}")).await;
     assert_eq!(status, 200, "{body}");
     let record: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -152,4 +156,36 @@ async fn no_lobby_path_seats_an_account_against_itself() {
     // Nothing started.
     assert_eq!(metric(&server, "elementals_games_started_total").await, 0);
     drop(bob);
+}
+
+/// A game restored from its log obeys the bound in force at the restart: restarted with
+/// `--max-rounds` below the rounds it has played, it ends there, drawn, and is recorded;
+/// its players find no seat when they come back.
+#[tokio::test]
+async fn a_restored_game_past_a_lowered_bound_ends_at_the_restart() {
+    let server = start_server().await;
+    let (mut one, mut two, game) = paired_players(&server, "bound1", "bound2").await;
+    let g = game.game_id;
+    for round in 1..=3 {
+        play_round(&mut one, &mut two, g, round, (2, 2)).await;
+    }
+    let token = one.token.clone().unwrap();
+    drop((one, two));
+    let server = server.restart_with(|config| config.max_rounds = 2).await;
+
+    let mut back = TestClient::connect(&server).await;
+    match back.resume(&token).await {
+        ServerMsg::Authenticated { game_id, .. } => assert_eq!(game_id, None),
+        other => panic!("{other:?}"),
+    }
+    let (status, body) = server.http_get(&format!("/api/games/{g}")).await;
+    assert_eq!(status, 200, "{body}");
+    let record: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(record["result"]["reason"], "max_rounds", "{body}");
+    assert_eq!(
+        record["result"]["winner"],
+        serde_json::Value::Null,
+        "{body}"
+    );
+    assert_eq!(record["rounds"].as_array().unwrap().len(), 3, "{body}");
 }

@@ -586,11 +586,17 @@ async fn a_player_waits_in_a_pool_or_in_seeks_never_both() {
         other => panic!("{other:?}"),
     };
     let id = seeker.id();
-    assert_error(&seeker.request(join_pool(id)).await, ErrorCode::AlreadyQueued);
+    assert_error(
+        &seeker.request(join_pool(id)).await,
+        ErrorCode::AlreadyQueued,
+    );
 
     pooled.join_pool(Variant::CLASSIC, "blitz").await;
     let id = pooled.id();
-    assert_error(&pooled.request(create_seek(id)).await, ErrorCode::AlreadyQueued);
+    assert_error(
+        &pooled.request(create_seek(id)).await,
+        ErrorCode::AlreadyQueued,
+    );
 
     // Nothing changed: one seek (the seeker's), one player waiting (not the seeker, who
     // would have been paired with the other at once).
@@ -653,8 +659,10 @@ async fn a_finished_game_record_has_the_documented_shape_and_no_account_ids() {
     play_round(&mut one, &mut two, game.game_id, 1, (5, 2)).await;
     one.resign(game.game_id).await;
     // The record is stored once the ratings are: the rating update says so.
-    one.expect("rating_update", |m| matches!(m, ServerMsg::RatingUpdate { .. }))
-        .await;
+    one.expect("rating_update", |m| {
+        matches!(m, ServerMsg::RatingUpdate { .. })
+    })
+    .await;
     let (status, body) = server
         .http_get(&format!("/api/games/{}", game.game_id))
         .await;
@@ -663,9 +671,16 @@ async fn a_finished_game_record_has_the_documented_shape_and_no_account_ids() {
     assert_eq!(keys(&record), sorted(documented_fields("GameRecord")));
     for seat in ["one", "two"] {
         let player = &record["players"][seat];
-        assert_eq!(keys(player), sorted(documented_fields("RecordPlayer")), "{seat}");
+        assert_eq!(
+            keys(player),
+            sorted(documented_fields("RecordPlayer")),
+            "{seat}"
+        );
     }
-    assert_eq!(record["players"]["one"]["name"], game.players.one.name.as_str());
+    assert_eq!(
+        record["players"]["one"]["name"],
+        game.players.one.name.as_str()
+    );
     let round = &record["rounds"][0];
     assert_eq!(keys(round), sorted(documented_fields("RecordRound")));
     assert_eq!(round["commitments"]["one"].as_str().map(str::len), Some(64));
@@ -685,8 +700,7 @@ async fn a_move_is_answered_before_the_events_it_caused() {
     let g = game.game_id;
     let nonce = [7u8; 32];
     let id = one.id();
-    let commitment =
-        elementals_protocol::commitment::make(&g.0, 1, Seat::One, 3, &nonce).to_vec();
+    let commitment = elementals_protocol::commitment::make(&g.0, 1, Seat::One, 3, &nonce).to_vec();
     one.send(&ClientMsg::Commit {
         id,
         game_id: g,
@@ -697,18 +711,32 @@ async fn a_move_is_answered_before_the_events_it_caused() {
     let first = one
         .expect("the ok or the committed event", |m| {
             matches!(m, ServerMsg::Ok { id: got } if *got == id)
-                || matches!(m, ServerMsg::Committed { seat: Seat::One, .. })
+                || matches!(
+                    m,
+                    ServerMsg::Committed {
+                        seat: Seat::One,
+                        ..
+                    }
+                )
         })
         .await;
     assert!(matches!(first, ServerMsg::Ok { .. }), "{first:?}");
     one.expect("committed", |m| {
-        matches!(m, ServerMsg::Committed { seat: Seat::One, .. })
+        matches!(
+            m,
+            ServerMsg::Committed {
+                seat: Seat::One,
+                ..
+            }
+        )
     })
     .await;
     // And the same for the reveal.
     assert_ok(&two.commit(g, 1, Seat::Two, 2, [8u8; 32]).await);
-    one.expect("reveal_phase", |m| matches!(m, ServerMsg::RevealPhase { .. }))
-        .await;
+    one.expect("reveal_phase", |m| {
+        matches!(m, ServerMsg::RevealPhase { .. })
+    })
+    .await;
     let id = one.id();
     one.send(&ClientMsg::Reveal {
         id,
@@ -721,7 +749,13 @@ async fn a_move_is_answered_before_the_events_it_caused() {
     let first = one
         .expect("the ok or the revealed event", |m| {
             matches!(m, ServerMsg::Ok { id: got } if *got == id)
-                || matches!(m, ServerMsg::Revealed { seat: Seat::One, .. })
+                || matches!(
+                    m,
+                    ServerMsg::Revealed {
+                        seat: Seat::One,
+                        ..
+                    }
+                )
         })
         .await;
     assert!(matches!(first, ServerMsg::Ok { .. }), "{first:?}");

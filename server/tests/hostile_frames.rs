@@ -210,7 +210,12 @@ fn invalid_messages() -> Vec<(&'static str, Vec<u8>, ErrorCode, Option<u32>)> {
             UnknownField,
             Some(1),
         ),
-        ("a missing field", mp(json!({"type": "ping"})), BadMessage, None),
+        (
+            "a missing field",
+            mp(json!({"type": "ping"})),
+            BadMessage,
+            None,
+        ),
         (
             "an integer type",
             mp(json!({"type": 1, "id": 1})),

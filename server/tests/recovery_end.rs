@@ -6,7 +6,8 @@ mod common;
 mod recovery_support;
 
 use common::*;
-use elementals_protocol::messages::{ClientMsg, ServerMsg};
+use elementals_protocol::messages::{ClientMsg, EndReason, ServerMsg};
+use elementals_protocol::rules::Seat;
 use recovery_support::*;
 
 /// Plays a game whose first player resigns in round 2, crashing at `step`, restarts, and
@@ -75,4 +76,50 @@ async fn a_crash_inside_the_record_transaction_records_the_game_at_the_restart()
 #[tokio::test]
 async fn a_crash_after_the_record_is_committed_applies_the_rating_once() {
     crash_at("recorded", ("kim01", "lou01"), false).await;
+}
+
+/// The game task panics right after the resignation's end is logged, before anything is
+/// published or recorded (`panic:end_logged`): the supervisor ends the game as logged. The
+/// resigner's move is answered `ok`, both players see the resignation's `game_over` and
+/// `rating_update`, and the record and ratings are the real ones, not `server_aborted`.
+#[tokio::test]
+async fn a_panic_after_the_end_is_logged_records_the_logged_end() {
+    let db = Database::new();
+    let server = ServerProcess::start_crashing_at(&db, Some("panic:end_logged")).await;
+    let (mut one, mut two, game) = paired_at(server.addr, "mia01", "ned01").await;
+    let g = game.game_id;
+    let (winner, loser) = (game.players.two.name, game.players.one.name);
+    play_round(&mut one, &mut two, g, 1, (1, 1)).await;
+    let id = one.id();
+    assert_ok(&one.request(ClientMsg::Resign { id, game_id: g }).await);
+    for client in [&mut one, &mut two] {
+        match client
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await
+        {
+            ServerMsg::GameOver { result, rated, .. } => {
+                assert_eq!(
+                    (result.winner, result.reason),
+                    (Some(Seat::Two), EndReason::Resignation)
+                );
+                assert!(rated);
+            }
+            _ => unreachable!(),
+        }
+        client
+            .expect("rating_update", |m| {
+                matches!(m, ServerMsg::RatingUpdate { .. })
+            })
+            .await;
+    }
+    server.assert_rated_once(&winner, &loser).await;
+    let (status, body) = server.http_get(&format!("/api/games/{g}")).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"resignation\""), "{body}");
+    assert!(!body.contains("server_aborted"), "{body}");
+
+    // The players are free again, and a restart records nothing twice.
+    server.kill().await;
+    let server = ServerProcess::start(&db).await;
+    server.assert_rated_once(&winner, &loser).await;
 }

@@ -265,24 +265,71 @@ fn request_of(name: &str, id: u32, game_id: GameId) -> ClientMsg {
     let variant = Variant::CLASSIC;
     match name {
         "ping" => ClientMsg::Ping { id },
-        "register" => ClientMsg::Register { id, name: "x".into(), password: "password123".into() },
-        "login" => ClientMsg::Login { id, name: "nobody1".into(), password: "password123".into() },
+        "register" => ClientMsg::Register {
+            id,
+            name: "x".into(),
+            password: "password123".into(),
+        },
+        "login" => ClientMsg::Login {
+            id,
+            name: "nobody1".into(),
+            password: "password123".into(),
+        },
         "guest" => ClientMsg::Guest { id },
-        "resume" => ClientMsg::Resume { id, token: "00".repeat(32) },
+        "resume" => ClientMsg::Resume {
+            id,
+            token: "00".repeat(32),
+        },
         "logout" => ClientMsg::Logout { id },
-        "join_pool" => ClientMsg::JoinPool { id, variant, time_control: "blitz".into(), rated: false },
+        "join_pool" => ClientMsg::JoinPool {
+            id,
+            variant,
+            time_control: "blitz".into(),
+            rated: false,
+        },
         "leave_pool" => ClientMsg::LeavePool { id },
-        "create_seek" => ClientMsg::CreateSeek { id, variant, time_control: tc, rated: false },
+        "create_seek" => ClientMsg::CreateSeek {
+            id,
+            variant,
+            time_control: tc,
+            rated: false,
+        },
         "cancel_seek" => ClientMsg::CancelSeek { id, seek_id: 1 },
         "list_seeks" => ClientMsg::ListSeeks { id },
         "accept_seek" => ClientMsg::AcceptSeek { id, seek_id: 1 },
-        "challenge" => ClientMsg::Challenge { id, opponent: "gate01".into(), variant, time_control: tc, rated: false },
-        "accept_challenge" => ClientMsg::AcceptChallenge { id, challenge_id: 1 },
-        "decline_challenge" => ClientMsg::DeclineChallenge { id, challenge_id: 1 },
-        "cancel_challenge" => ClientMsg::CancelChallenge { id, challenge_id: 1 },
+        "challenge" => ClientMsg::Challenge {
+            id,
+            opponent: "gate01".into(),
+            variant,
+            time_control: tc,
+            rated: false,
+        },
+        "accept_challenge" => ClientMsg::AcceptChallenge {
+            id,
+            challenge_id: 1,
+        },
+        "decline_challenge" => ClientMsg::DeclineChallenge {
+            id,
+            challenge_id: 1,
+        },
+        "cancel_challenge" => ClientMsg::CancelChallenge {
+            id,
+            challenge_id: 1,
+        },
         "offer_rematch" => ClientMsg::OfferRematch { id, game_id },
-        "commit" => ClientMsg::Commit { id, game_id, round: 1, commitment: vec![0; 32] },
-        "reveal" => ClientMsg::Reveal { id, game_id, round: 1, pick: 1, nonce: vec![0; 32] },
+        "commit" => ClientMsg::Commit {
+            id,
+            game_id,
+            round: 1,
+            commitment: vec![0; 32],
+        },
+        "reveal" => ClientMsg::Reveal {
+            id,
+            game_id,
+            round: 1,
+            pick: 1,
+            nonce: vec![0; 32],
+        },
         "resign" => ClientMsg::Resign { id, game_id },
         "offer_draw" => ClientMsg::OfferDraw { id, game_id },
         "decline_draw" => ClientMsg::DeclineDraw { id, game_id },
@@ -307,7 +354,10 @@ async fn what_a_connection_may_send_before_signing_in_is_what_protocol_md_says()
     let mut names = documented_client_messages();
     names.retain(|n| n != "hello");
     for name in &allowed {
-        assert!(names.contains(name), "section 3 names `{name}`, which is no request");
+        assert!(
+            names.contains(name),
+            "section 3 names `{name}`, which is no request"
+        );
     }
     // A game not watched yet: `sync` is answered as for a connection without a seat.
     let mut client = TestClient::connect(&server).await;
@@ -330,7 +380,10 @@ async fn what_a_connection_may_send_before_signing_in_is_what_protocol_md_says()
         let reply = client.request(request_of(name, id, g)).await;
         let refused = matches!(
             reply,
-            ServerMsg::Error { code: ErrorCode::NotAuthenticated, .. }
+            ServerMsg::Error {
+                code: ErrorCode::NotAuthenticated,
+                ..
+            }
         );
         assert_eq!(
             refused,

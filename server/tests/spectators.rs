@@ -168,7 +168,11 @@ async fn sync_of_an_ended_game_answers_game_over_not_a_snapshot() {
         &stranger.request(ClientMsg::Sync { id, game_id: g }).await,
         ErrorCode::UnknownGame,
     );
-    // The result is where the error says it is.
+    // The result is where the error says it is, once stored (the rating update says so).
+    one.expect("rating_update", |m| {
+        matches!(m, ServerMsg::RatingUpdate { .. })
+    })
+    .await;
     let (status, _) = server.http_get(&format!("/api/games/{g}")).await;
     assert_eq!(status, 200);
 }

@@ -21,16 +21,39 @@ pub fn check_client(bytes: &[u8]) {
     if structure.is_ok() {
         agrees_with_rmpv(bytes);
     }
-    match wire::decode_client(bytes) {
+    let decoded = wire::decode_client(bytes);
+    match &decoded {
         Ok(msg) => {
             assert!(structure.is_ok(), "decoded a frame the walk refused");
-            let again = wire::encode(&msg);
-            assert_eq!(wire::decode_client(&again).as_ref(), Ok(&msg), "round trip");
+            let again = wire::encode(msg);
+            assert_eq!(wire::decode_client(&again).as_ref(), Ok(msg), "round trip");
         }
         Err(e) => {
             // Every refusal maps to a published error code.
             assert!(elementals_protocol::ErrorCode::ALL.contains(&e.code()));
         }
+    }
+    // A server's decoder gives the same verdict, and the id of a refusal is the frame's
+    // one top-level `id`.
+    let request = wire::decode_request(bytes);
+    assert_eq!(
+        request.as_ref().map_err(|r| &r.error),
+        decoded.as_ref(),
+        "same verdict"
+    );
+    if let Err(wire::Refused { id: Some(id), .. }) = request {
+        let mut rest = bytes;
+        let value = rmpv::decode::read_value(&mut rest).expect("a frame with an id is MessagePack");
+        assert!(rest.is_empty(), "a frame with an id has no trailing bytes");
+        let ids: Vec<&rmpv::Value> = value
+            .as_map()
+            .expect("a frame with an id is a map")
+            .iter()
+            .filter(|(k, _)| k.as_str() == Some("id"))
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(ids.len(), 1, "one id");
+        assert_eq!(ids[0].as_u64(), Some(u64::from(id)), "the frame's id");
     }
 }
 

@@ -12,8 +12,17 @@
 //! Format: an 8-byte magic, then frames. A frame is its payload's length (u32, little
 //! endian), the payload's CRC-32, and the payload: the game id (16 bytes), the step number
 //! (u64, little endian) and the step (`record::LogStep`) as a MessagePack map with named
-//! fields. A crash can only tear the last frames written; reading stops at the first frame
-//! that is short or fails its checksum, and everything before it is intact.
+//! fields. A frame's payload is at most `MAX_PAYLOAD_WRITTEN` bytes: a larger step is
+//! refused (`DbError::StepTooLarge`), never written.
+//!
+//! A crash can only tear the last frames written, so reading stops at the first frame that
+//! is short, declares an impossible length or fails its checksum. What follows it tells a
+//! torn tail from damage: if no whole valid frame starts anywhere after it, the bytes are
+//! the remains of an append cut short, and opening drops them; if one does, acknowledged
+//! frames lie beyond a bad one, and opening refuses the file (`DbError::LogDamaged`),
+//! keeping a copy (`<log>.damaged-<unix seconds>`) and changing nothing. (A power loss that
+//! kept a later page of the last, unsynced batch but not an earlier one looks like damage
+//! too: the conservative reading, which asks an operator rather than guess.)
 //!
 //! Version 1 of the format (servers before this one) held each step as JSON. A version 1
 //! file is still read, and its frames are carried over as they are when the file is
@@ -33,9 +42,18 @@
 //! Finished games are not deleted from the file: once a game's record is committed in the
 //! database, `Db::record_game` tells the journal to forget it, and the next compaction
 //! (a rewrite of the live games' frames into a new file, renamed over the old one) drops
-//! its frames. Opening always compacts, keeping only the games the database has no record
-//! of, so a forget lost in a crash costs nothing. Invariant: a game's frames leave the
-//! file only after its record is durable in the database.
+//! its frames. Opening keeps only the games the database has no record of, so a forget
+//! lost in a crash costs nothing; it does not rewrite the file (the recorded games'
+//! frames wait for the next compaction), so that a server starts on a disk too full to
+//! hold a second copy of its log. Only a torn tail is cut off, in place. Invariant: a
+//! game's frames leave the file only after its record is durable in the database.
+//!
+//! Failures: an append whose write fails (a full disk, say) is cut off again and refused
+//! (`DbError::Io`, its `io::ErrorKind` kept); the game retries it, and later appends may
+//! succeed. A failed `fdatasync`, or a failed write that cannot be cut off, is final
+//! (`DbError::LogBroken`): the kernel may have dropped the pages it could not write, so
+//! nothing after it is trusted, every later append is refused, and `LogHealth::Broken`
+//! tells the server to stop; the restart replays what is on disk.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -44,7 +62,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use elementals_protocol::messages::GameId;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{DbError, DbResult};
 use crate::record::{GameLog, LogStep};
@@ -57,12 +75,15 @@ const MAGIC_V1: &[u8; 8] = b"ELGLOG\0\x01";
 const FRAME_HEADER: usize = 8;
 /// Game id and step number at the start of each payload.
 const PAYLOAD_PREFIX: usize = 16 + 8;
-/// No step is near this; a longer declared length is damage, not data.
+/// The longest payload read back: a longer declared length is damage, not data.
 const MAX_PAYLOAD: usize = 16 << 20;
+/// The longest payload written: a hundred times the largest step a game can log (a
+/// round's result on the widest board, `the_largest_steps_fit_a_frame_many_times_over`).
+pub(super) const MAX_PAYLOAD_WRITTEN: usize = 64 << 10;
 
 /// Requests queued for the journal. Appends come from every live game at once; a full
 /// queue makes the games wait (back-pressure) rather than grow memory.
-pub(super) const REQUEST_QUEUE: usize = 8192;
+pub(crate) const REQUEST_QUEUE: usize = 8192;
 
 /// At most this many appends per batch (one write and one `fdatasync`).
 pub(super) const MAX_BATCH_APPENDS: usize = 4096;
@@ -126,6 +147,17 @@ pub(super) struct JournalStats {
     pub compactions: u64,
 }
 
+/// Whether the log can be written, as `/healthz` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogHealth {
+    /// The last write succeeded.
+    Writable,
+    /// The last write failed (and was cut off); games retry theirs.
+    Failing,
+    /// A sync failed: nothing more is written; the server must stop.
+    Broken,
+}
+
 /// A live game: the next step it may append and the bytes its frames take.
 #[derive(Debug, Clone, Copy)]
 struct LiveGame {
@@ -144,7 +176,13 @@ pub(super) struct Journal {
     compaction: Compaction,
     /// After a failed `fdatasync` nothing written since the last good one can be trusted
     /// to be on disk, so every later append is refused with this.
-    broken: Option<String>,
+    broken: Option<DbError>,
+    /// What the server reads for `/healthz`, and waits on to stop when the log breaks.
+    health: watch::Sender<LogHealth>,
+    /// Makes every sync fail, for the tests of a broken log (with the `test-hooks`
+    /// feature, also set by the `ELEMENTALS_FAIL_SYNC` environment variable).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(super) fail_syncs: bool,
     /// A batch's bytes are gathered here, kept from one batch to the next: a buffer made
     /// anew for each batch was grown by reallocation and, large ones being returned to
     /// the system at once (`alloc.rs`), paid page faults and zeroed pages on every batch
@@ -166,7 +204,8 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(path)
 }
 
-/// Encodes steps for an append (on the caller's thread, not the journal's).
+/// Encodes steps for an append (on the caller's thread, not the journal's); the journal
+/// checks their size.
 pub(super) fn encode(steps: &[LogStep]) -> DbResult<Vec<Row>> {
     steps
         .iter()
@@ -178,7 +217,7 @@ pub(super) fn encode(steps: &[LogStep]) -> DbResult<Vec<Row>> {
 fn encode_step(step: &LogStep) -> DbResult<Vec<u8>> {
     let mut bytes = Vec::with_capacity(STEP_CAPACITY);
     rmp_serde::encode::write_named(&mut bytes, step)
-        .map_err(|e| DbError::Sqlite(format!("encoding a game log step: {e}")))?;
+        .map_err(|e| DbError::Encode(format!("a game log step: {e}")))?;
     Ok(bytes)
 }
 
@@ -192,15 +231,31 @@ pub(super) fn decode_step(bytes: &[u8]) -> Result<LogStep, String> {
     }
 }
 
-fn io_error(what: &str, path: &Path, e: io::Error) -> DbError {
-    DbError::Sqlite(format!("game log {}: {what}: {e}", path.display()))
+fn io_error(what: &'static str, path: &Path, e: io::Error) -> DbError {
+    DbError::Io {
+        what,
+        path: path.to_owned(),
+        kind: e.kind(),
+        message: e.to_string(),
+    }
+}
+
+/// The error that breaks the log for good (see the module).
+fn broken_error(what: &'static str, path: &Path, e: io::Error) -> DbError {
+    DbError::LogBroken {
+        what,
+        path: path.to_owned(),
+        kind: e.kind(),
+        message: e.to_string(),
+    }
 }
 
 impl Journal {
     /// Opens (creating if needed) the log at `path`, keeping only the games for which
     /// `recorded` says no record is stored, and adding `carried` (the logs of a database
-    /// that kept them in its `game_log` table). The file is rewritten with what is kept
-    /// and made durable before this returns.
+    /// that kept them in its `game_log` table). A torn tail is cut off; the file is not
+    /// otherwise rewritten (see the module), except once to carry a first-version file
+    /// over. Damage before the end is refused (`DbError::LogDamaged`).
     pub(super) fn open(
         path: &Path,
         compaction: Compaction,
@@ -214,43 +269,62 @@ impl Journal {
             .write(true)
             .open(&lock_path)
             .map_err(|e| io_error("cannot open the lock file", &lock_path, e))?;
-        lock.try_lock().map_err(|_| {
-            DbError::Sqlite(format!(
-                "game log {}: another server is using this database",
-                path.display()
-            ))
+        lock.try_lock().map_err(|_| DbError::Locked {
+            path: path.to_owned(),
         })?;
 
-        // Which games the file holds, and of those which are finished.
-        let mut games: HashMap<GameId, bool> = HashMap::new();
+        // The games the file holds, and where its whole frames end.
+        let mut live: HashMap<GameId, LiveGame> = HashMap::new();
+        let mut fresh = true;
+        let mut first_version = false;
         if path.exists() {
-            let end = scan(path, |game_id, _, _| {
-                games.entry(game_id).or_insert(false);
+            let end = scan(path, |game_id, step, encoded| {
+                let game = live.entry(game_id).or_insert(LiveGame {
+                    next_step: 0,
+                    bytes: 0,
+                });
+                game.next_step = game.next_step.max(step + 1);
+                game.bytes += (FRAME_HEADER + PAYLOAD_PREFIX + encoded.len()) as u64;
             })
             .map_err(|e| io_error("cannot read", path, e))?;
-            if end.torn > 0 {
+            if let Some(damage) = end.damage {
+                return Err(damaged(path, damage));
+            }
+            fresh = end.valid_len == 0;
+            first_version = end.first_version;
+            if end.torn > 0 && !fresh {
                 tracing::warn!(
                     path = %path.display(),
                     kept = end.valid_len,
                     dropped = end.torn,
                     "the game log ends in a torn write (a crash mid-append); dropping it"
                 );
+                cut_to(path, end.valid_len)?;
             }
-            for (game_id, finished) in games.iter_mut() {
-                *finished = recorded(game_id)?;
+            let mut finished = Vec::new();
+            for game_id in live.keys() {
+                if recorded(game_id)? {
+                    finished.push(*game_id);
+                }
+            }
+            for game_id in finished {
+                live.remove(&game_id);
             }
         }
         let mut carried_live = Vec::new();
         for log in carried {
-            if !games.contains_key(&log.game_id) && !recorded(&log.game_id)? {
+            if !live.contains_key(&log.game_id) && !recorded(&log.game_id)? {
                 carried_live.push(log);
             }
         }
-        let keep = |game_id: &GameId| games.get(game_id) == Some(&false);
-        let live = rewrite(path, keep, &carried_live)?;
+        if fresh || first_version {
+            let keep = |game_id: &GameId| live.contains_key(game_id);
+            live = rewrite(path, keep, &carried_live, None)?;
+            carried_live.clear();
+        }
         let (file, len) = open_for_append(path)?;
         let live_bytes = live.values().map(|g| g.bytes).sum();
-        Ok(Journal {
+        let mut journal = Journal {
             path: path.to_owned(),
             file,
             len,
@@ -258,9 +332,37 @@ impl Journal {
             live_bytes,
             compaction,
             broken: None,
+            health: watch::Sender::new(LogHealth::Writable),
+            #[cfg(any(test, feature = "test-hooks"))]
+            fail_syncs: std::env::var_os("ELEMENTALS_FAIL_SYNC").is_some(),
             scratch: Vec::new(),
             _lock: lock,
-        })
+        };
+        if !carried_live.is_empty() {
+            journal.append_carried(&carried_live)?;
+        }
+        Ok(journal)
+    }
+
+    /// Appends the carried logs' steps at open, durably.
+    fn append_carried(&mut self, carried: &[&GameLog]) -> DbResult<()> {
+        let mut buf = Vec::new();
+        for log in carried {
+            let start = buf.len();
+            for step in &log.steps {
+                push_frame(&mut buf, &log.game_id, step.step, &encode_step(step)?);
+            }
+            let next_step = log.steps.last().map_or(0, |s| s.step + 1);
+            let bytes = (buf.len() - start) as u64;
+            self.live.insert(log.game_id, LiveGame { next_step, bytes });
+            self.live_bytes += bytes;
+        }
+        self.write_durably(&buf)
+    }
+
+    /// Whether the log can be written, kept up to date by the journal's thread.
+    pub(super) fn health(&self) -> watch::Receiver<LogHealth> {
+        self.health.subscribe()
     }
 
     /// How many games the log holds.
@@ -279,21 +381,14 @@ impl Journal {
         let mut undo: Vec<(GameId, Option<LiveGame>)> = Vec::new();
         let before = self.live_bytes;
         for (game_id, rows, _) in &batch {
-            if let Some(why) = &self.broken {
-                answers.push(Err(DbError::Sqlite(why.clone())));
+            if let Some(broken) = &self.broken {
+                answers.push(Err(broken.clone()));
                 continue;
             }
             let current = self.live.get(game_id).copied();
             let mut next = current.map_or(0, |g| g.next_step);
-            let in_order = rows.iter().all(|(step, _)| {
-                let ok = *step >= next;
-                next = step + 1;
-                ok
-            });
-            if !in_order {
-                answers.push(Err(DbError::Sqlite(format!(
-                    "game {game_id}: a step that is already logged"
-                ))));
+            if let Err(refused) = check_rows(game_id, &mut next, rows) {
+                answers.push(Err(refused));
                 continue;
             }
             if rows.is_empty() {
@@ -338,7 +433,7 @@ impl Journal {
     }
 
     /// Writes `buf` at the end and syncs it. A failed write is cut off again; a failed
-    /// sync breaks the journal for good.
+    /// sync, or a write that cannot be cut off, breaks the journal for good.
     fn write_durably(&mut self, buf: &[u8]) -> DbResult<()> {
         if let Err(e) = self.file.write_all(buf) {
             let error = io_error("cannot append", &self.path, e);
@@ -347,18 +442,48 @@ impl Journal {
                 .set_len(self.len)
                 .and_then(|()| self.file.seek(SeekFrom::Start(self.len)).map(|_| ()));
             if let Err(e) = restored {
-                self.broken = Some(format!("{error}; and cannot cut it back: {e}"));
+                return Err(self.break_for_good(broken_error(
+                    "cannot cut a failed append off",
+                    &self.path,
+                    e,
+                )));
             }
+            self.health.send_if_modified(|h| {
+                let failing = *h == LogHealth::Writable;
+                if failing {
+                    *h = LogHealth::Failing;
+                }
+                failing
+            });
             return Err(error);
         }
-        if let Err(e) = self.file.sync_data() {
-            let error = io_error("cannot sync", &self.path, e);
-            tracing::error!(%error, "the game log is broken: no more moves can be made durable");
-            self.broken = Some(error.to_string());
-            return Err(error);
+        if let Err(e) = self.sync() {
+            return Err(self.break_for_good(broken_error("cannot sync", &self.path, e)));
         }
         self.len += buf.len() as u64;
+        self.health.send_if_modified(|h| {
+            let recovered = *h == LogHealth::Failing;
+            if recovered {
+                *h = LogHealth::Writable;
+            }
+            recovered
+        });
         Ok(())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        #[cfg(any(test, feature = "test-hooks"))]
+        if self.fail_syncs {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.file.sync_data()
+    }
+
+    fn break_for_good(&mut self, error: DbError) -> DbError {
+        tracing::error!(%error, "the game log is broken: no more moves can be made durable; the server stops");
+        self.broken = Some(error.clone());
+        self.health.send_replace(LogHealth::Broken);
+        error
     }
 
     fn forget(&mut self, game_id: &GameId) {
@@ -378,7 +503,7 @@ impl Journal {
     /// (it holds everything) and the next try waits for another `min_len` of growth.
     fn compact(&mut self) -> DbResult<()> {
         let live = &self.live;
-        let kept = rewrite(&self.path, |id| live.contains_key(id), &[])?;
+        let kept = rewrite(&self.path, |id| live.contains_key(id), &[], Some(self.len))?;
         let (file, len) = open_for_append(&self.path)?;
         self.file = file;
         self.len = len;
@@ -431,11 +556,31 @@ fn push_frame(buf: &mut Vec<u8>, game_id: &GameId, step: u64, encoded: &[u8]) {
     buf[start + 4..start + FRAME_HEADER].copy_from_slice(&crc);
 }
 
-/// Where a scan stopped: the end of the last whole frame, and how many bytes after it
-/// were not a whole frame (a torn write).
+/// Where a scan stopped: the end of the last whole frame, how many bytes after it were not
+/// a whole frame, and whether those bytes are damage rather than a torn tail.
 struct ScanEnd {
     valid_len: u64,
     torn: u64,
+    damage: Option<Damage>,
+    first_version: bool,
+}
+
+/// A bad frame with a whole valid frame somewhere after it (see the module).
+#[derive(Debug, Clone, Copy)]
+struct Damage {
+    offset: u64,
+}
+
+/// Checks a payload's declared length and checksum against the bytes that follow them.
+fn whole_frame(bytes: &[u8]) -> Option<usize> {
+    let header = bytes.get(..FRAME_HEADER)?;
+    let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
+    let crc = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
+    if !(PAYLOAD_PREFIX..=MAX_PAYLOAD).contains(&len) {
+        return None;
+    }
+    let payload = bytes.get(FRAME_HEADER..FRAME_HEADER + len)?;
+    (crc32fast::hash(payload) == crc).then_some(FRAME_HEADER + len)
 }
 
 /// Calls `each(game_id, step, encoded)` for every whole frame, in file order, in a file of
@@ -450,6 +595,8 @@ fn scan(path: &Path, mut each: impl FnMut(GameId, u64, &[u8])) -> io::Result<Sca
         return Ok(ScanEnd {
             valid_len: 0,
             torn: total,
+            damage: None,
+            first_version: false,
         });
     }
     reader.read_exact(&mut magic)?;
@@ -460,41 +607,111 @@ fn scan(path: &Path, mut each: impl FnMut(GameId, u64, &[u8])) -> io::Result<Sca
         ));
     }
     let mut at = MAGIC.len() as u64;
-    let mut payload = Vec::new();
-    loop {
-        let mut header = [0; FRAME_HEADER];
-        if total - at < FRAME_HEADER as u64 {
+    let mut frame = Vec::new();
+    while total - at >= FRAME_HEADER as u64 {
+        frame.resize(FRAME_HEADER, 0);
+        reader.read_exact(&mut frame)?;
+        let len = u32::from_le_bytes(frame[..4].try_into().expect("4 bytes")) as u64;
+        if len > MAX_PAYLOAD as u64 || total - at < FRAME_HEADER as u64 + len {
             break;
         }
-        reader.read_exact(&mut header)?;
-        let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
-        let crc = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
-        let whole = FRAME_HEADER as u64 + len as u64;
-        if !(PAYLOAD_PREFIX..=MAX_PAYLOAD).contains(&len) || total - at < whole {
+        frame.resize(FRAME_HEADER + len as usize, 0);
+        reader.read_exact(&mut frame[FRAME_HEADER..])?;
+        if whole_frame(&frame).is_none() {
             break;
         }
-        payload.resize(len, 0);
-        reader.read_exact(&mut payload)?;
-        if crc32fast::hash(&payload) != crc {
-            break;
-        }
+        let payload = &frame[FRAME_HEADER..];
         let id = uuid::Uuid::from_bytes(payload[..16].try_into().expect("16 bytes"));
         let step = u64::from_le_bytes(payload[16..24].try_into().expect("8 bytes"));
         each(GameId(id), step, &payload[PAYLOAD_PREFIX..]);
-        at += whole;
+        at += frame.len() as u64;
     }
+    let damage = if at < total {
+        // What is left cannot be read as the next frame: a torn tail, unless a whole frame
+        // starts somewhere in it.
+        let mut rest = Vec::with_capacity((total - at) as usize);
+        let mut file = reader.into_inner();
+        file.seek(SeekFrom::Start(at))?;
+        file.read_to_end(&mut rest)?;
+        (1..rest.len())
+            .any(|from| whole_frame(&rest[from..]).is_some())
+            .then_some(Damage { offset: at })
+    } else {
+        None
+    };
     Ok(ScanEnd {
         valid_len: at,
         torn: total - at,
+        damage,
+        first_version: &magic == MAGIC_V1,
     })
 }
 
+/// The error for a log damaged at `damage`, after keeping a copy of it beside it.
+fn damaged(path: &Path, damage: Damage) -> DbError {
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let copy = with_suffix(path, &format!(".damaged-{unix}"));
+    let copy = match std::fs::copy(path, &copy) {
+        Ok(_) => Some(copy),
+        Err(error) => {
+            tracing::error!(copy = %copy.display(), %error, "cannot copy the damaged game log");
+            None
+        }
+    };
+    DbError::LogDamaged {
+        path: path.to_owned(),
+        offset: damage.offset,
+        copy,
+    }
+}
+
+/// Cuts the file at `path` to `len` bytes, durably (a torn tail dropped in place).
+fn cut_to(path: &Path, len: u64) -> DbResult<()> {
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|file| {
+            file.set_len(len)?;
+            file.sync_all()
+        })
+        .map_err(|e| io_error("cannot cut the torn tail off", path, e))
+}
+
+/// Checks an append's rows: each step the one after the last (`next`, advanced), each
+/// payload within the limit.
+fn check_rows(game_id: &GameId, next: &mut u64, rows: &[Row]) -> DbResult<()> {
+    for (step, bytes) in rows {
+        if *step != *next {
+            return Err(DbError::StepOutOfOrder {
+                game_id: *game_id,
+                step: *step,
+                expected: *next,
+            });
+        }
+        if PAYLOAD_PREFIX + bytes.len() > MAX_PAYLOAD_WRITTEN {
+            return Err(DbError::StepTooLarge {
+                game_id: *game_id,
+                step: *step,
+                bytes: PAYLOAD_PREFIX + bytes.len(),
+                limit: MAX_PAYLOAD_WRITTEN,
+            });
+        }
+        *next += 1;
+    }
+    Ok(())
+}
+
 /// Writes a new file holding the magic, the frames of `path` whose game `keep`s, and the
-/// `carried` logs; syncs it and renames it over `path`. Returns the games it holds.
+/// `carried` logs; syncs it and renames it over `path`. Returns the games it holds. With
+/// `whole`, the frames of `path` must end exactly there, or nothing is replaced: frames
+/// found bad since they were written are not dropped.
 fn rewrite(
     path: &Path,
     keep: impl Fn(&GameId) -> bool,
     carried: &[&GameLog],
+    whole: Option<u64>,
 ) -> DbResult<HashMap<GameId, LiveGame>> {
     let tmp = with_suffix(path, ".tmp");
     let file = File::create(&tmp).map_err(|e| io_error("cannot create", &tmp, e))?;
@@ -506,12 +723,21 @@ fn rewrite(
     };
     copier.write(MAGIC);
     if path.exists() {
-        scan(path, |game_id, step, encoded| {
+        let end = scan(path, |game_id, step, encoded| {
             if keep(&game_id) {
                 copier.copy(game_id, step, encoded);
             }
         })
         .map_err(|e| io_error("cannot read", path, e))?;
+        if let Some(len) = whole.filter(|len| *len != end.valid_len) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(damaged(
+                path,
+                end.damage.unwrap_or(Damage {
+                    offset: end.valid_len.min(len),
+                }),
+            ));
+        }
     }
     for log in carried {
         for step in &log.steps {
@@ -586,13 +812,14 @@ fn open_for_append(path: &Path) -> DbResult<(File, u64)> {
 /// Starts the journal's thread and returns the sender of its queue.
 pub(super) fn spawn(journal: Journal, sync_interval: Duration) -> DbResult<mpsc::Sender<Request>> {
     let (requests, queue) = mpsc::channel(REQUEST_QUEUE);
+    let path = journal.path.clone();
     std::thread::Builder::new()
         .name("game-log".into())
         .spawn(move || {
             super::batch_thread();
             run(journal, queue, sync_interval)
         })
-        .map_err(|e| DbError::Sqlite(format!("cannot start the game log thread: {e}")))?;
+        .map_err(|e| io_error("cannot start the game log thread", &path, e))?;
     Ok(requests)
 }
 

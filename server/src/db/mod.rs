@@ -38,7 +38,13 @@ mod schema;
 mod stored;
 mod writer;
 
+pub use journal::LogHealth;
 pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
+// For SECURITY.md's pins (`security_md.rs`).
+#[cfg(test)]
+pub(crate) use journal::REQUEST_QUEUE as GAME_LOG_QUEUE;
+#[cfg(test)]
+pub(crate) use writer::REQUEST_QUEUE as DB_REQUEST_QUEUE;
 
 #[cfg(test)]
 mod accounts_tests;
@@ -46,11 +52,13 @@ mod accounts_tests;
 mod tests;
 
 use std::collections::HashSet;
+use std::io;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use elementals_protocol::messages::{GameId, SeatPair};
 use elementals_protocol::rating::RatingChange;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::record::{AccountId, GameLog, GameRecord, LogStep};
 use writer::Request;
@@ -63,6 +71,52 @@ pub enum DbError {
     Sqlite(String),
     #[error("the database writer has stopped")]
     Closed,
+    #[error("encoding {0}")]
+    Encode(String),
+    /// A read or write of the game log failed; the journal is left as it was before it.
+    #[error("game log {}: {what}: {message}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        kind: io::ErrorKind,
+        message: String,
+    },
+    /// The game log can no longer be written safely (a failed `fdatasync`): nothing more
+    /// is appended, and the server stops; the restart replays what is on disk.
+    #[error("game log {}: {what}: {message}; nothing more can be made durable", path.display())]
+    LogBroken {
+        what: &'static str,
+        path: PathBuf,
+        kind: io::ErrorKind,
+        message: String,
+    },
+    /// Bad frames with whole ones after them: not a torn tail. The file is left as it is.
+    #[error(
+        "game log {}: damaged at byte {offset}, with whole frames after the damage; \
+         refusing to start rather than drop them (a copy: {})",
+        path.display(),
+        copy.as_ref().map_or("none could be made".into(), |c| c.display().to_string())
+    )]
+    LogDamaged {
+        path: PathBuf,
+        offset: u64,
+        copy: Option<PathBuf>,
+    },
+    #[error("game log {}: another server is using this database", path.display())]
+    Locked { path: PathBuf },
+    #[error("game {game_id}: step {step} refused: the log expects step {expected}")]
+    StepOutOfOrder {
+        game_id: GameId,
+        step: u64,
+        expected: u64,
+    },
+    #[error("game {game_id}: step {step} is {bytes} bytes, over the log's limit of {limit}")]
+    StepTooLarge {
+        game_id: GameId,
+        step: u64,
+        bytes: usize,
+        limit: usize,
+    },
 }
 
 impl From<rusqlite::Error> for DbError {
@@ -170,6 +224,7 @@ pub struct Db {
     requests: mpsc::Sender<Request>,
     journal: mpsc::Sender<journal::Request>,
     reads: mpsc::Sender<reader::Read>,
+    log_health: watch::Receiver<LogHealth>,
 }
 
 pub type DbResult<T> = Result<T, DbError>;
@@ -198,8 +253,8 @@ fn batch_thread() {
 impl Db {
     /// Open (creating if needed) the database at `path`, apply migrations, start the writer.
     ///
-    /// The live games' log is opened beside it (`<path>-gamelog`) and compacted to the
-    /// games that have no record yet.
+    /// The live games' log is opened beside it (`<path>-gamelog`); the games in it that
+    /// have no record yet are the live ones. A log damaged before its end is refused.
     pub fn open(path: &std::path::Path) -> DbResult<Db> {
         Db::open_with(
             path,
@@ -236,13 +291,29 @@ impl Db {
         }
         let checkpointer = checkpoint::spawn(path)?;
         let requests = writer::spawn(conn, Some(checkpointer))?;
+        let log_health = journal.health();
         let journal = journal::spawn(journal, sync_interval)?;
         let reads = reader::spawn(path)?;
         Ok(Db {
             requests,
             journal,
             reads,
+            log_health,
         })
+    }
+
+    /// Whether the game log can be written now.
+    pub fn log_health(&self) -> LogHealth {
+        *self.log_health.borrow()
+    }
+
+    /// Resolves once the game log is broken for good (a failed sync): the server must stop.
+    pub async fn log_broken(&self) {
+        let mut health = self.log_health.clone();
+        if health.wait_for(|h| *h == LogHealth::Broken).await.is_err() {
+            // The journal's thread is gone without breaking: nothing to wait for.
+            std::future::pending::<()>().await;
+        }
     }
 
     pub async fn create_account(
@@ -313,8 +384,18 @@ impl Db {
         &self,
         record: impl Into<Arc<GameRecord>>,
     ) -> DbResult<Option<SeatPair<RatingChange>>> {
-        let record = record.into();
+        let mut record = record.into();
         let game_id = record.game_id;
+        if record.against_itself() {
+            // No lobby path seats one account twice; should a log hold such a game anyway,
+            // it is stored once, unrated, rather than refused (and retried at every start).
+            tracing::warn!(
+                %game_id,
+                account = record.players.one.account_id,
+                "a game of an account against itself; storing it unrated"
+            );
+            Arc::make_mut(&mut record).rated = false;
+        }
         // Encoded here, on the caller's thread: the writer only writes.
         let stored = stored::encode(&record)?;
         let changes = self

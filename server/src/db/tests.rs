@@ -219,6 +219,30 @@ async fn equal_players_at_1_3_go_to_1_8_and_the_floor() {
 }
 
 #[tokio::test]
+async fn a_game_of_an_account_against_itself_is_stored_once_unrated() {
+    let t = open_db();
+    let ann = register(&t.db, "Ann").await;
+    let record = won(&ann, &ann, Seat::One);
+    let id = record.game_id.to_string();
+    // Stored, not refused: a refusal left its log to be retried at every start.
+    assert_eq!(t.db.record_game(record.clone()).await.unwrap(), None);
+    assert_eq!(t.db.record_game(record).await.unwrap(), None);
+    let stored = t.db.game_record(id).await.unwrap().unwrap();
+    assert_eq!(stored["rated"], false, "{stored}");
+    let ann = fetch(&t.db, &ann).await;
+    assert_eq!(
+        (ann.rating, ann.wins, ann.losses, ann.draws),
+        (1.0, 0, 0, 0)
+    );
+    assert_eq!(count(&t.path, "games"), 1);
+    assert_eq!(count(&t.path, "rating_history"), 0);
+    let rated: bool = side_connection(&t.path)
+        .query_row("SELECT rated FROM games", [], |r| r.get(0))
+        .unwrap();
+    assert!(!rated);
+}
+
+#[tokio::test]
 async fn a_game_recorded_twice_counts_once() {
     let t = open_db();
     let ann = register(&t.db, "Ann").await;
@@ -377,6 +401,7 @@ async fn unrated_guest_drawn_and_aborted_games_change_no_rating() {
         game(&ann, &bob, true, None, EndReason::DrawAgreed),
         game(&ann, &bob, true, None, EndReason::Aborted),
         game(&ann, &bob, true, None, EndReason::ServerAborted),
+        game(&ann, &bob, true, None, EndReason::MaxRounds),
     ];
     for record in games {
         let id = record.game_id.to_string();
@@ -535,3 +560,6 @@ mod stored;
 
 /// The live games' logs (the journal, and the table earlier versions kept them in).
 mod journal;
+
+/// The game log under bad input and faults.
+mod journal_faults;

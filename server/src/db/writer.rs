@@ -27,7 +27,7 @@ use crate::record::{AccountId, GameRecord};
 /// making anyone wait, while bounding memory (a game record is a few kilobytes, so a full
 /// queue is tens of megabytes at most). When it is full, senders wait: back-pressure
 /// instead of growth.
-pub(super) const REQUEST_QUEUE: usize = 4096;
+pub(crate) const REQUEST_QUEUE: usize = 4096;
 
 /// At most this many requests per transaction.
 pub(super) const MAX_BATCH: usize = 1024;

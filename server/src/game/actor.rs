@@ -12,8 +12,15 @@
 //! published or the command answered (`emit`). The wait is one group commit of the database
 //! writer, shared with every other game's steps; only this game waits for it.
 //!
+//! An append that fails (a full disk, say) publishes nothing: the game is stalled
+//! (`Stalled`). Its clocks are held, the move is answered `unavailable`, and the steps,
+//! with the events waiting for them, are kept and appended again, after a growing pause,
+//! until the log takes them; later moves join them, and requests answered with a snapshot
+//! wait. Then the events go out and the clocks run again, as after an incident. Each game
+//! retries on its own timer, so one stalled game holds up no other beyond the shared disk.
+//!
 //! A panic inside the actor is caught by its supervisor task (`supervisor`), which ends the
-//! game as `server_aborted`; other games never notice.
+//! game as its log says (its logged end, else `server_aborted`); other games never notice.
 
 mod fanout;
 mod helpers;
@@ -22,6 +29,7 @@ mod supervisor;
 #[cfg(test)]
 mod tests;
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -31,15 +39,19 @@ use elementals_protocol::messages::{GameId, GameSnapshot, SeatPair, ServerMsg};
 use elementals_protocol::rating::RatingChange;
 use elementals_protocol::rules::Seat;
 use elementals_protocol::wire;
+use elementals_protocol::ErrorCode;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::{sleep_until, Instant};
 
 use super::state::GameState;
 use super::{crash_point, GameCmd, GameServices, GameSetup};
-use crate::db::DbResult;
+use crate::db::{DbError, DbResult};
 use crate::outbox::{Framed, Outbox};
+use crate::record::LogStep;
 use crate::registry::FinishedGame;
 use fanout::Answer;
+#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
+pub(crate) use fanout::MAX_RESYNC_ATTEMPTS;
 pub use helpers::start as start_fanout_helpers;
 pub(super) use spawn::{spawn, spawn_restored, timing};
 use supervisor::{lock, Shared};
@@ -72,6 +84,37 @@ const SPECTATOR_REVEAL_WAIT: Duration = Duration::from_millis(300);
 /// faster for spectators and slowed the players' own results: server J.)
 const SPECTATOR_CHUNK: usize = 64;
 
+/// The first pause before a refused append is tried again; each failure doubles it, up to
+/// `RETRY_MAX`. A full disk is rarely freed within milliseconds, and every stalled game's
+/// retry is a write the journal must try.
+const RETRY_FIRST: Duration = Duration::from_millis(50);
+const RETRY_MAX: Duration = Duration::from_secs(2);
+
+/// A game whose log refused its steps (see the module).
+struct Stalled {
+    /// The steps to append, in order: the refused ones and any logged since.
+    steps: Vec<LogStep>,
+    /// The events waiting for them.
+    events: Vec<ServerMsg>,
+    /// When the command behind the first of them arrived.
+    received: Instant,
+    /// Requests answered with a snapshot, handled in order once the log has the steps.
+    deferred: VecDeque<GameCmd>,
+    retry_at: Instant,
+    pause: Duration,
+}
+
+/// What became of a command's events and answer (`Actor::emit_answering`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Emitted {
+    /// Published, the answer with them.
+    Answered,
+    /// Published; the answer is the caller's to send.
+    Published,
+    /// Kept for the log (the game is stalled); the caller answers `unavailable`.
+    Held,
+}
+
 struct Actor {
     game_id: GameId,
     state: GameState,
@@ -100,6 +143,8 @@ struct Actor {
     deliver_at: Option<Instant>,
     /// A delivery to spectators is under way (one chunk per turn of the loop).
     delivering: bool,
+    /// Set while the log refuses the game's steps.
+    stalled: Option<Stalled>,
 }
 
 impl Actor {
@@ -124,7 +169,8 @@ impl Actor {
         let mut armed: Option<Instant> = None;
         tokio::pin!(stop, timer);
         self.emit(first, Instant::now()).await;
-        while self.state.result().is_none() {
+        // A game that ended while stalled plays on until its end is logged.
+        while self.state.result().is_none() || self.stalled.is_some() {
             let deadline = self.state.next_deadline().map(Instant::from_std);
             if deadline != armed {
                 if let Some(at) = deadline {
@@ -139,6 +185,9 @@ impl Actor {
                 () = &mut stop => return false,
                 // An incident next: the game is held before it acts on anything else.
                 since = incident(&mut self.incidents) => self.on_incident(since).await,
+                () = sleep_until_some(self.stalled.as_ref().map(|s| s.retry_at)) => {
+                    self.retry_log().await;
+                }
                 // Then commands: each one settles passed deadlines itself before acting,
                 // judged by the clock at the moment it is handled.
                 cmd = self.rx.recv(), if self.rx_open => self.on_cmd(cmd).await,
@@ -148,8 +197,9 @@ impl Actor {
                 () = sleep_until_some(self.deliver_at) => self.start_delivery(),
                 () = sleep_until_some(self.announce_at) => self.announce_spectators(),
                 // Spectators' commands last: however many wait, a move never waits
-                // behind more than the one being handled.
-                cmd = self.spectators.recv(), if self.spectators_open => {
+                // behind more than the one being handled. While the game is stalled they
+                // wait in their channel (a snapshot would show what the log lacks).
+                cmd = self.spectators.recv(), if self.spectators_open && self.stalled.is_none() => {
                     self.on_spectator_cmd(cmd).await;
                 }
             }
@@ -236,6 +286,16 @@ impl Actor {
             self.rx_open = false;
             return;
         };
+        if let Some(stalled) = &mut self.stalled {
+            // A snapshot now would show steps the log does not have.
+            if matches!(
+                cmd,
+                GameCmd::Attach { .. } | GameCmd::Watch { .. } | GameCmd::Snapshot { .. }
+            ) {
+                stalled.deferred.push_back(cmd);
+                return;
+            }
+        }
         let received = Instant::now();
         // A move is judged at its arrival (see `judged`); everything else as it is handled.
         let received = match &cmd {
@@ -286,7 +346,13 @@ impl Actor {
                 answer,
                 arrived: _,
             } => {
+                let was_over = self.state.result().is_some();
                 let result = self.state.act(seat, action, now, &mut out);
+                // Kept for the log, or refused only because of an end the log lacks.
+                let kept = match &result {
+                    Ok(()) => true,
+                    Err(e) => e.code == ErrorCode::GameOver,
+                };
                 let id = answer.request_id;
                 let frame = Bytes::from(wire::encode(&match result {
                     Ok(()) => ServerMsg::Ok { id },
@@ -297,13 +363,33 @@ impl Actor {
                     conn_id: answer.outbox.conn_id(),
                     frame: frame.clone(),
                 };
-                if !self.emit_answering(out, received, Some(with_events)).await {
-                    // Not the seat's connection (one being superseded): the reply alone.
-                    answer
-                        .outbox
-                        .write_or_kill(&Framed::new(Arc::from([frame])), 0);
+                let mut answer = Some(answer);
+                if !was_over && self.state.result().is_some() {
+                    // The game ended here: should the task die once the end is logged, the
+                    // supervisor sends this reply with the end (see `Shared::owed`).
+                    lock(&self.shared).owed = answer.take().map(|a| (a, frame.clone()));
                 }
-                answer.sent();
+                let emitted = self.emit_answering(out, received, Some(with_events)).await;
+                let answer = answer.or_else(|| lock(&self.shared).owed.take().map(|(a, _)| a));
+                if let Some(answer) = answer {
+                    let frame = match emitted {
+                        Emitted::Answered => None,
+                        // Not the seat's connection (one being superseded): the reply alone.
+                        Emitted::Published => Some(frame),
+                        // Kept until the log takes it (a move the rules refused changed
+                        // nothing, and is answered as it was).
+                        Emitted::Held if kept => Some(Bytes::from(wire::encode(
+                            &ServerMsg::error(Some(id), ErrorCode::Unavailable, UNAVAILABLE),
+                        ))),
+                        Emitted::Held => Some(frame),
+                    };
+                    if let Some(frame) = frame {
+                        answer
+                            .outbox
+                            .write_or_kill(&Framed::new(Arc::from([frame])), 0);
+                    }
+                    answer.sent();
+                }
             }
             GameCmd::Watch {
                 outbox,
@@ -372,29 +458,112 @@ impl Actor {
     }
 
     /// `emit`, with `answer` written to its player before the events (see
-    /// `Fanout::to_players`); returns whether it was.
+    /// `Fanout::to_players`), unless the events are held for the log.
     async fn emit_answering(
         &mut self,
         events: Vec<ServerMsg>,
         received: Instant,
         answer: Option<Answer>,
-    ) -> bool {
+    ) -> Emitted {
         let steps = self.state.take_log();
+        if let Some(stalled) = &mut self.stalled {
+            // Behind the steps already waiting, in order.
+            stalled.steps.extend(steps);
+            stalled.events.extend(events);
+            return Emitted::Held;
+        }
         if !steps.is_empty() {
             let ends = steps.iter().any(|s| s.entry.is_end());
             if ends {
                 crash_point("end_unlogged");
             }
             if let Err(error) = self.services.log.append(self.game_id, &steps).await {
-                // The game goes on rather than stall; a crash now would lose these steps.
-                let game_id = self.game_id;
-                tracing::error!(%game_id, %error, "could not log the game's steps");
+                self.stall(steps, events, received, &error);
+                return Emitted::Held;
             }
             if ends {
+                // Logged: should the task die before the end is published or recorded, the
+                // supervisor ends the game with this record, not as aborted.
+                {
+                    let mut shared = lock(&self.shared);
+                    shared.ended = self.state.record().cloned();
+                    shared.unpublished = Some(events.clone());
+                }
                 crash_point("end_logged");
             }
         }
-        self.publish(events, received, answer)
+        if self.publish(events, received, answer) {
+            Emitted::Answered
+        } else {
+            Emitted::Published
+        }
+    }
+
+    /// The log refused `steps`: hold the clocks and keep them, with `events`, for a retry.
+    fn stall(
+        &mut self,
+        steps: Vec<LogStep>,
+        events: Vec<ServerMsg>,
+        received: Instant,
+        error: &DbError,
+    ) {
+        let game_id = self.game_id;
+        tracing::error!(%game_id, %error, "cannot log the game's steps: the game is held until the log takes them");
+        let now = Instant::now();
+        // No move is judged before the clocks stopped.
+        self.judged = self.judged.max(now);
+        self.state.stall(now.into_std());
+        self.stalled = Some(Stalled {
+            steps,
+            events,
+            received,
+            deferred: VecDeque::new(),
+            retry_at: now + RETRY_FIRST,
+            pause: RETRY_FIRST,
+        });
+    }
+
+    /// Appends the stalled game's steps again. Taken, they are published and the clocks
+    /// run again; the requests that waited are handled.
+    async fn retry_log(&mut self) {
+        let Some(stalled) = &mut self.stalled else {
+            return;
+        };
+        if let Err(error) = self.services.log.append(self.game_id, &stalled.steps).await {
+            stalled.pause = (stalled.pause * 2).min(RETRY_MAX);
+            stalled.retry_at = Instant::now() + stalled.pause;
+            let game_id = self.game_id;
+            tracing::warn!(%game_id, %error, "the game's steps still cannot be logged");
+            return;
+        }
+        let Some(Stalled {
+            steps,
+            mut events,
+            received,
+            deferred,
+            ..
+        }) = self.stalled.take()
+        else {
+            return;
+        };
+        if steps.iter().any(|s| s.entry.is_end()) {
+            // As in `emit_answering`: a logged end stands, whatever happens to the task.
+            {
+                let mut shared = lock(&self.shared);
+                shared.ended = self.state.record().cloned();
+                shared.unpublished = Some(events.clone());
+            }
+            crash_point("end_logged");
+        }
+        let game_id = self.game_id;
+        tracing::info!(%game_id, "the game's steps are logged: the game goes on");
+        let now = Instant::now();
+        self.judged = self.judged.max(now);
+        self.state.unstall(now.into_std(), &mut events);
+        self.publish(events, received, None);
+        for cmd in deferred {
+            self.on_cmd(Some(cmd)).await;
+        }
     }
 
     /// Encodes each event once and sends it to everyone (`answer` first, to its player);
@@ -418,6 +587,7 @@ impl Actor {
         let (spectators, backlog, answered) = {
             let mut shared = lock(&self.shared);
             let answered = shared.fanout.broadcast(&frames, answer);
+            shared.unpublished = None;
             shared.mirror(&self.state, now);
             let backlog = shared.fanout.has_backlog();
             (shared.fanout.spectator_count(), backlog, answered)
@@ -548,6 +718,10 @@ impl Actor {
         }
     }
 }
+
+/// What a move kept for the log is answered (`ErrorCode::Unavailable`).
+const UNAVAILABLE: &str =
+    "the game's log cannot be written now: the move is kept and takes effect once it is";
 
 /// The next incident declaration: from when drops count as part of it. A receiver that fell
 /// behind treats that as a declaration; once the sender is gone it waits forever.

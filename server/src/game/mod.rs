@@ -23,6 +23,8 @@ use elementals_protocol::TimeControl;
 use serde::{Deserialize, Serialize};
 
 pub use actor::start_fanout_helpers;
+#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
+pub(crate) use actor::MAX_RESYNC_ATTEMPTS;
 pub(crate) use handle::notify;
 pub use handle::{
     AnswerTo, GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
@@ -53,8 +55,6 @@ pub struct GameSetup {
 pub struct GameSettings {
     /// If a seat has not committed in round 1 within this window, the game is aborted, unrated.
     pub first_commit_window: Duration,
-    /// How many events a spectator may have queued before it is resynchronised.
-    pub spectator_queue: usize,
     /// Resolved rounds after which a game ends drawn (`EndReason::MaxRounds`), at most
     /// `MAX_ROUNDS`.
     pub max_rounds: u32,
@@ -64,7 +64,6 @@ impl Default for GameSettings {
     fn default() -> Self {
         GameSettings {
             first_commit_window: Duration::from_secs(30),
-            spectator_queue: 64,
             max_rounds: MAX_ROUNDS,
         }
     }
@@ -123,7 +122,38 @@ pub enum LogStore {
     /// Memory, for the actor's tests on tokio's paused clock: while an actor waited on the
     /// database thread the runtime would look idle, and paused time would jump ahead.
     #[cfg(test)]
-    Memory(Arc<std::sync::Mutex<Vec<(GameId, LogStep)>>>),
+    Memory(Arc<MemoryLog>),
+}
+
+/// The steps logged in memory, and the games whose appends it refuses as a full disk would.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub struct MemoryLog {
+    pub steps: std::sync::Mutex<Vec<(GameId, LogStep)>>,
+    pub refusing: std::sync::Mutex<std::collections::HashSet<GameId>>,
+}
+
+#[cfg(test)]
+impl MemoryLog {
+    fn append(&self, game_id: GameId, steps: &[LogStep]) -> DbResult<()> {
+        use std::sync::PoisonError;
+        if self
+            .refusing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&game_id)
+        {
+            return Err(crate::db::DbError::Io {
+                what: "cannot append",
+                path: "memory".into(),
+                kind: std::io::ErrorKind::StorageFull,
+                message: "no space left on device".into(),
+            });
+        }
+        let mut log = self.steps.lock().unwrap_or_else(PoisonError::into_inner);
+        log.extend(steps.iter().map(|s| (game_id, s.clone())));
+        Ok(())
+    }
 }
 
 impl LogStore {
@@ -132,19 +162,14 @@ impl LogStore {
         match self {
             LogStore::Db(db) => db.append_log(game_id, steps).await,
             #[cfg(test)]
-            LogStore::Memory(log) => {
-                let mut log = log
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                log.extend(steps.iter().map(|s| (game_id, s.clone())));
-                Ok(())
-            }
+            LogStore::Memory(log) => log.append(game_id, steps),
         }
     }
 }
 
 /// A test hook on the paths that must survive a crash: with the `test-hooks` feature, the
-/// process aborts at the step named by the `ELEMENTALS_CRASH_AT` environment variable.
+/// process aborts at the step named by the `ELEMENTALS_CRASH_AT` environment variable, or
+/// the calling task panics there if the variable says `panic:` and the step.
 /// The steps of a game's end, in order: `end_unlogged` (the game has ended, its end not yet
 /// logged), `end_logged` (logged, `game_over` not yet sent), `record_uncommitted` (the
 /// record and ratings written, their transaction not committed), `recorded` (committed,
@@ -153,9 +178,13 @@ impl LogStore {
 pub(crate) fn crash_point(step: &str) {
     static CRASH_AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let at = CRASH_AT.get_or_init(|| std::env::var("ELEMENTALS_CRASH_AT").ok());
-    if at.as_deref() == Some(step) {
+    let Some(at) = at.as_deref() else { return };
+    if at == step {
         eprintln!("ELEMENTALS_CRASH_AT={step}: aborting");
         std::process::abort();
+    }
+    if at.strip_prefix("panic:") == Some(step) {
+        panic!("ELEMENTALS_CRASH_AT={at}: panicking");
     }
 }
 

@@ -119,3 +119,112 @@ fn aborted(setup: &GameSetup, started_at: u64, log: &GameLog) -> GameRecord {
     let ended_at = last.map_or(started_at, |s| s.at);
     GameRecord::new(setup, started_at, ended_at, result, log.rounds(), banks_ms)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use elementals_protocol::messages::{EndReason, GameId, GameResult, SeatPair};
+    use elementals_protocol::rules::{Seat, Variant};
+    use elementals_protocol::TimeControl;
+
+    use super::{restore_games, Restored};
+    use crate::db::Db;
+    use crate::game::{GameServices, GameSettings, GameSetup};
+    use crate::metrics::Metrics;
+    use crate::record::{LogEntry, LogStep, RecordPlayer};
+    use crate::registry::Registry;
+
+    fn step(step: u64, entry: LogEntry) -> LogStep {
+        LogStep {
+            step,
+            at: 1_700_000_000_000 + step,
+            banks_us: SeatPair::new(60_000_000, 60_000_000),
+            seq: step,
+            entry,
+        }
+    }
+
+    /// A log whose end is logged, of a game with `player` in both seats.
+    fn against_itself(player: RecordPlayer) -> (GameId, Vec<LogStep>) {
+        let game_id = GameId(uuid::Uuid::new_v4());
+        let setup = GameSetup {
+            game_id,
+            variant: Variant::CLASSIC,
+            time_control: TimeControl::BLITZ,
+            rated: true,
+            players: SeatPair::new(player.clone(), player),
+        };
+        let steps = vec![
+            step(
+                0,
+                LogEntry::Start {
+                    setup,
+                    started_at: 1_700_000_000_000,
+                },
+            ),
+            step(
+                1,
+                LogEntry::End {
+                    result: GameResult {
+                        winner: Some(Seat::One),
+                        reason: EndReason::Resignation,
+                    },
+                    ended_at: 1_700_000_000_001,
+                    final_clocks_ms: SeatPair::new(60_000, 60_000),
+                },
+            ),
+        ];
+        (game_id, steps)
+    }
+
+    fn services(db: &Db) -> GameServices {
+        GameServices::new(
+            db.clone(),
+            Arc::new(Registry::new()),
+            Arc::new(Metrics::default()),
+            GameSettings::default(),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_logged_game_of_an_account_against_itself_is_recorded_once_not_at_every_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("elementals.db");
+        let db = Db::open(&path).unwrap();
+        let ann = db
+            .create_account("ann".into(), "hash".into())
+            .await
+            .unwrap();
+        let player = RecordPlayer {
+            account_id: ann.id,
+            name: ann.name.clone(),
+            guest: false,
+            rating: ann.rating,
+        };
+        let (game_id, steps) = against_itself(player);
+        db.append_log(game_id, &steps).await.unwrap();
+
+        let restored = restore_games(&services(&db)).await.unwrap();
+        assert_eq!(
+            restored,
+            Restored {
+                recorded: 1,
+                ..Restored::default()
+            }
+        );
+        assert!(db.game_record(game_id.to_string()).await.unwrap().is_some());
+        db.shutdown().await.unwrap();
+
+        // The next start finds nothing left to do: the log went with the record.
+        let db = Db::open(&path).unwrap();
+        assert!(db.unfinished_games().await.unwrap().is_empty());
+        assert_eq!(
+            restore_games(&services(&db)).await.unwrap(),
+            Restored::default()
+        );
+        let ann = db.account_by_id(ann.id).await.unwrap().unwrap();
+        assert_eq!((ann.rating, ann.wins, ann.losses), (1.0, 0, 0));
+        db.shutdown().await.unwrap();
+    }
+}

@@ -66,6 +66,8 @@ pub(in crate::game) struct GameState {
     /// While set, the game is held (after a restart or a server-side incident): no bank or
     /// window runs until both players are connected or this instant passes.
     hold: Option<Instant>,
+    /// While set, the game's log cannot be written: no bank or window runs (see `stall`).
+    stalled: bool,
     board: Board,
     round: u32,
     phase: Phase,
@@ -125,6 +127,7 @@ impl GameState {
             started: now,
             wall: (now, started_at_ms),
             hold: None,
+            stalled: false,
             board: Board::new(setup.variant),
             round: 1,
             phase: Phase::Commit,
@@ -189,7 +192,7 @@ impl GameState {
 
     /// The next instant at which something happens by itself, if any.
     pub fn next_deadline(&self) -> Option<Instant> {
-        if self.record.is_some() {
+        if self.record.is_some() || self.stalled {
             return None;
         }
         if self.hold.is_some() {
@@ -206,6 +209,9 @@ impl GameState {
 
     /// Settles the earliest deadline if it has passed by `now` (the game then ends).
     pub fn tick(&mut self, now: Instant, out: &mut Vec<ServerMsg>) {
+        if self.stalled {
+            return;
+        }
         if let Some(until) = self.hold {
             if now < until {
                 return;

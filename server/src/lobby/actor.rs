@@ -21,7 +21,7 @@ use crate::game::{spawn_game, GameServices, GameSetup};
 use crate::record::{AccountId, RecordPlayer};
 
 /// Open seeks and outgoing challenges one account may have at once.
-const MAX_OPEN_PER_ACCOUNT: usize = 5;
+pub(crate) const MAX_OPEN_PER_ACCOUNT: usize = 5;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct PoolKey {
@@ -298,7 +298,9 @@ impl Lobby {
         else {
             return;
         };
-        self.start_game(ma, mb, key.variant, tc, key.rated);
+        if let Err(error) = self.start_game(ma, mb, key.variant, tc, key.rated) {
+            tracing::error!(account = a, message = %error.message, "a pool paired an account with itself");
+        }
     }
 
     fn tick(&mut self) {
@@ -435,8 +437,7 @@ impl Lobby {
             open.seek.variant,
             open.seek.time_control,
             open.seek.rated,
-        );
-        Ok(())
+        )
     }
 
     fn challenge(
@@ -521,8 +522,7 @@ impl Lobby {
             ));
         }
         let c = open.challenge;
-        self.start_game(open.from, member, c.variant, c.time_control, c.rated);
-        Ok(())
+        self.start_game(open.from, member, c.variant, c.time_control, c.rated)
     }
 
     fn decline_challenge(&mut self, account: AccountId, challenge_id: u64) -> Result<()> {
@@ -620,8 +620,7 @@ impl Lobby {
             Seat::One => (opp, member),
             Seat::Two => (member, opp),
         };
-        self.start_game_seated(one, two, now.variant, now.time_control, now.rated);
-        Ok(())
+        self.start_game_seated(one, two, now.variant, now.time_control, now.rated)
     }
 
     fn gone(&mut self, account: AccountId, conn_id: u64) {
@@ -650,13 +649,20 @@ impl Lobby {
 
     /// Remove both players from everything they were waiting in, seat them at random and
     /// start the game.
-    fn start_game(&mut self, a: Member, b: Member, variant: Variant, tc: TimeControl, rated: bool) {
+    fn start_game(
+        &mut self,
+        a: Member,
+        b: Member,
+        variant: Variant,
+        tc: TimeControl,
+        rated: bool,
+    ) -> Result<()> {
         let (one, two) = if rand::random::<bool>() {
             (a, b)
         } else {
             (b, a)
         };
-        self.start_game_seated(one, two, variant, tc, rated);
+        self.start_game_seated(one, two, variant, tc, rated)
     }
 
     fn start_game_seated(
@@ -666,7 +672,16 @@ impl Lobby {
         variant: Variant,
         tc: TimeControl,
         rated: bool,
-    ) {
+    ) -> Result<()> {
+        // Every request that seats two members refuses one account twice before this; this
+        // is the one place games start, so no game of an account against itself can (its
+        // record could not be rated, nor its result mean anything).
+        if one.account == two.account {
+            return Err(LobbyError::new(
+                ErrorCode::OwnSeek,
+                "a player cannot play against themselves",
+            ));
+        }
         for m in [&one, &two] {
             self.leave_pool(m.account);
             let account = m.account;
@@ -710,6 +725,7 @@ impl Lobby {
                     .await;
             }
         });
+        Ok(())
     }
 }
 

@@ -8,6 +8,9 @@
 mod actor;
 pub mod pairing;
 
+#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
+pub(crate) use actor::MAX_OPEN_PER_ACCOUNT;
+
 use std::sync::Arc;
 
 use elementals_protocol::messages::{Challenge, GameId, PlayerInfo, RequestId, Seek};

@@ -88,9 +88,14 @@ impl TestServer {
     }
 
     /// Stop, then start again on the same database file (a new port).
-    pub async fn restart(mut self) -> TestServer {
+    pub async fn restart(self) -> TestServer {
+        self.restart_with(|_| {}).await
+    }
+
+    /// `restart`, with the configuration changed by `tweak`.
+    pub async fn restart_with(mut self, tweak: impl FnOnce(&mut Config)) -> TestServer {
         self.stop().await;
-        let mut next = start_on(self.db_path.clone(), |_| {}).await;
+        let mut next = start_on(self.db_path.clone(), tweak).await;
         next.dir = self.dir.take();
         next
     }
@@ -337,6 +342,20 @@ impl TestClient {
         let id = self.id();
         let reply = self.request(ClientMsg::Ping { id }).await;
         assert!(matches!(reply, ServerMsg::Pong { .. }), "{reply:?}");
+    }
+
+    /// Every message that came before the answer to a `ping` sent now: all the server had
+    /// sent this connection so far.
+    pub async fn received_before_pong(&mut self) -> Vec<ServerMsg> {
+        let id = self.id();
+        self.send(&ClientMsg::Ping { id }).await;
+        let mut before = Vec::new();
+        loop {
+            match self.recv().await {
+                ServerMsg::Pong { id: pong } if pong == id => return before,
+                msg => before.push(msg),
+            }
+        }
     }
 
     /// Wait for the first message matching `pred`, dropping the ones before it.

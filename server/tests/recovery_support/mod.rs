@@ -30,6 +30,13 @@ impl Database {
         }
     }
 
+    /// A database in a directory of its own under `parent` (a filesystem a test mounted).
+    pub fn in_dir(parent: &std::path::Path) -> Database {
+        Database {
+            dir: tempfile::tempdir_in(parent).unwrap(),
+        }
+    }
+
     pub fn path(&self) -> PathBuf {
         self.dir.path().join("recovery.db")
     }
@@ -48,6 +55,26 @@ impl ServerProcess {
 
     /// Starts the server with `ELEMENTALS_CRASH_AT` set to `step` (see `game::crash_point`).
     pub async fn start_crashing_at(db: &Database, step: Option<&str>) -> ServerProcess {
+        let env: Vec<_> = step
+            .map(|s| ("ELEMENTALS_CRASH_AT", s))
+            .into_iter()
+            .collect();
+        Self::spawn(db, &env, |status| status == 200).await
+    }
+
+    /// Starts the server on `db` and waits until `/healthz` answers at all: 200, or 503
+    /// while the server cannot write its games' log.
+    pub async fn start_answering(db: &Database) -> ServerProcess {
+        Self::spawn(db, &[], |status| status == 200 || status == 503).await
+    }
+
+    /// Starts the server with every sync of its game log failing (`ELEMENTALS_FAIL_SYNC`,
+    /// a `test-hooks` feature).
+    pub async fn start_failing_syncs(db: &Database) -> ServerProcess {
+        Self::spawn(db, &[("ELEMENTALS_FAIL_SYNC", "1")], |status| status == 200).await
+    }
+
+    async fn spawn(db: &Database, env: &[(&str, &str)], up: fn(u16) -> bool) -> ServerProcess {
         // Another process could take the port between this probe and the server's bind;
         // on loopback with ephemeral ports that is rare enough for a test.
         let addr = std::net::TcpListener::bind("127.0.0.1:0")
@@ -63,33 +90,34 @@ impl ServerProcess {
             .env("ELEMENTALS_ARGON2_MEMORY_KIB", "8")
             .env("ELEMENTALS_MESSAGE_RATE", "1000")
             .env_remove("ELEMENTALS_CRASH_AT")
+            .env_remove("ELEMENTALS_FAIL_SYNC")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .kill_on_drop(true);
         if std::env::var_os("RECOVERY_TEST_LOGS").is_none() {
             command.stdout(Stdio::null()).stderr(Stdio::null());
         }
-        if let Some(step) = step {
-            command.env("ELEMENTALS_CRASH_AT", step);
-        }
+        command.envs(env.iter().copied());
         let mut server = ServerProcess {
             child: command.spawn().expect("the server binary starts"),
             addr,
         };
-        server.wait_healthy().await;
+        server.wait_healthy(up).await;
         server
     }
 
-    async fn wait_healthy(&mut self) {
+    async fn wait_healthy(&mut self, up: fn(u16) -> bool) {
         let deadline = tokio::time::Instant::now() + START_TIMEOUT;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 panic!("the server exited while starting: {status}");
             }
-            if let Ok(Ok((200, _))) =
+            if let Ok(Ok((status, _))) =
                 tokio::time::timeout(POLL * 4, try_get(self.addr, "/healthz")).await
             {
-                return;
+                if up(status) {
+                    return;
+                }
             }
             assert!(
                 tokio::time::Instant::now() < deadline,

@@ -31,7 +31,7 @@ use crate::outbox::{Framed, Outbox};
 
 /// Consecutive deliveries a lagging spectator may fail to take a snapshot before it is
 /// dropped.
-pub(in crate::game) const MAX_RESYNC_ATTEMPTS: u8 = 3;
+pub(crate) const MAX_RESYNC_ATTEMPTS: u8 = 3;
 
 #[derive(Debug)]
 struct Spectator {

@@ -82,6 +82,7 @@ fn launch(
         announced: 0,
         deliver_at: None,
         delivering: false,
+        stalled: None,
     };
     let task = services.tasks.spawn(actor.run(first));
     services.tasks.spawn(supervisor::supervise(

@@ -3,8 +3,11 @@
 //! The actor runs in its own task; a second task awaits it. If the actor panics, its state is
 //! gone, so the actor keeps a small [`Shared`] copy of what an ending needs (who is listening,
 //! the last `seq`, the clocks and rounds so far) behind a std `Mutex`: it is locked only for
-//! short synchronous sections, never across an `.await`. The supervisor then sends everyone a
-//! `GameOver` (no winner, `server_aborted`, unrated), frees the seats and records the game.
+//! short synchronous sections, never across an `.await`. The supervisor then frees the seats
+//! and records the game. A game whose end is already in its log ended that way: the players
+//! saw (or now get) its `game_over`, and its record, ratings and all, is what is stored.
+//! Otherwise it sends everyone a `GameOver` (no winner, `server_aborted`, unrated) and
+//! records that.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -18,7 +21,8 @@ use tokio::task::JoinHandle;
 use super::fanout::Fanout;
 use super::{finished_game, spectators_left, unix_ms};
 use crate::game::state::GameState;
-use crate::game::{GameServices, GameSetup};
+use crate::game::{AnswerTo, GameServices, GameSetup};
+use crate::outbox::Framed;
 use crate::record::{GameRecord, RoundLog};
 
 #[derive(Debug, Default)]
@@ -31,6 +35,16 @@ pub(in crate::game) struct Shared {
     pub finished: bool,
     /// A finished game's record while the database does not have it yet.
     pub unrecorded: Option<Arc<GameRecord>>,
+    /// The game's record once its `End` step is logged: from then on that is how the game
+    /// ended, whatever happens to the task.
+    pub ended: Option<Arc<GameRecord>>,
+    /// The events that came with the logged end, until they are published.
+    pub unpublished: Option<Vec<ServerMsg>>,
+    /// The reply owed to the move that ended the game, and its frame, while the end is
+    /// logged and published. Held here rather than on the task's stack, whose unwinding
+    /// would answer it `unknown_game` (`AnswerTo`'s drop): a move whose end is logged was
+    /// handled, and is answered as such.
+    pub owed: Option<(AnswerTo, Bytes)>,
 }
 
 impl Shared {
@@ -51,7 +65,8 @@ pub(in crate::game) fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Awaits the actor's task; if it panicked, ends the game as `server_aborted`.
+/// Awaits the actor's task; if it panicked, ends the game: by its logged end if it had one
+/// (what its players saw, or were about to see, in `game_over`), else as `server_aborted`.
 pub(in crate::game) async fn supervise(
     task: JoinHandle<()>,
     setup: GameSetup,
@@ -65,51 +80,36 @@ pub(in crate::game) async fn supervise(
         return;
     }
     let game_id = setup.game_id;
-    tracing::error!(%game_id, "game task panicked; ending the game as server-aborted");
-    let result = GameResult {
-        winner: None,
-        reason: EndReason::ServerAborted,
-    };
-    let (already_finished, record, spectators) = {
+    let (already_finished, record, mut fanout, mut seq) = {
         let mut shared = lock(&shared);
         let already_finished = std::mem::replace(&mut shared.finished, true);
         let record = if already_finished {
+            tracing::error!(%game_id, "game task panicked after the game ended");
             shared.unrecorded.take()
+        } else if let Some(record) = shared.ended.take() {
+            // The end is in the log: it stands. Its events go out if the panic
+            // came before they did.
+            tracing::error!(%game_id, "game task panicked after its end was logged; recording that end");
+            // (Once the events are out, the actor has its reply back: `owed` is then empty.)
+            let owed = shared.owed.take();
+            if let Some(events) = shared.unpublished.take() {
+                if let Some((answer, frame)) = owed {
+                    // First, as the game sends a move's reply before its events.
+                    answer
+                        .outbox
+                        .write_or_kill(&Framed::new(Arc::from([frame])), 0);
+                    answer.sent();
+                }
+                publish_end(&mut shared, &events);
+            }
+            Some(record)
         } else {
-            shared.seq += 1;
-            let over = ServerMsg::GameOver {
-                game_id,
-                seq: shared.seq,
-                result,
-                rated: false,
-                clocks: Clocks {
-                    one_ms: shared.clocks_ms.one,
-                    two_ms: shared.clocks_ms.two,
-                    running: SeatPair::new(false, false),
-                },
-            };
-            let frame = Bytes::from(wire::encode(&over));
-            // Spectators get what the game had left for them, then the end; a lagging
-            // one gets the GameOver itself in place of a snapshot.
-            shared.fanout.broadcast(std::slice::from_ref(&frame), None);
-            shared.fanout.deliver_all(|| frame.clone());
-            Some(Arc::new(GameRecord {
-                game_id,
-                variant: setup.variant,
-                time_control: setup.time_control,
-                rated: setup.rated,
-                players: setup.players.clone(),
-                started_at,
-                ended_at: unix_ms(),
-                result,
-                rounds: shared.rounds.clone(),
-                final_clocks_ms: shared.clocks_ms,
-            }))
+            tracing::error!(%game_id, "game task panicked; ending the game as server-aborted");
+            Some(Arc::new(server_aborted(&mut shared, &setup, started_at)))
         };
-        let spectators = std::mem::take(&mut shared.fanout).spectator_count();
-        (already_finished, record, spectators)
+        let fanout = std::mem::take(&mut shared.fanout);
+        (already_finished, record, fanout, shared.seq)
     };
-    spectators_left(&services, spectators);
     if !already_finished {
         services
             .registry
@@ -118,8 +118,71 @@ pub(in crate::game) async fn supervise(
         services.metrics.games_finished.fetch_add(1, Relaxed);
     }
     if let Some(record) = record {
-        if let Err(error) = services.db.record_game(record).await {
-            tracing::error!(%game_id, %error, "could not record the aborted game");
+        match services.db.record_game(record).await {
+            Ok(Some(ratings)) => {
+                // `game_over.rated` promised this event once the ratings are stored.
+                seq += 1;
+                let update = ServerMsg::RatingUpdate {
+                    game_id,
+                    seq,
+                    ratings,
+                };
+                let frame = Bytes::from(wire::encode(&update));
+                fanout.broadcast(std::slice::from_ref(&frame), None);
+                fanout.deliver_all(|| frame.clone());
+            }
+            Ok(None) => {}
+            Err(error) => tracing::error!(%game_id, %error, "could not record the game"),
         }
     }
+    spectators_left(&services, fanout.spectator_count());
+}
+
+/// Sends the logged end's events (the last is its `game_over`) to everyone.
+fn publish_end(shared: &mut Shared, events: &[ServerMsg]) {
+    let frames: Vec<Bytes> = events
+        .iter()
+        .map(|e| Bytes::from(wire::encode(e)))
+        .collect();
+    if let Some(seq) = events.iter().filter_map(ServerMsg::seq).max() {
+        shared.seq = shared.seq.max(seq);
+    }
+    shared.fanout.broadcast(&frames, None);
+    if let Some(last) = frames.last() {
+        shared.fanout.deliver_all(|| last.clone());
+    }
+}
+
+/// Sends everyone a `game_over` (no winner, `server_aborted`, unrated) and returns the
+/// game's record from what `shared` knows of it.
+fn server_aborted(shared: &mut Shared, setup: &GameSetup, started_at: u64) -> GameRecord {
+    let result = GameResult {
+        winner: None,
+        reason: EndReason::ServerAborted,
+    };
+    shared.seq += 1;
+    let over = ServerMsg::GameOver {
+        game_id: setup.game_id,
+        seq: shared.seq,
+        result,
+        rated: false,
+        clocks: Clocks {
+            one_ms: shared.clocks_ms.one,
+            two_ms: shared.clocks_ms.two,
+            running: SeatPair::new(false, false),
+        },
+    };
+    let frame = Bytes::from(wire::encode(&over));
+    // Spectators get what the game had left for them, then the end; a lagging one gets the
+    // GameOver itself in place of a snapshot.
+    shared.fanout.broadcast(std::slice::from_ref(&frame), None);
+    shared.fanout.deliver_all(|| frame.clone());
+    GameRecord::new(
+        setup,
+        started_at,
+        unix_ms(),
+        result,
+        shared.rounds.clone(),
+        shared.clocks_ms,
+    )
 }

@@ -9,6 +9,7 @@ mod clocks;
 mod incident;
 mod isolation;
 mod play;
+mod stall;
 mod watch;
 
 use std::collections::VecDeque;
@@ -26,6 +27,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::db::{AccountRow, Db};
+use crate::game::MemoryLog;
 use crate::game::{spawn_game, GameHandle, GameServices, GameSettings, GameSetup, LogStore};
 use crate::game::{AnswerTo, PlayerHandle, SeatAction};
 use crate::metrics::Metrics;
@@ -168,6 +170,8 @@ impl Player {
 /// A database, a registry and metrics shared by the games of one test.
 struct Harness {
     services: GameServices,
+    /// What the games logged (and which games' appends it refuses).
+    log: Arc<MemoryLog>,
     accounts: Vec<AccountRow>,
     _dir: TempDir,
 }
@@ -188,9 +192,11 @@ impl Harness {
             Arc::new(Metrics::default()),
             GameSettings::default(),
         );
-        services.log = LogStore::Memory(Arc::default());
+        let log = Arc::<MemoryLog>::default();
+        services.log = LogStore::Memory(log.clone());
         Harness {
             services,
+            log,
             accounts,
             _dir: dir,
         }

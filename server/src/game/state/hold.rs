@@ -8,6 +8,11 @@
 //! Ending it reopens the current phase with fresh timing: `RoundStart` for the same round
 //! (if nobody has committed in it yet) or `RevealPhase` with a full reveal window.
 //!
+//! A game is also held while its log cannot be written (`stall`): from the step the log
+//! refused until the log takes it, with no limit of time, whoever is connected. Moves made
+//! meanwhile are kept, waiting for the log with the first; when it takes them the hold ends
+//! (`unstall`) as an incident's does, with a fresh grace period for a seat that is away.
+//!
 //! After a restart the game also loses the round under way, if any (`void_round`): picks
 //! are simultaneous only if neither player can learn anything before committing, and a
 //! client may have lost its nonce in the outage, so the round is played again from its
@@ -82,9 +87,38 @@ impl GameState {
         Some(self.round)
     }
 
+    /// Holds the clocks from `now` because the game's log cannot take its steps: nothing
+    /// runs out until `unstall`.
+    pub fn stall(&mut self, now: Instant) {
+        if self.record.is_some() || self.stalled {
+            return;
+        }
+        self.stalled = true;
+        self.banks.set_running(self.outstanding(), now);
+    }
+
+    /// The log has taken every step: the clocks run again from `now`, and the current
+    /// phase reopens (an incident's hold still running goes on to its end).
+    pub fn unstall(&mut self, now: Instant, out: &mut Vec<ServerMsg>) {
+        if !std::mem::replace(&mut self.stalled, false) || self.record.is_some() {
+            return;
+        }
+        for seat in Seat::BOTH {
+            if !*self.connected.get(seat) {
+                let away = self.away_since.get_mut(seat);
+                *away = (*away).max(now);
+            }
+        }
+        let both_back = self.connected.one && self.connected.two;
+        match self.hold {
+            Some(until) if until > now && !both_back => {}
+            _ => self.release(now, out),
+        }
+    }
+
     /// Ends the hold once both players are connected.
     pub(super) fn release_if_both_back(&mut self, now: Instant, out: &mut Vec<ServerMsg>) {
-        if self.hold.is_some() && self.connected.one && self.connected.two {
+        if self.hold.is_some() && !self.stalled && self.connected.one && self.connected.two {
             self.release(now, out);
         }
     }

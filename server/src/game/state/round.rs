@@ -227,7 +227,7 @@ impl GameState {
     /// Whose bank runs: each seat whose commit or reveal is outstanding (none in round 1's
     /// commit phase, which the first-commit window governs instead, and none while held).
     pub(super) fn outstanding(&self) -> SeatPair<bool> {
-        if self.hold.is_some() {
+        if self.hold.is_some() || self.stalled {
             return SeatPair::new(false, false);
         }
         match self.phase {

@@ -468,3 +468,4 @@ fn a_game_with_a_guest_is_not_rated() {
 
 mod bounds;
 mod recovery;
+mod stall;
