@@ -249,6 +249,8 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       await roundShown(page, 1);
       await page.waitForSelector('.board[data-round="2"][data-phase="commit"]', STEP);
       await page.waitForSelector('button.pick:not([disabled])', STEP);
+      // A phone leaves the tapped button hovered (emulated here by the mouse resting on it).
+      await page.hover('button.pick[data-element="3"]');
       const bg = (e) => page.$eval(`button.pick[data-element="${e}"]`, (b) => getComputedStyle(b).backgroundColor);
       assert.equal(await bg(3), await bg(5), 'the last tapped pick looks like any other');
 
