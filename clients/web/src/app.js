@@ -4,10 +4,11 @@
 
 import { Alerts } from './alerts.js';
 import { Connection, ProtocolError, wsUrl } from './connection.js';
-import { applyEvent, canPick, describeResult, describeRound, fromRecord, fromSnapshot, owesReveal } from './game.js';
+import { applyEvent, canPick, describeResult, describeRound, fromSnapshot, owesReveal } from './game.js';
 import { h, replace } from './dom.js';
 import { plainMessage } from './errors.js';
 import { play } from './play.js';
+import { fetchRecord } from './record.js';
 import { authView } from './views/auth.js';
 import { lobbyView } from './views/lobby.js';
 import { gameView } from './views/game-view.js';
@@ -359,32 +360,13 @@ export class App {
   }
 
   /**
-   * A finished game from its stored record, with the rating changes from its players'
-   * histories. Resolves to false if there is no such record. A game that has just ended
-   * may take a moment to be recorded: a missing record is asked for a few times.
+   * Show a game that is not live from its stored record (see record.js). Resolves to
+   * false if there is none.
    */
   async loadRecord(id, tries = 1) {
-    let res;
-    for (let i = 0; i < tries; i++) {
-      if (i) await new Promise((ok) => setTimeout(ok, 700));
-      res = await fetch(`/api/games/${encodeURIComponent(id)}`);
-      if (res.status !== 404) break;
-    }
-    if (res.status === 404) return false;
-    if (!res.ok) throw new ProtocolError('http', `The game's record could not be read (HTTP ${res.status}).`);
-    const record = await res.json();
-    let ratings = null;
-    const rated = record.rated && record.result.winner && !record.players.one.guest && !record.players.two.guest;
-    if (rated) {
-      const change = async (seat) => {
-        const r = await fetch(`/api/players/${encodeURIComponent(record.players[seat].name)}`);
-        const row = r.ok ? (await r.json()).history?.find((x) => x.game_id === id) : null;
-        return row ? { before: row.before, after: row.after } : null;
-      };
-      const [one, two] = await Promise.all([change('one'), change('two')]);
-      ratings = one && two ? { one, two } : null;
-    }
-    if (!this.games.has(id)) this.games.set(id, fromRecord(record, this.account?.name, ratings, performance.now()));
+    const game = await fetchRecord(id, this.account?.name, tries);
+    if (!game) return false;
+    if (!this.games.has(id)) this.games.set(id, game);
     this.refresh();
     return true;
   }
