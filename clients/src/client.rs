@@ -305,10 +305,12 @@ impl Client {
         }
     }
 
-    /// Start watching; the game's events follow as events.
+    /// Start watching; the game's events follow as events. A game this connection already
+    /// watches is answered `ok` (PROTOCOL.md section 7): its snapshot then comes from `sync`.
     pub async fn watch(&self, game_id: GameId) -> Result<GameSnapshot, ClientError> {
         match self.request(|id| ClientMsg::Watch { id, game_id }).await? {
             ServerMsg::Snapshot { snapshot, .. } => Ok(snapshot),
+            ServerMsg::Ok { .. } => Ok(self.sync(game_id).await?.0),
             other => Err(ClientError::unexpected(other)),
         }
     }

@@ -225,6 +225,12 @@ impl Conn {
         Ok((stream, self.next_id))
     }
 
+    /// Forgets the pushes stashed while requests waited (a client that does not follow
+    /// the game's events).
+    pub fn discard_stashed(&mut self) {
+        self.stashed.clear();
+    }
+
     /// Close politely; errors are moot, the socket goes either way.
     pub async fn close(mut self) {
         let _ = tokio::time::timeout(Duration::from_secs(1), self.ws.close(None)).await;

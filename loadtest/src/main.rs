@@ -5,6 +5,7 @@ mod broadcast;
 mod conn;
 mod ctx;
 mod echo;
+mod flood;
 mod lean;
 mod limits;
 mod local;
@@ -46,6 +47,18 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(broadcast::serve())
         }
         Some(Command::Medians { files }) => medians::run(&files),
+        Some(Command::Flood(options)) => {
+            let json = options.json.clone();
+            let report = runtime.block_on(flood::run(options))?;
+            print!("{}", report.table());
+            if let Some(path) = json {
+                let text = serde_json::to_string_pretty(&report)?;
+                std::fs::write(&path, text + "\n")
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            Ok(())
+        }
         None => {
             let json = cli.run.json.clone();
             let report = runtime.block_on(run::run(cli.run))?;

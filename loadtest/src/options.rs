@@ -45,6 +45,11 @@ pub enum Command {
     #[command(hide = true, name = "broadcast-serve")]
     BroadcastServe,
 
+    /// The spectator flood (BENCHMARKS.md, "Spectator flood"): two players play one game
+    /// while many connections flood it with `watch`, `sync` and `unwatch`; reports the
+    /// players' result latency and every move refused.
+    Flood(crate::flood::FloodOptions),
+
     /// Print several runs' `--json` reports side by side with their median, as a
     /// Markdown table (`loadtest/bench.sh` uses it).
     Medians {

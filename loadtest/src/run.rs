@@ -113,7 +113,7 @@ fn server_cap(server_args: &[String]) -> u64 {
 }
 
 /// The server's address, refusing anything but loopback.
-fn loopback_address(url: &str) -> anyhow::Result<SocketAddr> {
+pub(crate) fn loopback_address(url: &str) -> anyhow::Result<SocketAddr> {
     let url = ServerUrl::parse(url)?;
     let addr = (url.host().trim_matches(['[', ']']), url.port())
         .to_socket_addrs()

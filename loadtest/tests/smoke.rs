@@ -324,3 +324,25 @@ fn sign_ins_refused_while_password_checks_are_busy_are_retried() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_short_spectator_flood_refuses_no_move_and_fails_nothing() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (report, text, stdout) = run(&dir, &["flood", "--flooders=10", "--rounds=16"]);
+    assert_eq!(report["rounds_played"].as_u64(), Some(16), "{stdout}");
+    assert_eq!(
+        report["result_latency_ms"]["count"].as_u64(),
+        Some(32),
+        "{text}"
+    );
+    assert_eq!(report["moves_refused"].as_u64(), Some(0), "{stdout}");
+    let errors = report["errors"].as_object().expect("errors by kind");
+    assert!(errors.is_empty(), "errors in the run:\n{stdout}");
+    let answered: u64 = report["flood_answered"]
+        .as_object()
+        .expect("flood requests by kind")
+        .values()
+        .filter_map(serde_json::Value::as_u64)
+        .sum();
+    assert!(answered > 0, "the flooders were never answered:\n{stdout}");
+}

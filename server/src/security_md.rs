@@ -96,6 +96,10 @@ fn pins() -> Vec<Pin> {
             format!("{} KiB", crate::accept::MAX_HEAD_BYTES >> 10),
         ),
         pin(
+            "a step in the game log",
+            format!("{} KiB", crate::db::GAME_LOG_MAX_STEP >> 10),
+        ),
+        pin(
             "the WebSocket read buffer",
             format!("{} KiB per connection", crate::http::READ_BUFFER >> 10),
         ),

@@ -79,7 +79,7 @@ const PAYLOAD_PREFIX: usize = 16 + 8;
 const MAX_PAYLOAD: usize = 16 << 20;
 /// The longest payload written: a hundred times the largest step a game can log (a
 /// round's result on the widest board, `the_largest_steps_fit_a_frame_many_times_over`).
-pub(super) const MAX_PAYLOAD_WRITTEN: usize = 64 << 10;
+pub(crate) const MAX_PAYLOAD_WRITTEN: usize = 64 << 10;
 
 /// Requests queued for the journal. Appends come from every live game at once; a full
 /// queue makes the games wait (back-pressure) rather than grow memory.

@@ -42,6 +42,8 @@ pub use journal::LogHealth;
 pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
 // For SECURITY.md's pins (`security_md.rs`).
 #[cfg(test)]
+pub(crate) use journal::MAX_PAYLOAD_WRITTEN as GAME_LOG_MAX_STEP;
+#[cfg(test)]
 pub(crate) use journal::REQUEST_QUEUE as GAME_LOG_QUEUE;
 #[cfg(test)]
 pub(crate) use writer::REQUEST_QUEUE as DB_REQUEST_QUEUE;

@@ -188,8 +188,10 @@ impl Actor {
                 () = sleep_until_some(self.stalled.as_ref().map(|s| s.retry_at)) => {
                     self.retry_log().await;
                 }
-                // Then commands: each one settles passed deadlines itself before acting,
-                // judged by the clock at the moment it is handled.
+                // Then the players' commands: each one settles passed deadlines itself
+                // before acting, judged at its arrival (a move) or as it is handled. A
+                // move already queued when a deadline passes is judged (at its arrival)
+                // before the timer's verdict.
                 cmd = self.rx.recv(), if self.rx_open => self.on_cmd(cmd).await,
                 () = &mut timer, if armed.is_some() => self.on_deadline().await,
                 // Spectators when nothing above is waiting, a chunk at a time.

@@ -16,9 +16,9 @@ use tokio::time::Instant;
 use crate::outbox::Outbox;
 
 /// Players' commands a game may have queued. Each connection has at most one request in
-/// flight (its session waits for each answer or `settle`s), and only the two seats'
-/// connections and the lobby's seating send here, so this only fills if the actor is
-/// stuck; senders then wait.
+/// flight (its session waits for each answer or `settle`s), and only connections signed
+/// in as the two players and the lobby's seating send here, so this only fills if the
+/// actor is stuck; senders then wait.
 pub const GAME_CHANNEL_CAPACITY: usize = 64;
 
 /// Spectators' commands (`watch`, a spectator's `sync`, `unwatch`) a game may have queued.
@@ -246,10 +246,11 @@ impl GameHandle {
 
 /// Sends a notice that must not be lost (a seat's `Detach`, an `Unwatch`, the lobby's
 /// `Gone`): at once if the channel has room, else from a task that waits for room. The
-/// waiting tasks are bounded by construction: a connection sends each notice once, as it
-/// ends or unwatches, so there are never more than the connections that closed or
-/// unwatched while the queue was full, and each is gone once its notice is queued (or
-/// the receiver is: a closed channel has nobody left to notify).
+/// waiting tasks are bounded by construction: a connection sends each notice once (as it
+/// ends: a detach for its seat, an unwatch for each game it watches, at most 16, a gone
+/// to the lobby; or an unwatch as it asks), so there are never more than that per
+/// connection that closed or unwatched while a queue was full, and each task is gone once
+/// its notice is queued (or the receiver is: a closed channel has nobody to notify).
 pub(crate) fn notify<T: Send + 'static>(tx: &mpsc::Sender<T>, notice: T) {
     match tx.try_send(notice) {
         Ok(()) | Err(TrySendError::Closed(_)) => {}

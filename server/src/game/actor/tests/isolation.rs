@@ -60,6 +60,28 @@ async fn a_move_that_waits_in_the_games_queue_is_charged_from_its_arrival() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_move_that_arrived_in_time_is_in_time_though_the_game_sees_it_after_the_deadline() {
+    let h = Harness::new().await;
+    let mut game = h.start(0, TC).await;
+    game.play(1, 1, 1).await;
+    game.one.commit(2, 3).await.unwrap();
+    game.one.drain();
+    // Two's bank (62 s) has a millisecond left when its commit arrives...
+    advance(Duration::from_millis(61_999)).await;
+    let commit = game.two.commitment(2, 4);
+    let (_asker, sent) = queue(&game.two, commit, Instant::now()).await;
+    // ...and the game gets to it only after the deadline has passed.
+    advance(Duration::from_millis(2)).await;
+    sent.await.unwrap();
+    let msgs = game.one.drain();
+    assert!(
+        !msgs.iter().any(|m| matches!(m, ServerMsg::GameOver { .. })),
+        "lost on time: {msgs:?}"
+    );
+    assert_eq!(reveal_phase_clocks(msgs), (62_000, 1));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_move_is_never_judged_before_an_instant_the_game_already_judged() {
     let h = Harness::new().await;
     let mut game = h.start(0, TC).await;
