@@ -2,18 +2,26 @@
 // tab plays or watches, and the hash router that picks a view. Views read this state and
 // call its actions; every server push ends in `refresh()`, which updates the current view.
 
+import { Alerts } from './alerts.js';
 import { Connection, ProtocolError, wsUrl } from './connection.js';
-import { applyEvent, describeResult, describeRound, fromSnapshot, owesReveal } from './game.js';
+import { applyEvent, canPick, describeResult, describeRound, fromSnapshot, owesReveal } from './game.js';
 import { h, replace } from './dom.js';
+import { plainMessage } from './errors.js';
 import { play } from './play.js';
+import { fetchRecord } from './record.js';
 import { authView } from './views/auth.js';
 import { lobbyView } from './views/lobby.js';
 import { gameView } from './views/game-view.js';
 import { watchView } from './views/watch.js';
 import { leaderboardView } from './views/leaderboard.js';
 import { playerView } from './views/player.js';
+import { howView } from './views/how.js';
 
 const TOKEN_KEY = 'elementals.token';
+
+function token() {
+  return localStorage.getItem(TOKEN_KEY);
+}
 const GAME_EVENTS = new Set([
   'round_start', 'committed', 'reveal_phase', 'revealed', 'round_result', 'draw_offered',
   'draw_declined', 'presence', 'game_over', 'rating_update', 'spectators',
@@ -37,10 +45,16 @@ export class App {
     // once it lands: a seat starts receiving events the moment it attaches.
     this.early = new Map();
     this.retries = 0;
+    // Connections opened so far (the tests read it).
+    this.opened = 0;
+    // Set while reconnecting after the server closed a connection that had not signed in
+    // (4001 after its sign-in time): nothing was lost, so nothing is said.
+    this.quietReconnect = false;
     // What is typed into views that a reconnection rebuilds (the lobby's opponent name).
     this.drafts = {};
     this.view = null;
     this.route = null;
+    this.alerts = new Alerts();
     this.buildShell();
   }
 
@@ -57,15 +71,23 @@ export class App {
       h('a', { href: '#/lobby' }, 'Play'),
       h('a', { href: '#/watch' }, 'Watch'),
       h('a', { href: '#/leaderboard' }, 'Leaderboard'),
+      h('a', { href: '#/how' }, 'How to play'),
     );
     this.me = h('div', { class: 'me' });
+    const alertsBox = h('input', { type: 'checkbox', id: 'alerts', checked: this.alerts.on, 'aria-describedby': 'alerts-help' });
+    alertsBox.addEventListener('change', () => {
+      this.alerts.set(alertsBox.checked);
+      this.refresh();
+    });
+    this.alertsToggle = h('label', { class: 'alerts check' }, alertsBox, ' Alerts',
+      h('span', { class: 'sr-only', id: 'alerts-help' }, ': a sound, and the tab title, when a round starts for you or your game ends'));
     this.banner = h('div', { class: 'banner', role: 'status', 'aria-live': 'polite' });
     this.toasts = h('div', { class: 'toasts', role: 'alert', 'aria-live': 'assertive' });
     this.announcer = h('div', { class: 'sr-only', 'aria-live': 'polite', id: 'announcer' });
     this.main = h('main', { id: 'view', tabindex: '-1' });
     replace(
       this.root,
-      h('header', { class: 'topbar' }, h('a', { class: 'brand', href: '#/lobby' }, 'Elementals'), this.nav, this.me),
+      h('header', { class: 'topbar' }, h('a', { class: 'brand', href: '#/lobby' }, 'Elementals'), this.nav, this.alertsToggle, this.me),
       this.banner,
       this.main,
       this.toasts,
@@ -79,13 +101,16 @@ export class App {
       this.me,
       a
         ? [
-            h('a', { href: `#/player/${encodeURIComponent(a.name)}`, class: 'me-name' }, a.name),
+            // A guest has no player page.
+            a.guest
+              ? h('span', { class: 'me-name' }, a.name)
+              : h('a', { href: `#/player/${encodeURIComponent(a.name)}`, class: 'me-name' }, a.name),
             a.guest ? h('span', { class: 'tag' }, 'guest') : h('span', { class: 'rating', 'aria-label': `rating ${a.rating.toFixed(2)}` }, a.rating.toFixed(2)),
             h('button', { class: 'link', onclick: () => this.logout() }, 'Log out'),
           ]
         : h('a', { href: '#/login' }, 'Sign in'),
     );
-    const text = {
+    const text = this.quietReconnect ? '' : {
       connecting: 'Connecting…',
       reconnecting: 'Connection lost. Reconnecting…',
       superseded: 'This account signed in somewhere else.',
@@ -126,6 +151,7 @@ export class App {
       case 'watch': return { name: 'watch' };
       case 'leaderboard': return { name: 'leaderboard' };
       case 'player': return { name: 'player', player: parts[1] };
+      case 'how': return { name: 'how' };
       default: return { name: 'lobby' };
     }
   }
@@ -137,7 +163,8 @@ export class App {
 
   navigate() {
     let route = this.parseRoute();
-    const needsAccount = route.name === 'lobby' || route.name === 'game';
+    // Only playing needs an account: anyone may watch a game or read the pages.
+    const needsAccount = route.name === 'lobby';
     if (needsAccount && !this.account && this.status !== 'connecting') route = { name: 'login', then: location.hash };
     const same = this.route && JSON.stringify(this.route) === JSON.stringify(route);
     if (same && this.view) return this.refresh();
@@ -145,10 +172,11 @@ export class App {
     this.route = route;
     const views = {
       login: authView, lobby: lobbyView, game: gameView, watch: watchView,
-      leaderboard: leaderboardView, player: playerView,
+      leaderboard: leaderboardView, player: playerView, how: howView,
     };
-    // Before the first connection has tried to resume, pages that need an account wait.
-    const needsWait = route.name !== 'login' && needsAccount && !this.account;
+    // Before the first connection has tried to resume, pages that need an account (or, for
+    // a game, to know whether this is a player or a spectator) wait.
+    const needsWait = (needsAccount || route.name === 'game') && !this.account && this.status === 'connecting';
     this.view = needsWait ? { el: h('p', { class: 'loading' }, 'Connecting…') } : views[route.name](this, route);
     replace(this.main, this.view.el);
     this.renderShell();
@@ -158,6 +186,18 @@ export class App {
   refresh() {
     this.renderShell();
     this.view?.update?.();
+    this.renderTitle();
+  }
+
+  /** The tab says when this player must pick, and how their game ended while it is shown. */
+  renderTitle() {
+    const game = this.myGameId && this.games.get(this.myGameId);
+    let text = null;
+    if (game?.seat && canPick(game)) text = 'Your move';
+    else if (game?.seat && game.phase === 'over' && this.route?.id === game.id && game.result) {
+      text = !game.result.winner ? 'Game over' : game.result.winner === game.seat ? 'You won' : 'You lost';
+    }
+    this.alerts.title(text);
   }
 
   // ---- connection ----
@@ -179,31 +219,47 @@ export class App {
       return; // onClose schedules the retry.
     }
     this.retries = 0;
+    this.opened++;
+    const quiet = this.quietReconnect;
+    this.quietReconnect = false;
     // A new connection is signed in as nobody and watches nothing until it says so.
     this.account = null;
     // Live games are reopened on this connection (a snapshot after resume, or `sync`), so
     // a game that ended meanwhile is not shown as still running.
-    for (const [id, game] of this.games) if (game.phase !== 'over') this.games.delete(id);
+    // After a quiet reconnect a spectator's game stays on screen while it is watched again.
+    const rewatch = quiet && !token() && this.route?.name === 'game' ? this.route.id : null;
+    for (const [id, game] of this.games) if (game.phase !== 'over' && id !== rewatch) this.games.delete(id);
     this.watching.clear();
     // The server dropped this player from pools, seeks and challenges with the old socket.
     this.queue = null;
     this.mySeeks.clear();
     this.challengesIn.clear();
     this.challengesOut.clear();
-    const token = localStorage.getItem(TOKEN_KEY);
-    if (token) {
+    const saved = token();
+    if (saved) {
       try {
-        this.signedIn(await conn.request({ type: 'resume', token }));
+        this.signedIn(await conn.request({ type: 'resume', token: saved }));
       } catch (e) {
         if (e.code === 'invalid_token') localStorage.removeItem(TOKEN_KEY);
       }
     }
     this.status = 'online';
+    if (rewatch) {
+      this.refresh();
+      this.watch(rewatch).catch(() => {
+        // It ended meanwhile: the view opens it afresh (and finds its record).
+        this.games.delete(rewatch);
+        this.route = null;
+        this.navigate();
+      });
+      return;
+    }
     if (this.account && this.parseRoute().name === 'login') {
       this.route = null;
       this.go('#/lobby');
-    } else if (!this.account && this.route?.name === 'login' && this.view) {
+    } else if (!this.account && (this.route?.name === 'login' || (quiet && this.route?.name === 'watch')) && this.view) {
       // The sign-in form needs nothing from the connection: keep what was typed into it.
+      // The live list refreshes itself once the connection is up.
       this.refresh();
     } else {
       // Rebuild the view: it reopens (syncs or watches) its game on this connection.
@@ -212,8 +268,15 @@ export class App {
     }
   }
 
-  onClose({ notice }) {
+  onClose({ code, notice }) {
     this.conn = null;
+    if (code === 4001 && !this.account) {
+      // Closed for not signing in (a spectator, or a sign-in form left open): the server
+      // keeps nothing for such a connection, so open a new one at once, without a word.
+      this.quietReconnect = true;
+      this.connect();
+      return;
+    }
     if (notice?.code === 'superseded') {
       this.status = 'superseded';
     } else {
@@ -235,7 +298,7 @@ export class App {
     try {
       return await this.request(msg);
     } catch (e) {
-      this.toast(e.message, 'error');
+      this.toast(plainMessage(e), 'error');
       return null;
     } finally {
       this.refresh();
@@ -247,6 +310,8 @@ export class App {
   signedIn(reply) {
     this.account = reply.account;
     localStorage.setItem(TOKEN_KEY, reply.token);
+    // The sign-in form opens on "Log in" for someone who has an account here.
+    if (!reply.account.guest) localStorage.setItem('elementals.has-account', '1');
   }
 
   async authenticate(msg) {
@@ -283,15 +348,34 @@ export class App {
    */
   async openGame(id) {
     if (this.games.has(id)) return;
+    if (!this.account) return this.watch(id);
     try {
       const reply = await this.request({ type: 'sync', game_id: id });
       this.installSnapshot(reply.snapshot, reply.seat ?? null);
     } catch (e) {
       if (e.code !== 'not_seated') throw e;
-      const reply = await this.request({ type: 'watch', game_id: id });
-      this.watching.add(id);
-      this.installSnapshot(reply.snapshot, null);
+      return this.watch(id);
     }
+    this.refresh();
+  }
+
+  /**
+   * Show a game that is not live from its stored record (see record.js). Resolves to
+   * false if there is none.
+   */
+  async loadRecord(id, tries = 1) {
+    const game = await fetchRecord(id, this.account?.name, tries);
+    if (!game) return false;
+    if (!this.games.has(id)) this.games.set(id, game);
+    this.refresh();
+    return true;
+  }
+
+  /** Watch a live game (no account needed). Resolves when its snapshot is in. */
+  async watch(id) {
+    const reply = await this.request({ type: 'watch', game_id: id });
+    this.watching.add(id);
+    this.installSnapshot(reply.snapshot, null);
     this.refresh();
   }
 
@@ -332,6 +416,7 @@ export class App {
     } else {
       switch (msg.type) {
         case 'game_start':
+          this.alerts.beep('round');
           this.myGameId = msg.game.game_id;
           this.early.set(msg.game.game_id, []);
           this.queue = null;
@@ -393,6 +478,15 @@ export class App {
     }
     if (result !== 'applied') return;
     if (msg.type === 'round_result') this.announce(describeRound(game, msg.record));
+    if (game.seat && msg.type === 'round_start') this.alerts.beep('round');
+    if (game.seat && msg.type === 'game_over') this.alerts.beep('result');
+    // Draw offers and refusals are said out loud (a toast is an alert), not only shown by
+    // the buttons changing.
+    const who = (seat) => game.info.players[seat].name;
+    if (msg.type === 'draw_offered' && msg.by !== game.seat) this.toast(`${who(msg.by)} offers a draw.`);
+    if (msg.type === 'draw_declined' && msg.by !== game.seat) {
+      this.toast(game.seat ? `${who(msg.by)} declined your draw offer.` : `${who(msg.by)} declined the draw offer.`);
+    }
     if (msg.type === 'game_over') {
       this.announce(describeResult(game));
       if (game.seat) play.forget(game.id);

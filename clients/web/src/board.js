@@ -39,7 +39,7 @@ export class Board {
     const p = info.players;
     this.el = h(
       'section',
-      { class: 'board', style: { '--cols': String(cols) }, 'aria-label': 'The track' },
+      { class: 'board', style: { '--cols': String(cols), '--lanes': String(number) }, 'aria-label': 'The track' },
       h(
         'div',
         { class: 'board-ends' },

@@ -1,7 +1,7 @@
 // A rating-history line chart drawn as SVG: one point per rated game, the first at the
 // rating before it.
 
-import { fmtRating, h } from './dom.js';
+import { fmtRating, h, plural } from './dom.js';
 
 const W = 640;
 const H = 240;
@@ -43,13 +43,13 @@ export function ratingChart(history) {
     { class: 'chart' },
     h(
       'svg:svg',
-      { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': `Rating over ${history.length} rated games, from ${fmtRating(values[0])} to ${fmtRating(lastValue)}`, class: 'rating-chart' },
+      { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': `Rating over ${plural(history.length, 'rated game')}, from ${fmtRating(values[0])} to ${fmtRating(lastValue)}`, class: 'rating-chart' },
       ticks,
       h('svg:polyline', { points, class: 'line', fill: 'none' }),
       dots,
       h('svg:text', { x: PAD.left, y: H - 8, class: 'axis' }, first),
       h('svg:text', { x: W - PAD.right, y: H - 8, class: 'axis', 'text-anchor': 'end' }, last),
     ),
-    h('figcaption', { class: 'muted' }, `Rating after each of ${history.length} rated games`),
+    h('figcaption', { class: 'muted' }, history.length === 1 ? 'Rating after the one rated game' : `Rating after each of ${history.length} rated games`),
   );
 }

@@ -6,6 +6,10 @@ import { Decoder, Encoder } from '@msgpack/msgpack';
 export const PROTOCOL_VERSION = 1;
 export const SUBPROTOCOL = 'elementals.v1';
 
+// A request unanswered this long is given up (the server answers every request it reads;
+// one it cannot attribute to a request is answered with a nil id).
+const REQUEST_TIMEOUT_MS = 15_000;
+
 const encoder = new Encoder({ ignoreUndefined: true });
 // Snapshots of long games can be large; the server caps its frames at 4 MiB.
 const decoder = new Decoder({ maxBinLength: 4 << 20, maxStrLength: 4 << 20 });
@@ -83,7 +87,14 @@ export class Connection extends EventTarget {
         reject(new ProtocolError('closed', 'not connected'));
         return;
       }
-      this.pending.set(id, { resolve, reject });
+      const timer = setTimeout(() => {
+        if (this.pending.delete(id)) reject(new ProtocolError('timeout', 'The server did not answer.'));
+      }, REQUEST_TIMEOUT_MS);
+      const done = (f) => (v) => {
+        clearTimeout(timer);
+        f(v);
+      };
+      this.pending.set(id, { resolve: done(resolve), reject: done(reject) });
       this.ws.send(encoder.encode({ ...msg, id }));
     });
   }

@@ -38,6 +38,11 @@ export function replace(el, ...children) {
   return el;
 }
 
+/** "1 round", "2 rounds". */
+export function plural(n, word, words = `${word}s`) {
+  return `${n} ${n === 1 ? word : words}`;
+}
+
 /** "1.50" */
 export function fmtRating(r) {
   return Number(r).toFixed(2);

@@ -4,6 +4,7 @@
 // the tab, and never leaves it).
 
 import { bytesToHex, commitment, freshNonce, hexToBytes } from './commitment.js';
+import { plainMessage } from './errors.js';
 import { canPick, owesReveal } from './game.js';
 
 const PREFIX = 'elementals.pick.';
@@ -35,7 +36,8 @@ export const play = {
 
   /** Commit to `pick` in the current round. */
   async commit(app, game, pick) {
-    if (!canPick(game) || game.committing) return;
+    // Offline, a pick could not be sent, and would be lost with the connection's state.
+    if (!canPick(game) || game.committing || !app.conn?.isOpen) return;
     const { id, round, seat } = game;
     const nonce = freshNonce();
     sessionStorage.setItem(key(id, round), JSON.stringify({ pick, nonce: bytesToHex(nonce) }));
@@ -50,7 +52,7 @@ export const play = {
       if (e.code !== 'already_committed' && e.code !== 'closed') {
         game.myPick = null;
         sessionStorage.removeItem(key(id, round));
-        app.toast(e.message, 'error');
+        app.toast(plainMessage(e), 'error');
       }
     } finally {
       game.committing = false;
@@ -80,7 +82,7 @@ export const play = {
         nonce: saved.nonce,
       });
     } catch (e) {
-      if (e.code !== 'already_revealed') app.toast(e.message, 'error');
+      if (e.code !== 'already_revealed') app.toast(plainMessage(e), 'error');
     } finally {
       revealing.delete(tag);
       app.refresh();

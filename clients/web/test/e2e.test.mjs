@@ -5,56 +5,26 @@
 
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-
-import { launchBrowser, newPlayer } from '../testkit/browser.mjs';
-import { startServer } from '../testkit/server.mjs';
+import { newPlayer } from '../testkit/browser.mjs';
+import { harness } from '../testkit/harness.mjs';
 import {
   boardPositions, joinPool, pick, playAsGuest, roundShown, seatOf, signUp, waitForGame, watchFromList,
 } from '../testkit/scenario.mjs';
 
 const STEP = { timeout: 30_000 };
 
+const h = harness();
+const withDiagnostics = (players, fn) => h.withDiagnostics(players, fn);
 let server;
 let browser;
-let started;
 
-/**
- * Start the server and the browser once, inside the first test that needs them (not in a
- * `before` hook, whose failure the runner reports as cancelled tests): a browser that
- * cannot start fails every test.
- */
-function setUp() {
-  started ??= (async () => {
-    server = await startServer();
-    browser = await launchBrowser();
-  })();
-  return started;
-}
-
-/**
- * Run a scenario; on failure, add what each page logged and the server's log tail to the
- * error, and keep a screenshot of each page.
- */
-async function withDiagnostics(players, fn) {
-  try {
-    await fn();
-  } catch (e) {
-    for (const [name, { page, errors }] of Object.entries(players)) {
-      await page.screenshot({ path: `/tmp/elementals-e2e-${name}.png` }).catch(() => {});
-      if (errors.length) e.message += `\n--- ${name}'s page logged: ${errors.map(String).join(' | ')}`;
-    }
-    const log = server ? readFileSync(server.log, 'utf8').split('\n').slice(-60).join('\n') : '';
-    e.message += `\n--- screenshots: /tmp/elementals-e2e-*.png; server log (${server?.log}) tail ---\n${log}`;
-    throw e;
-  }
+async function setUp() {
+  await h.setUp();
+  ({ server, browser } = h);
 }
 
 describe('the browser client against a real server', { timeout: 600_000 }, () => {
-  after(async () => {
-    await browser?.close();
-    await server?.stop();
-  });
+  after(() => h.tearDown());
 
   test('the server serves the embedded client', async () => {
     await setUp();
@@ -76,10 +46,11 @@ describe('the browser client against a real server', { timeout: 600_000 }, () =>
     const gina = await newPlayer(browser, server.url);
     await withDiagnostics({ gina }, async () => {
       const { page } = gina;
-      const signUpButton = page.getByRole('button', { name: 'Sign up' });
+      const signUpButton = page.getByRole('button', { name: 'Create account' });
       await page.goto('/#/login');
       // The buttons wait for the connection.
-      await page.waitForSelector('form button:not([disabled])', STEP);
+      await page.waitForSelector('#auth-submit:not([disabled])', STEP);
+      await page.getByLabel('New account').check();
       await page.fill('#name', 'gina');
       await page.fill('#password', 'correct horse battery');
       await page.evaluate(() => window.elementals.conn.ws.close());
@@ -145,6 +116,10 @@ describe('the browser client against a real server', { timeout: 600_000 }, () =>
         for (const page of Object.values(pages)) await roundShown(page, round);
         const moved = await watcher.page.getAttribute('.lane.moved', 'data-element');
         assert.equal(moved, '2', `round ${round}: element 2 moved`);
+        // Each page says what happened, from its own side.
+        assert.equal(await bySeat.one.textContent('#last-round'), `Round ${round}: their 2 beat your 1: 2 moves to −${round}${round === 3 ? ', the edge' : ''}.`);
+        assert.equal(await bySeat.two.textContent('#last-round'), `Round ${round}: your 2 beat their 1: 2 moves to −${round}${round === 3 ? ', the edge' : ''}.`);
+        assert.equal(await watcher.page.textContent('#last-round'), `Round ${round}: ${names.two}'s 2 beat ${names.one}'s 1: 2 moves to −${round}${round === 3 ? ', the edge' : ''}.`);
       }
 
       for (const page of Object.values(pages)) await page.waitForSelector('.result:not([hidden]) h2', STEP);

@@ -3,8 +3,8 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  applyEvent, beats, canPick, clockNow, describeRound, formatClock, fromSnapshot, owesReveal,
-  typedPick, victims,
+  applyEvent, beats, canPick, claimWin, clockNow, describeResult, describeRound, FIRST_COMMIT_MS, firstCommitLeft, formatClock,
+  fromSnapshot, owesReveal, typedPick, victims,
 } from '../src/game.js';
 
 const ID = '6f1c2b4a-8d3e-4f5a-9b7c-0123456789ab';
@@ -71,7 +71,15 @@ test('a round plays through commit, reveal and result', () => {
   assert.ok(canPick(g), 'the next round opens');
   applyEvent(g, ev(8, 'round_start', { round: 2 }), 70);
   assert.ok(canPick(g));
-  assert.match(describeRound(g, record), /2 wins for bob and moves to -1/);
+  assert.equal(describeRound(g, record), 'Round 1: their 2 beat your 5: 2 moves to −1.');
+  g.seat = null;
+  assert.equal(describeRound(g, record), "Round 1: bob's 2 beat ann's 5: 2 moves to −1.");
+  const tie = { round: 2, picks: { one: 3, two: 3 }, outcome: { winner: null, moved: null }, positions: record.positions };
+  assert.equal(describeRound(g, tie), 'Round 2: both picked 3: a tie, nothing moves.');
+  g.seat = 'two';
+  assert.equal(describeRound(g, tie), 'Round 2: you both picked 3: a tie, nothing moves.');
+  const edge = { ...record, round: 3, outcome: { winner: 'two', moved: { element: 2, by: 'two', from: -2, to: -3 } } };
+  assert.equal(describeRound(g, edge), 'Round 3: your 2 beat their 5: 2 moves to −3, the edge.');
 });
 
 test('the final round offers no pick before game_over', () => {
@@ -107,6 +115,8 @@ test('running clocks count down locally; stopped ones do not', () => {
   assert.equal(formatClock(180000), '3:00');
   assert.equal(formatClock(61500), '1:02');
   assert.equal(formatClock(9450), '9.4');
+  assert.equal(formatClock(99), '0.0', 'under a tenth left is still time');
+  assert.equal(formatClock(0), '0:00', 'an empty bank');
 });
 
 test('digits typed toward a pick', () => {
@@ -117,4 +127,58 @@ test('digits typed toward a pick', () => {
   assert.deepEqual(typedPick(1, 0, 12), { pick: 10, pending: 0 });
   assert.deepEqual(typedPick(0, 2, 12), { pick: 2, pending: 0 });
   assert.deepEqual(typedPick(1, 5, 12), { pick: 5, pending: 0 }, 'an impossible pair starts over');
+});
+
+test("round 1's commit window counts down from the start while no bank runs", () => {
+  const stopped = { ...CLOCKS, running: { one: false, two: false } };
+  const game = fromSnapshot(snapshot({ clocks: stopped }), 'one', 0);
+  assert.equal(firstCommitLeft(game, 4_200), FIRST_COMMIT_MS - 4_200);
+  assert.equal(firstCommitLeft(game, 40_000), 0);
+  // A wall clock behind the server's never shows more than the window.
+  assert.equal(firstCommitLeft(game, -5_000), FIRST_COMMIT_MS);
+  game.committed.one = true;
+  assert.equal(firstCommitLeft(game, 1_000), FIRST_COMMIT_MS - 1_000, 'one commit is not enough');
+  game.committed.two = true;
+  assert.equal(firstCommitLeft(game, 1_000), null);
+  const later = fromSnapshot(snapshot({ round: 2, clocks: stopped }), 'one', 0);
+  assert.equal(firstCommitLeft(later, 1_000), null);
+  const running = fromSnapshot(snapshot(), 'one', 0);
+  assert.equal(firstCommitLeft(running, 1_000), null, 'a running bank means the window is over');
+});
+
+test('a game called off in round 1 says who did not pick', () => {
+  const aborted = { winner: null, reason: 'aborted' };
+  const game = fromSnapshot(snapshot({ phase: 'over', result: aborted, committed: { one: true, two: false } }), 'one', 0);
+  assert.equal(describeResult(game), 'Game called off: bob did not pick in time in round 1. No rating changes.');
+  game.seat = 'two';
+  assert.match(describeResult(game), /you did not pick in time/);
+  game.seat = null;
+  game.committed.one = false;
+  assert.match(describeResult(game), /neither player picked/);
+});
+
+test('a win can be claimed a grace period after the opponent left, counted from their turn', () => {
+  const game = fromSnapshot(snapshot({ seq: 1, round: 2 }), 'one', 0);
+  assert.equal(claimWin(game, 0), null, 'the opponent is here');
+  applyEvent(game, ev(2, 'presence', { seat: 'two', connected: false, grace_ms: 30_000 }), 1_000);
+  assert.deepEqual(claimWin(game, 1_000), { owes: true, leftMs: 30_000 });
+  assert.deepEqual(claimWin(game, 31_000), { owes: true, leftMs: 0 });
+  // They had committed before leaving: nothing is held up until the reveal phase.
+  const away = fromSnapshot(snapshot({ seq: 1, round: 2 }), 'one', 0);
+  applyEvent(away, ev(2, 'committed', { round: 2, seat: 'two' }), 500);
+  applyEvent(away, ev(3, 'presence', { seat: 'two', connected: false, grace_ms: 30_000 }), 1_000);
+  assert.deepEqual(claimWin(away, 5_000), { owes: false, leftMs: null });
+  applyEvent(away, ev(4, 'committed', { round: 2, seat: 'one' }), 9_000);
+  applyEvent(away, ev(5, 'reveal_phase', { round: 2, reveal_ms: 15_000 }), 9_000);
+  assert.deepEqual(claimWin(away, 10_000), { owes: true, leftMs: 29_000 }, 'counted from their turn');
+  applyEvent(away, ev(6, 'presence', { seat: 'two', connected: true, grace_ms: 30_000 }), 11_000);
+  assert.equal(claimWin(away, 11_000), null);
+});
+
+test('a draw offer lapses when the round resolves', () => {
+  const game = fromSnapshot(snapshot({ seq: 1, draw_offer: 'two' }), 'one', 0);
+  applyEvent(game, ev(2, 'round_result', {
+    record: { round: 1, picks: { one: 1, two: 1 }, outcome: { winner: null, moved: null }, positions: [0, 0, 0, 0, 0] },
+  }), 0);
+  assert.equal(game.drawOffer, null);
 });

@@ -1,5 +1,6 @@
-// Takes the screenshots in docs/screenshots/: the lobby, a game in progress and the watch
-// view, at desktop (1280x800) and phone (390x844) sizes, from a real server and Chromium.
+// Takes the screenshots in docs/screenshots/: the lobby, a game in progress, the watch
+// view, the live games and how to play, at desktop (1280x800) and phone (390x844) sizes,
+// from a real server and Chromium.
 //
 //   node clients/web/test/screenshots.mjs
 //
@@ -89,6 +90,10 @@ async function main() {
     await viewer.page.goto('/#/watch');
     await viewer.page.waitForSelector('.live-game', STEP);
     await shoot(viewer.page, outDir, 'live-games');
+    await viewer.page.goto('/#/how');
+    await viewer.page.getByRole('button', { name: 'Play the round' }).click();
+    await viewer.page.waitForSelector('.try .lane.moved', STEP);
+    await shoot(viewer.page, outDir, 'how-to-play');
   } finally {
     await browser.close();
     await server.stop();

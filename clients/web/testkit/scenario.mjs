@@ -6,9 +6,10 @@ const STEP = { timeout: 30_000 };
 export async function signUp(page, name, password = 'correct horse battery') {
   await page.goto('/#/login');
   await page.waitForSelector('#name', STEP);
+  await page.getByLabel('New account').check();
   await page.fill('#name', name);
   await page.fill('#password', password);
-  await page.getByRole('button', { name: 'Sign up' }).click();
+  await page.getByRole('button', { name: 'Create account' }).click();
   await page.waitForSelector('.lobby .pools', STEP);
 }
 

@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { distProxy } from './dist-proxy.mjs';
+
 export const REPO = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 
 /** `cargo build -p elementals-server` (which also builds and embeds the web client). */
@@ -45,7 +47,9 @@ export async function startServer({ binary, extraArgs = [], logFile } = {}) {
   const out = createWriteStream(log);
   const child = spawn(
     bin,
-    ['--listen', `127.0.0.1:${port}`, '--database', join(dir, 'test.db'), '--argon2-memory-kib', '1024', ...extraArgs],
+    // Every test person comes from 127.0.0.1: no cap on the accounts one address creates.
+    ['--listen', `127.0.0.1:${port}`, '--database', join(dir, 'test.db'), '--argon2-memory-kib', '1024',
+      '--new-accounts-per-ip', '0', ...extraArgs],
     {
       cwd: dir,
       env: { ...process.env, NO_COLOR: '1', RUST_LOG: process.env.RUST_LOG ?? 'info,elementals_server=debug' },
@@ -75,11 +79,14 @@ export async function startServer({ binary, extraArgs = [], logFile } = {}) {
     }
     await new Promise((ok) => setTimeout(ok, 100));
   }
+  // ELEMENTALS_WEB_DIST: the pages get the client from that directory (see dist-proxy.mjs).
+  const proxy = process.env.ELEMENTALS_WEB_DIST ? await distProxy(process.env.ELEMENTALS_WEB_DIST, url) : null;
   return {
-    url,
+    url: proxy?.url ?? url,
     port,
     log,
     async stop({ keep = false } = {}) {
+      await proxy?.close();
       if (!exited) {
         child.kill('SIGTERM');
         const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);

@@ -3,9 +3,11 @@
 // result with rating changes and a rematch.
 
 import { Board } from '../board.js';
-import { fmtDelta, fmtGameKind, fmtRating, h, replace } from '../dom.js';
+import { fmtDelta, fmtGameKind, fmtRating, h, plural, replace } from '../dom.js';
 import {
-  canPick, clockNow, describeResult, formatClock, otherSeat, SEATS, typedPick, victims,
+  canPick, claimWin, clockNow, describeResult, describeRound, FIRST_COMMIT_MS, firstCommitLeft, formatClock, isGameId, otherSeat, SEATS,
+  typedPick,
+  victims,
 } from '../game.js';
 import { play } from '../play.js';
 
@@ -16,8 +18,22 @@ export function gameView(app, route) {
   let failed = null;
 
   const load = () => {
-    app.openGame(id).catch((e) => {
-      failed = e.code === 'unknown_game' ? 'This game is not being played any more.' : e.message;
+    if (!isGameId(id)) {
+      failed = 'There is no game at this address: a game address ends in a game id, like the ones in the list of live games.';
+      return;
+    }
+    app.openGame(id).catch(async (e) => {
+      // Not live (any more): the stored record shows how it ended, with the ratings.
+      if (e.code === 'unknown_game' || e.code === 'game_over') {
+        try {
+          if (await app.loadRecord(id, e.code === 'game_over' ? 5 : 1)) return;
+          failed = 'No game with this id is being played, and none was recorded.';
+        } catch (err) {
+          failed = err.message;
+        }
+      } else {
+        failed = e.code === 'timeout' ? 'The server did not answer. Reload the page to try again.' : e.message;
+      }
       update();
     });
   };
@@ -25,7 +41,12 @@ export function gameView(app, route) {
   const update = () => {
     const game = app.games.get(id);
     if (!game) {
-      if (failed) replace(el, h('div', { class: 'card' }, h('p', {}, failed), h('a', { href: '#/watch' }, 'Live games')));
+      if (failed) {
+        replace(el, h('div', { class: 'card', id: 'game-missing' },
+          h('h1', {}, 'Game not found'),
+          h('p', {}, failed),
+          h('p', { class: 'row wrap' }, h('a', { href: '#/watch' }, 'Live games'), app.account ? h('a', { href: '#/lobby' }, 'Play') : null)));
+      }
       return;
     }
     // A new snapshot replaces the game object; the DOM is kept so that tokens slide.
@@ -38,7 +59,11 @@ export function gameView(app, route) {
   // Clocks tick locally between events.
   const timer = setInterval(() => {
     const game = app.games.get(id);
-    if (game && parts) renderClocks(game, parts);
+    if (game && parts) {
+      renderClocks(game, parts);
+      renderCountdown(app, game, parts);
+      renderClaim(app, game, parts);
+    }
   }, 100);
 
   // Digits pick an element: 1-9 at once, or two digits for larger variants.
@@ -86,7 +111,11 @@ function playerCard(game, seat) {
   const card = h(
     'div',
     { class: `player seat-${seat}`, dataset: { seat } },
-    h('div', { class: 'player-name' }, h('span', { class: 'seat-dot', 'aria-hidden': 'true' }), h('a', { href: `#/player/${encodeURIComponent(info.name)}` }, info.name), ' ', rating, you),
+    h('div', { class: 'player-name' },
+      h('span', { class: 'seat-dot', 'aria-hidden': 'true' }),
+      // Guests have no player page.
+      info.guest ? h('span', { class: 'plain-name' }, info.name) : h('a', { href: `#/player/${encodeURIComponent(info.name)}` }, info.name),
+      ' ', rating, you),
     clock,
     state,
   );
@@ -98,6 +127,7 @@ function build(app, game) {
   const cards = { one: playerCard(game, 'one'), two: playerCard(game, 'two') };
   const head = h('div', { class: 'game-head' });
   const status = h('p', { class: 'game-status', id: 'game-status', role: 'status' });
+  const countdown = h('p', { class: 'countdown', id: 'first-commit', hidden: true });
   const picks = h('div', { class: 'picks', role: 'group', 'aria-label': 'Pick an element', 'aria-describedby': 'game-status' });
   const pickButtons = [];
   if (game.seat) {
@@ -110,31 +140,56 @@ function build(app, game) {
           class: 'pick',
           dataset: { element: String(e) },
           style: { '--hue': board.lanes[e - 1].lane.style.getPropertyValue('--hue') },
-          'aria-label': `Pick element ${e} (beats ${beaten.join(', ')})`,
+          // One tab stop for the group; the arrow keys move between the picks.
+          tabindex: e === 1 ? '0' : '-1',
           onclick: () => play.commit(app, app.games.get(game.id) ?? game, e),
         },
         h('span', { class: 'pick-number' }, String(e)),
         h('span', { class: 'pick-beats', 'aria-hidden': 'true' }, `› ${beaten.join(' ')}`),
+        h('span', { class: 'sr-only' }, ` beats ${beaten.join(', ')}`),
       );
       pickButtons.push(button);
     }
     replace(picks, pickButtons);
+    picks.addEventListener('keydown', (ev) => movePickFocus(ev, pickButtons));
   }
+  // The last round in words (the announcer reads it out as it happens).
+  const lastRound = h('p', { class: 'last-round', id: 'last-round', hidden: true });
   const controls = h('div', { class: 'controls row wrap' });
   const result = h('section', { class: 'result', 'aria-live': 'polite' });
   const rounds = h('ol', { class: 'rounds', 'aria-label': 'Rounds' });
+  const p = game.info.players;
   const root = h(
     'div',
     { class: `game ${game.seat ? 'playing' : 'watching'}`, dataset: { gameId: game.id } },
+    h('h1', { class: 'sr-only' }, `${p.one.name} against ${p.two.name}`),
     head,
     h('div', { class: 'players' }, cards.one.card, cards.two.card),
     board.el,
+    lastRound,
     result,
-    game.seat ? h('div', { class: 'pick-area', id: 'pick-area' }, status, picks, h('p', { class: 'hint muted' }, `Keys 1–${Math.min(9, game.info.variant.number)} pick too.`)) : status,
+    game.seat
+      ? h('div', { class: 'pick-area', id: 'pick-area' }, status, countdown, picks, h('p', { class: 'hint muted' }, `Keys 1–${Math.min(9, game.info.variant.number)} pick too.`))
+      : h('div', { class: 'pick-area', id: 'pick-area' }, status, countdown),
     controls,
     h('section', { class: 'history' }, h('h2', {}, 'Rounds'), rounds),
   );
-  return { root, board, cards, head, status, picks, pickButtons, controls, result, rounds, seat: game.seat, game, roundsShown: -1 };
+  return { root, board, cards, head, status, countdown, lastRound, picks, pickButtons, controls, result, rounds, seat: game.seat, game, roundsShown: -1 };
+}
+
+/** Arrow keys, Home and End move the focus between the pick buttons (a roving tab stop). */
+function movePickFocus(ev, buttons) {
+  const at = buttons.indexOf(document.activeElement);
+  if (at < 0) return;
+  const n = buttons.length;
+  const to = {
+    ArrowRight: (at + 1) % n, ArrowDown: (at + 1) % n, ArrowLeft: (at - 1 + n) % n, ArrowUp: (at - 1 + n) % n,
+    Home: 0, End: n - 1,
+  }[ev.key];
+  if (to === undefined) return;
+  ev.preventDefault();
+  buttons.forEach((b, i) => b.setAttribute('tabindex', i === to ? '0' : '-1'));
+  buttons[to].focus();
 }
 
 function renderClocks(game, parts) {
@@ -147,6 +202,18 @@ function renderClocks(game, parts) {
     c.clock.classList.toggle('running', running);
     c.clock.classList.toggle('low', now[seat] < 20_000);
   }
+}
+
+/** Round 1's window to commit, in seconds, while it runs (no bank runs meanwhile). */
+function renderCountdown(app, game, parts) {
+  const windowMs = app.conn?.welcome?.limits?.first_commit_ms ?? FIRST_COMMIT_MS;
+  const left = firstCommitLeft(game, Date.now(), windowMs);
+  parts.countdown.hidden = left === null;
+  if (left === null) return;
+  const s = Math.ceil(left / 1000);
+  const text = `Round 1: ${s} s left for both players to pick, or the game is called off.`;
+  if (parts.countdown.textContent !== text) parts.countdown.textContent = text;
+  parts.countdown.classList.toggle('low', s <= 10);
 }
 
 function seatState(game, seat) {
@@ -164,7 +231,7 @@ function render(app, game, parts) {
     h('span', { class: 'kind' }, fmtGameKind(info.variant, info.time_control)),
     h('span', { class: 'tag' }, info.rated ? 'rated' : 'casual'),
     game.seat ? null : h('span', { class: 'tag' }, 'spectating'),
-    h('span', { class: 'round', id: 'round-number' }, game.phase === 'over' ? `${game.rounds.length} rounds` : `Round ${game.round}`),
+    h('span', { class: 'round', id: 'round-number' }, game.phase === 'over' ? plural(game.rounds.length, 'round') : `Round ${game.round}`),
     h('span', { class: 'spectators', id: 'spectators' }, `${game.spectators} watching`),
   );
   for (const seat of SEATS) {
@@ -176,28 +243,37 @@ function render(app, game, parts) {
     c.card.classList.toggle('winner', game.result?.winner === seat);
   }
   renderClocks(game, parts);
+  renderCountdown(app, game, parts);
 
   const moveKey = game.rounds.length ? `${game.rounds[game.rounds.length - 1].round}` : null;
   parts.board.update(game.positions, game.lastMove, moveKey);
   parts.board.el.dataset.round = String(game.round);
   parts.board.el.dataset.phase = game.phase;
 
-  // The viewer's own state and what to do next.
-  const pickable = canPick(game) && !game.committing;
+  // The viewer's own state and what to do next. Nothing can be sent without a connection:
+  // the picks wait for it, and say so.
+  const online = app.status === 'online' && !!app.conn?.isOpen;
+  const pickable = canPick(game) && !game.committing && online;
+  parts.picks.classList.toggle('offline', !online && canPick(game));
   for (const b of parts.pickButtons) {
     b.disabled = !pickable;
     const mine = game.myPick && game.myPick.round === game.round && Number(b.dataset.element) === game.myPick.pick && game.phase !== 'over';
     b.classList.toggle('chosen', !!mine);
     b.setAttribute('aria-pressed', mine ? 'true' : 'false');
   }
-  parts.status.textContent = statusText(game);
-  // Once the game is over the result panel says it all; no dead buttons below it.
+  parts.status.textContent = !online && game.seat && game.phase !== 'over'
+    ? 'Connection lost. Reconnecting… You can pick once it is back.'
+    : statusText(game);
+  // Once the game is over the result panel says it all (once); no dead buttons below it.
   parts.root.querySelector('#pick-area')?.toggleAttribute('hidden', game.phase === 'over');
 
   renderControls(app, game, parts);
   renderResult(app, game, parts);
   if (parts.roundsShown !== game.rounds.length) {
     parts.roundsShown = game.rounds.length;
+    const last = game.rounds[game.rounds.length - 1];
+    parts.lastRound.hidden = !last;
+    parts.lastRound.textContent = last ? describeRound(game, last) : '';
     replace(parts.rounds, [...game.rounds].reverse().map((r) => roundItem(game, r)));
   }
 }
@@ -223,7 +299,15 @@ function statusText(game) {
 }
 
 function renderControls(app, game, parts) {
-  if (!game.seat) return replace(parts.controls, h('a', { href: '#/watch', class: 'button' }, 'All live games'));
+  if (!game.seat) {
+    // The result panel has the one way on once the game is over.
+    const key = game.phase === 'over' ? 'over' : 'live';
+    if (parts.controlsKey !== key) {
+      parts.controlsKey = key;
+      replace(parts.controls, key === 'live' ? h('a', { href: '#/watch', class: 'button' }, 'All live games') : null);
+    }
+    return;
+  }
   const me = game.seat;
   const opp = otherSeat(me);
   const gid = game.id;
@@ -239,26 +323,46 @@ function renderControls(app, game, parts) {
       buttons.push(
         h('button', { class: 'primary', onclick: () => app.act({ type: 'offer_draw', game_id: gid }) }, 'Accept draw'),
         h('button', { onclick: () => app.act({ type: 'decline_draw', game_id: gid }) }, 'Decline draw'),
+        h('span', { class: 'draw-note', id: 'draw-note' }, `${game.info.players[opp].name} offers a draw.`),
       );
     } else if (game.drawOffer === me) {
-      buttons.push(h('button', { disabled: true }, 'Draw offered'));
+      buttons.push(
+        h('button', { disabled: true }, 'Draw offered'),
+        h('span', { class: 'muted', id: 'draw-note' }, `Waiting for ${game.info.players[opp].name} to answer.`),
+      );
     } else {
       buttons.push(h('button', { onclick: () => app.act({ type: 'offer_draw', game_id: gid }) }, 'Offer draw'));
     }
-    const until = game.graceUntil[opp];
-    if (!game.connected[opp]) {
-      const left = until ? Math.max(0, Math.ceil((until - performance.now()) / 1000)) : 0;
-      buttons.push(h('button', {
-        onclick: () => app.act({ type: 'claim_win', game_id: gid }),
-        title: left ? `Possible in about ${left} s` : '',
-      }, 'Claim the win'));
-    }
+    // Kept from one render to the next: its text counts down every second.
+    parts.claim ??= {
+      button: h('button', { id: 'claim-win', onclick: () => app.act({ type: 'claim_win', game_id: gid }) }, 'Claim the win'),
+      note: h('span', { class: 'muted claim-note', id: 'claim-note' }),
+    };
+    if (claimWin(game, performance.now())) buttons.push(parts.claim.button, parts.claim.note);
   }
-  const key = buttons.map((b) => b.textContent).join('|');
+  const key = buttons.map((b) => b.id || b.textContent).join('|');
   if (parts.controlsKey !== key) {
     parts.controlsKey = key;
     replace(parts.controls, buttons);
   }
+  renderClaim(app, game, parts);
+}
+
+/** The claim button counts down to when the claim can succeed, and only then is enabled. */
+function renderClaim(app, game, parts) {
+  const claim = claimWin(game, performance.now());
+  if (!parts.claim || !claim) return;
+  const opp = game.info.players[otherSeat(game.seat)].name;
+  const s = claim.owes ? Math.ceil(claim.leftMs / 1000) : null;
+  const text = !claim.owes ? 'Claim the win' : s > 0 ? `Claim the win in ${s} s` : 'Claim the win';
+  const note = !claim.owes
+    ? `${opp} is away; a win can be claimed once it is their move and they stay away.`
+    : s > 0
+      ? `${opp} is away. If they are not back in ${s} s, the win is yours to claim.`
+      : `${opp} has been away too long: you may claim the win.`;
+  if (parts.claim.button.textContent !== text) parts.claim.button.textContent = text;
+  parts.claim.button.disabled = !claim.owes || s > 0;
+  if (parts.claim.note.textContent !== note) parts.claim.note.textContent = note;
 }
 
 function renderResult(app, game, parts) {
@@ -278,8 +382,10 @@ function renderResult(app, game, parts) {
   replace(
     parts.result,
     h('h2', { id: 'result-title' }, describeResult(game)),
-    ratingLines ? h('ul', { class: 'plain ratings', 'aria-label': 'Rating changes' }, ratingLines) : game.result && game.info.rated && game.result.winner ? h('p', { class: 'muted' }, 'Updating ratings…') : null,
-    game.seat
+    ratingLines ? h('ul', { class: 'plain ratings', 'aria-label': 'Rating changes' }, ratingLines) : game.result && game.info.rated && game.result.winner && !game.fromRecord ? h('p', { class: 'muted' }, 'Updating ratings…') : null,
+    game.fromRecord ? h('p', { class: 'muted', id: 'ended-away' }, 'This game has ended: this is its record.') : null,
+    game.seat && game.fromRecord ? h('a', { class: 'button primary', href: '#/lobby' }, 'Back to the lobby') : null,
+    game.fromRecord ? null : game.seat
       ? h('div', { class: 'row wrap' },
           h('button', {
             class: 'primary',

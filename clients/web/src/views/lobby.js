@@ -23,6 +23,18 @@ function savePrefs(prefs) {
   localStorage.setItem(PREFS_KEY, JSON.stringify(prefs));
 }
 
+/** The queue's state in words: who else waits, whom you would meet, for how long. */
+function queueWords(s, others, rated, account) {
+  const who = others === 0 ? 'No one else waiting' : others === 1 ? '1 other player waiting' : `${others} other players waiting`;
+  const parts = [who];
+  if (rated && account && !account.guest) {
+    const lo = Math.max(1, account.rating - s.rating_window);
+    parts.push(`meeting ratings ${fmtRating(lo)}–${fmtRating(account.rating + s.rating_window)} (wider the longer you wait)`);
+  }
+  parts.push(`${Math.floor(s.waited_ms / 1000)} s`);
+  return parts.join(' · ');
+}
+
 function variantOf(v) {
   return { number: v.number, range: v.range, distance: v.distance };
 }
@@ -89,11 +101,12 @@ export function lobbyView(app) {
           {
             class: 'pool',
             dataset: { preset: p.name },
-            'aria-label': `Play ${p.label.toLowerCase()} ${fmtVariant(v)}`,
             onclick: () => joinPool(p.name),
           },
+          // The name read out is the visible text, then the variant.
           h('span', { class: 'pool-tc' }, `${p.initial_ms / 60000}+${p.increment_ms / 1000}`),
           h('span', { class: 'pool-name' }, p.label),
+          h('span', { class: 'sr-only' }, `, variant ${fmtVariant(v)}`),
         ),
       ),
     );
@@ -112,6 +125,11 @@ export function lobbyView(app) {
     queuePanel.hidden = !q;
     if (!q) return replace(queuePanel);
     const s = q.status;
+    // `players_waiting` counts this player too.
+    const others = s ? Math.max(0, s.players_waiting - 1) : null;
+    const key = s ? `${others}|${s.rating_window.toFixed(2)}|${Math.floor(s.waited_ms / 1000)}` : '';
+    if (queuePanel.dataset.key === key && queuePanel.childElementCount) return;
+    queuePanel.dataset.key = key;
     replace(
       queuePanel,
       h('div', { class: 'spinner', 'aria-hidden': 'true' }),
@@ -120,13 +138,26 @@ export function lobbyView(app) {
         {},
         h('strong', {}, 'Looking for an opponent'),
         h('div', { class: 'muted' }, `${fmtGameKind(q.variant, q.time_control)} · ${q.rated ? 'rated' : 'casual'}`),
-        s
-          ? h('div', { class: 'muted', id: 'queue-status' },
-              `${s.players_waiting} waiting · window ±${s.rating_window.toFixed(2)} · ${Math.floor(s.waited_ms / 1000)} s`)
+        s ? h('div', { class: 'muted', id: 'queue-status' }, queueWords(s, others, q.rated, app.account)) : null,
+        others === 0
+          ? h('p', { class: 'queue-alone', id: 'queue-alone' },
+              `Or post this game as a seek: it stays listed for everyone who opens the lobby${q.rated ? '' : ', and anyone can take a casual seek'}.`,
+              ' ', h('button', { class: 'link', onclick: seekInstead }, 'Post a seek instead'))
           : null,
       ),
       h('button', { onclick: leavePool }, 'Cancel'),
     );
+  };
+  // The pool is quiet: wait in the open seeks instead, with the same game.
+  const seekInstead = async () => {
+    const q = app.queue;
+    if (!q) return;
+    await app.act({ type: 'leave_pool' });
+    app.queue = null;
+    const reply = await app.act({ type: 'create_seek', variant: q.variant, time_control: q.time_control, rated: q.rated });
+    if (reply) app.mySeeks.set(reply.seek.seek_id, reply.seek);
+    refreshSeeks();
+    app.refresh();
   };
   const leavePool = async () => {
     await app.act({ type: 'leave_pool' });
@@ -256,6 +287,7 @@ export function lobbyView(app) {
   const el = h(
     'div',
     { class: 'lobby' },
+    h('h1', { class: 'sr-only' }, 'Play'),
     inGame,
     challenges,
     h(
