@@ -23,7 +23,6 @@
 //! game as its log says (its logged end, else `server_aborted`); other games never notice.
 
 mod fanout;
-mod helpers;
 mod spawn;
 mod supervisor;
 #[cfg(test)]
@@ -46,13 +45,12 @@ use tokio::time::{sleep_until, Instant};
 use super::state::GameState;
 use super::{crash_point, GameCmd, GameServices, GameSetup};
 use crate::db::{DbError, DbResult};
-use crate::outbox::{Framed, Outbox};
+use crate::outbox::Outbox;
 use crate::record::LogStep;
 use crate::registry::FinishedGame;
 use fanout::Answer;
 #[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
 pub(crate) use fanout::MAX_RESYNC_ATTEMPTS;
-pub use helpers::start as start_fanout_helpers;
 pub(super) use spawn::{spawn, spawn_restored, timing};
 use supervisor::{lock, Shared};
 
@@ -76,12 +74,9 @@ const SPECTATOR_COALESCE: Duration = Duration::from_millis(50);
 /// came while the commit's pass was under way had to wait for it: BENCHMARKS.md §4, server P).
 const SPECTATOR_REVEAL_WAIT: Duration = Duration::from_millis(300);
 
-/// Spectators' sends this task makes between two looks at the game's commands (a fan-out
-/// helper, if one is awake, goes on meanwhile). Most are written to from this task itself (`Outbox::write_frames`), about 7 µs each here, so a chunk
-/// costs the players' next command well under a millisecond of waiting. (When each
-/// spectator still meant a writer task woken, 64 beat 256 and 1,024 by keeping both
-/// workers sending: BENCHMARKS.md, fan-out, server G. With the direct writes, 256 was no
-/// faster for spectators and slowed the players' own results: server J.)
+/// Spectators' sends this task makes between two looks at the game's commands. Each is a
+/// push onto the spectator's queue (its writer task writes to the socket), so a chunk
+/// costs the players' next command little waiting.
 const SPECTATOR_CHUNK: usize = 64;
 
 /// The first pause before a refused append is tried again; each failure doubles it, up to
@@ -386,9 +381,7 @@ impl Actor {
                         Emitted::Held => Some(frame),
                     };
                     if let Some(frame) = frame {
-                        answer
-                            .outbox
-                            .write_or_kill(&Framed::new(Arc::from([frame])), 0);
+                        answer.outbox.send_or_kill(frame);
                     }
                     answer.sent();
                 }
