@@ -98,6 +98,8 @@ pub fn serve<H: Send + 'static>(
     let conn_id = state.next_conn_id.fetch_add(1, Relaxed);
     let ws::Socket { frames, write } = socket;
     let (outbox, rx) = Outbox::new(conn_id, OUTBOX_CAPACITY);
+    // On the bus: the lobby and the games reach the connection by its id.
+    state.registry.bus().connect(&outbox);
     state.metrics.connections.fetch_add(1, Relaxed);
     state.metrics.connections_total.fetch_add(1, Relaxed);
     tracing::debug!(conn_id, %peer, "connected");
@@ -129,6 +131,7 @@ pub fn serve<H: Send + 'static>(
         {
             writer.abort();
         }
+        state.registry.bus().disconnect(conn_id);
         state.metrics.connections.fetch_sub(1, Relaxed);
         tracing::debug!(conn_id, "disconnected");
         drop(held);

@@ -1,10 +1,11 @@
 //! Who receives a game's events, and what happens when one of them falls behind.
 //!
-//! Every frame is encoded once by the caller. Each batch is framed once (`Framed`) for both
-//! players (the reply to a move goes to its player in the same item) and once per
-//! delivery for the spectators, each queued its part of the same frames. Nothing here
-//! writes to a socket or waits: each recipient's frames go on its connection's bounded
-//! queue, for its writer task. A player whose queue is full has its connection killed (it
+//! Players and spectators are connections addressed by identity on the bus (`bus::Bus`):
+//! the game holds no socket and no outbox. Every frame is encoded once by the caller. Each
+//! batch is framed once (`Framed`) for both players (the reply to a move goes to its
+//! player in the same item) and once per delivery for the spectators, each handed its
+//! part of the same frames. Nothing here waits: the bus queues each recipient's frames for
+//! its connection's writer task, or says that its queue is full. A player whose queue is full has its connection killed (it
 //! gets a snapshot when it comes back); a spectator whose queue is full stops receiving
 //! events and is offered a fresh snapshot with each later delivery instead, until one fits
 //! or it has failed [`MAX_RESYNC_ATTEMPTS`] times in a row and is dropped (the semantics of
@@ -25,7 +26,8 @@ use bytes::Bytes;
 use elementals_protocol::messages::SeatPair;
 use elementals_protocol::rules::Seat;
 
-use crate::outbox::{Framed, Outbox, SendError};
+use crate::bus::{Bus, ConnId, LocalBus};
+use crate::outbox::{Framed, SendError};
 
 /// Consecutive deliveries a lagging spectator may fail to take a snapshot before it is
 /// dropped.
@@ -33,7 +35,7 @@ pub(crate) const MAX_RESYNC_ATTEMPTS: u8 = 3;
 
 #[derive(Debug)]
 struct Spectator {
-    outbox: Outbox,
+    conn: ConnId,
     /// `Some(failed resyncs)` while it is behind; it then gets snapshots, not events.
     lagging: Option<u8>,
     /// The number, in the game's stream of spectator frames, of the next frame it needs.
@@ -58,9 +60,11 @@ pub(in crate::game) struct Delivery {
     pub done: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(in crate::game) struct Fanout {
-    players: SeatPair<Option<Outbox>>,
+    /// Where the recipients are reached.
+    bus: Arc<dyn Bus>,
+    players: SeatPair<Option<ConnId>>,
     spectators: Vec<Spectator>,
     /// The connections in `spectators`: a new spectator is added without a search of the
     /// list (ten thousand joining a game were ~50 million comparisons).
@@ -75,24 +79,51 @@ pub(in crate::game) struct Fanout {
     cursor: usize,
 }
 
+impl Default for Fanout {
+    /// Recipients on a bus of their own, which reaches no connection (for a fanout taken
+    /// out of the game's shared state, and tests).
+    fn default() -> Self {
+        Fanout::new(Arc::new(LocalBus::default()))
+    }
+}
+
 impl Fanout {
-    /// Installs (or, with `None`, removes) a seat's connection.
-    pub fn set_player(&mut self, seat: Seat, outbox: Option<Outbox>) {
-        *self.players.get_mut(seat) = outbox;
+    pub fn new(bus: Arc<dyn Bus>) -> Fanout {
+        Fanout {
+            bus,
+            players: SeatPair::default(),
+            spectators: Vec::new(),
+            watching: HashSet::new(),
+            backlog: VecDeque::new(),
+            shared: None,
+            base: 0,
+            cursor: 0,
+        }
     }
 
-    pub fn player_conn(&self, seat: Seat) -> Option<u64> {
-        self.players.get(seat).as_ref().map(Outbox::conn_id)
+    /// The bus the recipients are reached through.
+    #[cfg(test)]
+    pub fn bus(&self) -> &Arc<dyn Bus> {
+        &self.bus
+    }
+
+    /// Installs (or, with `None`, removes) a seat's connection.
+    pub fn set_player(&mut self, seat: Seat, conn: Option<ConnId>) {
+        *self.players.get_mut(seat) = conn;
+    }
+
+    pub fn player_conn(&self, seat: Seat) -> Option<ConnId> {
+        *self.players.get(seat)
     }
 
     /// Adds a spectator that has been sent a snapshot of the game as it is now (so it needs
     /// none of the backlog); a connection already watching is replaced. Returns whether the
     /// count grew.
-    pub fn add_spectator(&mut self, outbox: Outbox) -> bool {
-        let existed = self.remove_spectator(outbox.conn_id());
-        self.watching.insert(outbox.conn_id());
+    pub fn add_spectator(&mut self, conn: ConnId) -> bool {
+        let existed = self.remove_spectator(conn);
+        self.watching.insert(conn);
         self.spectators.push(Spectator {
-            outbox,
+            conn,
             lagging: None,
             next: self.end(),
         });
@@ -103,11 +134,7 @@ impl Fanout {
         if !self.watching.contains(&conn_id) {
             return false;
         }
-        let Some(at) = self
-            .spectators
-            .iter()
-            .position(|s| s.outbox.conn_id() == conn_id)
-        else {
+        let Some(at) = self.spectators.iter().position(|s| s.conn == conn_id) else {
             return false;
         };
         self.remove_listed(at);
@@ -129,12 +156,12 @@ impl Fanout {
         let all = answer.iter().map(|a| a.frame.clone());
         let framed = Arc::new(Framed::new(all.chain(frames.iter().cloned()).collect()));
         for seat in [Seat::One, Seat::Two] {
-            if let Some(player) = self.players.get(seat) {
+            if let Some(player) = *self.players.get(seat) {
                 let from = match &answer {
                     Some(a) if a.seat != seat => 1,
                     _ => 0,
                 };
-                player.send_framed_or_kill(&framed, from);
+                self.bus.send_framed_or_kill(player, &framed, from);
             }
         }
         answer.is_some()
@@ -196,13 +223,13 @@ impl Fanout {
                     });
                     let from =
                         usize::try_from(self.spectators[at].next - base).unwrap_or(usize::MAX);
-                    self.spectators[at].outbox.send_framed(shared, from)
+                    self.bus.send_framed(self.spectators[at].conn, shared, from)
                 }
                 Some(_) => {
                     let frame = snapshot.get_or_insert_with(|| {
                         resync.take().map_or_else(Bytes::new, |resync| resync())
                     });
-                    self.spectators[at].outbox.send(frame.clone())
+                    self.bus.send(self.spectators[at].conn, frame.clone())
                 }
             };
             let s = &mut self.spectators[at];
@@ -222,7 +249,7 @@ impl Fanout {
                     let failed = failed + 1;
                     s.lagging = Some(failed);
                     if failed >= MAX_RESYNC_ATTEMPTS {
-                        s.outbox.kill();
+                        self.bus.kill(s.conn);
                     }
                     failed < MAX_RESYNC_ATTEMPTS
                 }
@@ -266,7 +293,7 @@ impl Fanout {
     /// Removes the spectator at `at` from the list.
     fn remove_listed(&mut self, at: usize) {
         let gone = self.spectators.remove(at);
-        self.watching.remove(&gone.outbox.conn_id());
+        self.watching.remove(&gone.conn);
         if at < self.cursor {
             self.cursor -= 1;
         }
@@ -282,8 +309,16 @@ impl Fanout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outbox::Outbound;
+    use crate::outbox::{Outbound, Outbox};
     use tokio::sync::mpsc;
+
+    /// Puts `outbox`'s connection on the fanout's bus (in place of any earlier one of
+    /// its id) and adds it as a spectator.
+    fn add(fanout: &mut Fanout, outbox: Outbox) -> bool {
+        fanout.bus().disconnect(outbox.conn_id());
+        fanout.bus().connect(&outbox);
+        fanout.add_spectator(outbox.conn_id())
+    }
 
     fn frame(n: u8) -> Bytes {
         Bytes::from(vec![n])
@@ -291,7 +326,7 @@ mod tests {
 
     fn spectator(fanout: &mut Fanout, id: u64) -> mpsc::Receiver<Outbound> {
         let (outbox, rx) = Outbox::new(id, 64);
-        fanout.add_spectator(outbox);
+        add(fanout, outbox);
         rx
     }
 
@@ -337,7 +372,7 @@ mod tests {
         let gone = spectator(&mut fanout, 100);
         drop(gone);
         let (small, mut small_rx) = Outbox::new(101, 1);
-        fanout.add_spectator(small);
+        add(&mut fanout, small);
         for round in 0..20u8 {
             let base = round * 3;
             fanout.broadcast(&[frame(base)], None);
@@ -401,9 +436,9 @@ mod tests {
         let mut fanout = Fanout::default();
         let (first, _rx1) = Outbox::new(5, 4);
         let (again, mut rx2) = Outbox::new(5, 4);
-        assert!(fanout.add_spectator(first));
+        assert!(add(&mut fanout, first));
         assert!(
-            !fanout.add_spectator(again),
+            !add(&mut fanout, again),
             "the same connection replaces itself"
         );
         assert_eq!(fanout.spectator_count(), 1);
@@ -416,12 +451,12 @@ mod tests {
         assert_eq!(fanout.spectator_count(), 0);
         // A connection dropped by a delivery (closed) may watch again.
         let (closed, rx) = Outbox::new(5, 4);
-        fanout.add_spectator(closed);
+        add(&mut fanout, closed);
         drop(rx);
         fanout.broadcast(&[frame(4)], None);
         assert_eq!(fanout.deliver_all(no_resync).removed, 1);
         let (back, _rx) = Outbox::new(5, 4);
-        assert!(fanout.add_spectator(back));
+        assert!(add(&mut fanout, back));
         assert_eq!(fanout.spectator_count(), 1);
     }
 
@@ -429,7 +464,7 @@ mod tests {
     fn a_full_spectator_is_resynced_with_a_snapshot_of_now() {
         let mut fanout = Fanout::default();
         let (outbox, mut rx) = Outbox::new(9, 1);
-        fanout.add_spectator(outbox);
+        add(&mut fanout, outbox);
         fanout.broadcast(&[frame(1)], None);
         assert!(fanout.deliver_all(no_resync).done);
         // Frame 1 fills the outbox, frame 2 does not fit: it is lagging.
@@ -490,7 +525,7 @@ mod tests {
         let (mut sent, mut ids) = (0u32, 0u64);
         let mut join = |fanout: &mut Fanout, live: &mut Vec<Watcher>, sent: u32| {
             let (outbox, rx) = Outbox::new(ids, 4096);
-            assert!(fanout.add_spectator(outbox));
+            assert!(add(fanout, outbox));
             live.push(Watcher {
                 id: ids,
                 rx,

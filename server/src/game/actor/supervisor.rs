@@ -94,8 +94,7 @@ pub(in crate::game) async fn supervise(
             if let Some(events) = shared.unpublished.take() {
                 if let Some((answer, frame)) = owed {
                     // First, as the game sends a move's reply before its events.
-                    answer.outbox.send_or_kill(frame);
-                    answer.sent();
+                    answer.reply(frame);
                 }
                 publish_end(&mut shared, &events);
             }
