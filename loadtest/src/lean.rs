@@ -6,16 +6,16 @@
 //! watches one, follows its events and times each `round_result` exactly as
 //! `spectator.rs` does, picking another game when one ends. What it leaves out is the
 //! per-socket machinery: with a tokio task and a tungstenite stream per spectator, the
-//! load generator spent ~15 µs of CPU per frame received, so 10,000 spectators took
-//! ~150 ms of one core to read one event, on the two cores it shares with the server, and
-//! the fan-out benchmark measured the generator (BENCHMARKS.md, §4). Here a frame costs a
+//! load generator spends ~15 µs of CPU per frame received, so 10,000 spectators take
+//! ~150 ms of one core to read one event, on the cores it shares with the server, and
+//! the fan-out benchmark would measure the generator. Here a frame costs a
 //! `read` of whatever the socket holds, a header parse and a MessagePack decode.
 //!
 //! Reading and decoding are apart: while sockets keep becoming ready (a fan-out under
 //! way) the thread only reads them, timing each read, and decodes afterwards, timing each
 //! frame by the read that brought it. Ten thousand real spectators decode on ten thousand
-//! machines; decoding in between reads here made the last of them wait for everyone
-//! else's decoding (last spectator p50 ~140 ms against ~110 ms read-first).
+//! machines; decoding in between reads here would make the last of them wait for everyone
+//! else's decoding.
 //!
 //! It is a real WebSocket client all the same: it masks what it sends, answers pings,
 //! refuses masked or fragmented server frames, checks every event's number and asks for
@@ -168,10 +168,9 @@ impl Reader {
                 }
                 // The phase ends when no socket has become ready for `SPIN`. This thread
                 // reads faster than the server sends, so in the middle of a delivery it
-                // often finds nothing ready: that is not the delivery's end. (Ending the
-                // phase there made it decode between reads, a round's frames at a time,
-                // about as long as it read: arrivals waited for it, and a delivery's
-                // second half was stamped later than it came. BENCHMARKS.md §4, server O.)
+                // often finds nothing ready: that is not the delivery's end. Ending the
+                // phase there would decode between reads, and arrivals waiting for it would
+                // be stamped later than they came.
                 if touched.is_empty() || now >= reading_until || now - last_read >= SPIN {
                     break;
                 }

@@ -284,8 +284,8 @@ impl Player {
     /// The loop runs once per frame received, so what it waits on is kept from one turn
     /// to the next rather than made anew each time: the stop and storm waits stay
     /// registered, the two timers are reset only when their deadlines move, and an
-    /// action already due is performed without a timer. (Made anew, they were a tenth
-    /// of the load generator's CPU at saturation: BENCHMARKS.md §2, server R.)
+    /// action already due is performed without a timer: made anew every frame, they
+    /// would be a large share of the load generator's CPU at saturation.
     async fn session(&mut self, mut conn: Conn) -> Result<Exit, ConnError> {
         let mut pacer = Pacer::new(conn.rate);
         let mut pending: Vec<(RequestId, Pending)> = Vec::new();

@@ -161,7 +161,7 @@ pub struct Report {
     pub cpu: CpuUse,
     /// The server's CPU per round of the hold, in microseconds (`cpu.server_cores` over
     /// `rounds_per_s`): below saturation, the steadiest measure of what a round costs the
-    /// server (BENCHMARKS.md §2, `bench.sh roundcost`); at saturation it also counts
+    /// server (`bench.sh roundcost`); at saturation it also counts
     /// what waiting for the cores costs.
     pub server_cpu_us_per_round: Option<f64>,
     /// The same for the load generator.
@@ -470,8 +470,8 @@ impl Report {
         }
         if let Some(cap) = self.pace_cap_rounds_per_s {
             let share = match self.pace_cap_vs_echo {
-                // Below half, this run cannot show the throughput target (BENCHMARKS.md
-                // §2) met, however fast the server.
+                // Below half, this run cannot show the throughput target met, however
+                // fast the server.
                 Some(share) if share < 0.5 => format!(
                     " = {:.1} % of the echo ceiling (raise it: --server-arg=--message-rate=50)",
                     100.0 * share

@@ -12,7 +12,6 @@ use uuid::Uuid;
 use crate::error::ErrorCode;
 use crate::rating::RatingChange;
 use crate::rules::{Element, Outcome, Seat, Variant};
-use crate::tagged::messages;
 use crate::time_control::TimeControl;
 
 /// A request id chosen by the client, echoed in the reply.
@@ -109,13 +108,10 @@ impl<T> SeatPair<T> {
     }
 }
 
-messages! {
 /// Messages a client sends to the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum ClientMsg;
-decoded by #[serde(remote = "ClientMsg", rename_all = "snake_case", deny_unknown_fields)] ClientFields;
-{
+pub enum ClientMsg {
     // --- connection ---
     /// Must be the first message. Answered by `welcome` or `error` (then close).
     Hello {
@@ -262,7 +258,6 @@ decoded by #[serde(remote = "ClientMsg", rename_all = "snake_case", deny_unknown
         id: RequestId,
         game_id: GameId,
     },
-}
 }
 
 fn yes() -> bool {
@@ -491,14 +486,11 @@ pub struct Limits {
     pub max_rounds: u32,
 }
 
-messages! {
 /// Messages the server sends to a client. Clients should ignore fields they do not know,
 /// so that a server may add fields without a new protocol version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ServerMsg;
-decoded by #[serde(remote = "ServerMsg", rename_all = "snake_case")] ServerFields;
-{
+pub enum ServerMsg {
     // --- replies (echo the request id) ---
     Welcome {
         id: RequestId,
@@ -675,7 +667,6 @@ decoded by #[serde(remote = "ServerMsg", rename_all = "snake_case")] ServerField
         code: String,
         message: String,
     },
-}
 }
 
 impl ServerMsg {

@@ -7,12 +7,11 @@
 //! to be a map, every map key to be a string and the top-level `type` to be a string,
 //! and refuses trailing bytes. Only then does serde decode the frame.
 
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::ErrorCode;
 use crate::messages::{ClientMsg, RequestId, ServerMsg};
-use crate::tagged::{Tagged, TaggedBody};
+use crate::names::Message;
 
 /// Largest frame a server accepts from a client.
 pub const MAX_CLIENT_MESSAGE_BYTES: usize = 16 * 1024;
@@ -94,53 +93,56 @@ pub fn decode_request(bytes: &[u8]) -> Result<ClientMsg, Refused> {
     decode_message(bytes, MAX_CLIENT_MESSAGE_BYTES)
 }
 
-/// Check the structure, then decode the variant its `type` names straight from the
-/// frame, in one pass (`tagged.rs`; [`decode`] would buffer the whole map first).
-fn decode_message<T: Tagged>(bytes: &[u8], limit: usize) -> Result<T, Refused> {
+/// Check the structure, then decode with serde's derive. A refusal is sorted by what the
+/// walk found (the `type`, the top-level keys) and the names the derive declares
+/// (`names.rs`): serde's errors carry only text past the deserializer's boundary.
+fn decode_message<T: Message>(bytes: &[u8], limit: usize) -> Result<T, Refused> {
     let refused = |error| Refused { id: None, error };
-    // Refused as serde's derive refuses them, in its order (it reads the whole map
-    // before any field, checking the first `type` as it meets it): no `type`, a first
-    // `type` that is not UTF-8 or names no message, a second `type`.
     let walked = walk(bytes, limit).map_err(refused)?;
     let id = walked.id.read();
     let refused = |error| Refused { id, error };
     let walked = walked.checked().map_err(refused)?;
-    if walked.stray_bin {
-        // rmp-serde reads a bin where a struct or a sequence is due as a sequence of its
-        // bytes, where serde's buffer refuses it: such a frame takes serde's way, so
-        // that what is refused stays refused.
-        return rmp_serde::from_slice(bytes).map_err(|e| refused(classify(e)));
-    }
     let tag = walked.tag.ok_or(refused(DecodeError::NotAMap))?;
-    let name = std::str::from_utf8(tag.first).map_err(|e| {
-        refused(DecodeError::Invalid(format!(
-            "string found to be invalid utf8: {e}"
-        )))
-    })?;
-    let frame = &mut rmp_serde::Deserializer::from_read_ref(bytes);
-    T::deserialize_tagged(TaggedBody::new(name, tag.again, frame)).map_err(|e| refused(classify(e)))
+    rmp_serde::from_slice(bytes).map_err(|err| refused(classify::<T>(bytes, tag, err)))
 }
 
-/// Check the structure, then decode into `T`.
-pub fn decode<T: DeserializeOwned>(bytes: &[u8], limit: usize) -> Result<T, DecodeError> {
-    check_structure(bytes, limit)?;
-    rmp_serde::from_slice(bytes).map_err(classify)
+/// Why serde refused a frame the walk passed, whose first top-level `type` is `tag`.
+fn classify<T: Message>(bytes: &[u8], tag: &[u8], err: rmp_serde::decode::Error) -> DecodeError {
+    let names = T::names();
+    let Ok(name) = std::str::from_utf8(tag) else {
+        return DecodeError::Invalid(err.to_string());
+    };
+    if !names.has_type(name) {
+        return DecodeError::UnknownType(name.to_owned());
+    }
+    let unknown = top_level_keys(bytes)
+        .filter_map(|key| std::str::from_utf8(key).ok())
+        .find(|key| names.is_unknown_field(name, key));
+    match unknown {
+        Some(field) => DecodeError::UnknownField(field.to_owned()),
+        None => DecodeError::Invalid(err.to_string()),
+    }
 }
 
-fn classify(err: rmp_serde::decode::Error) -> DecodeError {
-    let text = err.to_string();
-    if let Some(rest) = text.strip_prefix("unknown variant ") {
-        let name = rest.split(',').next().unwrap_or(rest);
-        return DecodeError::UnknownType(name.trim_matches('`').to_owned());
-    }
-    if let Some(rest) = text.strip_prefix("unknown field ") {
-        let name = rest.split(',').next().unwrap_or(rest);
-        return DecodeError::UnknownField(name.trim_matches('`').to_owned());
-    }
-    if text.contains("missing field `type`") {
-        return DecodeError::NotAMap;
-    }
-    DecodeError::Invalid(text)
+/// The keys of a frame [`walk`] has passed (a map with string keys, lengths checked).
+fn top_level_keys(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut cursor = Cursor { bytes, pos: 0 };
+    let mut entries = cursor.skip_value().unwrap_or(0) / 2;
+    std::iter::from_fn(move || {
+        if entries == 0 {
+            return None;
+        }
+        entries -= 1;
+        let start = cursor.pos;
+        cursor.skip_value().ok()?;
+        let key = str_payload(&bytes[start..cursor.pos])?;
+        // The value, with everything nested in it.
+        let mut left = 1u64;
+        while left > 0 {
+            left = left - 1 + cursor.skip_value().ok()?;
+        }
+        Some(key)
+    })
 }
 
 /// Walk one MessagePack value spanning exactly `bytes`, without allocating.
@@ -148,24 +150,13 @@ pub fn check_structure(bytes: &[u8], limit: usize) -> Result<(), DecodeError> {
     walk(bytes, limit)?.checked().map(drop)
 }
 
-/// The top-level `type` string the walk found.
-struct FoundTag<'a> {
-    /// The first one's payload.
-    first: &'a [u8],
-    /// Whether there is another.
-    again: bool,
-}
-
 /// What [`walk`] learnt of a well-formed frame.
 struct Walked<'a> {
-    /// The top-level `type`, if there is one.
-    tag: Option<FoundTag<'a>>,
+    /// The first top-level `type`'s payload, if there is one.
+    tag: Option<&'a [u8]>,
     /// A top-level `type` that is not a string: the frame is refused, but only once its
     /// `id` is known, so that the refusal can answer it.
     bad_tag: bool,
-    /// Whether a bin is anywhere but the value of a top-level `commitment` or `nonce`,
-    /// the protocol's only byte fields.
-    stray_bin: bool,
     /// The top-level `id`.
     id: FoundId,
 }
@@ -239,8 +230,6 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
     let mut type_value_next = false;
     let mut tag = None;
     let mut bad_tag = false;
-    let mut bytes_value_next = false;
-    let mut stray_bin = false;
     let mut id_value_next = false;
     let mut id = FoundId::None;
     while depth > 0 {
@@ -254,10 +243,6 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
         let in_top_map = depth == 2;
         let start = cursor.pos;
         let children = cursor.skip_value()?;
-        let bytes_value = std::mem::take(&mut bytes_value_next);
-        if matches!(bytes[start], 0xc4..=0xc6) && !bytes_value {
-            stray_bin = true;
-        }
         let raw = &bytes[start..cursor.pos];
         if std::mem::take(&mut id_value_next) {
             id = id.saw(raw);
@@ -266,18 +251,7 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
             // Not a string: refused once the walk is over (`Walked::checked`), so that the
             // refusal can name the frame's `id`.
             match str_payload(raw) {
-                Some(text) => {
-                    tag = match tag {
-                        None => Some(FoundTag {
-                            first: text,
-                            again: false,
-                        }),
-                        Some(found) => Some(FoundTag {
-                            again: true,
-                            ..found
-                        }),
-                    }
-                }
+                Some(text) => tag = tag.or(Some(text)),
                 None => bad_tag = true,
             }
         } else if is_key {
@@ -286,7 +260,6 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
             };
             type_value_next = in_top_map && text == b"type";
             id_value_next = in_top_map && text == b"id";
-            bytes_value_next = in_top_map && matches!(text, b"commitment" | b"nonce");
         }
         if children > 0 {
             if depth >= MAX_DEPTH {
@@ -304,12 +277,7 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
         }
     }
     match cursor.remaining() {
-        0 => Ok(Walked {
-            tag,
-            bad_tag,
-            stray_bin,
-            id,
-        }),
+        0 => Ok(Walked { tag, bad_tag, id }),
         n => Err(DecodeError::TrailingBytes(n)),
     }
 }

@@ -12,7 +12,8 @@ use elementals_protocol::Variant;
 /// Where the server is.
 #[derive(Args, Debug, Clone)]
 pub struct ServerArg {
-    /// Server address: `ws://HOST:PORT/ws`, `http://HOST:PORT` or `HOST:PORT`.
+    /// Server address: `ws://HOST:PORT/ws`, `http://HOST:PORT`, `wss://` or `https://` (TLS),
+    /// or `HOST:PORT`.
     #[arg(
         long,
         env = "ELEMENTALS_SERVER",
