@@ -177,4 +177,30 @@ mod tests {
             Err(SendError::Closed)
         );
     }
+
+    #[test]
+    fn a_connection_that_has_ended_is_not_kept_and_its_id_may_come_back() {
+        let bus = LocalBus::default();
+        // Put on the bus after its connection ended (the handle raced the end): not kept.
+        let (ended, rx) = Outbox::new(3, 4);
+        drop(rx);
+        bus.connect(&ended);
+        assert!(bus.connections.is_empty());
+        // An open one is kept once, however often it is put on the bus ...
+        let (open, _open_rx) = Outbox::new(4, 4);
+        bus.connect(&open);
+        bus.connect(&open);
+        assert_eq!(bus.connections.len(), 1);
+        // ... and an entry whose connection has closed gives way to a new one of its id.
+        let (first, first_rx) = Outbox::new(5, 4);
+        bus.connect(&first);
+        drop(first_rx);
+        let (second, mut second_rx) = Outbox::new(5, 4);
+        bus.connect(&second);
+        bus.send(5, Bytes::from_static(b"to the second")).unwrap();
+        assert!(matches!(second_rx.try_recv(), Ok(Outbound::Frame(f)) if f == "to the second"));
+        bus.disconnect(4);
+        bus.disconnect(5);
+        assert!(bus.connections.is_empty());
+    }
 }
