@@ -18,6 +18,8 @@ struct Deployment {
     url: String,
     /// The proxy's self-signed certificate.
     cert: CertificateDer<'static>,
+    /// The same, PEM-encoded.
+    cert_pem: String,
     _stop: oneshot::Sender<()>,
     _dir: tempfile::TempDir,
 }
@@ -37,6 +39,7 @@ async fn start_deployment() -> Deployment {
 
     let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).unwrap();
     let cert = key.cert.der().clone();
+    let cert_pem = key.cert.pem();
     let private = PrivateKeyDer::from(PrivatePkcs8KeyDer::from(key.signing_key.serialize_der()));
     let tls =
         ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
@@ -64,6 +67,7 @@ async fn start_deployment() -> Deployment {
     Deployment {
         url,
         cert,
+        cert_pem,
         _stop: stop,
         _dir: dir,
     }
@@ -104,4 +108,59 @@ async fn an_untrusted_certificate_is_refused() {
         .await
         .unwrap_err();
     assert!(matches!(err, ClientError::HttpRequest(_)), "{err:?}");
+}
+
+/// The `elementals` CLI with `args`, its environment's server settings removed: whether it
+/// succeeded, and what it printed.
+async fn cli(args: &[&str]) -> (bool, String) {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_elementals"))
+        .args(args)
+        .env_remove("ELEMENTALS_SERVER")
+        .env_remove("ELEMENTALS_CA_CERT")
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout) + String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), text.into_owned())
+}
+
+#[tokio::test]
+async fn the_cli_trusts_the_root_given_with_ca_cert_over_wss_and_https() {
+    let deployment = start_deployment().await;
+    let https = deployment
+        .url
+        .replace("wss://", "https://")
+        .replace("/ws", "");
+    let dir = tempfile::tempdir().unwrap();
+    let pem = dir.path().join("proxy.pem");
+    let der = dir.path().join("proxy.der");
+    std::fs::write(&pem, &deployment.cert_pem).unwrap();
+    std::fs::write(&der, deployment.cert.as_ref()).unwrap();
+    let (pem, der) = (pem.to_str().unwrap(), der.to_str().unwrap());
+
+    // Without `--ca-cert`, the proxy's self-signed certificate is refused both ways.
+    let (ok, out) = cli(&["watch", "--server", &deployment.url]).await;
+    assert!(!ok, "{out}");
+    let (ok, out) = cli(&["leaderboard", "--server", &https]).await;
+    assert!(!ok, "{out}");
+
+    // With it, PEM or DER, the CLI reaches the server through the proxy.
+    let (ok, out) = cli(&["watch", "--server", &deployment.url, "--ca-cert", pem]).await;
+    assert!(ok && out.contains("no live games"), "{out}");
+    let (ok, out) = cli(&["watch", "--server", &deployment.url, "--ca-cert", der]).await;
+    assert!(ok && out.contains("no live games"), "{out}");
+    let (ok, out) = cli(&["leaderboard", "--server", &https, "--ca-cert", pem]).await;
+    assert!(ok, "{out}");
+
+    // A missing file, or PEM that holds no certificate, is refused, naming the file.
+    let bad = dir.path().join("bad.pem");
+    std::fs::write(
+        &bad,
+        "-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    for path in ["/nonexistent.pem", bad.to_str().unwrap()] {
+        let (ok, out) = cli(&["watch", "--server", &deployment.url, "--ca-cert", path]).await;
+        assert!(!ok && out.contains(path), "{out}");
+    }
 }
