@@ -178,8 +178,7 @@ fn recorded_changes(conn: &Connection, game_id: &str) -> DbResult<Option<SeatPai
     Ok(changes)
 }
 
-/// The stored record of a game, as JSON (a BLOB of this server's, or the JSON TEXT of
-/// an earlier one's).
+/// The stored record of a game, as JSON.
 pub(super) fn stored_record(
     conn: &Connection,
     game_id: &GameId,
@@ -187,7 +186,13 @@ pub(super) fn stored_record(
     let mut query = conn.prepare_cached("SELECT record FROM games WHERE id = ?1")?;
     let mut rows = query.query([game_id.to_string()])?;
     match rows.next()? {
-        Some(row) => stored::to_json(game_id, row.get_ref(0)?).map(Some),
+        Some(row) => match row.get_ref(0)? {
+            rusqlite::types::ValueRef::Blob(bytes) => stored::to_json(game_id, bytes).map(Some),
+            other => Err(stored::stored_error(
+                game_id,
+                format!("not a record: a value of type {}", other.data_type()),
+            )),
+        },
         None => Ok(None),
     }
 }

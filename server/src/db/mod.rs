@@ -16,12 +16,9 @@
 //!   commits, nor the writer behind them.
 //! - `accounts`: accounts, sessions, the leaderboard and player pages.
 //! - `games`: recording a finished game exactly once, with its rating changes.
-//! - `stored`: the stored form of a game's record (a versioned MessagePack BLOB; older
-//!   rows' JSON TEXT still reads back).
+//! - `stored`: the stored form of a game's record (a versioned MessagePack BLOB).
 //! - `journal`: the live games' logs, in an append-only file of their own, on a thread of
 //!   their own: append (durable before it is answered), forget once recorded, compaction.
-//! - `gamelog`: the `game_log` table where earlier versions kept those logs; read once at
-//!   open, carried into the journal and emptied.
 //!
 //! Invariant: only the writer thread changes the database (the checkpointer's connection
 //! only folds committed pages into the file, and the readers' connections are
@@ -30,7 +27,6 @@
 
 mod accounts;
 mod checkpoint;
-mod gamelog;
 mod games;
 mod journal;
 mod reader;
@@ -283,20 +279,15 @@ impl Db {
         compaction: journal::Compaction,
         sync_interval: std::time::Duration,
     ) -> DbResult<Db> {
-        let mut conn = schema::open(path)?;
-        let carried = gamelog::load(&mut conn)?;
-        let journal = journal::Journal::open(
-            &journal::path_for(path),
-            compaction,
-            |game_id| games::is_recorded(&conn, game_id),
-            &carried,
-        )?;
-        if !carried.is_empty() {
-            // They are durable in the journal now.
-            gamelog::clear(&conn, &carried)?;
-        }
+        let conn = schema::open(path)?;
+        let journal = journal::Journal::open(&journal::path_for(path), compaction, |game_id| {
+            games::is_recorded(&conn, game_id)
+        })?;
         let checkpointer = checkpoint::spawn(path)?;
-        let requests = writer::spawn(conn, Some(checkpointer))?;
+        let requests = writer::spawn(writer::Sqlite {
+            conn,
+            checkpointer: Some(checkpointer),
+        })?;
         let log_health = journal.health();
         let journal = journal::spawn(journal, sync_interval)?;
         let reads = reader::spawn(path)?;
