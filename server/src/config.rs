@@ -15,7 +15,8 @@ pub struct Config {
     #[arg(long, env = "ELEMENTALS_LISTEN", default_value = "127.0.0.1:7878")]
     pub listen: SocketAddr,
 
-    /// SQLite database file (created, and migrated, at start).
+    /// The database: a SQLite file (a path, or `sqlite://` and a path; created and migrated
+    /// at start), or PostgreSQL (`postgres://USER@HOST:PORT/DB`, migrated at start).
     #[arg(long, env = "ELEMENTALS_DATABASE", default_value = "elementals.db")]
     pub database: PathBuf,
 

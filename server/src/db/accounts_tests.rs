@@ -7,7 +7,7 @@ use std::time::Duration;
 use elementals_protocol::messages::EndReason;
 use rand::SeedableRng;
 
-use super::tests::{count, game, open_db, register, side_connection, TestDb};
+use super::tests::{count, game, open_both, open_db, register, side_connection, TestDb};
 use super::*;
 use crate::pruning::{pass, PRUNE_BATCH, SESSION_GRACE};
 use crate::registry::Registry;
@@ -74,24 +74,25 @@ async fn guests_still_sign_in_when_a_million_guest_names_are_taken() {
 
 #[tokio::test]
 async fn a_sign_in_past_the_session_cap_revokes_the_oldest() {
-    let t = open_db();
-    let ann = register(&t.db, "ann").await;
-    let bob = register(&t.db, "bob").await;
-    t.db.insert_session([200; 32], bob.id, u64::MAX / 2, 3)
-        .await
-        .unwrap();
-    for n in 0..5u8 {
-        t.db.insert_session([n; 32], ann.id, u64::MAX / 2, 3)
+    for t in open_both() {
+        let ann = register(&t.db, "ann").await;
+        let bob = register(&t.db, "bob").await;
+        t.db.insert_session([200; 32], bob.id, u64::MAX / 2, 3)
             .await
             .unwrap();
+        for n in 0..5u8 {
+            t.db.insert_session([n; 32], ann.id, u64::MAX / 2, 3)
+                .await
+                .unwrap();
+        }
+        for n in 0..5u8 {
+            let alive = t.db.session([n; 32], 0).await.unwrap().is_some();
+            assert_eq!(alive, n >= 2, "session {n}");
+        }
+        // Another account's sessions are its own.
+        assert!(t.db.session([200; 32], 0).await.unwrap().is_some());
+        assert_eq!(count(&t.path, "sessions"), 4);
     }
-    for n in 0..5u8 {
-        let alive = t.db.session([n; 32], 0).await.unwrap().is_some();
-        assert_eq!(alive, n >= 2, "session {n}");
-    }
-    // Another account's sessions are its own.
-    assert!(t.db.session([200; 32], 0).await.unwrap().is_some());
-    assert_eq!(count(&t.path, "sessions"), 4);
 }
 
 #[tokio::test]

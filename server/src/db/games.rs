@@ -80,7 +80,7 @@ pub(super) fn is_recorded(conn: &Connection, game_id: &GameId) -> DbResult<bool>
 
 /// A drawn game that would have been rated had someone won. Aborts are not draws, and a
 /// game stopped at the round limit is unrated: they leave no trace on either account.
-fn is_rated_draw(record: &GameRecord) -> bool {
+pub(super) fn is_rated_draw(record: &GameRecord) -> bool {
     record.rated_between_accounts()
         && record.result.winner.is_none()
         && !matches!(
@@ -198,7 +198,7 @@ pub(super) fn stored_record(
 }
 
 /// The reason as the protocol spells it (`"time"`, `"draw_agreed"`, ...).
-fn reason_name(reason: EndReason) -> String {
+pub(super) fn reason_name(reason: EndReason) -> String {
     match serde_json::to_value(reason) {
         Ok(serde_json::Value::String(name)) => name,
         _ => format!("{reason:?}"),

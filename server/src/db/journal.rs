@@ -636,7 +636,7 @@ fn cut_to(path: &Path, len: u64) -> DbResult<()> {
 
 /// Checks an append's rows: each step the one after the last (`next`, advanced), each
 /// payload within the limit.
-fn check_rows(game_id: &GameId, next: &mut u64, rows: &[Row]) -> DbResult<()> {
+pub(super) fn check_rows(game_id: &GameId, next: &mut u64, rows: &[Row]) -> DbResult<()> {
     for (step, bytes) in rows {
         if *step != *next {
             return Err(DbError::StepOutOfOrder {

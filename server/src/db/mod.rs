@@ -29,9 +29,12 @@ mod accounts;
 mod checkpoint;
 mod games;
 mod journal;
+mod pg;
 mod reader;
 mod schema;
 mod stored;
+#[cfg(any(test, feature = "test-hooks"))]
+pub mod testing;
 mod writer;
 
 pub use journal::LogHealth;
@@ -71,6 +74,8 @@ pub enum DbError {
     NameTaken,
     #[error("database: {0}")]
     Sqlite(String),
+    #[error("postgresql: {0}")]
+    Postgres(String),
     #[error("the database writer has stopped")]
     Closed,
     #[error("encoding {0}")]
@@ -252,8 +257,30 @@ fn batch_thread() {
     }
 }
 
+/// Where `--database` points: a PostgreSQL URL (`postgres://` or `postgresql://`), or a
+/// SQLite file (a path, or `sqlite://` and a path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location<'a> {
+    Sqlite(&'a std::path::Path),
+    Postgres(&'a str),
+}
+
+impl<'a> Location<'a> {
+    pub fn of(database: &'a std::path::Path) -> Location<'a> {
+        match database.to_str() {
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Location::Postgres(url)
+            }
+            Some(url) if url.starts_with("sqlite://") => {
+                Location::Sqlite(std::path::Path::new(&url["sqlite://".len()..]))
+            }
+            _ => Location::Sqlite(database),
+        }
+    }
+}
+
 impl Db {
-    /// Open (creating if needed) the database at `path`, apply migrations, start the writer.
+    /// Open (creating if needed) the database at `path` (see [`Location`]), apply migrations, start the writer.
     ///
     /// The live games' log is opened beside it (`<path>-gamelog`); the games in it that
     /// have no record yet are the live ones. A log damaged before its end is refused.
@@ -279,6 +306,18 @@ impl Db {
         compaction: journal::Compaction,
         sync_interval: std::time::Duration,
     ) -> DbResult<Db> {
+        let path = match Location::of(path) {
+            Location::Postgres(url) => {
+                let opened = pg::open(url)?;
+                return Ok(Db {
+                    requests: opened.requests,
+                    journal: opened.journal,
+                    reads: opened.reads,
+                    log_health: opened.log_health,
+                });
+            }
+            Location::Sqlite(path) => path,
+        };
         let conn = schema::open(path)?;
         let journal = journal::Journal::open(&journal::path_for(path), compaction, |game_id| {
             games::is_recorded(&conn, game_id)

@@ -37,7 +37,7 @@ pub(super) const MAX_BATCH: usize = 1024;
 /// page) through between batches.
 pub(super) const MAX_BATCH_GAMES: usize = 256;
 
-type Reply<T> = oneshot::Sender<DbResult<T>>;
+pub(super) type Reply<T> = oneshot::Sender<DbResult<T>>;
 
 /// What recording a game answers: both seats' rating changes, if it was rated and won.
 type Changes = Option<SeatPair<RatingChange>>;

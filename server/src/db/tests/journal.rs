@@ -65,64 +65,66 @@ pub(super) fn file_len(t: &TestDb) -> u64 {
 
 #[tokio::test]
 async fn logged_steps_read_back_per_game_in_order_until_the_game_is_recorded() {
-    let t = open_db();
-    let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
-    let (a, b) = (won(&ann, &bob, Seat::One), won(&bob, &ann, Seat::Two));
-    t.db.append_log(a.game_id, &[start(&a)]).await.unwrap();
-    t.db.append_log(b.game_id, &[start(&b), commit(1)])
-        .await
-        .unwrap();
-    t.db.append_log(a.game_id, &[commit(1), commit(2)])
-        .await
-        .unwrap();
-    let logs = t.db.unfinished_games().await.unwrap();
-    assert_eq!(logs.len(), 2);
-    let log_a = logs.iter().find(|l| l.game_id == a.game_id).unwrap();
-    let log_b = logs.iter().find(|l| l.game_id == b.game_id).unwrap();
-    assert_eq!(log_a.steps, vec![start(&a), commit(1), commit(2)]);
-    assert_eq!(log_b.steps, vec![start(&b), commit(1)]);
+    for t in open_both() {
+        let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
+        let (a, b) = (won(&ann, &bob, Seat::One), won(&bob, &ann, Seat::Two));
+        t.db.append_log(a.game_id, &[start(&a)]).await.unwrap();
+        t.db.append_log(b.game_id, &[start(&b), commit(1)])
+            .await
+            .unwrap();
+        t.db.append_log(a.game_id, &[commit(1), commit(2)])
+            .await
+            .unwrap();
+        let logs = t.db.unfinished_games().await.unwrap();
+        assert_eq!(logs.len(), 2);
+        let log_a = logs.iter().find(|l| l.game_id == a.game_id).unwrap();
+        let log_b = logs.iter().find(|l| l.game_id == b.game_id).unwrap();
+        assert_eq!(log_a.steps, vec![start(&a), commit(1), commit(2)]);
+        assert_eq!(log_b.steps, vec![start(&b), commit(1)]);
 
-    // Once its record is committed a game's log is no longer the journal's.
-    t.db.record_game(a.clone()).await.unwrap();
-    let logs = t.db.unfinished_games().await.unwrap();
-    assert_eq!(logs.len(), 1);
-    assert_eq!(logs[0].game_id, b.game_id);
+        // Once its record is committed a game's log is no longer the journal's.
+        t.db.record_game(a.clone()).await.unwrap();
+        let logs = t.db.unfinished_games().await.unwrap();
+        assert_eq!(logs.len(), 1);
+        assert_eq!(logs[0].game_id, b.game_id);
 
-    // And after a restart the same holds, read from the file.
-    t.db.shutdown().await.unwrap();
-    let db = Db::open(&t.path).unwrap();
-    let logs = db.unfinished_games().await.unwrap();
-    assert_eq!(logs.len(), 1);
-    assert_eq!(logs[0].steps, vec![start(&b), commit(1)]);
-    db.shutdown().await.unwrap();
+        // And after a restart the same holds, read from the file.
+        t.db.shutdown().await.unwrap();
+        let db = Db::open(&t.path).unwrap();
+        let logs = db.unfinished_games().await.unwrap();
+        assert_eq!(logs.len(), 1);
+        assert_eq!(logs[0].steps, vec![start(&b), commit(1)]);
+        db.shutdown().await.unwrap();
+    }
 }
 
 #[tokio::test]
 async fn a_step_logged_twice_is_refused_and_changes_nothing() {
-    let t = open_db();
-    let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
-    let a = won(&ann, &bob, Seat::One);
-    t.db.append_log(a.game_id, &[start(&a)]).await.unwrap();
-    let again = t.db.append_log(a.game_id, &[commit(1), commit(0)]).await;
-    assert!(
-        matches!(
-            again,
-            Err(DbError::StepOutOfOrder {
-                step: 0,
-                expected: 2,
-                ..
-            })
-        ),
-        "{again:?}"
-    );
-    let again = t.db.append_log(a.game_id, &[start(&a)]).await;
-    assert!(
-        matches!(again, Err(DbError::StepOutOfOrder { expected: 1, .. })),
-        "{again:?}"
-    );
-    t.db.append_log(a.game_id, &[commit(1)]).await.unwrap();
-    let logs = t.db.unfinished_games().await.unwrap();
-    assert_eq!(logs[0].steps, vec![start(&a), commit(1)]);
+    for t in open_both() {
+        let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
+        let a = won(&ann, &bob, Seat::One);
+        t.db.append_log(a.game_id, &[start(&a)]).await.unwrap();
+        let again = t.db.append_log(a.game_id, &[commit(1), commit(0)]).await;
+        assert!(
+            matches!(
+                again,
+                Err(DbError::StepOutOfOrder {
+                    step: 0,
+                    expected: 2,
+                    ..
+                })
+            ),
+            "{again:?}"
+        );
+        let again = t.db.append_log(a.game_id, &[start(&a)]).await;
+        assert!(
+            matches!(again, Err(DbError::StepOutOfOrder { expected: 1, .. })),
+            "{again:?}"
+        );
+        t.db.append_log(a.game_id, &[commit(1)]).await.unwrap();
+        let logs = t.db.unfinished_games().await.unwrap();
+        assert_eq!(logs[0].steps, vec![start(&a), commit(1)]);
+    }
 }
 
 #[tokio::test]
@@ -288,20 +290,21 @@ pub(super) fn every_kind_of_step(record: &GameRecord) -> Vec<LogStep> {
 
 #[tokio::test]
 async fn every_kind_of_step_reads_back_as_it_was_written() {
-    let t = open_db();
-    let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
-    let a = won(&ann, &bob, Seat::One);
-    let steps = every_kind_of_step(&a);
-    for (row, step) in journal::encode(&steps).unwrap().iter().zip(&steps) {
-        assert_eq!(row.0, step.step);
-        assert_eq!(&journal::decode_step(&row.1).unwrap(), step);
+    for t in open_both() {
+        let (ann, bob) = (register(&t.db, "ann").await, register(&t.db, "bob").await);
+        let a = won(&ann, &bob, Seat::One);
+        let steps = every_kind_of_step(&a);
+        for (row, step) in journal::encode(&steps).unwrap().iter().zip(&steps) {
+            assert_eq!(row.0, step.step);
+            assert_eq!(&journal::decode_step(&row.1).unwrap(), step);
+        }
+        // And through the file, across a restart.
+        t.db.append_log(a.game_id, &steps).await.unwrap();
+        t.db.shutdown().await.unwrap();
+        let db = Db::open(&t.path).unwrap();
+        assert_eq!(logs(&db).await[0].steps, steps);
+        db.shutdown().await.unwrap();
     }
-    // And through the file, across a restart.
-    t.db.append_log(a.game_id, &steps).await.unwrap();
-    t.db.shutdown().await.unwrap();
-    let db = Db::open(&t.path).unwrap();
-    assert_eq!(logs(&db).await[0].steps, steps);
-    db.shutdown().await.unwrap();
 }
 
 #[tokio::test]
