@@ -770,7 +770,7 @@ struct StepLog {
     next: HashMap<GameId, u64>,
     health: watch::Sender<LogHealth>,
     broken: Option<DbError>,
-    /// Makes every commit's outcome unknown, for the tests of a broken log (with the
+    /// Makes every commit's answer lost (the commit done), for the tests of a broken log (with the
     /// `test-hooks` feature, set by the `ELEMENTALS_FAIL_SYNC` environment variable).
     #[cfg(any(test, feature = "test-hooks"))]
     fail_commits: bool,
@@ -922,12 +922,15 @@ impl StepLog {
         let fail = self.fail_commits;
         #[cfg(not(any(test, feature = "test-hooks")))]
         let fail = false;
-        let committed = if fail {
-            drop(tx);
-            Err("commit failed (test hook)".to_owned())
-        } else {
-            tx.commit().map_err(|e| e.to_string())
-        };
+        let committed = tx.commit().map_err(|e| e.to_string()).and_then(|()| {
+            // The test hook: the commit happened, its answer is lost (as when the
+            // connection drops during it).
+            if fail {
+                Err("the commit's answer was lost (test hook)".to_owned())
+            } else {
+                Ok(())
+            }
+        });
         committed.map_err(|message| {
             // The commit may or may not have happened: nothing after it is trusted.
             let error = DbError::LogBroken {
