@@ -542,6 +542,12 @@ impl Db {
         release
     }
 
+    /// Requests waiting in the writer's queue.
+    #[cfg(test)]
+    pub(crate) fn queued_requests(&self) -> usize {
+        self.requests.max_capacity() - self.requests.capacity()
+    }
+
     async fn call<T>(
         &self,
         request: impl FnOnce(oneshot::Sender<DbResult<T>>) -> Request,

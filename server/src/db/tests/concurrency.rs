@@ -187,3 +187,44 @@ async fn two_writers_on_one_postgres_database_record_each_game_once_and_lose_no_
     first.shutdown().await.unwrap();
     second.shutdown().await.unwrap();
 }
+
+/// One batch holding the same game three times and a game naming an account that does not
+/// exist, on each backend: the game is recorded once and all three answers carry its
+/// changes; the bad record fails alone (on PostgreSQL the bulk write of the run fails, and
+/// each game is then written alone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_with_a_game_thrice_and_a_bad_record_records_the_game_once() {
+    for t in open_both() {
+        let ann = register(&t.db, "ann").await;
+        let bob = register(&t.db, "bob").await;
+        let record = won(&ann, &bob, Seat::One);
+        let mut ghost = bob.clone();
+        ghost.id += 1_000;
+        let bad = won(&ann, &ghost, Seat::Two);
+        let release = t.db.hold_writer().await;
+        let mut calls = Vec::new();
+        for r in [record.clone(), bad, record.clone(), record.clone()] {
+            let db = t.db.clone();
+            calls.push(tokio::spawn(async move { db.record_game(r).await }));
+        }
+        // The four queue behind the hold, so that they share one batch.
+        while t.db.queued_requests() < 4 {
+            tokio::task::yield_now().await;
+        }
+        drop(release);
+        let answers: Vec<_> = futures::future::join_all(calls)
+            .await
+            .into_iter()
+            .map(|a| a.unwrap())
+            .collect();
+        assert!(answers[1].is_err(), "{:?}", answers[1]);
+        let changes = answers[0].clone().unwrap().expect("rated");
+        for answer in [&answers[2], &answers[3]] {
+            assert_eq!(answer.clone().unwrap(), Some(changes));
+        }
+        assert_eq!(count(&t.path, "games"), 1);
+        assert_eq!(count(&t.path, "rating_history"), 2);
+        assert_eq!(fetch(&t.db, &ann).await.wins, 1);
+        assert_eq!(fetch(&t.db, &bob).await.losses, 1);
+    }
+}
