@@ -763,10 +763,7 @@ pub(super) fn spawn(journal: Journal, sync_interval: Duration) -> DbResult<mpsc:
     let path = journal.path.clone();
     std::thread::Builder::new()
         .name("game-log".into())
-        .spawn(move || {
-            super::batch_thread();
-            run(journal, queue, sync_interval)
-        })
+        .spawn(move || run(journal, queue, sync_interval))
         .map_err(|e| io_error("cannot start the game log thread", &path, e))?;
     Ok(requests)
 }

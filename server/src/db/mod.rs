@@ -236,27 +236,6 @@ pub struct Db {
 
 pub type DbResult<T> = Result<T, DbError>;
 
-/// Run first on each of the database's threads (the writer, the game log, the
-/// checkpointer): makes the calling thread a batch thread (Linux's `SCHED_BATCH`). Such a
-/// thread is scheduled as usual but does not preempt a running thread when it wakes; it
-/// waits for that thread's turn to end. At full load the game log woke some 5,700 times
-/// a second (its pacing, its syncs and its queue) and the writer 1,200, and each wake-up
-/// could preempt a runtime worker in the middle of a game's work (3,000–6,100 involuntary
-/// switches a second; ~750 now: BENCHMARKS.md, finding 20).
-/// Where this is refused (another system, a sandbox), the thread runs as before.
-fn batch_thread() {
-    #[cfg(target_os = "linux")]
-    {
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: changes only the calling thread's (pid 0) policy; `param` is a valid
-        // `sched_param` that lives across the call.
-        if unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) } != 0 {
-            let error = std::io::Error::last_os_error();
-            tracing::debug!(%error, "cannot make a database thread a batch thread");
-        }
-    }
-}
-
 /// Where `--database` points: a PostgreSQL URL (`postgres://` or `postgresql://`), or a
 /// SQLite file (a path, or `sqlite://` and a path).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

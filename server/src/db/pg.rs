@@ -136,16 +136,13 @@ pub(super) fn open(url: &str) -> DbResult<Opened> {
     let log_url = Arc::clone(&url);
     std::thread::Builder::new()
         .name("game-log".into())
-        .spawn(move || {
-            super::batch_thread();
-            match StepLog::open(&log_url, health_tx) {
-                Ok(log) => {
-                    let _ = ready.send(Ok(()));
-                    log.run(log_queue);
-                }
-                Err(e) => {
-                    let _ = ready.send(Err(e));
-                }
+        .spawn(move || match StepLog::open(&log_url, health_tx) {
+            Ok(log) => {
+                let _ = ready.send(Ok(()));
+                log.run(log_queue);
+            }
+            Err(e) => {
+                let _ = ready.send(Err(e));
             }
         })
         .map_err(|e| DbError::Postgres(format!("cannot start the game log thread: {e}")))?;
@@ -160,7 +157,6 @@ pub(super) fn open(url: &str) -> DbResult<Opened> {
         std::thread::Builder::new()
             .name(format!("db-reader-{n}"))
             .spawn(move || {
-                super::batch_thread();
                 let client = connect(&url).and_then(|mut c| {
                     c.batch_execute("SET default_transaction_read_only = on")?;
                     Ok(c)

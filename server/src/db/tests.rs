@@ -530,18 +530,6 @@ async fn a_game_record_reads_back_as_the_json_it_was() {
 }
 
 #[cfg(target_os = "linux")]
-#[test]
-fn a_database_thread_is_a_batch_thread() {
-    let policy = std::thread::spawn(|| {
-        batch_thread();
-        // SAFETY: reads the calling thread's policy.
-        unsafe { libc::sched_getscheduler(0) }
-    })
-    .join()
-    .unwrap();
-    assert_eq!(policy, libc::SCHED_BATCH);
-}
-
 /// Many games at once through `Db`.
 mod concurrency;
 

@@ -166,10 +166,7 @@ pub(super) fn spawn(store: impl Store) -> DbResult<mpsc::Sender<Request>> {
     let (requests, queue) = mpsc::channel(REQUEST_QUEUE);
     std::thread::Builder::new()
         .name("db-writer".into())
-        .spawn(move || {
-            super::batch_thread();
-            run_with(store, queue)
-        })
+        .spawn(move || run_with(store, queue))
         .map_err(|e| DbError::Sqlite(format!("cannot start the writer thread: {e}")))?;
     Ok(requests)
 }
