@@ -1,20 +1,20 @@
 //! Builds the browser client (`clients/web`) so that `src/web.rs` can embed it.
 //!
-//! Runs `npm ci` when `node_modules` is missing or older than `package-lock.json`, then
-//! `node build.mjs $OUT_DIR/web`, which bundles the ES modules with esbuild and writes
-//! `index.html`, `app.js` and `app.css`. Cargo reruns this only when the client's sources,
-//! its HTML or its package files change. Without Node.js and npm the build fails, saying
-//! so: a server that silently served no client would be worse.
+//! The npm packages the bundle needs are installed in `$OUT_DIR/npm` (`npm ci` from a copy
+//! of `package.json` and the committed `package-lock.json`), never in the source tree, and
+//! again only when the lock changes. Then `node build.mjs $OUT_DIR/web $OUT_DIR/npm/node_modules`
+//! bundles the ES modules with esbuild and writes `index.html`, `app.js` and `app.css`.
+//! Without Node.js and npm the build fails, saying so: a server that silently served no
+//! client would be worse.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::SystemTime;
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let web = manifest.join("../clients/web");
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo")).join("web");
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
+    let out = out_dir.join("web");
     for input in [
         "src",
         "index.html",
@@ -26,32 +26,13 @@ fn main() {
     }
     println!("cargo:rerun-if-env-changed=NPM");
 
-    // Builds of this crate in other profiles or target directories may run at the same
-    // time; `npm ci` deletes node_modules first, so installs must not overlap.
-    let package_json = web.join("package.json");
-    let lock = File::open(&package_json)
-        .unwrap_or_else(|e| fail(&format!("cannot open {}: {e}", package_json.display())));
-    lock.lock()
-        .unwrap_or_else(|e| fail(&format!("cannot lock {}: {e}", package_json.display())));
-
-    let npm = std::env::var("NPM").unwrap_or_else(|_| default_npm().to_owned());
-    if needs_install(&web) {
-        let install = if web.join("package-lock.json").exists() {
-            "ci"
-        } else {
-            "install"
-        };
-        run(
-            Command::new(&npm)
-                .args([install, "--no-audit", "--no-fund"])
-                .current_dir(&web),
-            &format!("{npm} {install}"),
-        );
-    }
+    let npm_dir = out_dir.join("npm");
+    install(&web, &npm_dir);
     run(
         Command::new("node")
             .arg("build.mjs")
             .arg(&out)
+            .arg(npm_dir.join("node_modules"))
             .current_dir(&web),
         "node build.mjs",
     );
@@ -62,6 +43,41 @@ fn main() {
     }
 }
 
+/// `npm ci` in `npm_dir` from the source tree's package files, unless the lock installed
+/// there is the one in the tree.
+fn install(web: &Path, npm_dir: &Path) {
+    let lock = read(&web.join("package-lock.json"));
+    let installed = npm_dir.join("installed-package-lock.json");
+    if std::fs::read(&installed).ok().as_deref() == Some(lock.as_slice()) {
+        return;
+    }
+    std::fs::create_dir_all(npm_dir)
+        .unwrap_or_else(|e| fail(&format!("cannot create {}: {e}", npm_dir.display())));
+    write(
+        &npm_dir.join("package.json"),
+        &read(&web.join("package.json")),
+    );
+    write(&npm_dir.join("package-lock.json"), &lock);
+    let npm = std::env::var("NPM").unwrap_or_else(|_| default_npm().to_owned());
+    run(
+        Command::new(&npm)
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(npm_dir),
+        &format!("{npm} ci"),
+    );
+    // Written last: an install cut short is redone.
+    write(&installed, &lock);
+}
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", path.display())))
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    std::fs::write(path, bytes)
+        .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", path.display())))
+}
+
 fn default_npm() -> &'static str {
     if cfg!(windows) {
         "npm.cmd"
@@ -70,27 +86,12 @@ fn default_npm() -> &'static str {
     }
 }
 
-/// Whether `npm ci` must run: no installed tree, or a lock file newer than it.
-fn needs_install(web: &Path) -> bool {
-    let installed = modified(&web.join("node_modules/.package-lock.json"));
-    let wanted = modified(&web.join("package-lock.json")).max(modified(&web.join("package.json")));
-    match (installed, wanted) {
-        (None, _) => true,
-        (Some(installed), Some(wanted)) => wanted > installed,
-        (Some(_), None) => false,
-    }
-}
-
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
 fn run(command: &mut Command, what: &str) {
     match command.status() {
         Ok(status) if status.success() => {}
-        Ok(status) => fail(&format!("`{what}` in clients/web failed ({status})")),
+        Ok(status) => fail(&format!("`{what}` for clients/web failed ({status})")),
         Err(e) => fail(&format!(
-            "could not run `{what}` in clients/web: {e}. Building elementals-server builds \
+            "could not run `{what}` for clients/web: {e}. Building elementals-server builds \
              the browser client too, which needs Node.js (20 or newer) and npm on PATH"
         )),
     }

@@ -21,8 +21,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::Connector;
 
 use crate::error::ClientError;
+use crate::tls::TlsRoots;
 use crate::url::ServerUrl;
 
 /// Settings for [`Connection::connect_with`].
@@ -39,6 +41,8 @@ pub struct ConnectOptions {
     pub request_timeout: Duration,
     /// What the client calls itself in `hello`.
     pub client_name: String,
+    /// What a `wss://` connection trusts.
+    pub tls_roots: TlsRoots,
 }
 
 /// Events a connection holds for a caller that has not read them yet. A game sends a
@@ -60,6 +64,7 @@ impl Default for ConnectOptions {
             events_capacity: DEFAULT_EVENTS_CAPACITY,
             request_timeout: Duration::from_secs(30),
             client_name: format!("elementals-client/{}", env!("CARGO_PKG_VERSION")),
+            tls_roots: TlsRoots::default(),
         }
     }
 }
@@ -117,9 +122,21 @@ impl Connection {
             .write_buffer_size(options.write_buffer)
             .max_message_size(Some(MAX_SERVER_MESSAGE_BYTES))
             .max_frame_size(Some(MAX_SERVER_MESSAGE_BYTES));
+        // The roots are only gathered for TLS: a load test opens thousands of plain sockets.
+        let connector = match url.is_tls() {
+            true => Some(Connector::Rustls(Arc::new(
+                options.tls_roots.client_config()?,
+            ))),
+            false => None,
+        };
         // Nagle off: a round is a few small frames each way, and latency is the game.
-        let (socket, _response) =
-            tokio_tungstenite::connect_async_with_config(url.ws_url(), Some(config), true).await?;
+        let (socket, _response) = tokio_tungstenite::connect_async_tls_with_config(
+            url.ws_url(),
+            Some(config),
+            true,
+            connector,
+        )
+        .await?;
         let (sink, stream) = socket.split();
 
         let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));

@@ -31,6 +31,12 @@ pub enum ClientError {
     /// An HTTP response that is not a success or cannot be parsed.
     #[error("http: {0}")]
     Http(String),
+    /// The HTTP request failed: connecting, TLS, or reading the response.
+    #[error("http: {0}")]
+    HttpRequest(#[from] reqwest::Error),
+    /// A TLS configuration that rustls refuses (a bad extra root certificate).
+    #[error("tls: {0}")]
+    Tls(#[from] rustls::Error),
     /// The call does not fit the situation (for example, playing a watched game).
     #[error("{0}")]
     InvalidUse(&'static str),

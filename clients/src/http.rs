@@ -1,19 +1,16 @@
-//! A minimal HTTP/1.1 GET over a plain TCP stream, enough to read the server's JSON API
-//! (the leaderboard) without pulling in an HTTP client stack.
+//! The server's JSON API (the leaderboard) over HTTP or HTTPS, through reqwest with rustls.
 //!
-//! One request per connection (`Connection: close`), no TLS, no redirects. The response
-//! is read to the end under a size cap; bodies may be sized by `Content-Length`, chunked,
-//! or delimited by the close.
+//! Responses are read under a size cap: a leaderboard is a few kilobytes, and a server
+//! (or something posing as one) cannot make the client hold more than the cap.
 
 use serde::Deserialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::error::ClientError;
+use crate::tls::TlsRoots;
 use crate::url::ServerUrl;
 
 /// Largest response read: a leaderboard is a few kilobytes.
-const MAX_RESPONSE_BYTES: u64 = 4 * 1024 * 1024;
+const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
 /// A response's status and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,95 +19,57 @@ pub struct Response {
     pub body: Vec<u8>,
 }
 
-/// `GET path` from the server; any status is returned, only I/O and framing fail.
-pub async fn get(server: &ServerUrl, path: &str) -> Result<Response, ClientError> {
-    let mut stream =
-        TcpStream::connect((server.host().trim_matches(['[', ']']), server.port())).await?;
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\nConnection: close\r\n\r\n",
-        server.authority()
-    );
-    stream.write_all(request.as_bytes()).await?;
-    let mut raw = Vec::new();
-    stream
-        .take(MAX_RESPONSE_BYTES + 1)
-        .read_to_end(&mut raw)
-        .await?;
-    if raw.len() as u64 > MAX_RESPONSE_BYTES {
-        return Err(ClientError::Http("response too large".into()));
-    }
-    parse_response(&raw)
+/// An HTTP client for one server's API.
+#[derive(Debug, Clone)]
+pub struct Http {
+    client: reqwest::Client,
+    base: String,
 }
 
-/// Parse a complete HTTP/1.1 response.
-pub fn parse_response(raw: &[u8]) -> Result<Response, ClientError> {
-    let bad = |what: &str| ClientError::Http(what.to_owned());
-    let split = find(raw, b"\r\n\r\n").ok_or_else(|| bad("no end of headers"))?;
-    let head = std::str::from_utf8(&raw[..split]).map_err(|_| bad("headers are not UTF-8"))?;
-    let rest = &raw[split + 4..];
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let mut parts = status_line.splitn(3, ' ');
-    let (version, code) = (parts.next(), parts.next());
-    if !version.is_some_and(|v| v.starts_with("HTTP/1.")) {
-        return Err(bad("not an HTTP/1 response"));
-    }
-    let status = code
-        .and_then(|c| c.parse::<u16>().ok())
-        .ok_or_else(|| bad("bad status code"))?;
-    let mut length = None;
-    let mut chunked = false;
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else {
-            return Err(bad("malformed header"));
-        };
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("content-length") {
-            length = Some(
-                value
-                    .parse::<usize>()
-                    .map_err(|_| bad("bad content-length"))?,
-            );
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = value.to_ascii_lowercase().contains("chunked");
+impl Http {
+    /// A client for `server`, trusting `roots` when the address is `https://`.
+    pub fn new(server: &ServerUrl, roots: &TlsRoots) -> Result<Http, ClientError> {
+        let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
+        if server.is_tls() {
+            builder = builder.use_preconfigured_tls(roots.client_config()?);
         }
+        Ok(Http {
+            client: builder.build()?,
+            base: server.http_base(),
+        })
     }
-    let body = if chunked {
-        dechunk(rest)?
-    } else if let Some(length) = length {
-        rest.get(..length)
-            .ok_or_else(|| bad("body shorter than content-length"))?
-            .to_vec()
-    } else {
-        rest.to_vec()
-    };
-    Ok(Response { status, body })
-}
 
-/// Decode a chunked body (chunk extensions and trailers are ignored).
-fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, ClientError> {
-    let bad = |what: &str| ClientError::Http(what.to_owned());
-    let mut body = Vec::new();
-    loop {
-        let end = find(rest, b"\r\n").ok_or_else(|| bad("truncated chunk size"))?;
-        let size_text = std::str::from_utf8(&rest[..end]).map_err(|_| bad("bad chunk size"))?;
-        let size_text = size_text.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(size_text, 16).map_err(|_| bad("bad chunk size"))?;
-        rest = &rest[end + 2..];
-        if size == 0 {
-            return Ok(body);
+    /// `GET path`; any status is returned, only transport errors and a body over the cap
+    /// fail.
+    pub async fn get(&self, path: &str) -> Result<Response, ClientError> {
+        let mut response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await?;
+        let status = response.status().as_u16();
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await? {
+            if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                return Err(ClientError::Http("response too large".into()));
+            }
+            body.extend_from_slice(&chunk);
         }
-        let chunk = rest.get(..size).ok_or_else(|| bad("truncated chunk"))?;
-        body.extend_from_slice(chunk);
-        rest = rest
-            .get(size..)
-            .and_then(|r| r.strip_prefix(b"\r\n"))
-            .ok_or_else(|| bad("chunk without its line end"))?;
+        Ok(Response { status, body })
     }
-}
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+    /// `GET /api/leaderboard`, best first.
+    pub async fn leaderboard(&self) -> Result<Vec<LeaderboardEntry>, ClientError> {
+        let response = self.get("/api/leaderboard").await?;
+        if response.status != 200 {
+            return Err(ClientError::Http(format!(
+                "leaderboard answered {}",
+                response.status
+            )));
+        }
+        parse_leaderboard(&response.body)
+    }
 }
 
 /// One row of the leaderboard. Fields the server does not send are `None`.
@@ -126,16 +85,9 @@ pub struct LeaderboardEntry {
     pub draws: Option<u32>,
 }
 
-/// Fetch `GET /api/leaderboard`, best first.
+/// Fetch `GET /api/leaderboard`, best first, trusting webpki's roots over `https://`.
 pub async fn leaderboard(server: &ServerUrl) -> Result<Vec<LeaderboardEntry>, ClientError> {
-    let response = get(server, "/api/leaderboard").await?;
-    if response.status != 200 {
-        return Err(ClientError::Http(format!(
-            "leaderboard answered {}",
-            response.status
-        )));
-    }
-    parse_leaderboard(&response.body)
+    Http::new(server, &TlsRoots::default())?.leaderboard().await
 }
 
 /// The leaderboard from JSON: either a bare array of entries, or an object holding the

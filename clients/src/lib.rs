@@ -10,11 +10,14 @@
 //! - [`Strategy`] and [`Random`], [`Greedy`], [`Minimax`], [`Sequence`]: how to pick.
 //! - [`Player`]: commit–reveal every round until `game_over` and the rating update.
 //! - [`render`]: boards, clocks and results as text.
-//! - [`http`]: a tiny HTTP GET for the JSON API (the leaderboard).
-//! - [`ServerUrl`]: one address gives both the WebSocket and the HTTP endpoint.
+//! - [`http`]: the JSON API (the leaderboard) over HTTP or HTTPS.
+//! - [`ServerUrl`]: one address gives both the WebSocket and the HTTP endpoint, plain or TLS.
+//! - [`TlsRoots`]: what `wss://` and `https://` trust: webpki's roots and any added.
 //!
 //! The library never panics on what the server sends: a frame it cannot decode is
 //! logged and skipped, and a refusal is a [`ClientError::Server`] with its code.
+
+#![forbid(unsafe_code)]
 
 mod client;
 mod connection;
@@ -25,6 +28,7 @@ mod player;
 pub mod render;
 mod state;
 mod strategy;
+mod tls;
 mod url;
 
 pub use client::{Client, Queued, Session};
@@ -40,6 +44,7 @@ pub use strategy::{
     by_name as strategy_by_name, square_value, GameView, Greedy, Minimax, Random, Sequence,
     Strategy,
 };
+pub use tls::TlsRoots;
 pub use url::ServerUrl;
 
 /// The protocol crate, re-exported so users need not depend on it separately.

@@ -1,9 +1,9 @@
 //! Server addresses: one `--server` value gives both the WebSocket endpoint and the HTTP
 //! base, whichever form the user typed.
 //!
-//! Accepted: `ws://HOST:PORT/ws`, `ws://HOST:PORT`, `http://HOST:PORT`, `http://HOST:PORT/`
-//! and a bare `HOST:PORT`. TLS (`wss`, `https`) is refused: the client speaks plain TCP
-//! only, for loopback and trusted networks.
+//! Accepted: `ws://HOST:PORT/ws`, `ws://HOST:PORT`, `http://HOST:PORT`, `http://HOST:PORT/`,
+//! the same with `wss://` or `https://` (TLS, port 443 by default), and a bare `HOST:PORT`
+//! (plain TCP).
 
 use std::fmt;
 use std::str::FromStr;
@@ -16,6 +16,8 @@ pub struct ServerUrl {
     /// Host name or address; an IPv6 address keeps its brackets (`[::1]`).
     host: String,
     port: u16,
+    /// `wss://` and `https://`: both endpoints are reached through TLS.
+    tls: bool,
 }
 
 impl ServerUrl {
@@ -26,11 +28,11 @@ impl ServerUrl {
             reason,
         };
         let trimmed = text.trim();
-        let (rest, default_port) = match trimmed.split_once("://") {
-            Some(("ws", rest)) | Some(("http", rest)) => (rest, Some(80)),
-            Some(("wss", _)) | Some(("https", _)) => return Err(bad("TLS is not supported")),
-            Some(_) => return Err(bad("the scheme must be ws:// or http://")),
-            None => (trimmed, None),
+        let (rest, default_port, tls) = match trimmed.split_once("://") {
+            Some(("ws", rest)) | Some(("http", rest)) => (rest, Some(80), false),
+            Some(("wss", rest)) | Some(("https", rest)) => (rest, Some(443), true),
+            Some(_) => return Err(bad("the scheme must be ws://, wss://, http:// or https://")),
+            None => (trimmed, None, false),
         };
         let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
         if authority.is_empty() {
@@ -47,6 +49,7 @@ impl ServerUrl {
         Ok(ServerUrl {
             host: host.to_owned(),
             port,
+            tls,
         })
     }
 
@@ -58,19 +61,26 @@ impl ServerUrl {
         self.port
     }
 
+    /// Whether both endpoints go through TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls
+    }
+
     /// `HOST:PORT`, as the HTTP `Host` header and `TcpStream::connect` want it.
     pub fn authority(&self) -> String {
         format!("{}:{}", self.host, self.port)
     }
 
-    /// The WebSocket endpoint: `ws://HOST:PORT/ws`.
+    /// The WebSocket endpoint: `ws://HOST:PORT/ws`, or `wss://` over TLS.
     pub fn ws_url(&self) -> String {
-        format!("ws://{}/ws", self.authority())
+        let scheme = if self.tls { "wss" } else { "ws" };
+        format!("{scheme}://{}/ws", self.authority())
     }
 
-    /// The HTTP base without a trailing slash: `http://HOST:PORT`.
+    /// The HTTP base without a trailing slash: `http://HOST:PORT`, or `https://` over TLS.
     pub fn http_base(&self) -> String {
-        format!("http://{}", self.authority())
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.authority())
     }
 }
 
@@ -150,11 +160,28 @@ mod tests {
     }
 
     #[test]
+    fn tls_schemes_give_tls_endpoints_on_port_443() {
+        for text in [
+            "wss://example.org/ws",
+            "https://example.org",
+            "wss://example.org:443",
+        ] {
+            let url = ServerUrl::parse(text).unwrap();
+            assert!(url.is_tls(), "{text}");
+            assert_eq!(url.ws_url(), "wss://example.org:443/ws", "{text}");
+            assert_eq!(url.http_base(), "https://example.org:443", "{text}");
+        }
+        let url = ServerUrl::parse("https://[::1]:8443/").unwrap();
+        assert_eq!(url.ws_url(), "wss://[::1]:8443/ws");
+        assert!(!ServerUrl::parse("127.0.0.1:7878").unwrap().is_tls());
+    }
+
+    #[test]
     fn malformed_addresses_are_refused() {
         for text in [
             "",
-            "wss://host:1/ws",
-            "https://host",
+            "wss://:1/ws",
+            "https://user@host",
             "ftp://host:1",
             "host",
             "host:",

@@ -2,16 +2,21 @@
 // @msgpack/msgpack included), app.css, and index.html with both URLs carrying a hash of
 // their content, so the server may let browsers cache them for good.
 //
-//   node build.mjs [OUTDIR]
+//   node build.mjs [OUTDIR [NODE_MODULES]]
+//
+// NODE_MODULES (default ./node_modules) is where esbuild and @msgpack/msgpack are
+// installed: server/build.rs installs them in its own OUT_DIR, leaving this tree as it is.
 
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const outdir = resolve(process.argv[2] ?? join(here, 'dist'));
+const modules = resolve(process.argv[3] ?? join(here, 'node_modules'));
+const { build } = createRequire(join(modules, '..', 'build.mjs'))('esbuild');
 mkdirSync(outdir, { recursive: true });
 
 const result = await build({
@@ -23,6 +28,7 @@ const result = await build({
   legalComments: 'none',
   write: false,
   outdir,
+  nodePaths: [modules],
   logLevel: 'warning',
 });
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The browser client's tests: installs what they need (the npm packages of clients/web,
-# and Debian's Chromium when /usr/bin/chromium is missing), then runs the unit tests and
-# the end-to-end tests, which build and start a real elementals-server.
+# The browser client's tests: the unit tests and the end-to-end tests, which start a real
+# elementals-server. What they need (the npm packages of clients/web, Chromium) is
+# installed by .ci/test.sh; missing, the run fails and says so.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -11,14 +11,13 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   exit 1
 fi
 
-if [ ! -x /usr/bin/chromium ]; then
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y chromium fonts-dejavu-core
+missing=()
+[ -x /usr/bin/chromium ] || missing+=("Chromium (/usr/bin/chromium)")
+[ -d "$here/node_modules/playwright-core" ] || missing+=("clients/web's npm packages")
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "clients/web/run-tests.sh: missing ${missing[*]}: run .ci/test.sh, which installs them" >&2
+  exit 1
 fi
-
-(cd "$here" && npm ci --no-audit --no-fund)
 
 cd "$repo"
 node --test clients/web/test/*.test.mjs

@@ -256,7 +256,7 @@ fn read(
                         pending.extend_from_slice(&buf[..n]);
                         if n < buf.len() {
                             // Empty now; a later arrival makes it ready again (as in
-                            // `lean.rs`).
+                            // `lean/`).
                             break;
                         }
                     }

@@ -212,7 +212,7 @@ impl Conn {
     }
 
     /// The bare socket (non-blocking) and the next request id, for a client that reads it
-    /// itself from here on (`lean.rs`). Only between requests, with nothing stashed.
+    /// itself from here on (`lean/`). Only between requests, with nothing stashed.
     pub fn into_std(self) -> Result<(std::net::TcpStream, RequestId), ConnError> {
         if !self.stashed.is_empty() {
             return Err(ConnError::Unexpected);

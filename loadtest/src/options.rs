@@ -71,7 +71,7 @@ pub struct RunOptions {
 
     /// Read every spectator's socket from one thread polling them all, instead of a task
     /// per spectator: for thousands of spectators, so that the fan-out figure measures
-    /// the server rather than the load generator (BENCHMARKS.md, §4).
+    /// the server rather than the load generator.
     #[arg(long)]
     pub lean_spectators: bool,
 

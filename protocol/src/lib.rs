@@ -12,12 +12,14 @@
 //! - [`error`]: stable machine-readable error codes.
 //! - [`wire`]: bounded MessagePack encoding and decoding.
 
+#![forbid(unsafe_code)]
+
 pub mod commitment;
 pub mod error;
 pub mod messages;
+mod names;
 pub mod rating;
 pub mod rules;
-mod tagged;
 pub mod time_control;
 pub mod wire;
 

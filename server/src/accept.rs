@@ -10,8 +10,8 @@
 //! accepting and leave connections to the kernel's accept queue (`LISTEN_BACKLOG`, capped
 //! by `net.core.somaxconn`); past that the kernel drops their SYNs, and a client retries a
 //! SYN only after a second, then three. So a burst of reconnecting clients (a restart, a
-//! network blip) is admitted as fast as handshakes complete: with the kernel's queue alone,
-//! half of a 10,000-player storm waited out those timers (BENCHMARKS.md §6).
+//! network blip) is admitted as fast as handshakes complete, where with the kernel's queue
+//! alone much of a 10,000-player storm would wait out those timers.
 //! One address may have at most `--max-connections-per-ip` connections in a handshake or
 //! waiting for one (a trusted proxy's connections are not counted: they carry many
 //! clients); more are closed at once, so no one address fills the queue. A connection

@@ -2,9 +2,8 @@
 //! `serve` and every test alike (declared here, in the library, so they cannot differ).
 //!
 //! Why not the system's (glibc's) malloc: at saturation its `malloc` and `free`, with the
-//! arena locks taken when a frame allocated on one worker thread is freed on another, were
-//! about a seventh of the server's worker time, and the same throughput run moved about a
-//! fifth more rounds per second with mimalloc (BENCHMARKS.md, throughput).
+//! arena locks taken when a frame allocated on one worker thread is freed on another, are
+//! a large share of the server's worker time; mimalloc's thread-local heaps take no lock.
 //!
 //! Memory a thread frees goes back to the system at once (`purge_delay` 0) rather than
 //! after mimalloc's default delay, which it only acts on when that thread allocates again.

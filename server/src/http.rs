@@ -22,8 +22,8 @@ use crate::{admission, ws};
 /// Bytes tungstenite reads from the socket at a time, allocated up front for every
 /// connection. Its default (128 KiB) would cost that much per idle connection; client
 /// frames are a few hundred bytes, and a larger one (up to the 16 KiB limit) grows the
-/// buffer for itself. 1 KiB rather than 4 KiB takes an idle signed-in connection from
-/// about 12.9 KiB to 9.8 KiB of server RSS (BENCHMARKS.md, density).
+/// buffer for itself. 1 KiB rather than 4 KiB saves about a quarter of an idle signed-in
+/// connection's server memory (the density target).
 pub(crate) const READ_BUFFER: usize = 1024;
 
 /// Entries a page of the leaderboard or of the live games holds at most (and by default).

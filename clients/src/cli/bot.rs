@@ -53,10 +53,7 @@ impl StrategyName {
 }
 
 pub async fn run(args: BotArgs) -> anyhow::Result<()> {
-    let server = &args.server.server;
-    let client = Client::connect(&server.ws_url())
-        .await
-        .with_context(|| format!("connecting to {}", server.ws_url()))?;
+    let client = args.server.connect().await?;
     let session = client
         .register_or_login(&args.account.name, &args.account.password)
         .await

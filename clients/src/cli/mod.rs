@@ -4,21 +4,69 @@ pub mod bot;
 pub mod play;
 pub mod watch;
 
+use std::path::PathBuf;
+
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use elementals_client::{http, ServerUrl};
+use elementals_client::http::{self, Http};
+use elementals_client::{Client, ConnectOptions, ServerUrl, TlsRoots};
 use elementals_protocol::Variant;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
 
 /// Where the server is.
 #[derive(Args, Debug, Clone)]
 pub struct ServerArg {
-    /// Server address: `ws://HOST:PORT/ws`, `http://HOST:PORT` or `HOST:PORT`.
+    /// Server address: `ws://HOST:PORT/ws`, `http://HOST:PORT`, `wss://` or `https://` (TLS),
+    /// or `HOST:PORT`.
     #[arg(
         long,
         env = "ELEMENTALS_SERVER",
         default_value = "ws://127.0.0.1:7878/ws"
     )]
     pub server: ServerUrl,
+    /// Also trust this CA certificate (PEM or DER) for `wss://` and `https://`, besides
+    /// webpki's roots: a private CA, or a self-signed proxy in front of a test deployment.
+    #[arg(long, env = "ELEMENTALS_CA_CERT", value_name = "PATH")]
+    pub ca_cert: Option<PathBuf>,
+}
+
+impl ServerArg {
+    /// What TLS trusts: webpki's roots and the certificates of `--ca-cert`.
+    pub fn tls_roots(&self) -> anyhow::Result<TlsRoots> {
+        let Some(path) = &self.ca_cert else {
+            return Ok(TlsRoots::default());
+        };
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        ca_certs(&bytes).with_context(|| format!("reading a certificate from {}", path.display()))
+    }
+
+    /// Connect to the server's WebSocket and say `hello`.
+    pub async fn connect(&self) -> anyhow::Result<Client> {
+        let url = self.server.ws_url();
+        let options = ConnectOptions {
+            tls_roots: self.tls_roots()?,
+            ..ConnectOptions::default()
+        };
+        Client::connect_with(&url, options)
+            .await
+            .with_context(|| format!("connecting to {url}"))
+    }
+}
+
+/// Webpki's roots and the certificates in `bytes`: every `CERTIFICATE` block of a PEM
+/// file, or else one DER certificate.
+fn ca_certs(bytes: &[u8]) -> anyhow::Result<TlsRoots> {
+    if !bytes.windows(10).any(|w| w == b"-----BEGIN") {
+        return Ok(TlsRoots::default().with_der(bytes));
+    }
+    let certs = CertificateDer::pem_slice_iter(bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .context("invalid PEM")?;
+    anyhow::ensure!(!certs.is_empty(), "no CERTIFICATE block in the PEM file");
+    Ok(certs.into_iter().fold(TlsRoots::default(), |roots, cert| {
+        roots.with_der(cert.to_vec())
+    }))
 }
 
 /// Name and password of the account to use.
@@ -77,7 +125,8 @@ pub fn parse_variant(text: &str) -> Result<Variant, String> {
 
 /// `leaderboard`: fetch and print the table.
 pub async fn leaderboard(args: ServerArg) -> anyhow::Result<()> {
-    let entries = http::leaderboard(&args.server)
+    let entries = Http::new(&args.server, &args.tls_roots()?)?
+        .leaderboard()
         .await
         .with_context(|| format!("reading the leaderboard from {}", args.server.http_base()))?;
     print!("{}", http::leaderboard_table(&entries));

@@ -33,10 +33,7 @@ const HELP: &str = "type an element number to pick it, or: board, draw (offer or
                     decline (a draw offer), resign, help";
 
 pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
-    let server = &args.server.server;
-    let client = Client::connect(&server.ws_url())
-        .await
-        .with_context(|| format!("connecting to {}", server.ws_url()))?;
+    let client = args.server.connect().await?;
     let session = client
         .register_or_login(&args.account.name, &args.account.password)
         .await

@@ -20,10 +20,7 @@ pub struct WatchArgs {
 }
 
 pub async fn run(args: WatchArgs) -> anyhow::Result<()> {
-    let server = &args.server.server;
-    let client = Client::connect(&server.ws_url())
-        .await
-        .with_context(|| format!("connecting to {}", server.ws_url()))?;
+    let client = args.server.connect().await?;
     let Some(game_id) = args.game_id else {
         let games = signed_in(&client, async |c| c.list_games().await).await?;
         if games.is_empty() {

@@ -1,146 +1,31 @@
-//! The wire format: bounded, total encoding and decoding of MessagePack frames.
-//!
-//! Decoding untrusted bytes happens in two steps. First [`check_structure`] walks the
-//! bytes without allocating: it enforces the size cap and the nesting-depth cap, checks
-//! every declared length against the bytes actually present (so a claimed 4 GiB string
-//! in a 20-byte frame is refused before anything is allocated), requires the top level
-//! to be a map, every map key to be a string and the top-level `type` to be a string,
-//! and refuses trailing bytes. Only then does serde decode the frame.
+//! The structure walk over untrusted bytes: one pass, no allocation, a fixed array for
+//! the open containers. It enforces the size and depth caps, checks every declared length
+//! against the bytes present, requires string keys and a string top-level `type`, refuses
+//! trailing bytes, and notes the `type` and the `id` for decoding to use.
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use crate::messages::RequestId;
 
-use crate::error::ErrorCode;
-use crate::messages::{ClientMsg, RequestId, ServerMsg};
-use crate::tagged::{Tagged, TaggedBody};
+use super::{DecodeError, MAX_DEPTH};
 
-/// Largest frame a server accepts from a client.
-pub const MAX_CLIENT_MESSAGE_BYTES: usize = 16 * 1024;
-/// Largest frame a client should accept from a server (snapshots of long games).
-pub const MAX_SERVER_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
-/// Deepest nesting of maps and arrays accepted in any frame.
-pub const MAX_DEPTH: usize = 16;
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeError {
-    #[error("message of {size} bytes exceeds the limit of {limit}")]
-    TooLarge { size: usize, limit: usize },
-    #[error("nesting deeper than {MAX_DEPTH}")]
-    TooDeep,
-    #[error("truncated MessagePack")]
-    Truncated,
-    #[error("{0} trailing bytes after the message")]
-    TrailingBytes(usize),
-    #[error("byte 0x{0:02x} is not valid MessagePack here")]
-    InvalidMarker(u8),
-    #[error("a message must be a MessagePack map with a string `type` key")]
-    NotAMap,
-    #[error("unknown message type: {0}")]
-    UnknownType(String),
-    #[error("unknown field: {0}")]
-    UnknownField(String),
-    #[error("invalid message: {0}")]
-    Invalid(String),
-}
-
-impl DecodeError {
-    /// The error code a server answers with.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            DecodeError::TooLarge { .. } => ErrorCode::MessageTooLarge,
-            DecodeError::UnknownType(_) => ErrorCode::UnknownType,
-            DecodeError::UnknownField(_) => ErrorCode::UnknownField,
-            _ => ErrorCode::BadMessage,
+/// The keys of a frame [`walk`] has passed (a map with string keys, lengths checked).
+pub(super) fn top_level_keys(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut cursor = Cursor { bytes, pos: 0 };
+    let mut entries = cursor.skip_value().unwrap_or(0) / 2;
+    std::iter::from_fn(move || {
+        if entries == 0 {
+            return None;
         }
-    }
-}
-
-/// Encode any message as a MessagePack map with string keys.
-pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
-    // Room for the commonest messages (a round's events are 60–200 bytes), so that they
-    // are written without growing the buffer.
-    let mut bytes = Vec::with_capacity(ENCODE_CAPACITY);
-    // Our message types contain nothing serde could fail on (no maps with non-string keys,
-    // no unsized sequences), so failure here is a bug in this crate, not bad input.
-    rmp_serde::encode::write_named(&mut bytes, msg).expect("protocol messages always encode");
-    bytes
-}
-
-/// The buffer `encode` starts with.
-const ENCODE_CAPACITY: usize = 256;
-
-pub fn decode_client(bytes: &[u8]) -> Result<ClientMsg, DecodeError> {
-    decode_message(bytes, MAX_CLIENT_MESSAGE_BYTES).map_err(|refused| refused.error)
-}
-
-pub fn decode_server(bytes: &[u8]) -> Result<ServerMsg, DecodeError> {
-    decode_message(bytes, MAX_SERVER_MESSAGE_BYTES).map_err(|refused| refused.error)
-}
-
-/// A client frame that is not a valid message: why, and the request id to answer it
-/// with, if the frame has one that can be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{error}")]
-pub struct Refused {
-    /// The frame's top-level `id`, if the frame is a well-formed map (string keys, within
-    /// the size and depth caps, nothing after it) holding exactly one `id`, a u32.
-    pub id: Option<RequestId>,
-    pub error: DecodeError,
-}
-
-/// [`decode_client`], telling a refusal's request id where it can be read, so that the
-/// `error` answering it reaches the request that is waiting for it.
-pub fn decode_request(bytes: &[u8]) -> Result<ClientMsg, Refused> {
-    decode_message(bytes, MAX_CLIENT_MESSAGE_BYTES)
-}
-
-/// Check the structure, then decode the variant its `type` names straight from the
-/// frame, in one pass (`tagged.rs`; [`decode`] would buffer the whole map first).
-fn decode_message<T: Tagged>(bytes: &[u8], limit: usize) -> Result<T, Refused> {
-    let refused = |error| Refused { id: None, error };
-    // Refused as serde's derive refuses them, in its order (it reads the whole map
-    // before any field, checking the first `type` as it meets it): no `type`, a first
-    // `type` that is not UTF-8 or names no message, a second `type`.
-    let walked = walk(bytes, limit).map_err(refused)?;
-    let id = walked.id.read();
-    let refused = |error| Refused { id, error };
-    let walked = walked.checked().map_err(refused)?;
-    if walked.stray_bin {
-        // rmp-serde reads a bin where a struct or a sequence is due as a sequence of its
-        // bytes, where serde's buffer refuses it: such a frame takes serde's way, so
-        // that what is refused stays refused.
-        return rmp_serde::from_slice(bytes).map_err(|e| refused(classify(e)));
-    }
-    let tag = walked.tag.ok_or(refused(DecodeError::NotAMap))?;
-    let name = std::str::from_utf8(tag.first).map_err(|e| {
-        refused(DecodeError::Invalid(format!(
-            "string found to be invalid utf8: {e}"
-        )))
-    })?;
-    let frame = &mut rmp_serde::Deserializer::from_read_ref(bytes);
-    T::deserialize_tagged(TaggedBody::new(name, tag.again, frame)).map_err(|e| refused(classify(e)))
-}
-
-/// Check the structure, then decode into `T`.
-pub fn decode<T: DeserializeOwned>(bytes: &[u8], limit: usize) -> Result<T, DecodeError> {
-    check_structure(bytes, limit)?;
-    rmp_serde::from_slice(bytes).map_err(classify)
-}
-
-fn classify(err: rmp_serde::decode::Error) -> DecodeError {
-    let text = err.to_string();
-    if let Some(rest) = text.strip_prefix("unknown variant ") {
-        let name = rest.split(',').next().unwrap_or(rest);
-        return DecodeError::UnknownType(name.trim_matches('`').to_owned());
-    }
-    if let Some(rest) = text.strip_prefix("unknown field ") {
-        let name = rest.split(',').next().unwrap_or(rest);
-        return DecodeError::UnknownField(name.trim_matches('`').to_owned());
-    }
-    if text.contains("missing field `type`") {
-        return DecodeError::NotAMap;
-    }
-    DecodeError::Invalid(text)
+        entries -= 1;
+        let start = cursor.pos;
+        cursor.skip_value().ok()?;
+        let key = str_payload(&bytes[start..cursor.pos])?;
+        // The value, with everything nested in it.
+        let mut left = 1u64;
+        while left > 0 {
+            left = left - 1 + cursor.skip_value().ok()?;
+        }
+        Some(key)
+    })
 }
 
 /// Walk one MessagePack value spanning exactly `bytes`, without allocating.
@@ -148,31 +33,20 @@ pub fn check_structure(bytes: &[u8], limit: usize) -> Result<(), DecodeError> {
     walk(bytes, limit)?.checked().map(drop)
 }
 
-/// The top-level `type` string the walk found.
-struct FoundTag<'a> {
-    /// The first one's payload.
-    first: &'a [u8],
-    /// Whether there is another.
-    again: bool,
-}
-
 /// What [`walk`] learnt of a well-formed frame.
-struct Walked<'a> {
-    /// The top-level `type`, if there is one.
-    tag: Option<FoundTag<'a>>,
+pub(super) struct Walked<'a> {
+    /// The first top-level `type`'s payload, if there is one.
+    pub(super) tag: Option<&'a [u8]>,
     /// A top-level `type` that is not a string: the frame is refused, but only once its
     /// `id` is known, so that the refusal can answer it.
     bad_tag: bool,
-    /// Whether a bin is anywhere but the value of a top-level `commitment` or `nonce`,
-    /// the protocol's only byte fields.
-    stray_bin: bool,
     /// The top-level `id`.
-    id: FoundId,
+    pub(super) id: FoundId,
 }
 
 impl Walked<'_> {
     /// The frame, if its `type` is a string (a key's walk is over by then).
-    fn checked(self) -> Result<Self, DecodeError> {
+    pub(super) fn checked(self) -> Result<Self, DecodeError> {
         match self.bad_tag {
             true => Err(DecodeError::NotAMap),
             false => Ok(self),
@@ -182,7 +56,7 @@ impl Walked<'_> {
 
 /// The top-level `id` as far as the walk has seen.
 #[derive(Clone, Copy)]
-enum FoundId {
+pub(super) enum FoundId {
     None,
     /// One `id`, a u32.
     One(RequestId),
@@ -191,7 +65,7 @@ enum FoundId {
 }
 
 impl FoundId {
-    fn read(self) -> Option<RequestId> {
+    pub(super) fn read(self) -> Option<RequestId> {
         match self {
             FoundId::One(id) => Some(id),
             FoundId::None | FoundId::Unreadable => None,
@@ -211,7 +85,7 @@ impl FoundId {
 }
 
 /// [`check_structure`], returning what decoding needs to know.
-fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
+pub(super) fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
     if bytes.len() > limit {
         return Err(DecodeError::TooLarge {
             size: bytes.len(),
@@ -239,8 +113,6 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
     let mut type_value_next = false;
     let mut tag = None;
     let mut bad_tag = false;
-    let mut bytes_value_next = false;
-    let mut stray_bin = false;
     let mut id_value_next = false;
     let mut id = FoundId::None;
     while depth > 0 {
@@ -254,10 +126,6 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
         let in_top_map = depth == 2;
         let start = cursor.pos;
         let children = cursor.skip_value()?;
-        let bytes_value = std::mem::take(&mut bytes_value_next);
-        if matches!(bytes[start], 0xc4..=0xc6) && !bytes_value {
-            stray_bin = true;
-        }
         let raw = &bytes[start..cursor.pos];
         if std::mem::take(&mut id_value_next) {
             id = id.saw(raw);
@@ -266,18 +134,7 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
             // Not a string: refused once the walk is over (`Walked::checked`), so that the
             // refusal can name the frame's `id`.
             match str_payload(raw) {
-                Some(text) => {
-                    tag = match tag {
-                        None => Some(FoundTag {
-                            first: text,
-                            again: false,
-                        }),
-                        Some(found) => Some(FoundTag {
-                            again: true,
-                            ..found
-                        }),
-                    }
-                }
+                Some(text) => tag = tag.or(Some(text)),
                 None => bad_tag = true,
             }
         } else if is_key {
@@ -286,7 +143,6 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
             };
             type_value_next = in_top_map && text == b"type";
             id_value_next = in_top_map && text == b"id";
-            bytes_value_next = in_top_map && matches!(text, b"commitment" | b"nonce");
         }
         if children > 0 {
             if depth >= MAX_DEPTH {
@@ -304,12 +160,7 @@ fn walk(bytes: &[u8], limit: usize) -> Result<Walked<'_>, DecodeError> {
         }
     }
     match cursor.remaining() {
-        0 => Ok(Walked {
-            tag,
-            bad_tag,
-            stray_bin,
-            id,
-        }),
+        0 => Ok(Walked { tag, bad_tag, id }),
         n => Err(DecodeError::TrailingBytes(n)),
     }
 }
@@ -446,14 +297,4 @@ impl Cursor<'_> {
             0xc1 => Err(DecodeError::InvalidMarker(marker)),
         }
     }
-}
-
-/// Encode a server message (what a server sends).
-pub fn encode_server(msg: &ServerMsg) -> Vec<u8> {
-    encode(msg)
-}
-
-/// Encode a client message (what a client sends).
-pub fn encode_client(msg: &ClientMsg) -> Vec<u8> {
-    encode(msg)
 }

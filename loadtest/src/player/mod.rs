@@ -6,8 +6,14 @@
 //! state-driven: after every event it asks the game's state what this seat owes (a
 //! commit after thinking, a reveal at once), so a resync or a resumed session simply
 //! continues. Each request is timed from the instant it is written.
+//!
+//! - `sign_in`: signing in, first and again after a storm, with the protocol's retries.
+//! - `timer`: a deadline kept from one turn of the session's loop to the next.
 
-use std::pin::{pin, Pin};
+mod sign_in;
+mod timer;
+
+use std::pin::pin;
 use std::sync::atomic::Ordering::Relaxed;
 
 use elementals_client::protocol::messages::{EndReason, Phase, RequestId};
@@ -16,24 +22,14 @@ use elementals_client::{Applied, GameState, Random, SealedPick, Strategy};
 use tokio::sync::watch;
 use tokio::time::{Duration, Instant};
 
-use crate::conn::{source_address, Conn, ConnError, Pacer};
+use crate::conn::{Conn, ConnError, Pacer};
 use crate::ctx::{jittered, Shared, Storm};
 use crate::stats::Gauge;
 
-const PASSWORD: &str = "loadtest-password";
+use timer::Timer;
 
 /// How long a player waits for `rating_update` after a rated game it did not draw.
 const RATING_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// Reconnect attempts after a storm before the player gives up (and counts an error).
-const RESUME_ATTEMPTS: u32 = 20;
-
-/// How often a first sign-in refused `rate_limited` is tried, in all.
-const SIGN_IN_ATTEMPTS: u32 = 5;
-
-/// The mean wait before a refused first sign-in is tried again (jittered by half either
-/// way): PROTOCOL.md asks for "a few seconds, with jitter".
-const SIGN_IN_RETRY: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -152,140 +148,13 @@ impl Player {
         }
     }
 
-    /// After a dropped connection, retry refused or failed reconnects with a growing,
-    /// jittered backoff, as the protocol asks of clients after a restart. A first sign-in
-    /// is retried only when refused `rate_limited` (its password check would wait too
-    /// long), a few seconds later, as the protocol asks too.
-    async fn sign_in_with_retries(
-        &mut self,
-        resumed_from: Option<Instant>,
-    ) -> Result<Conn, ConnError> {
-        let mut backoff = Duration::from_millis(100);
-        let mut attempt = 1;
-        loop {
-            match self.sign_in(resumed_from).await {
-                Err(ConnError::Server {
-                    code: ErrorCode::RateLimited,
-                }) if resumed_from.is_none()
-                    && attempt < SIGN_IN_ATTEMPTS
-                    && !self.ctx.stop.is_cancelled() =>
-                {
-                    self.ctx.stats.sign_in_retries.fetch_add(1, Relaxed);
-                    tokio::select! {
-                        () = tokio::time::sleep(jittered(SIGN_IN_RETRY)) => {}
-                        () = self.ctx.stop.cancelled() => return Err(ConnError::Closed),
-                    }
-                    attempt += 1;
-                }
-                Err(ConnError::Server { code }) => return Err(ConnError::Server { code }),
-                Err(_) if resumed_from.is_some() && attempt < RESUME_ATTEMPTS => {
-                    self.ctx.stats.resume_retries.fetch_add(1, Relaxed);
-                    tokio::time::sleep(jittered(backoff)).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
-                    attempt += 1;
-                }
-                other => return other,
-            }
-        }
-    }
-
-    /// Connect and sign in: register the first time, resume with the token after.
-    async fn sign_in(&mut self, resumed_from: Option<Instant>) -> Result<Conn, ConnError> {
-        let source = source_address(self.index);
-        let mut conn = Conn::open(self.ctx.server, source, self.ctx.stats.clone()).await?;
-        let reply = match &self.token {
-            Some(token) => {
-                let token = token.clone();
-                conn.request(|id| ClientMsg::Resume { id, token }).await?
-            }
-            None => {
-                let name = self.ctx.player_name(self.index);
-                let reply = conn
-                    .request(|id| ClientMsg::Register {
-                        id,
-                        name: name.clone(),
-                        password: PASSWORD.into(),
-                    })
-                    .await;
-                match reply {
-                    // A rerun against the same server: the account exists already.
-                    Err(ConnError::Server {
-                        code: ErrorCode::NameTaken,
-                    }) => {
-                        conn.request(|id| ClientMsg::Login {
-                            id,
-                            name,
-                            password: PASSWORD.into(),
-                        })
-                        .await?
-                    }
-                    other => other?,
-                }
-            }
-        };
-        let ServerMsg::Authenticated { token, game_id, .. } = reply else {
-            return Err(ConnError::Unexpected);
-        };
-        self.token = Some(token);
-        if let Some(from) = resumed_from {
-            // A dropped connection left the pool; a seat is kept.
-            self.queued = false;
-            match game_id {
-                // Seated: back in the game means its snapshot has arrived.
-                Some(game_id) => {
-                    if self.game.as_ref().map(|g| g.state.game_id()) != Some(game_id) {
-                        // Not the game it knew of: that one ended while it was away.
-                        self.leave_game();
-                    }
-                    self.await_snapshot(&mut conn).await?
-                }
-                // Not seated: a game it was in ended while it was away (its `game_over`
-                // lost with the old socket). It is back, with no game.
-                None => self.leave_game(),
-            }
-            self.ctx.stats.resume.record(from.elapsed());
-        }
-        Ok(conn)
-    }
-
-    /// The snapshot follows `authenticated` at once when the player is seated (it may be
-    /// of a game paired as the old connection dropped, whose `game_start` was lost).
-    async fn await_snapshot(&mut self, conn: &mut Conn) -> Result<(), ConnError> {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        let mut scratch = Vec::new();
-        loop {
-            let msg = match tokio::time::timeout_at(deadline, conn.recv()).await {
-                Ok(msg) => msg?,
-                Err(_) => return Err(ConnError::Timeout),
-            };
-            let snapshot = matches!(msg, ServerMsg::Snapshot { .. });
-            self.handle(conn, msg, &mut scratch).await?;
-            if snapshot {
-                return Ok(());
-            }
-        }
-    }
-
-    async fn wait_for_return(&mut self) -> Option<Instant> {
-        let mut storm = self.ctx.storm.clone();
-        loop {
-            if let Storm::Return(at) = *storm.borrow_and_update() {
-                return Some(at);
-            }
-            tokio::select! {
-                _ = self.ctx.stop.cancelled() => return None,
-                changed = storm.changed() => changed.ok()?,
-            }
-        }
-    }
-
     /// One connection's life: act and react until the run stops or a storm drops it.
     ///
     /// The loop runs once per frame received, so what it waits on is kept from one turn
     /// to the next rather than made anew each time: the stop and storm waits stay
     /// registered, the two timers are reset only when their deadlines move, and an
-    /// action already due is performed without a timer. (Made anew, they were a tenth
-    /// of the load generator's CPU at saturation: BENCHMARKS.md §2, server R.)
+    /// action already due is performed without a timer: made anew every frame, they
+    /// would be a large share of the load generator's CPU at saturation.
     async fn session(&mut self, mut conn: Conn) -> Result<Exit, ConnError> {
         let mut pacer = Pacer::new(conn.rate);
         let mut pending: Vec<(RequestId, Pending)> = Vec::new();
@@ -652,93 +521,9 @@ async fn next_storm(mut storm: watch::Receiver<Storm>) -> (watch::Receiver<Storm
     (storm, now)
 }
 
-/// A deadline kept from one turn of a loop to the next: its timer is registered once
-/// and reset only when the deadline moves.
-struct Timer {
-    sleep: Pin<Box<tokio::time::Sleep>>,
-    armed: Option<Instant>,
-}
-
-impl Timer {
-    fn new() -> Timer {
-        Timer {
-            sleep: Box::pin(tokio::time::sleep_until(Instant::now())),
-            armed: None,
-        }
-    }
-
-    /// Fire at `at` (never, if `None`). With `early_ok`, a deadline later than the
-    /// armed one leaves the timer as it is: it fires early, and its user checks again.
-    fn aim(&mut self, at: Option<Instant>, early_ok: bool) {
-        match (at, self.armed) {
-            (None, _) => self.armed = None,
-            (Some(at), Some(armed)) if at == armed || (early_ok && at > armed) => {}
-            (Some(at), _) => {
-                self.sleep.as_mut().reset(at);
-                self.armed = Some(at);
-            }
-        }
-    }
-
-    /// Wait for the deadline (forever, if none); it is then disarmed.
-    async fn fired(&mut self) {
-        if self.armed.is_none() {
-            return std::future::pending().await;
-        }
-        self.sleep.as_mut().await;
-        self.armed = None;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Waits out an hour of paused time: whether `timer` fires within it.
-    async fn fires_within_an_hour(timer: &mut Timer) -> bool {
-        tokio::time::timeout(Duration::from_secs(3600), timer.fired())
-            .await
-            .is_ok()
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_kept_timer_fires_at_its_deadline_and_moves_later_only_when_it_may_not_be_early() {
-        let secs = Duration::from_secs;
-        let mut timer = Timer::new();
-        // Never armed, or disarmed: it does not fire.
-        assert!(!fires_within_an_hour(&mut timer).await);
-        timer.aim(Some(Instant::now() + secs(5)), false);
-        timer.aim(None, false);
-        assert!(!fires_within_an_hour(&mut timer).await);
-
-        // Armed: it fires at its deadline, and then is disarmed.
-        let at = Instant::now() + secs(5);
-        timer.aim(Some(at), false);
-        timer.fired().await;
-        assert_eq!(Instant::now(), at);
-        assert!(!fires_within_an_hour(&mut timer).await);
-
-        // Aimed later again without `early_ok`: it moves.
-        let (first, later) = (Instant::now() + secs(1), Instant::now() + secs(7));
-        timer.aim(Some(first), false);
-        timer.aim(Some(later), false);
-        timer.fired().await;
-        assert_eq!(Instant::now(), later);
-
-        // With `early_ok`, a later deadline leaves it where it is, to fire early...
-        let (first, later) = (Instant::now() + secs(10), Instant::now() + secs(30));
-        timer.aim(Some(first), true);
-        timer.aim(Some(later), true);
-        timer.fired().await;
-        assert_eq!(Instant::now(), first);
-
-        // ...but an earlier one moves it all the same.
-        let (late, early) = (Instant::now() + secs(30), Instant::now() + secs(2));
-        timer.aim(Some(late), true);
-        timer.aim(Some(early), true);
-        timer.fired().await;
-        assert_eq!(Instant::now(), early);
-    }
 
     #[test]
     fn only_thinking_longer_than_the_increment_can_run_a_bank_out() {

@@ -1,0 +1,231 @@
+//! `ClientMsg`: every message a client sends, with its request id; byte fields are
+//! MessagePack bin and only bin.
+
+use serde::{Deserialize, Serialize};
+
+use crate::rules::{Element, Variant};
+use crate::time_control::TimeControl;
+
+use super::{GameId, RequestId};
+
+/// Messages a client sends to the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClientMsg {
+    // --- connection ---
+    /// Must be the first message. Answered by `welcome` or `error` (then close).
+    Hello {
+        id: RequestId,
+        protocol_version: u32,
+        #[serde(default)]
+        client: Option<String>,
+    },
+    /// Answered by `pong` with the same id.
+    Ping {
+        id: RequestId,
+    },
+
+    // --- identity ---
+    Register {
+        id: RequestId,
+        name: String,
+        password: String,
+    },
+    Login {
+        id: RequestId,
+        name: String,
+        password: String,
+    },
+    /// Play unrated games under a generated guest name.
+    Guest {
+        id: RequestId,
+    },
+    /// Resume a session (after a dropped connection or a server restart).
+    Resume {
+        id: RequestId,
+        token: String,
+    },
+    /// Revoke this session's token.
+    Logout {
+        id: RequestId,
+    },
+
+    // --- lobby ---
+    /// Wait in the quick-pairing pool for (variant, preset time control).
+    JoinPool {
+        id: RequestId,
+        variant: Variant,
+        time_control: String,
+        #[serde(default = "yes")]
+        rated: bool,
+    },
+    LeavePool {
+        id: RequestId,
+    },
+    CreateSeek {
+        id: RequestId,
+        variant: Variant,
+        time_control: TimeControl,
+        #[serde(default = "yes")]
+        rated: bool,
+    },
+    CancelSeek {
+        id: RequestId,
+        seek_id: u64,
+    },
+    ListSeeks {
+        id: RequestId,
+    },
+    AcceptSeek {
+        id: RequestId,
+        seek_id: u64,
+    },
+    Challenge {
+        id: RequestId,
+        opponent: String,
+        variant: Variant,
+        time_control: TimeControl,
+        #[serde(default = "yes")]
+        rated: bool,
+    },
+    AcceptChallenge {
+        id: RequestId,
+        challenge_id: u64,
+    },
+    DeclineChallenge {
+        id: RequestId,
+        challenge_id: u64,
+    },
+    CancelChallenge {
+        id: RequestId,
+        challenge_id: u64,
+    },
+    /// Offer a rematch after `game_id` ended; when both offer, a new game starts with seats swapped.
+    OfferRematch {
+        id: RequestId,
+        game_id: GameId,
+    },
+
+    // --- playing ---
+    Commit {
+        id: RequestId,
+        game_id: GameId,
+        round: u32,
+        #[serde(with = "bin")]
+        commitment: Vec<u8>,
+    },
+    Reveal {
+        id: RequestId,
+        game_id: GameId,
+        round: u32,
+        pick: Element,
+        #[serde(with = "bin")]
+        nonce: Vec<u8>,
+    },
+    Resign {
+        id: RequestId,
+        game_id: GameId,
+    },
+    /// Offer a draw, or accept the opponent's standing offer.
+    OfferDraw {
+        id: RequestId,
+        game_id: GameId,
+    },
+    DeclineDraw {
+        id: RequestId,
+        game_id: GameId,
+    },
+    /// Claim the win after the opponent's disconnect grace period ran out.
+    ClaimWin {
+        id: RequestId,
+        game_id: GameId,
+    },
+    /// Ask for a fresh snapshot of a game this connection plays or watches.
+    Sync {
+        id: RequestId,
+        game_id: GameId,
+    },
+
+    // --- spectating ---
+    ListGames {
+        id: RequestId,
+    },
+    Watch {
+        id: RequestId,
+        game_id: GameId,
+    },
+    Unwatch {
+        id: RequestId,
+        game_id: GameId,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Byte fields (commitments, nonces) as MessagePack bin, and only bin: `serde_bytes`
+/// alone would also take a string's UTF-8 bytes or an array of integers, so a client
+/// sending a commitment as hex text would be told it has the wrong length, not the wrong type.
+mod bin {
+    use serde::de::{Deserializer, Error, Visitor};
+    use serde::Serializer;
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        serde_bytes::serialize(bytes, s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        struct BinOnly;
+        impl Visitor<'_> for BinOnly {
+            type Value = Vec<u8>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("MessagePack bin")
+            }
+            fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                Ok(v.to_vec())
+            }
+            fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+                Ok(v)
+            }
+        }
+        d.deserialize_byte_buf(BinOnly)
+    }
+}
+
+impl ClientMsg {
+    /// The request id, which every client message carries.
+    pub fn id(&self) -> RequestId {
+        use ClientMsg::*;
+        match self {
+            Hello { id, .. }
+            | Ping { id }
+            | Register { id, .. }
+            | Login { id, .. }
+            | Guest { id }
+            | Resume { id, .. }
+            | Logout { id }
+            | JoinPool { id, .. }
+            | LeavePool { id }
+            | CreateSeek { id, .. }
+            | CancelSeek { id, .. }
+            | ListSeeks { id }
+            | AcceptSeek { id, .. }
+            | Challenge { id, .. }
+            | AcceptChallenge { id, .. }
+            | DeclineChallenge { id, .. }
+            | CancelChallenge { id, .. }
+            | OfferRematch { id, .. }
+            | Commit { id, .. }
+            | Reveal { id, .. }
+            | Resign { id, .. }
+            | OfferDraw { id, .. }
+            | DeclineDraw { id, .. }
+            | ClaimWin { id, .. }
+            | Sync { id, .. }
+            | ListGames { id }
+            | Watch { id, .. }
+            | Unwatch { id, .. } => *id,
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! `ServerMsg`: every message a server sends (replies, game events, notices), and the
+//! `Limits` it announces in `welcome`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ErrorCode;
+use crate::rating::RatingChange;
+use crate::rules::{Seat, Variant};
+use crate::time_control::TimeControl;
+
+use super::{
+    Account, Challenge, Clocks, GameId, GameInfo, GameResult, GameSnapshot, LiveGame, RequestId,
+    RoundRecord, SeatPair, Seek,
+};
+
+/// Limits a server announces in `welcome`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    pub max_message_bytes: u32,
+    pub max_messages_per_s: u32,
+    pub heartbeat_ms: u64,
+    pub idle_timeout_ms: u64,
+    /// Resolved rounds after which a game ends drawn (`max_rounds`), at most `MAX_ROUNDS`.
+    pub max_rounds: u32,
+}
+
+/// Messages the server sends to a client. Clients should ignore fields they do not know,
+/// so that a server may add fields without a new protocol version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMsg {
+    // --- replies (echo the request id) ---
+    Welcome {
+        id: RequestId,
+        protocol_version: u32,
+        server: String,
+        limits: Limits,
+    },
+    Pong {
+        id: RequestId,
+    },
+    Ok {
+        id: RequestId,
+    },
+    /// `id` is absent when the error answers no request (for example an undecodable frame).
+    Error {
+        id: Option<RequestId>,
+        code: ErrorCode,
+        message: String,
+    },
+    Authenticated {
+        id: RequestId,
+        account: Account,
+        /// Opaque session token (64 hex characters); keep it to `resume`.
+        token: String,
+        /// Unix time in milliseconds.
+        token_expires_at: u64,
+        /// The live game this account holds a seat in, whose `snapshot` follows at once;
+        /// `None` when it holds none (a client coming back knows at once whether its
+        /// game is still on). Absent from older servers' frames, which reads as `None`.
+        #[serde(default)]
+        game_id: Option<GameId>,
+    },
+    Queued {
+        id: RequestId,
+        variant: Variant,
+        time_control: TimeControl,
+        rated: bool,
+    },
+    SeekCreated {
+        id: RequestId,
+        seek: Seek,
+    },
+    Seeks {
+        id: RequestId,
+        seeks: Vec<Seek>,
+    },
+    ChallengeSent {
+        id: RequestId,
+        challenge: Challenge,
+    },
+    LiveGames {
+        id: RequestId,
+        games: Vec<LiveGame>,
+    },
+    /// A full picture of a game: the reply to `watch` and `sync`, and pushed to a player
+    /// whose session resumes into a game. `seat` is the receiver's seat, if any.
+    Snapshot {
+        id: Option<RequestId>,
+        snapshot: GameSnapshot,
+        seat: Option<Seat>,
+    },
+
+    // --- lobby pushes ---
+    /// While waiting in a pool, about once a second.
+    QueueStatus {
+        players_waiting: u32,
+        /// Current allowed rating difference.
+        rating_window: f64,
+        waited_ms: u64,
+    },
+    ChallengeReceived {
+        challenge: Challenge,
+    },
+    ChallengeDeclined {
+        challenge_id: u64,
+    },
+    ChallengeCancelled {
+        challenge_id: u64,
+    },
+    SeekRemoved {
+        seek_id: u64,
+    },
+    RematchOffered {
+        game_id: GameId,
+        by: Seat,
+    },
+
+    // --- game (to its two players; spectators get `snapshot` instead) ---
+    /// A game starts for this player, seated at `seat`.
+    GameStart {
+        game: GameInfo,
+        seat: Seat,
+    },
+    /// The number of spectators changed (batched, at most about once a second).
+    Spectators {
+        game_id: GameId,
+        count: u32,
+    },
+
+    // --- game events: numbered, identical for both players and every spectator ---
+    RoundStart {
+        game_id: GameId,
+        seq: u64,
+        round: u32,
+        clocks: Clocks,
+    },
+    /// `seat` has committed in `round` (its commitment stays hidden).
+    Committed {
+        game_id: GameId,
+        seq: u64,
+        round: u32,
+        seat: Seat,
+        clocks: Clocks,
+    },
+    /// Both have committed: reveal by `reveal_deadline_ms` from now (or when the bank ends).
+    RevealPhase {
+        game_id: GameId,
+        seq: u64,
+        round: u32,
+        reveal_ms: u64,
+        clocks: Clocks,
+    },
+    /// `seat` has revealed a pick that matches its commitment (the pick stays hidden).
+    Revealed {
+        game_id: GameId,
+        seq: u64,
+        round: u32,
+        seat: Seat,
+        clocks: Clocks,
+    },
+    RoundResult {
+        game_id: GameId,
+        seq: u64,
+        record: RoundRecord,
+        clocks: Clocks,
+    },
+    DrawOffered {
+        game_id: GameId,
+        seq: u64,
+        by: Seat,
+    },
+    DrawDeclined {
+        game_id: GameId,
+        seq: u64,
+        by: Seat,
+    },
+    /// A player's connection dropped or came back. While away, the seat is kept for
+    /// `grace_ms`; after that the opponent may `claim_win`.
+    Presence {
+        game_id: GameId,
+        seq: u64,
+        seat: Seat,
+        connected: bool,
+        grace_ms: u64,
+    },
+    GameOver {
+        game_id: GameId,
+        seq: u64,
+        result: GameResult,
+        rated: bool,
+        clocks: Clocks,
+    },
+    /// A rated game's rating changes, sent once they are durably recorded.
+    RatingUpdate {
+        game_id: GameId,
+        seq: u64,
+        ratings: SeatPair<RatingChange>,
+    },
+
+    // --- connection ---
+    /// Something the client should know before the server closes the connection
+    /// (`superseded`, `shutting_down`, `idle`).
+    Notice {
+        code: String,
+        message: String,
+    },
+}
+
+impl ServerMsg {
+    /// The game event's sequence number, if this is a numbered game event.
+    pub fn seq(&self) -> Option<u64> {
+        use ServerMsg::*;
+        match self {
+            RoundStart { seq, .. }
+            | Committed { seq, .. }
+            | RevealPhase { seq, .. }
+            | Revealed { seq, .. }
+            | RoundResult { seq, .. }
+            | DrawOffered { seq, .. }
+            | DrawDeclined { seq, .. }
+            | Presence { seq, .. }
+            | GameOver { seq, .. }
+            | RatingUpdate { seq, .. } => Some(*seq),
+            _ => None,
+        }
+    }
+
+    pub fn error(id: Option<RequestId>, code: ErrorCode, message: impl Into<String>) -> Self {
+        ServerMsg::Error {
+            id,
+            code,
+            message: message.into(),
+        }
+    }
+}
