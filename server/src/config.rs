@@ -98,13 +98,6 @@ pub struct Config {
     #[arg(long, env = "ELEMENTALS_ACCEPT_QUEUE", default_value_t = 16_384)]
     pub accept_queue: usize,
 
-    /// Threads that share a game's writes to its spectators with the game's own task, so a
-    /// delivery to thousands of spectators uses more than one core. By default one fewer
-    /// than the machine's cores, at most 3; 0 sends from the game's task alone. Process-wide:
-    /// the first server started in a process decides.
-    #[arg(long, env = "ELEMENTALS_FANOUT_HELPERS")]
-    pub fanout_helpers: Option<usize>,
-
     /// The game log's sync interval, in microseconds: the shortest time from the start of
     /// one `fdatasync` of the live games' log to the start of the next. Every move waits
     /// for its step to be durable; when moves come faster than this, those of one interval

@@ -16,11 +16,13 @@ use elementals_protocol::messages::{ClientMsg, ServerMsg};
 use elementals_protocol::wire::{self, DecodeError, Refused};
 use elementals_protocol::ErrorCode;
 use futures::{FutureExt, StreamExt};
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::{self, Message};
 
-use crate::outbox::{Link, Other, Outbound, Outbox, OUTBOX_CAPACITY};
+use crate::outbox::{Other, Outbound, Outbox, OUTBOX_CAPACITY};
 use crate::server::AppState;
 use crate::session::{After, Session};
 use crate::ws::{self, opcode};
@@ -94,14 +96,15 @@ pub fn serve<H: Send + 'static>(
     held: H,
 ) -> impl Future<Output = ()> + Send + 'static {
     let conn_id = state.next_conn_id.fetch_add(1, Relaxed);
-    let ws::Socket { frames, tcp } = socket;
-    let link = Link::new(tcp, state.metrics.clone());
-    let (outbox, rx) = Outbox::with_link(conn_id, OUTBOX_CAPACITY, link.clone());
+    let ws::Socket { frames, write } = socket;
+    let (outbox, rx) = Outbox::new(conn_id, OUTBOX_CAPACITY);
+    // On the bus: the lobby and the games reach the connection by its id.
+    state.registry.bus().connect(&outbox);
     state.metrics.connections.fetch_add(1, Relaxed);
     state.metrics.connections_total.fetch_add(1, Relaxed);
     tracing::debug!(conn_id, %peer, "connected");
 
-    let mut writer = tokio::spawn(write_loop(link, rx, outbox.clone(), state.clone()));
+    let mut writer = tokio::spawn(write_loop(write, rx, outbox.clone(), state.clone()));
     let mut session = Session::new(state.clone(), outbox.clone(), peer);
     async move {
         // A bug that panics while handling one message must cost only this connection:
@@ -128,6 +131,7 @@ pub fn serve<H: Send + 'static>(
         {
             writer.abort();
         }
+        state.registry.bus().disconnect(conn_id);
         state.metrics.connections.fetch_sub(1, Relaxed);
         tracing::debug!(conn_id, "disconnected");
         drop(held);
@@ -327,6 +331,7 @@ enum Next {
 }
 
 /// Drains the outbox to the socket, sends heartbeats, and closes with a meaningful code.
+/// It holds the socket's writing half: nothing else writes to the connection.
 ///
 /// While idle the task holds only the wait below; what it does once woken (`act`) is
 /// boxed, so that state exists only while it sends, not in every idle connection's task.
@@ -336,7 +341,7 @@ enum Next {
     reason = "an async fn keeps its arguments twice"
 )]
 fn write_loop(
-    link: Arc<Link>,
+    mut link: OwnedWriteHalf,
     mut rx: mpsc::Receiver<Outbound>,
     outbox: Outbox,
     state: Arc<AppState>,
@@ -359,21 +364,19 @@ fn write_loop(
                 () = &mut shutdown => Wake::Shutdown,
                 _ = heartbeat.tick() => Wake::Heartbeat,
             };
-            match Box::pin(act(wake, &link, &mut rx, &outbox, &state)).await {
+            match Box::pin(act(wake, &mut link, &mut rx, &outbox, &state)).await {
                 Next::Continue => {}
                 Next::Close(close) => {
-                    // The last frame: nobody else writes to the socket from here on.
-                    link.sending();
                     let payload = close
                         .map_or_else(Vec::new, |(code, reason)| ws::close_payload(code, reason));
-                    let _ = write_frame(&link, opcode::CLOSE, &payload).await;
+                    let _ = write_frame(&mut link, opcode::CLOSE, &payload).await;
                     break;
                 }
                 Next::Stop => break,
             }
         }
-        link.sending();
-        link.shutdown();
+        // A FIN after the last frame (a socket that failed may refuse it: nothing to do).
+        let _ = link.shutdown().await;
         // Make sure the reader stops too.
         outbox.kill();
     }
@@ -382,7 +385,7 @@ fn write_loop(
 /// The writer's answer to one wake-up.
 async fn act(
     wake: Wake,
-    link: &Link,
+    link: &mut OwnedWriteHalf,
     rx: &mut mpsc::Receiver<Outbound>,
     outbox: &Outbox,
     state: &AppState,
@@ -417,10 +420,8 @@ async fn act(
         // Every sender is gone.
         Wake::Out(None) => Next::Close(None),
         Wake::Killed => {
-            // Killed: either it fell behind or the reader ended. Senders keep off the
-            // socket from here on. Send what is already queued only if the reader asked
-            // for a flush.
-            link.sending();
+            // Killed: either it fell behind or the reader ended. Send what is already
+            // queued only if the reader asked for a flush.
             if !outbox.flush_requested() {
                 return Next::Close(Some((close::POLICY, "not reading fast enough")));
             }
@@ -438,8 +439,6 @@ async fn act(
             Next::Close(queued.close)
         }
         Wake::Shutdown => {
-            // Nobody else writes to the socket from here on (see `Link`).
-            link.sending();
             let notice = ServerMsg::Notice {
                 code: "shutting_down".into(),
                 message: "the server is restarting; resume with your token".into(),
@@ -453,13 +452,10 @@ async fn act(
             Next::Close(Some((close::RESTART, "server restart")))
         }
         Wake::Heartbeat => {
-            // Senders queue while the ping is under way (see `Link`).
-            link.sending();
             let sent = tokio::select! {
                 sent = write_frame(link, opcode::PING, &[]) => sent.is_ok(),
                 _ = abandoned(outbox) => false,
             };
-            link.sent(1);
             if sent {
                 Next::Continue
             } else {
@@ -469,8 +465,8 @@ async fn act(
     }
 }
 
-/// Writes one frame (after anything a sender left unsent).
-async fn write_frame(link: &Link, opcode: u8, payload: &[u8]) -> std::io::Result<()> {
+/// Writes one frame.
+async fn write_frame(link: &mut OwnedWriteHalf, opcode: u8, payload: &[u8]) -> std::io::Result<()> {
     let mut buf = Vec::with_capacity(payload.len() + 10);
     ws::frame_into(&mut buf, opcode, payload);
     link.write_all(&buf).await
@@ -488,7 +484,7 @@ const BURST_CAPACITY: usize = 1024;
 /// costs one write to the socket rather than one each. A close found in the queue is left
 /// in `close` for the caller, after the frames before it. Returns whether the frames went.
 async fn send_burst(
-    link: &Link,
+    link: &mut OwnedWriteHalf,
     rx: &mut mpsc::Receiver<Outbound>,
     first: Outbound,
     close: &mut Option<(u16, &'static str)>,
@@ -502,21 +498,13 @@ async fn send_burst(
         .metrics
         .messages_out
         .fetch_add(burst.frames as u64, Relaxed);
-    if link.write_all(&buf).await.is_err() {
-        return false;
-    }
-    // Only now may senders write to the socket themselves again. (A close taken is not
-    // counted as sent: senders stay off the socket until it has gone, and for good.)
-    link.sent(1 + burst.items);
-    true
+    link.write_all(&buf).await.is_ok()
 }
 
 /// What `gather` took from the queue.
 struct Gathered {
     /// Frames in the buffer, counting the ones already there.
     frames: usize,
-    /// Items framed (a close taken is not one of them).
-    items: usize,
     /// The close found, which ended the gathering (nothing after it was taken).
     close: Option<(u16, &'static str)>,
 }
@@ -529,7 +517,6 @@ fn gather(
     mut frames: usize,
     max_frames: usize,
 ) -> Gathered {
-    let mut items = 0;
     let mut close = None;
     while frames < max_frames {
         let Ok(out) = rx.try_recv() else { break };
@@ -538,13 +525,8 @@ fn gather(
             break;
         }
         frames += out.encode_into(buf);
-        items += 1;
     }
-    Gathered {
-        frames,
-        items,
-        close,
-    }
+    Gathered { frames, close }
 }
 
 /// Resolves when the connection is killed without a flush (it fell behind or was

@@ -5,7 +5,7 @@
 //! `.await`.
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -14,8 +14,8 @@ use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::TimeControl;
 use tokio::sync::watch;
 
+use crate::bus::{Bus, ConnId, LocalBus};
 use crate::game::GameHandle;
-use crate::outbox::Outbox;
 use crate::record::AccountId;
 
 /// A live game: its handle and the summary its actor last published.
@@ -60,7 +60,8 @@ pub struct OnlineUser {
     pub name: String,
     /// As of sign-in; the lobby re-reads ratings where they matter.
     pub info: PlayerInfo,
-    pub outbox: Outbox,
+    /// Its connection, on the bus.
+    pub conn_id: ConnId,
 }
 
 #[derive(Debug, Default)]
@@ -74,6 +75,8 @@ pub struct Registry {
     /// The finished games in the order they finished, oldest first (ids already
     /// forgotten are skipped when they come up).
     finished_order: Mutex<VecDeque<GameId>>,
+    /// How the lobby and the games reach connections (see `bus`).
+    bus: Arc<LocalBus>,
 }
 
 /// How many finished games are remembered for rematches before the oldest are forgotten.
@@ -85,6 +88,11 @@ impl Registry {
     }
 
     // --- games ---
+
+    /// The bus between the connections and the lobby and games.
+    pub fn bus(&self) -> Arc<dyn Bus> {
+        self.bus.clone()
+    }
 
     pub fn insert_game(&self, handle: GameHandle, summary: LiveGame, seats: SeatPair<AccountId>) {
         let id = handle.game_id();
@@ -195,9 +203,7 @@ impl Registry {
 
     /// Mark a user offline, unless a newer connection has taken over.
     pub fn set_offline(&self, account: AccountId, conn_id: u64) {
-        let removed = self
-            .online
-            .remove_if(&account, |_, u| u.outbox.conn_id() == conn_id);
+        let removed = self.online.remove_if(&account, |_, u| u.conn_id == conn_id);
         if let Some((_, user)) = removed {
             self.by_name
                 .remove_if(&user.name.to_lowercase(), |_, a| *a == account);

@@ -76,7 +76,6 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     crate::alloc::configure();
-    crate::game::start_fanout_helpers(config.fanout_helpers);
     let db = Db::open_with_sync_interval(
         &config.database,
         Duration::from_micros(config.game_log_sync_us),

@@ -19,7 +19,7 @@ use elementals_protocol::{ErrorCode, PROTOCOL_VERSION};
 use crate::auth::{AuthError, SignedIn};
 use crate::connection::close;
 use crate::db::AccountRow;
-use crate::game::{AnswerTo, GameError, PlayerHandle, SeatAction, SpectatorHandle};
+use crate::game::{GameError, PlayerHandle, SeatAction, SpectatorHandle};
 use crate::limits::{retry_secs, LoginRefused};
 use crate::lobby::{LobbyCmd, LobbyError, Member};
 use crate::outbox::Outbox;
@@ -217,7 +217,7 @@ impl Session {
                 rating: row.rating,
                 guest: row.guest,
             },
-            outbox: Outbox::clone(&self.outbox),
+            conn_id: self.outbox.conn_id(),
         })
     }
 
@@ -254,7 +254,7 @@ impl Session {
         arrived: tokio::time::Instant,
     ) -> Result<Option<ServerMsg>, (ErrorCode, String)> {
         let seat = self.seat(game_id)?;
-        let (answer, sent) = AnswerTo::new(Arc::clone(&self.outbox), id);
+        let (answer, sent) = seat.answer_to(&self.outbox, id);
         seat.act(action, answer, arrived).await;
         self.pending = Some(sent);
         Ok(None)
@@ -495,9 +495,7 @@ impl Session {
                     if state.registry.game(&game_id).is_none() {
                         return Err(err(ErrorCode::GameOver, "the game has ended"));
                     }
-                    spectator
-                        .watch(Outbox::clone(&self.outbox), Some(id))
-                        .await?;
+                    spectator.watch(&self.outbox, Some(id)).await?;
                 } else if self.user.is_none() {
                     // No seat without an account: answered as for anyone who neither plays
                     // nor watches the game, so that a client may try `watch` next.
@@ -507,7 +505,7 @@ impl Session {
                     });
                 } else {
                     let player = self.seat(game_id)?;
-                    player.attach(Outbox::clone(&self.outbox), Some(id)).await?;
+                    player.attach(&self.outbox, Some(id)).await?;
                 }
                 return Ok(None);
             }
@@ -535,9 +533,7 @@ impl Session {
                     .ok_or_else(|| err(ErrorCode::UnknownGame, "no live game with that id"))?;
                 let spectator = game.spectator();
                 // The game queues the snapshot itself, in order with its events.
-                spectator
-                    .watch(Outbox::clone(&self.outbox), Some(id))
-                    .await?;
+                spectator.watch(&self.outbox, Some(id)).await?;
                 self.watching.insert(game_id, spectator);
                 return Ok(None);
             }
@@ -625,16 +621,21 @@ impl Session {
         let user = OnlineUser {
             name: account.name.clone(),
             info,
-            outbox: Outbox::clone(&self.outbox),
+            conn_id: self.outbox.conn_id(),
         };
         if let Some(old) = self.state.registry.set_online(account.id, user) {
-            if old.outbox.conn_id() != self.outbox.conn_id() {
-                let _ = old.outbox.send_msg(&ServerMsg::Notice {
+            if old.conn_id != self.outbox.conn_id() {
+                let bus = self.state.registry.bus();
+                let notice = ServerMsg::Notice {
                     code: "superseded".into(),
                     message: "this account signed in on another connection".into(),
-                });
-                old.outbox
-                    .close(close::SUPERSEDED, "superseded by a newer connection");
+                };
+                let _ = bus.send_msg(old.conn_id, &notice);
+                bus.close(
+                    old.conn_id,
+                    close::SUPERSEDED,
+                    "superseded by a newer connection",
+                );
             }
         }
         self.user = Some(User {
@@ -654,11 +655,7 @@ impl Session {
             // is queued and the answer below says the account is not seated.
             let frame = Bytes::from(wire::encode(&authenticated(Some(game.game_id()))));
             let player = game.player(seat);
-            if player
-                .attach_after(Outbox::clone(&self.outbox), frame)
-                .await
-                .is_ok()
-            {
+            if player.attach_after(&self.outbox, frame).await.is_ok() {
                 return Ok(());
             }
         }

@@ -2,22 +2,20 @@
 //! the server sends.
 //!
 //! Reading is tungstenite's (unmasking, fragments, control frames, size limits), over the
-//! socket's reading side only. Writing is ours: a server's frames are never masked, so a
-//! frame is a header of 2 to 10 bytes in front of the payload (RFC 6455 §5.2), the same
-//! bytes for every recipient. That is what lets a game frame a delivery once and write it
-//! to ten thousand spectators with one `send` each, copying nothing per spectator
-//! (`outbox::Framed`, `outbox::Link`); through tungstenite each send was a copy of the
-//! payload into the connection's write buffer, a reference count on it, and the locks and
-//! waker registrations of a split stream (BENCHMARKS.md, fan-out, server J).
+//! socket's reading half only (tokio's `OwnedReadHalf`). Writing is ours: a server's frames
+//! are never masked, so a frame is a header of 2 to 10 bytes in front of the payload (RFC
+//! 6455 §5.2), the same bytes for every recipient. That is what lets a game frame a delivery
+//! once for ten thousand spectators (`outbox::Framed`); each connection's writer task, the
+//! only holder of its socket's writing half, writes its part of the same bytes.
 
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode};
-use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
@@ -168,76 +166,46 @@ fn has_token(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool
 /// A client's frames, read by tungstenite.
 pub type Frames = WebSocketStream<ReadSide>;
 
-/// An upgraded connection: the frames it reads, and the socket that `outbox::Link`
-/// writes to.
+/// An upgraded connection: the frames it reads, and the socket's writing half, for the
+/// connection's writer task alone.
 pub struct Socket {
     pub frames: Frames,
-    pub tcp: Arc<TcpStream>,
+    pub write: OwnedWriteHalf,
 }
 
 impl Socket {
     /// The WebSocket on `tcp`, whose first bytes (read with the upgrade request) are
     /// `read`.
     pub async fn new(tcp: TcpStream, read: Vec<u8>, config: WebSocketConfig) -> Socket {
-        let tcp = Arc::new(tcp);
+        let (read_half, write) = tcp.into_split();
         let frames = WebSocketStream::from_partially_read(
-            ReadSide(tcp.clone()),
+            ReadSide(read_half),
             read,
             Role::Server,
             Some(config),
         )
         .await;
-        Socket { frames, tcp }
+        Socket { frames, write }
     }
 }
 
-/// The reading side of a connection's socket, for tungstenite.
+/// The reading half of a connection's socket, for tungstenite.
 ///
 /// Tungstenite answers pings and closes by itself, through its stream's writing side;
 /// here that side takes the bytes and drops them. The connection answers a ping and a
 /// close through its writer instead (`connection.rs`), so every byte the server sends goes
-/// through one place, in order.
-pub struct ReadSide(Arc<TcpStream>);
+/// through one task, in order. Reading is tokio's own (`OwnedReadHalf`), which clears the
+/// socket's readiness after a read that fills less than its room, so no `EAGAIN` read
+/// follows it.
+pub struct ReadSide(OwnedReadHalf);
 
 impl AsyncRead for ReadSide {
     fn poll_read(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let tcp = &*self.0;
-        loop {
-            ready!(tcp.poll_read_ready(cx))?;
-            let unfilled = buf.initialize_unfilled();
-            let room = unfilled.len();
-            let mut read = None;
-            // A read that fills less than the room has emptied the socket: its readiness
-            // is cleared here, so that the next read waits for the next arrival instead
-            // of asking the kernel and hearing `EAGAIN` (about four calls a round).
-            // Done, as tokio's own `poll_read` does it, through `try_io`, which clears
-            // readiness only as it stood *before* the read: data arriving during the
-            // read has set it again and keeps it set.
-            let done = tcp.try_io(Interest::READABLE, || {
-                let n = tcp.try_read(unfilled)?;
-                read = Some(n);
-                if n > 0 && n < room {
-                    Err(io::ErrorKind::WouldBlock.into())
-                } else {
-                    Ok(())
-                }
-            });
-            match (read, done) {
-                (Some(n), _) => {
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                // Readiness was stale: `poll_read_ready` registers for the next.
-                (None, Err(e)) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                (None, Err(e)) => return Poll::Ready(Err(e)),
-                // Not reached: a read that succeeds sets `read`. Asking again is harmless.
-                (None, Ok(())) => continue,
-            }
-        }
+        Pin::new(&mut self.0).poll_read(cx, buf)
     }
 }
 

@@ -28,7 +28,7 @@ use elementals_protocol::wire;
 use elementals_protocol::TimeControl;
 use elementals_server::db::Db;
 use elementals_server::game::{
-    spawn_game, AnswerTo, GameServices, GameSettings, GameSetup, PlayerHandle, SeatAction,
+    spawn_game, GameServices, GameSettings, GameSetup, PlayerHandle, SeatAction,
 };
 use elementals_server::metrics::Metrics;
 use elementals_server::outbox::{Outbound, Outbox};
@@ -275,7 +275,7 @@ async fn act(player: &PlayerHandle, action: SeatAction, known: &Known) -> bool {
     let was_over = known.over;
     // Asked from a connection of its own (not the seat's): the answer comes there alone.
     let (outbox, mut answers) = Outbox::new(u64::MAX, 4);
-    let (answer, sent) = AnswerTo::new(Arc::new(outbox), 1);
+    let (answer, sent) = player.answer_to(&outbox, 1);
     player.act(action, answer, tokio::time::Instant::now()).await;
     sent.await.expect("the game answers every move");
     let answer = answers.try_recv().expect("the answer is queued");
@@ -328,7 +328,7 @@ pub fn run_input(input: Input) {
         };
         for (i, player) in players.iter().enumerate() {
             player
-                .attach(views[i].outbox.clone(), None)
+                .attach(&views[i].outbox, None)
                 .await
                 .expect("a new game takes its players");
         }
@@ -476,7 +476,7 @@ async fn run(
             act(player(who), SeatAction::ClaimWin, known).await;
         }
         Cmd::Attach(who) => {
-            let outbox = views[who.seat().index()].outbox.clone();
+            let outbox = &views[who.seat().index()].outbox;
             let _ = player(who).attach(outbox, None).await;
         }
         Cmd::Detach(who) => {
@@ -486,7 +486,7 @@ async fn run(
             view.last_seq = None;
         }
         Cmd::Watch => {
-            let _ = spectator.watch(views[2].outbox.clone(), None).await;
+            let _ = spectator.watch(&views[2].outbox, None).await;
         }
         Cmd::Unwatch => {
             spectator.unwatch(views[2].outbox.conn_id());

@@ -23,7 +23,6 @@
 //! game as its log says (its logged end, else `server_aborted`); other games never notice.
 
 mod fanout;
-mod helpers;
 mod spawn;
 mod supervisor;
 #[cfg(test)]
@@ -45,14 +44,13 @@ use tokio::time::{sleep_until, Instant};
 
 use super::state::GameState;
 use super::{crash_point, GameCmd, GameServices, GameSetup};
+use crate::bus::{Bus, ConnId};
 use crate::db::{DbError, DbResult};
-use crate::outbox::{Framed, Outbox};
 use crate::record::LogStep;
 use crate::registry::FinishedGame;
 use fanout::Answer;
 #[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
 pub(crate) use fanout::MAX_RESYNC_ATTEMPTS;
-pub use helpers::start as start_fanout_helpers;
 pub(super) use spawn::{spawn, spawn_restored, timing};
 use supervisor::{lock, Shared};
 
@@ -76,12 +74,9 @@ const SPECTATOR_COALESCE: Duration = Duration::from_millis(50);
 /// came while the commit's pass was under way had to wait for it: BENCHMARKS.md §4, server P).
 const SPECTATOR_REVEAL_WAIT: Duration = Duration::from_millis(300);
 
-/// Spectators' sends this task makes between two looks at the game's commands (a fan-out
-/// helper, if one is awake, goes on meanwhile). Most are written to from this task itself (`Outbox::write_frames`), about 7 µs each here, so a chunk
-/// costs the players' next command well under a millisecond of waiting. (When each
-/// spectator still meant a writer task woken, 64 beat 256 and 1,024 by keeping both
-/// workers sending: BENCHMARKS.md, fan-out, server G. With the direct writes, 256 was no
-/// faster for spectators and slowed the players' own results: server J.)
+/// Spectators' sends this task makes between two looks at the game's commands. Each is a
+/// push onto the spectator's queue (its writer task writes to the socket), so a chunk
+/// costs the players' next command little waiting.
 const SPECTATOR_CHUNK: usize = 64;
 
 /// The first pause before a refused append is tried again; each failure doubles it, up to
@@ -130,6 +125,8 @@ struct Actor {
     /// Declarations of server-side incidents (`None` once the sender is gone).
     incidents: Option<broadcast::Receiver<Instant>>,
     services: GameServices,
+    /// How the game reaches its players' and spectators' connections.
+    bus: Arc<dyn Bus>,
     /// Recipients and what a crash would need; see `supervisor`.
     shared: Arc<Mutex<Shared>>,
     finished: FinishedGame,
@@ -310,7 +307,7 @@ impl Actor {
         match cmd {
             GameCmd::Attach {
                 seat,
-                outbox,
+                conn_id,
                 request_id,
                 prelude,
                 reply,
@@ -319,11 +316,12 @@ impl Actor {
                 // The new connection learns of its own arrival from the snapshot it gets.
                 self.emit(out, received).await;
                 let snapshot = self.snapshot();
+                let bus = Arc::clone(&self.bus);
                 if let Some(frame) = prelude {
-                    let _ = outbox.send(frame);
+                    let _ = bus.send(conn_id, frame);
                 }
-                queue_snapshot(&outbox, request_id, &snapshot, Some(seat));
-                lock(&self.shared).fanout.set_player(seat, Some(outbox));
+                queue_snapshot(&*bus, conn_id, request_id, &snapshot, Some(seat));
+                lock(&self.shared).fanout.set_player(seat, Some(conn_id));
                 let _ = reply.send(Ok(snapshot));
             }
             GameCmd::Detach { seat, conn_id } => {
@@ -362,7 +360,7 @@ impl Actor {
                 }));
                 let with_events = Answer {
                     seat,
-                    conn_id: answer.outbox.conn_id(),
+                    conn_id: answer.conn_id,
                     frame: frame.clone(),
                 };
                 let mut answer = Some(answer);
@@ -385,28 +383,26 @@ impl Actor {
                         ))),
                         Emitted::Held => Some(frame),
                     };
-                    if let Some(frame) = frame {
-                        answer
-                            .outbox
-                            .write_or_kill(&Framed::new(Arc::from([frame])), 0);
+                    match frame {
+                        Some(frame) => answer.reply(frame),
+                        None => answer.sent(),
                     }
-                    answer.sent();
                 }
             }
             GameCmd::Watch {
-                outbox,
+                conn_id,
                 request_id,
                 reply,
             } => {
                 self.state.tick(now, &mut out);
                 self.emit(out, received).await;
-                let added = lock(&self.shared).fanout.add_spectator(outbox.clone());
+                let added = lock(&self.shared).fanout.add_spectator(conn_id);
                 if added {
                     self.services.metrics.spectators.fetch_add(1, Relaxed);
                     self.spectators_changed();
                 }
                 let snapshot = self.snapshot();
-                queue_snapshot(&outbox, request_id, &snapshot, None);
+                queue_snapshot(&*self.bus, conn_id, request_id, &snapshot, None);
                 let _ = reply.send(Ok(snapshot));
             }
             GameCmd::Unwatch { conn_id } => {
@@ -788,14 +784,18 @@ fn unix_ms() -> u64 {
 /// Queue a snapshot to one connection, in order with the events already queued to it. A
 /// full outbox means the client is not reading; it will be resynchronised or dropped.
 fn queue_snapshot(
-    outbox: &Outbox,
+    bus: &dyn Bus,
+    conn_id: ConnId,
     request_id: Option<elementals_protocol::messages::RequestId>,
     snapshot: &GameSnapshot,
     seat: Option<Seat>,
 ) {
-    let _ = outbox.send_msg(&ServerMsg::Snapshot {
-        id: request_id,
-        snapshot: snapshot.clone(),
-        seat,
-    });
+    let _ = bus.send_msg(
+        conn_id,
+        &ServerMsg::Snapshot {
+            id: request_id,
+            snapshot: snapshot.clone(),
+            seat,
+        },
+    );
 }

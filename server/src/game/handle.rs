@@ -13,6 +13,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use crate::bus::{Bus, ConnId};
 use crate::outbox::Outbox;
 
 /// Players' commands a game may have queued. Each connection has at most one request in
@@ -68,32 +69,46 @@ pub enum SeatAction {
     ClaimWin,
 }
 
-/// The reply a move owes: the connection that sent it and the request's id. The game
-/// always sends it (`GameCmd::Act`); a move dropped unhandled (its game ended first, or was
-/// gone already, or panicked handling it) is answered `unknown_game` as it drops. Either
-/// way `done` fires once the reply is written or queued, and the connection answers
-/// nothing else before that (`Session::settle`).
+/// The reply a move owes: the connection that sent it (by identity, on the bus) and the
+/// request's id. The game always sends it (`GameCmd::Act`); a move dropped unhandled (its
+/// game ended first, or was gone already, or panicked handling it) is answered
+/// `unknown_game` as it drops. Either way `done` fires once the reply is queued, and the
+/// connection answers nothing else before that (`Session::settle`).
 #[derive(Debug)]
 pub struct AnswerTo {
-    pub outbox: Arc<Outbox>,
+    pub conn_id: ConnId,
     pub request_id: RequestId,
+    /// Where a reply to `conn_id` goes.
+    bus: Arc<dyn Bus>,
     done: Option<oneshot::Sender<()>>,
 }
 
 impl AnswerTo {
-    /// An answer owed to `outbox` for request `request_id`, and the receiver that completes
-    /// once it is sent.
-    pub fn new(outbox: Arc<Outbox>, request_id: RequestId) -> (AnswerTo, oneshot::Receiver<()>) {
+    /// An answer owed to connection `conn_id` for request `request_id`, and the receiver
+    /// that completes once it is sent.
+    fn new(
+        bus: Arc<dyn Bus>,
+        conn_id: ConnId,
+        request_id: RequestId,
+    ) -> (AnswerTo, oneshot::Receiver<()>) {
         let (done, sent) = oneshot::channel();
         let answer = AnswerTo {
-            outbox,
+            conn_id,
             request_id,
+            bus,
             done: Some(done),
         };
         (answer, sent)
     }
 
-    /// The reply has been written or queued.
+    /// Queues `frame`, the reply, killing the connection if it does not fit, and marks the
+    /// answer sent.
+    pub fn reply(self, frame: Bytes) {
+        self.bus.send_or_kill(self.conn_id, frame);
+        self.sent();
+    }
+
+    /// The reply has been queued (with the move's events).
     pub fn sent(mut self) {
         if let Some(done) = self.done.take() {
             let _ = done.send(());
@@ -106,7 +121,7 @@ impl Drop for AnswerTo {
         if let Some(done) = self.done.take() {
             let gone = GameError::gone();
             let reply = ServerMsg::error(Some(self.request_id), gone.code, gone.message);
-            self.outbox.send_msg_or_kill(&reply);
+            self.bus.send_msg_or_kill(self.conn_id, &reply);
             let _ = done.send(());
         }
     }
@@ -119,7 +134,7 @@ pub enum GameCmd {
     /// is ordered with the game's events; the reply carries the same snapshot.
     Attach {
         seat: Seat,
-        outbox: Outbox,
+        conn_id: ConnId,
         request_id: Option<RequestId>,
         /// A frame queued just before the snapshot: the session's `authenticated`, which
         /// names this game, so that the two arrive together or not at all.
@@ -145,7 +160,7 @@ pub enum GameCmd {
     /// Start (or resynchronise) watching; the snapshot is queued like `Attach`'s. Sent on
     /// the spectators' channel.
     Watch {
-        outbox: Outbox,
+        conn_id: ConnId,
         request_id: Option<RequestId>,
         reply: Reply<GameSnapshot>,
     },
@@ -168,6 +183,9 @@ pub struct GameHandle {
     tx: mpsc::Sender<GameCmd>,
     /// The spectators' channel (see `SPECTATOR_CHANNEL_CAPACITY`).
     spectators: mpsc::Sender<GameCmd>,
+    /// The bus the game reaches connections through: a handle puts the connection it is
+    /// given on it, and sends the game only the connection's identity.
+    bus: Arc<dyn Bus>,
 }
 
 impl GameHandle {
@@ -175,11 +193,13 @@ impl GameHandle {
         game_id: GameId,
         tx: mpsc::Sender<GameCmd>,
         spectators: mpsc::Sender<GameCmd>,
+        bus: Arc<dyn Bus>,
     ) -> Self {
         GameHandle {
             game_id,
             tx,
             spectators,
+            bus,
         }
     }
 
@@ -230,8 +250,9 @@ impl GameHandle {
         request_id: Option<RequestId>,
     ) -> Result<oneshot::Receiver<Result<GameSnapshot, GameError>>, ()> {
         let (reply, rx) = oneshot::channel();
+        self.bus.connect(&outbox);
         let cmd = GameCmd::Watch {
-            outbox,
+            conn_id: outbox.conn_id(),
             request_id,
             reply,
         };
@@ -284,28 +305,33 @@ impl PlayerHandle {
         self.game.game_id
     }
 
-    /// Attach `outbox` to this seat; the actor queues the snapshot to it (see `GameCmd::Attach`).
+    /// Attach `outbox`'s connection to this seat; the actor queues the snapshot to it (see
+    /// `GameCmd::Attach`).
     pub async fn attach(
         &self,
-        outbox: Outbox,
+        outbox: &Outbox,
         request_id: Option<RequestId>,
     ) -> Result<GameSnapshot, GameError> {
-        self.attach_with(outbox, request_id, None).await
+        self.game.bus.connect(outbox);
+        self.attach_conn(outbox.conn_id(), request_id, None).await
     }
 
     /// `attach`, with `prelude` queued to `outbox` just before the snapshot. If the game is
     /// gone, neither is queued.
     pub async fn attach_after(
         &self,
-        outbox: Outbox,
+        outbox: &Outbox,
         prelude: Bytes,
     ) -> Result<GameSnapshot, GameError> {
-        self.attach_with(outbox, None, Some(prelude)).await
+        self.game.bus.connect(outbox);
+        self.attach_conn(outbox.conn_id(), None, Some(prelude))
+            .await
     }
 
-    async fn attach_with(
+    /// Attach connection `conn_id`, already on the bus (the lobby seating its players).
+    pub async fn attach_conn(
         &self,
-        outbox: Outbox,
+        conn_id: ConnId,
         request_id: Option<RequestId>,
         prelude: Option<Bytes>,
     ) -> Result<GameSnapshot, GameError> {
@@ -313,7 +339,7 @@ impl PlayerHandle {
         self.game
             .request(|reply| GameCmd::Attach {
                 seat,
-                outbox,
+                conn_id,
                 request_id,
                 prelude,
                 reply,
@@ -328,6 +354,17 @@ impl PlayerHandle {
             conn_id,
         };
         notify(&self.game.tx, cmd);
+    }
+
+    /// The answer a move from `outbox`'s connection for request `request_id` owes, to
+    /// hand to `act`, and the receiver that completes once it is sent.
+    pub fn answer_to(
+        &self,
+        outbox: &Outbox,
+        request_id: RequestId,
+    ) -> (AnswerTo, oneshot::Receiver<()>) {
+        self.game.bus.connect(outbox);
+        AnswerTo::new(self.game.bus.clone(), outbox.conn_id(), request_id)
     }
 
     /// Hands a move that `arrived` (its frame read off the socket) to the game, which
@@ -367,12 +404,13 @@ impl SpectatorHandle {
     /// Waits on the spectators' channel, never the players'.
     pub async fn watch(
         &self,
-        outbox: Outbox,
+        outbox: &Outbox,
         request_id: Option<RequestId>,
     ) -> Result<GameSnapshot, GameError> {
         let (reply, rx) = oneshot::channel();
+        self.game.bus.connect(outbox);
         let cmd = GameCmd::Watch {
-            outbox,
+            conn_id: outbox.conn_id(),
             request_id,
             reply,
         };
@@ -397,7 +435,8 @@ mod tests {
         let (tx, rx) = mpsc::channel(4);
         let (spectators, _) = mpsc::channel(1);
         let id = GameId::new_random_from([3; 16]);
-        (GameHandle::new(id, tx, spectators), rx)
+        let bus = Arc::new(crate::bus::LocalBus::default());
+        (GameHandle::new(id, tx, spectators, bus), rx)
     }
 
     /// The one frame `rx` has queued, decoded.
@@ -424,8 +463,9 @@ mod tests {
         let (game, commands) = game();
         drop(commands);
         let (outbox, mut rx) = Outbox::new(1, 4);
-        let (answer_to, sent) = AnswerTo::new(Arc::new(outbox), 5);
-        game.player(Seat::One)
+        let player = game.player(Seat::One);
+        let (answer_to, sent) = player.answer_to(&outbox, 5);
+        player
             .act(SeatAction::Resign, answer_to, Instant::now())
             .await;
         sent.await.expect("answered");
@@ -436,8 +476,9 @@ mod tests {
     async fn a_move_the_game_drops_unhandled_is_answered_unknown_game() {
         let (game, commands) = game();
         let (outbox, mut rx) = Outbox::new(1, 4);
-        let (answer_to, mut sent) = AnswerTo::new(Arc::new(outbox), 6);
-        game.player(Seat::Two)
+        let player = game.player(Seat::Two);
+        let (answer_to, mut sent) = player.answer_to(&outbox, 6);
+        player
             .act(SeatAction::OfferDraw, answer_to, Instant::now())
             .await;
         // Queued for the game, which has not handled it: nothing is answered yet.
@@ -451,8 +492,9 @@ mod tests {
 
     #[tokio::test]
     async fn an_answer_marked_sent_sends_nothing_more() {
+        let (game, _commands) = game();
         let (outbox, mut rx) = Outbox::new(1, 4);
-        let (answer_to, sent) = AnswerTo::new(Arc::new(outbox), 7);
+        let (answer_to, sent) = game.player(Seat::One).answer_to(&outbox, 7);
         answer_to.sent();
         sent.await.expect("answered");
         assert!(rx.try_recv().is_err());

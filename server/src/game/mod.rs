@@ -22,7 +22,6 @@ use elementals_protocol::rules::{Variant, MAX_ROUNDS};
 use elementals_protocol::TimeControl;
 use serde::{Deserialize, Serialize};
 
-pub use actor::start_fanout_helpers;
 #[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
 pub(crate) use actor::MAX_RESYNC_ATTEMPTS;
 pub(crate) use handle::notify;

@@ -17,6 +17,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use super::pairing::Pool;
 use super::{LobbyCmd, LobbyError, Member};
+use crate::bus::Bus;
 use crate::game::{spawn_game, GameServices, GameSetup};
 use crate::record::{AccountId, RecordPlayer};
 
@@ -43,6 +44,8 @@ struct OpenChallenge {
 
 struct Lobby {
     services: GameServices,
+    /// How the lobby reaches its members' connections, by identity.
+    bus: Arc<dyn Bus>,
     shutting_down: Arc<AtomicBool>,
     pools: HashMap<PoolKey, Pool>,
     queued: HashMap<AccountId, (PoolKey, Member)>,
@@ -57,6 +60,7 @@ pub(super) async fn run(
     shutting_down: Arc<AtomicBool>,
 ) {
     let mut lobby = Lobby {
+        bus: services.registry.bus(),
         services,
         shutting_down,
         pools: HashMap::new(),
@@ -250,12 +254,15 @@ impl Lobby {
         };
         // Queued before a pairing below can send `game_start` (the seating runs in a task
         // of its own; had the session answered, its `queued` could have come second).
-        let _ = member.outbox.send_msg(&ServerMsg::Queued {
-            id,
-            variant,
-            time_control: tc,
-            rated,
-        });
+        let _ = self.bus.send_msg(
+            member.conn_id,
+            &ServerMsg::Queued {
+                id,
+                variant,
+                time_control: tc,
+                rated,
+            },
+        );
         let now = Instant::now().into_std();
         let account = member.account;
         let pool = self.pools.entry(key.clone()).or_default();
@@ -309,7 +316,7 @@ impl Lobby {
         let dead: Vec<AccountId> = self
             .queued
             .iter()
-            .filter(|(_, (_, m))| m.outbox.is_closed())
+            .filter(|(_, (_, m))| self.bus.is_closed(m.conn_id))
             .map(|(a, _)| *a)
             .collect();
         for account in dead {
@@ -334,11 +341,14 @@ impl Lobby {
                 let Some((_, member)) = self.queued.get(&(id as AccountId)) else {
                     continue;
                 };
-                let _ = member.outbox.send_msg(&ServerMsg::QueueStatus {
-                    players_waiting: waiting,
-                    rating_window: window,
-                    waited_ms: waited.as_millis() as u64,
-                });
+                let _ = self.bus.send_msg(
+                    member.conn_id,
+                    &ServerMsg::QueueStatus {
+                        players_waiting: waiting,
+                        rating_window: window,
+                        waited_ms: waited.as_millis() as u64,
+                    },
+                );
             }
             if pool.is_empty() {
                 self.pools.remove(&key);
@@ -419,7 +429,9 @@ impl Lobby {
             ));
         }
         self.ready_for_new_game(member.account)?;
-        if self.services.registry.is_seated(open.member.account) || open.member.outbox.is_closed() {
+        if self.services.registry.is_seated(open.member.account)
+            || self.bus.is_closed(open.member.conn_id)
+        {
             self.seeks.remove(&seek_id);
             return Err(LobbyError::new(
                 ErrorCode::UnknownSeek,
@@ -427,10 +439,9 @@ impl Lobby {
             ));
         }
         let open = self.seeks.remove(&seek_id).expect("checked above");
-        let _ = open
-            .member
-            .outbox
-            .send_msg(&ServerMsg::SeekRemoved { seek_id });
+        let _ = self
+            .bus
+            .send_msg(open.member.conn_id, &ServerMsg::SeekRemoved { seek_id });
         self.start_game(
             open.member,
             member,
@@ -480,9 +491,12 @@ impl Lobby {
             time_control: tc,
             rated,
         };
-        let _ = user.outbox.send_msg(&ServerMsg::ChallengeReceived {
-            challenge: challenge.clone(),
-        });
+        let _ = self.bus.send_msg(
+            user.conn_id,
+            &ServerMsg::ChallengeReceived {
+                challenge: challenge.clone(),
+            },
+        );
         self.challenges.insert(
             challenge.challenge_id,
             OpenChallenge {
@@ -515,7 +529,9 @@ impl Lobby {
             .challenges
             .remove(&challenge_id)
             .expect("checked above");
-        if self.services.registry.is_seated(open.from.account) || open.from.outbox.is_closed() {
+        if self.services.registry.is_seated(open.from.account)
+            || self.bus.is_closed(open.from.conn_id)
+        {
             return Err(LobbyError::new(
                 ErrorCode::UnknownChallenge,
                 "the challenger is no longer available",
@@ -532,10 +548,10 @@ impl Lobby {
                     .challenges
                     .remove(&challenge_id)
                     .expect("checked above");
-                let _ = c
-                    .from
-                    .outbox
-                    .send_msg(&ServerMsg::ChallengeDeclined { challenge_id });
+                let _ = self.bus.send_msg(
+                    c.from.conn_id,
+                    &ServerMsg::ChallengeDeclined { challenge_id },
+                );
                 Ok(())
             }
             _ => Err(LobbyError::new(
@@ -553,9 +569,10 @@ impl Lobby {
                     .remove(&challenge_id)
                     .expect("checked above");
                 if let Some(user) = self.services.registry.online(c.to) {
-                    let _ = user
-                        .outbox
-                        .send_msg(&ServerMsg::ChallengeCancelled { challenge_id });
+                    let _ = self.bus.send_msg(
+                        user.conn_id,
+                        &ServerMsg::ChallengeCancelled { challenge_id },
+                    );
                 }
                 Ok(())
             }
@@ -592,9 +609,10 @@ impl Lobby {
             ));
         };
         if !*now.rematch_offers.get(seat.other()) {
-            let _ = user
-                .outbox
-                .send_msg(&ServerMsg::RematchOffered { game_id, by: seat });
+            let _ = self.bus.send_msg(
+                user.conn_id,
+                &ServerMsg::RematchOffered { game_id, by: seat },
+            );
             return Ok(());
         }
         if registry.is_seated(opponent) {
@@ -613,7 +631,7 @@ impl Lobby {
         let opp = Member {
             account: opponent,
             info,
-            outbox: user.outbox.clone(),
+            conn_id: user.conn_id,
         };
         // Seats swap: the old seat two now plays seat one.
         let (one, two) = match seat {
@@ -624,11 +642,11 @@ impl Lobby {
     }
 
     fn gone(&mut self, account: AccountId, conn_id: u64) {
-        let owned_by_conn = |m: &Member| m.account == account && m.outbox.conn_id() == conn_id;
+        let owned_by_conn = |m: &Member| m.account == account && m.conn_id == conn_id;
         if self
             .queued
             .get(&account)
-            .is_some_and(|(_, m)| m.outbox.conn_id() == conn_id)
+            .is_some_and(|(_, m)| m.conn_id == conn_id)
         {
             self.leave_pool(account);
         }
@@ -637,9 +655,10 @@ impl Lobby {
         self.challenges.retain(|id, c| {
             if owned_by_conn(&c.from) {
                 if let Some(user) = registry.online(c.to) {
-                    let _ = user
-                        .outbox
-                        .send_msg(&ServerMsg::ChallengeCancelled { challenge_id: *id });
+                    let _ = self.bus.send_msg(
+                        user.conn_id,
+                        &ServerMsg::ChallengeCancelled { challenge_id: *id },
+                    );
                 }
                 return false;
             }
@@ -712,16 +731,20 @@ impl Lobby {
             started_at: crate::clock::unix_ms(),
         };
         // Seating waits on the game actor, so it runs in its own task: the lobby never waits.
+        let bus = Arc::clone(&self.bus);
         tokio::spawn(async move {
             for (seat, member) in [(Seat::One, one), (Seat::Two, two)] {
-                let _ = member.outbox.send_msg(&ServerMsg::GameStart {
-                    game: info.clone(),
-                    seat,
-                });
+                let _ = bus.send_msg(
+                    member.conn_id,
+                    &ServerMsg::GameStart {
+                        game: info.clone(),
+                        seat,
+                    },
+                );
                 // The game queues the snapshot after `game_start`.
                 let _ = handle
                     .player(seat)
-                    .attach(member.outbox.clone(), None)
+                    .attach_conn(member.conn_id, None, None)
                     .await;
             }
         });

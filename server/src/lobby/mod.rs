@@ -18,8 +18,8 @@ use elementals_protocol::rules::Variant;
 use elementals_protocol::{ErrorCode, TimeControl};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::bus::ConnId;
 use crate::game::GameServices;
-use crate::outbox::Outbox;
 use crate::record::AccountId;
 
 /// Requests the lobby may have queued: every connection can have one in flight, plus
@@ -31,7 +31,8 @@ pub const LOBBY_CHANNEL_CAPACITY: usize = 4096;
 pub struct Member {
     pub account: AccountId,
     pub info: PlayerInfo,
-    pub outbox: Outbox,
+    /// Its connection, on the bus.
+    pub conn_id: ConnId,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

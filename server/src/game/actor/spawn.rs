@@ -9,6 +9,7 @@ use elementals_protocol::messages::{SeatPair, ServerMsg};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::fanout::Fanout;
 use super::supervisor::{self, Shared};
 use super::{finished_game, unix_ms, Actor};
 use crate::game::state::{GameState, Timing};
@@ -53,14 +54,18 @@ fn launch(
     // The capacities, and why they suffice, are documented at their constants.
     let (tx, rx) = mpsc::channel(GAME_CHANNEL_CAPACITY);
     let (spectators_tx, spectators) = mpsc::channel(SPECTATOR_CHANNEL_CAPACITY);
-    let handle = GameHandle::new(setup.game_id, tx, spectators_tx);
+    let bus = services.registry.bus();
+    let handle = GameHandle::new(setup.game_id, tx, spectators_tx, Arc::clone(&bus));
     let started_at = state.started_at();
     let seats = SeatPair::new(setup.players.one.account_id, setup.players.two.account_id);
     services
         .registry
         .insert_game(handle.clone(), state.summary(0), seats);
     services.metrics.live_games.fetch_add(1, Relaxed);
-    let mut shared = Shared::default();
+    let mut shared = Shared {
+        fanout: Fanout::new(Arc::clone(&bus)),
+        ..Shared::default()
+    };
     // A restored game's supervisor must know its rounds before anything is published.
     shared.mirror(&state, Instant::now().into_std());
     let shared = Arc::new(Mutex::new(shared));
@@ -75,6 +80,7 @@ fn launch(
         judged: Instant::now(),
         incidents: Some(services.incidents.subscribe()),
         services: services.clone(),
+        bus,
         shared: Arc::clone(&shared),
         finished,
         recorded,

@@ -22,7 +22,6 @@ use super::fanout::Fanout;
 use super::{finished_game, spectators_left, unix_ms};
 use crate::game::state::GameState;
 use crate::game::{AnswerTo, GameServices, GameSetup};
-use crate::outbox::Framed;
 use crate::record::{GameRecord, RoundLog};
 
 #[derive(Debug, Default)]
@@ -95,10 +94,7 @@ pub(in crate::game) async fn supervise(
             if let Some(events) = shared.unpublished.take() {
                 if let Some((answer, frame)) = owed {
                     // First, as the game sends a move's reply before its events.
-                    answer
-                        .outbox
-                        .write_or_kill(&Framed::new(Arc::from([frame])), 0);
-                    answer.sent();
+                    answer.reply(frame);
                 }
                 publish_end(&mut shared, &events);
             }

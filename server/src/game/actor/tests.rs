@@ -29,7 +29,7 @@ use uuid::Uuid;
 use crate::db::{AccountRow, Db};
 use crate::game::MemoryLog;
 use crate::game::{spawn_game, GameHandle, GameServices, GameSettings, GameSetup, LogStore};
-use crate::game::{AnswerTo, PlayerHandle, SeatAction};
+use crate::game::{PlayerHandle, SeatAction};
 use crate::metrics::Metrics;
 use crate::outbox::{Outbound, Outbox};
 use crate::record::RecordPlayer;
@@ -142,7 +142,7 @@ impl Player {
     /// Makes a move as request `request_id` of the connection behind `outbox`, and waits
     /// until the game has answered it.
     async fn act_as(&self, action: SeatAction, outbox: &Outbox, request_id: u32) {
-        let (answer, sent) = AnswerTo::new(Arc::new(outbox.clone()), request_id);
+        let (answer, sent) = self.handle.answer_to(outbox, request_id);
         self.handle.act(action, answer, Instant::now()).await;
         sent.await.expect("the game answers every move");
     }
@@ -241,7 +241,7 @@ impl Harness {
             handle,
         };
         for p in [&game.one, &game.two] {
-            p.handle.attach(p.inbox.outbox.clone(), None).await.unwrap();
+            p.handle.attach(&p.inbox.outbox, None).await.unwrap();
         }
         game.one.drain();
         game.two.drain();
@@ -272,7 +272,7 @@ impl Game {
     async fn watch(&self, inbox: &Inbox) -> GameSnapshot {
         self.handle
             .spectator()
-            .watch(inbox.outbox.clone(), None)
+            .watch(&inbox.outbox, None)
             .await
             .unwrap()
     }

@@ -47,7 +47,7 @@ async fn many_players_dropping_at_once_holds_their_games_until_they_are_back() {
     for player in [&a.one, &a.two] {
         player
             .handle
-            .attach(player.inbox.outbox.clone(), None)
+            .attach(&player.inbox.outbox, None)
             .await
             .unwrap();
     }

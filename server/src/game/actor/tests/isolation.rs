@@ -2,7 +2,6 @@
 //! is not charged to its player, spectators' commands never queue ahead of moves, and a
 //! seat's departure reaches the game however full its queue is.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use elementals_protocol::messages::{Clocks, ServerMsg};
@@ -12,7 +11,7 @@ use tokio::time::{advance, Instant};
 
 use super::{Harness, Inbox, Player, TC};
 use crate::game::SPECTATOR_CHANNEL_CAPACITY;
-use crate::game::{AnswerTo, GameCmd, SeatAction, GAME_CHANNEL_CAPACITY};
+use crate::game::{GameCmd, SeatAction, GAME_CHANNEL_CAPACITY};
 
 /// Queues `action` for `player`'s seat as a move that `arrived` then, from a connection of
 /// its own, without waiting for the answer; the receiver fires once it is answered.
@@ -22,7 +21,7 @@ async fn queue(
     arrived: Instant,
 ) -> (Inbox, oneshot::Receiver<()>) {
     let asker = Inbox::new(8);
-    let (answer, sent) = AnswerTo::new(Arc::new(asker.outbox.clone()), 1);
+    let (answer, sent) = player.handle.answer_to(&asker.outbox, 1);
     player.handle.act(action, answer, arrived).await;
     (asker, sent)
 }
@@ -143,7 +142,7 @@ async fn a_detach_reaches_the_game_even_when_its_queue_is_full() {
     let asker = Inbox::new(GAME_CHANNEL_CAPACITY + 8);
     let mut answers = Vec::new();
     loop {
-        let (answer, sent) = AnswerTo::new(Arc::new(asker.outbox.clone()), 1);
+        let (answer, sent) = game.one.handle.answer_to(&asker.outbox, 1);
         let cmd = GameCmd::Act {
             seat: Seat::One,
             action: SeatAction::DeclineDraw,

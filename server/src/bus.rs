@@ -1,0 +1,206 @@
+//! The bus between the socket tier and the game tier.
+//!
+//! The socket tier owns sockets: each connection has a reader task and a writer task, and
+//! only the writer writes to its socket, draining the connection's bounded `Outbox`. The
+//! game tier (the lobby and the game actors) owns games and never holds a socket, an outbox
+//! or a connection: it addresses a connection by its identity (`ConnId`) and hands the bus
+//! plain data (encoded frames), which the bus delivers to that connection's queue. What
+//! crosses it could be serialized: an implementation over a network (a cluster of nodes)
+//! fits under the same trait.
+//!
+//! `LocalBus` is the in-process implementation: a directory of the open connections'
+//! outboxes, which the socket tier fills as connections open and empties as they end.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use dashmap::DashMap;
+use elementals_protocol::messages::ServerMsg;
+use elementals_protocol::wire;
+
+use crate::outbox::{Framed, Outbox, SendError};
+
+/// A connection's identity on the bus (unique for the server's life).
+pub type ConnId = u64;
+
+/// How the game tier reaches connections. Nothing here waits: a connection whose queue is
+/// full is reported (`SendError::Full`), and what to do then is the sender's choice.
+pub trait Bus: Send + Sync + Debug {
+    /// The socket tier: `outbox`'s connection may be addressed (again: idempotent while
+    /// the connection is open). An outbox already closed is not kept.
+    fn connect(&self, outbox: &Outbox);
+
+    /// The socket tier: connection `conn` has ended; what is addressed to it is dropped.
+    fn disconnect(&self, conn: ConnId);
+
+    /// Queues one encoded frame for connection `to`.
+    fn send(&self, to: ConnId, frame: Bytes) -> Result<(), SendError>;
+
+    /// Queues `framed`'s frames from `from` on for connection `to`, as one item.
+    fn send_framed(&self, to: ConnId, framed: &Arc<Framed>, from: usize) -> Result<(), SendError>;
+
+    /// Drops connection `to` without sending what is queued (it fell behind).
+    fn kill(&self, to: ConnId);
+
+    /// Closes connection `to` with a close code, after what is queued to it.
+    fn close(&self, to: ConnId, code: u16, reason: &'static str);
+
+    /// Whether connection `to` is gone (or going).
+    fn is_closed(&self, to: ConnId) -> bool;
+
+    /// `send`, killing the connection if its queue is full: for what a client cannot be
+    /// left without (a reply, a player's events).
+    fn send_or_kill(&self, to: ConnId, frame: Bytes) {
+        if self.send(to, frame) == Err(SendError::Full) {
+            self.kill(to);
+        }
+    }
+
+    /// Encodes `msg` and `send`s it.
+    fn send_msg(&self, to: ConnId, msg: &ServerMsg) -> Result<(), SendError> {
+        self.send(to, Bytes::from(wire::encode(msg)))
+    }
+
+    /// Encodes `msg` and `send_or_kill`s it.
+    fn send_msg_or_kill(&self, to: ConnId, msg: &ServerMsg) {
+        self.send_or_kill(to, Bytes::from(wire::encode(msg)));
+    }
+
+    /// `send_framed`, killing the connection if its queue is full.
+    fn send_framed_or_kill(&self, to: ConnId, framed: &Arc<Framed>, from: usize) {
+        if self.send_framed(to, framed, from) == Err(SendError::Full) {
+            self.kill(to);
+        }
+    }
+}
+
+/// The bus within one process: the open connections' outboxes by identity.
+#[derive(Debug, Default)]
+pub struct LocalBus {
+    connections: DashMap<ConnId, Outbox>,
+}
+
+impl LocalBus {
+    /// `f` on connection `to`'s outbox, or `Closed` if it is gone. (The map's guard lives
+    /// only for the call, which touches no other entry.)
+    fn with<T>(
+        &self,
+        to: ConnId,
+        f: impl FnOnce(&Outbox) -> Result<T, SendError>,
+    ) -> Result<T, SendError> {
+        match self.connections.get(&to) {
+            Some(outbox) => f(&outbox),
+            None => Err(SendError::Closed),
+        }
+    }
+}
+
+impl Bus for LocalBus {
+    fn connect(&self, outbox: &Outbox) {
+        let conn = outbox.conn_id();
+        // (The guard is gone before the insert below: it holds the shard's lock.)
+        let open = self.connections.get(&conn).is_some_and(|o| !o.is_closed());
+        if open {
+            return;
+        }
+        self.connections.insert(conn, outbox.clone());
+        // A connection that ended meanwhile has been disconnected already (its writer is
+        // gone before that): not kept, so nothing is left behind.
+        if outbox.is_closed() {
+            self.connections.remove(&conn);
+        }
+    }
+
+    fn disconnect(&self, conn: ConnId) {
+        self.connections.remove(&conn);
+    }
+
+    fn send(&self, to: ConnId, frame: Bytes) -> Result<(), SendError> {
+        self.with(to, |outbox| outbox.send(frame))
+    }
+
+    fn send_framed(&self, to: ConnId, framed: &Arc<Framed>, from: usize) -> Result<(), SendError> {
+        self.with(to, |outbox| outbox.send_framed(framed, from))
+    }
+
+    fn kill(&self, to: ConnId) {
+        let _ = self.with(to, |outbox| {
+            outbox.kill();
+            Ok(())
+        });
+    }
+
+    fn close(&self, to: ConnId, code: u16, reason: &'static str) {
+        let _ = self.with(to, |outbox| {
+            outbox.close(code, reason);
+            Ok(())
+        });
+    }
+
+    fn is_closed(&self, to: ConnId) -> bool {
+        self.with(to, |outbox| Ok(outbox.is_closed()))
+            .unwrap_or(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outbox::Outbound;
+
+    #[test]
+    fn a_connection_is_addressed_by_identity_while_it_is_connected() {
+        let bus = LocalBus::default();
+        let (outbox, mut rx) = Outbox::new(7, 1);
+        assert_eq!(
+            bus.send(7, Bytes::from_static(b"early")),
+            Err(SendError::Closed)
+        );
+        assert!(bus.is_closed(7));
+        bus.connect(&outbox);
+        assert!(!bus.is_closed(7));
+        bus.send(7, Bytes::from_static(b"one")).unwrap();
+        assert!(matches!(rx.try_recv(), Ok(Outbound::Frame(f)) if f == "one"));
+        // A full queue is the sender's to judge.
+        bus.send(7, Bytes::from_static(b"two")).unwrap();
+        assert_eq!(
+            bus.send(7, Bytes::from_static(b"three")),
+            Err(SendError::Full)
+        );
+        assert!(!outbox.kill_token().is_cancelled());
+        bus.send_or_kill(7, Bytes::from_static(b"three"));
+        assert!(outbox.kill_token().is_cancelled());
+        bus.disconnect(7);
+        assert_eq!(
+            bus.send(7, Bytes::from_static(b"late")),
+            Err(SendError::Closed)
+        );
+    }
+
+    #[test]
+    fn a_connection_that_has_ended_is_not_kept_and_its_id_may_come_back() {
+        let bus = LocalBus::default();
+        // Put on the bus after its connection ended (the handle raced the end): not kept.
+        let (ended, rx) = Outbox::new(3, 4);
+        drop(rx);
+        bus.connect(&ended);
+        assert!(bus.connections.is_empty());
+        // An open one is kept once, however often it is put on the bus ...
+        let (open, _open_rx) = Outbox::new(4, 4);
+        bus.connect(&open);
+        bus.connect(&open);
+        assert_eq!(bus.connections.len(), 1);
+        // ... and an entry whose connection has closed gives way to a new one of its id.
+        let (first, first_rx) = Outbox::new(5, 4);
+        bus.connect(&first);
+        drop(first_rx);
+        let (second, mut second_rx) = Outbox::new(5, 4);
+        bus.connect(&second);
+        bus.send(5, Bytes::from_static(b"to the second")).unwrap();
+        assert!(matches!(second_rx.try_recv(), Ok(Outbound::Frame(f)) if f == "to the second"));
+        bus.disconnect(4);
+        bus.disconnect(5);
+        assert!(bus.connections.is_empty());
+    }
+}
