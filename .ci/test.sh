@@ -35,7 +35,13 @@ ensure_web_packages() {
   fi
 }
 
+# PostgreSQL and Redis at 127.0.0.1 (the storage tests run on both backends).
+ensure_services() {
+  as_root .ci/services
+}
+
 ensure_node
+ensure_services
 ensure_chromium
 ensure_web_packages
 cargo test --workspace "$@"

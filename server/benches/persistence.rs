@@ -8,6 +8,10 @@
 //! accounts a batch's per-account index entries share pages; with many (a real server's
 //! thousands of players) they fall on pages of their own, which is the harder case:
 //! `PERSISTENCE_ACCOUNTS=20000 cargo bench -p elementals-server --bench persistence`.
+//!
+//! On PostgreSQL (a database of the bench's own on the tests' server, 127.0.0.1:5432,
+//! dropped after): `PERSISTENCE_BACKEND=postgres cargo bench -p elementals-server --bench
+//! persistence`.
 
 use std::time::{Duration, Instant};
 
@@ -15,6 +19,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use elementals_protocol::messages::{EndReason, GameId, GameResult, SeatPair};
 use elementals_protocol::rules::{Outcome, Seat, Variant};
 use elementals_protocol::TimeControl;
+use elementals_server::db::testing::TestPostgres;
 use elementals_server::db::{AccountRow, Db};
 use elementals_server::record::{GameRecord, RecordPlayer, RoundLog};
 
@@ -89,13 +94,24 @@ struct Bench {
     db: Db,
     accounts: Vec<AccountRow>,
     _dir: tempfile::TempDir,
+    _pg: Option<TestPostgres>,
 }
 
 impl Bench {
     fn new() -> Bench {
         let runtime = tokio::runtime::Runtime::new().expect("runtime");
         let dir = tempfile::tempdir().expect("temporary directory");
-        let db = Db::open(&dir.path().join("bench.db")).expect("database");
+        let pg = (std::env::var("PERSISTENCE_BACKEND").as_deref() == Ok("postgres"))
+            .then(TestPostgres::create);
+        let path = match &pg {
+            Some(pg) => std::path::PathBuf::from(pg.url()),
+            None => dir.path().join("bench.db"),
+        };
+        let db = Db::open(&path).expect("database");
+        println!(
+            "persistence: on {}",
+            if pg.is_some() { "PostgreSQL" } else { "SQLite" }
+        );
         let wanted = accounts_wanted();
         let accounts = runtime.block_on(async {
             // Created many at a time, so that the writer batches them.
@@ -122,6 +138,7 @@ impl Bench {
             db,
             accounts,
             _dir: dir,
+            _pg: pg,
         }
     }
 

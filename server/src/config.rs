@@ -15,8 +15,16 @@ pub struct Config {
     #[arg(long, env = "ELEMENTALS_LISTEN", default_value = "127.0.0.1:7878")]
     pub listen: SocketAddr,
 
-    /// SQLite database file (created, and migrated, at start).
-    #[arg(long, env = "ELEMENTALS_DATABASE", default_value = "elementals.db")]
+    /// The database: a SQLite file (a path, or `sqlite://` and a path; created and migrated
+    /// at start), or PostgreSQL (`postgres://USER@HOST:PORT/DB`, migrated at start).
+    /// Given twice, the last wins (`elementals-loadtest --server-arg=--database=…` overrides
+    /// its local server's default).
+    #[arg(
+        long,
+        env = "ELEMENTALS_DATABASE",
+        default_value = "elementals.db",
+        overrides_with = "database"
+    )]
     pub database: PathBuf,
 
     /// Log as JSON lines instead of human-readable text.
@@ -221,6 +229,29 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_database_is_sqlite_by_default_and_the_last_database_flag_wins() {
+        use crate::db::Location;
+        use std::path::Path;
+        let config = Config::parse_from(["elementals-server"]);
+        assert_eq!(
+            Location::of(&config.database),
+            Location::Sqlite(Path::new("elementals.db"))
+        );
+        let url = "postgres://postgres@127.0.0.1:5432/elementals";
+        let config = Config::parse_from([
+            "elementals-server",
+            "--database=/tmp/a.db",
+            &format!("--database={url}"),
+        ]);
+        assert_eq!(Location::of(&config.database), Location::Postgres(url));
+        let config = Config::parse_from(["elementals-server", "--database=sqlite:///tmp/b.db"]);
+        assert_eq!(
+            Location::of(&config.database),
+            Location::Sqlite(Path::new("/tmp/b.db"))
+        );
+    }
 
     #[test]
     fn abuse_limits_default_to_the_documented_values() {

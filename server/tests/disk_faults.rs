@@ -219,35 +219,37 @@ async fn on_a_full_disk_moves_are_refused_and_held_and_every_acknowledged_step_s
 
 #[tokio::test]
 async fn a_failed_sync_of_the_log_stops_the_server_and_it_starts_again() {
-    let db = Database::new();
-    let server = ServerProcess::start_failing_syncs(&db).await;
-    let mut players = Vec::new();
-    for name in ["cal07", "dot07"] {
-        let mut player = TestClient::connect_at(server.addr).await;
-        player.register(name).await;
-        players.push(player);
+    for backend in BACKENDS {
+        let db = Database::on(backend);
+        let server = ServerProcess::start_failing_syncs(&db).await;
+        let mut players = Vec::new();
+        for name in ["cal07", "dot07"] {
+            let mut player = TestClient::connect_at(server.addr).await;
+            player.register(name).await;
+            players.push(player);
+        }
+        // Their game's first step cannot be synced: nothing after it could be trusted.
+        for player in &mut players {
+            player.join_pool(Variant::CLASSIC, "blitz").await;
+        }
+        let status = server.crashed().await;
+        assert!(!status.success() && status.code().is_some(), "{status}");
+        let tokens: Vec<String> = players.iter().map(|p| p.token.clone().unwrap()).collect();
+        drop(players);
+        // Started again, without the fault, on what the log holds (the page cache kept the
+        // unsynced step here): the game is there, and it plays.
+        let server = ServerProcess::start(&db).await;
+        let (mut a, snapshot) = resume_at(server.addr, &tokens[0]).await;
+        let seat_a = snapshot.expect("seated in the replayed game");
+        let (mut b, _) = resume_at(server.addr, &tokens[1]).await;
+        let g = seat_a.game.game_id;
+        let a_is_one = seat_a.game.players.one.name == "cal07";
+        let (one, two) = if a_is_one {
+            (&mut a, &mut b)
+        } else {
+            (&mut b, &mut a)
+        };
+        play_round(one, two, g, 1, TWO_WINS).await;
+        server.kill().await;
     }
-    // Their game's first step cannot be synced: nothing after it could be trusted.
-    for player in &mut players {
-        player.join_pool(Variant::CLASSIC, "blitz").await;
-    }
-    let status = server.crashed().await;
-    assert!(!status.success() && status.code().is_some(), "{status}");
-    let tokens: Vec<String> = players.iter().map(|p| p.token.clone().unwrap()).collect();
-    drop(players);
-    // Started again, without the fault, on what the log holds (the page cache kept the
-    // unsynced step here): the game is there, and it plays.
-    let server = ServerProcess::start(&db).await;
-    let (mut a, snapshot) = resume_at(server.addr, &tokens[0]).await;
-    let seat_a = snapshot.expect("seated in the replayed game");
-    let (mut b, _) = resume_at(server.addr, &tokens[1]).await;
-    let g = seat_a.game.game_id;
-    let a_is_one = seat_a.game.players.one.name == "cal07";
-    let (one, two) = if a_is_one {
-        (&mut a, &mut b)
-    } else {
-        (&mut b, &mut a)
-    };
-    play_round(one, two, g, 1, TWO_WINS).await;
-    server.kill().await;
 }

@@ -12,117 +12,121 @@ const SEED_PICKS: [(u16, u16); 5] = [(5, 2), (1, 2), (2, 3), (3, 2), (5, 2)];
 
 #[tokio::test]
 async fn full_rated_game_updates_both_ratings_exactly_and_persists() {
-    let server = start_server().await;
-    let (mut one, mut two, game) = paired_players(&server, "alice", "bobby").await;
-    assert!(game.rated);
-    for (i, picks) in SEED_PICKS.iter().enumerate() {
-        let result = play_round(&mut one, &mut two, game.game_id, i as u32 + 1, *picks).await;
-        let ServerMsg::RoundResult { record, .. } = result else {
-            unreachable!()
-        };
-        assert_eq!(record.picks.one, picks.0);
-        assert_eq!(record.picks.two, picks.1);
-    }
-    for client in [&mut one, &mut two] {
-        match client
-            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
-            .await
-        {
-            ServerMsg::GameOver { result, rated, .. } => {
-                assert_eq!(result.winner, Some(Seat::Two));
-                assert_eq!(result.reason, EndReason::Edge);
-                assert!(rated);
-            }
-            _ => unreachable!(),
+    for backend in BACKENDS {
+        let server = start_server_on(backend).await;
+        let (mut one, mut two, game) = paired_players(&server, "alice", "bobby").await;
+        assert!(game.rated);
+        for (i, picks) in SEED_PICKS.iter().enumerate() {
+            let result = play_round(&mut one, &mut two, game.game_id, i as u32 + 1, *picks).await;
+            let ServerMsg::RoundResult { record, .. } = result else {
+                unreachable!()
+            };
+            assert_eq!(record.picks.one, picks.0);
+            assert_eq!(record.picks.two, picks.1);
         }
-        match client
-            .expect("rating_update", |m| {
-                matches!(m, ServerMsg::RatingUpdate { .. })
-            })
-            .await
-        {
-            ServerMsg::RatingUpdate { ratings, .. } => {
-                // Both at 1.0: D = 0, A = 0.5; the loser is floored at 1.0.
-                assert_eq!(ratings.two.before, 1.0);
-                assert_eq!(ratings.two.after, 1.5);
-                assert_eq!(ratings.one.before, 1.0);
-                assert_eq!(ratings.one.after, 1.0);
+        for client in [&mut one, &mut two] {
+            match client
+                .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+                .await
+            {
+                ServerMsg::GameOver { result, rated, .. } => {
+                    assert_eq!(result.winner, Some(Seat::Two));
+                    assert_eq!(result.reason, EndReason::Edge);
+                    assert!(rated);
+                }
+                _ => unreachable!(),
             }
-            _ => unreachable!(),
+            match client
+                .expect("rating_update", |m| {
+                    matches!(m, ServerMsg::RatingUpdate { .. })
+                })
+                .await
+            {
+                ServerMsg::RatingUpdate { ratings, .. } => {
+                    // Both at 1.0: D = 0, A = 0.5; the loser is floored at 1.0.
+                    assert_eq!(ratings.two.before, 1.0);
+                    assert_eq!(ratings.two.after, 1.5);
+                    assert_eq!(ratings.one.before, 1.0);
+                    assert_eq!(ratings.one.after, 1.0);
+                }
+                _ => unreachable!(),
+            }
         }
-    }
-    let (status, body) = server.http_get("/api/leaderboard").await;
-    assert_eq!(status, 200);
-    let board: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let winner = &board[0];
-    assert_eq!(winner["rating"], 1.5);
-    assert_eq!(winner["wins"], 1);
-    let loser = board
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["losses"] == 1)
-        .unwrap();
-    assert_eq!(loser["rating"], 1.0);
+        let (status, body) = server.http_get("/api/leaderboard").await;
+        assert_eq!(status, 200);
+        let board: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let winner = &board[0];
+        assert_eq!(winner["rating"], 1.5);
+        assert_eq!(winner["wins"], 1);
+        let loser = board
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["losses"] == 1)
+            .unwrap();
+        assert_eq!(loser["rating"], 1.0);
 
-    let (status, body) = server
-        .http_get(&format!("/api/games/{}", game.game_id))
-        .await;
-    assert_eq!(status, 200);
-    let record: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(record["rounds"].as_array().unwrap().len(), 5);
+        let (status, body) = server
+            .http_get(&format!("/api/games/{}", game.game_id))
+            .await;
+        assert_eq!(status, 200);
+        let record: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(record["rounds"].as_array().unwrap().len(), 5);
+    }
 }
 
 #[tokio::test]
 async fn a_second_game_rates_from_the_stored_ratings() {
-    let server = start_server().await;
-    let (mut one, mut two, game) = paired_players(&server, "carol", "dave1").await;
-    for (i, picks) in SEED_PICKS.iter().enumerate() {
-        play_round(&mut one, &mut two, game.game_id, i as u32 + 1, *picks).await;
-    }
-    // Seat two (1.5 now) beats seat one again? Play the rematch with seats swapped.
-    for c in [&mut one, &mut two] {
-        c.expect("rating_update", |m| {
-            matches!(m, ServerMsg::RatingUpdate { .. })
-        })
-        .await;
-    }
-    let (id1, id2) = (one.id(), two.id());
-    assert_ok(
-        &one.request(ClientMsg::OfferRematch {
-            id: id1,
-            game_id: game.game_id,
-        })
-        .await,
-    );
-    assert_ok(
-        &two.request(ClientMsg::OfferRematch {
-            id: id2,
-            game_id: game.game_id,
-        })
-        .await,
-    );
-    let (g2, seat_of_old_one) = one.game_start().await;
-    assert_eq!(seat_of_old_one, Seat::Two, "seats swap in a rematch");
-    let _ = two.game_start().await;
-    assert_eq!(g2.players.one.rating, 1.5);
-    // Old seat two (rated 1.5) is now seat one; let seat two (1.0) win: D = 1.0 - 1.5.
-    for (i, picks) in SEED_PICKS.iter().enumerate() {
-        play_round(&mut two, &mut one, g2.game_id, i as u32 + 1, *picks).await;
-    }
-    match one
-        .expect(
-            "rating_update",
-            |m| matches!(m, ServerMsg::RatingUpdate { game_id, .. } if *game_id == g2.game_id),
-        )
-        .await
-    {
-        ServerMsg::RatingUpdate { ratings, .. } => {
-            let a = 1.0 / ((-0.5f64).exp() + 1.0);
-            assert!((ratings.two.after - (1.0 + a)).abs() < 1e-12);
-            assert!((ratings.one.after - (1.5 - a).max(1.0)).abs() < 1e-12);
+    for backend in BACKENDS {
+        let server = start_server_on(backend).await;
+        let (mut one, mut two, game) = paired_players(&server, "carol", "dave1").await;
+        for (i, picks) in SEED_PICKS.iter().enumerate() {
+            play_round(&mut one, &mut two, game.game_id, i as u32 + 1, *picks).await;
         }
-        _ => unreachable!(),
+        // Seat two (1.5 now) beats seat one again? Play the rematch with seats swapped.
+        for c in [&mut one, &mut two] {
+            c.expect("rating_update", |m| {
+                matches!(m, ServerMsg::RatingUpdate { .. })
+            })
+            .await;
+        }
+        let (id1, id2) = (one.id(), two.id());
+        assert_ok(
+            &one.request(ClientMsg::OfferRematch {
+                id: id1,
+                game_id: game.game_id,
+            })
+            .await,
+        );
+        assert_ok(
+            &two.request(ClientMsg::OfferRematch {
+                id: id2,
+                game_id: game.game_id,
+            })
+            .await,
+        );
+        let (g2, seat_of_old_one) = one.game_start().await;
+        assert_eq!(seat_of_old_one, Seat::Two, "seats swap in a rematch");
+        let _ = two.game_start().await;
+        assert_eq!(g2.players.one.rating, 1.5);
+        // Old seat two (rated 1.5) is now seat one; let seat two (1.0) win: D = 1.0 - 1.5.
+        for (i, picks) in SEED_PICKS.iter().enumerate() {
+            play_round(&mut two, &mut one, g2.game_id, i as u32 + 1, *picks).await;
+        }
+        match one
+            .expect(
+                "rating_update",
+                |m| matches!(m, ServerMsg::RatingUpdate { game_id, .. } if *game_id == g2.game_id),
+            )
+            .await
+        {
+            ServerMsg::RatingUpdate { ratings, .. } => {
+                let a = 1.0 / ((-0.5f64).exp() + 1.0);
+                assert!((ratings.two.after - (1.0 + a)).abs() < 1e-12);
+                assert!((ratings.one.after - (1.5 - a).max(1.0)).abs() < 1e-12);
+            }
+            _ => unreachable!(),
+        }
     }
 }
 
@@ -289,42 +293,44 @@ async fn out_of_phase_and_foreign_moves_change_nothing() {
 
 #[tokio::test]
 async fn resignation_loses_and_is_rated() {
-    let server = start_server().await;
-    let (mut one, mut two, game) = paired_players(&server, "jack1", "kate1").await;
-    one.resign(game.game_id).await;
-    match two
-        .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
-        .await
-    {
-        ServerMsg::GameOver { result, rated, .. } => {
-            assert_eq!(result.winner, Some(Seat::Two));
-            assert_eq!(result.reason, EndReason::Resignation);
-            assert!(rated);
+    for backend in BACKENDS {
+        let server = start_server_on(backend).await;
+        let (mut one, mut two, game) = paired_players(&server, "jack1", "kate1").await;
+        one.resign(game.game_id).await;
+        match two
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await
+        {
+            ServerMsg::GameOver { result, rated, .. } => {
+                assert_eq!(result.winner, Some(Seat::Two));
+                assert_eq!(result.reason, EndReason::Resignation);
+                assert!(rated);
+            }
+            _ => unreachable!(),
         }
-        _ => unreachable!(),
-    }
-    two.expect("rating_update", |m| {
-        matches!(m, ServerMsg::RatingUpdate { .. })
-    })
-    .await;
-    // Acting after the end is refused.
-    let id = one.id();
-    let reply = one
-        .request(ClientMsg::Resign {
-            id,
-            game_id: game.game_id,
+        two.expect("rating_update", |m| {
+            matches!(m, ServerMsg::RatingUpdate { .. })
         })
         .await;
-    assert!(
-        matches!(
-            reply,
-            ServerMsg::Error {
-                code: ErrorCode::GameOver | ErrorCode::UnknownGame | ErrorCode::NotSeated,
-                ..
-            }
-        ),
-        "{reply:?}"
-    );
+        // Acting after the end is refused.
+        let id = one.id();
+        let reply = one
+            .request(ClientMsg::Resign {
+                id,
+                game_id: game.game_id,
+            })
+            .await;
+        assert!(
+            matches!(
+                reply,
+                ServerMsg::Error {
+                    code: ErrorCode::GameOver | ErrorCode::UnknownGame | ErrorCode::NotSeated,
+                    ..
+                }
+            ),
+            "{reply:?}"
+        );
+    }
 }
 
 #[tokio::test]

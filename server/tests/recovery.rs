@@ -72,114 +72,118 @@ async fn two_wins_from(one: &mut TestClient, two: &mut TestClient, game: GameId,
 
 #[tokio::test]
 async fn after_kill_9_the_game_resumes_where_it_stood_and_is_rated_once() {
-    let db = Database::new();
-    let server = ServerProcess::start(&db).await;
-    let (mut one, mut two, game) = paired_at(server.addr, "ada01", "bea01").await;
-    let g = game.game_id;
-    let (winner, loser) = (game.players.two.name, game.players.one.name);
-    play_round(&mut one, &mut two, g, 1, TWO_WINS).await;
-    // Round 2: both commit and one reveals, all acknowledged; then the server dies.
-    let (n1, n2) = (rand::random(), rand::random());
-    assert_ok(&one.commit(g, 2, Seat::One, TWO_WINS.0, n1).await);
-    assert_ok(&two.commit(g, 2, Seat::Two, TWO_WINS.1, n2).await);
-    assert_ok(&one.reveal(g, 2, TWO_WINS.0, n1).await);
-    // The banks as of the last step the server acknowledged (and so logged).
-    let before = match one
-        .expect("revealed", |m| {
-            matches!(
-                m,
-                ServerMsg::Revealed {
-                    round: 2,
-                    seat: Seat::One,
-                    ..
-                }
-            )
-        })
-        .await
-    {
-        ServerMsg::Revealed { clocks, .. } => banks(&clocks),
-        _ => unreachable!(),
-    };
-    let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
-    server.kill().await;
-    drop((one, two));
-
-    let server = ServerProcess::start(&db).await;
-    // A spectator finds the game listed and watches it again.
-    let (status, live) = server.http_get("/api/games/live").await;
-    assert_eq!(status, 200);
-    assert!(live.contains(&g.to_string()), "{live}");
-    let (mut watcher, seen) = watch_at(server.addr, g).await;
-    assert_round_voided(&seen, 2);
-    assert_banks_kept(&seen, before);
-    assert_eq!(seen.connected, SeatPair::new(false, false));
-
-    // The players come back with their tokens; the round starts again once both are in.
-    let (mut one, snapshot) = resume_at(server.addr, &tokens.0).await;
-    let snapshot = snapshot.expect("player one is seated again");
-    assert_round_voided(&snapshot, 2);
-    assert_banks_kept(&snapshot, before);
-    let (mut two, snapshot) = resume_at(server.addr, &tokens.1).await;
-    let snapshot = snapshot.expect("player two is seated again");
-    assert_round_voided(&snapshot, 2);
-    assert_eq!(snapshot.clocks.running, SeatPair::new(true, true));
-    for client in [&mut one, &mut watcher] {
-        client
-            .expect("the round again", |m| {
-                matches!(m, ServerMsg::RoundStart { round: 2, .. })
+    for backend in BACKENDS {
+        let db = Database::on(backend);
+        let server = ServerProcess::start(&db).await;
+        let (mut one, mut two, game) = paired_at(server.addr, "ada01", "bea01").await;
+        let g = game.game_id;
+        let (winner, loser) = (game.players.two.name, game.players.one.name);
+        play_round(&mut one, &mut two, g, 1, TWO_WINS).await;
+        // Round 2: both commit and one reveals, all acknowledged; then the server dies.
+        let (n1, n2) = (rand::random(), rand::random());
+        assert_ok(&one.commit(g, 2, Seat::One, TWO_WINS.0, n1).await);
+        assert_ok(&two.commit(g, 2, Seat::Two, TWO_WINS.1, n2).await);
+        assert_ok(&one.reveal(g, 2, TWO_WINS.0, n1).await);
+        // The banks as of the last step the server acknowledged (and so logged).
+        let before = match one
+            .expect("revealed", |m| {
+                matches!(
+                    m,
+                    ServerMsg::Revealed {
+                        round: 2,
+                        seat: Seat::One,
+                        ..
+                    }
+                )
             })
+            .await
+        {
+            ServerMsg::Revealed { clocks, .. } => banks(&clocks),
+            _ => unreachable!(),
+        };
+        let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
+        server.kill().await;
+        drop((one, two));
+
+        let server = ServerProcess::start(&db).await;
+        // A spectator finds the game listed and watches it again.
+        let (status, live) = server.http_get("/api/games/live").await;
+        assert_eq!(status, 200);
+        assert!(live.contains(&g.to_string()), "{live}");
+        let (mut watcher, seen) = watch_at(server.addr, g).await;
+        assert_round_voided(&seen, 2);
+        assert_banks_kept(&seen, before);
+        assert_eq!(seen.connected, SeatPair::new(false, false));
+
+        // The players come back with their tokens; the round starts again once both are in.
+        let (mut one, snapshot) = resume_at(server.addr, &tokens.0).await;
+        let snapshot = snapshot.expect("player one is seated again");
+        assert_round_voided(&snapshot, 2);
+        assert_banks_kept(&snapshot, before);
+        let (mut two, snapshot) = resume_at(server.addr, &tokens.1).await;
+        let snapshot = snapshot.expect("player two is seated again");
+        assert_round_voided(&snapshot, 2);
+        assert_eq!(snapshot.clocks.running, SeatPair::new(true, true));
+        for client in [&mut one, &mut watcher] {
+            client
+                .expect("the round again", |m| {
+                    matches!(m, ServerMsg::RoundStart { round: 2, .. })
+                })
+                .await;
+        }
+
+        two_wins_from(&mut one, &mut two, g, 2).await;
+        watcher
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
             .await;
+        server.assert_rated_once(&winner, &loser).await;
+        let (status, _) = server.http_get(&format!("/api/games/{g}")).await;
+        assert_eq!(status, 200);
+
+        // Nothing is left to apply a second time.
+        server.kill().await;
+        let server = ServerProcess::start(&db).await;
+        server.assert_rated_once(&winner, &loser).await;
+        let (status, live) = server.http_get("/api/games/live").await;
+        assert_eq!((status, live.as_str()), (200, "[]"));
     }
-
-    two_wins_from(&mut one, &mut two, g, 2).await;
-    watcher
-        .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
-        .await;
-    server.assert_rated_once(&winner, &loser).await;
-    let (status, _) = server.http_get(&format!("/api/games/{g}")).await;
-    assert_eq!(status, 200);
-
-    // Nothing is left to apply a second time.
-    server.kill().await;
-    let server = ServerProcess::start(&db).await;
-    server.assert_rated_once(&winner, &loser).await;
-    let (status, live) = server.http_get("/api/games/live").await;
-    assert_eq!((status, live.as_str()), (200, "[]"));
 }
 
 #[tokio::test]
 async fn sigterm_tells_the_clients_flushes_and_the_game_resumes_after_the_restart() {
-    let db = Database::new();
-    let server = ServerProcess::start(&db).await;
-    let (mut one, mut two, game) = paired_at(server.addr, "cal01", "dot01").await;
-    let g = game.game_id;
-    let (winner, loser) = (game.players.two.name, game.players.one.name);
-    play_round(&mut one, &mut two, g, 1, TWO_WINS).await;
-    assert_ok(
-        &one.commit(g, 2, Seat::One, TWO_WINS.0, rand::random())
-            .await,
-    );
-    let (mut watcher, _) = watch_at(server.addr, g).await;
+    for backend in BACKENDS {
+        let db = Database::on(backend);
+        let server = ServerProcess::start(&db).await;
+        let (mut one, mut two, game) = paired_at(server.addr, "cal01", "dot01").await;
+        let g = game.game_id;
+        let (winner, loser) = (game.players.two.name, game.players.one.name);
+        play_round(&mut one, &mut two, g, 1, TWO_WINS).await;
+        assert_ok(
+            &one.commit(g, 2, Seat::One, TWO_WINS.0, rand::random())
+                .await,
+        );
+        let (mut watcher, _) = watch_at(server.addr, g).await;
 
-    let status = server.terminate(Duration::from_secs(20)).await;
-    assert!(status.success(), "{status}");
-    for client in [&mut one, &mut two, &mut watcher] {
-        client
-            .expect(
-                "the restart notice",
-                |m| matches!(m, ServerMsg::Notice { code, .. } if code == "shutting_down"),
-            )
-            .await;
-        assert_eq!(client.closed_with().await, Some(1012));
+        let status = server.terminate(Duration::from_secs(20)).await;
+        assert!(status.success(), "{status}");
+        for client in [&mut one, &mut two, &mut watcher] {
+            client
+                .expect(
+                    "the restart notice",
+                    |m| matches!(m, ServerMsg::Notice { code, .. } if code == "shutting_down"),
+                )
+                .await;
+            assert_eq!(client.closed_with().await, Some(1012));
+        }
+        let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
+        drop((one, two, watcher));
+
+        let server = ServerProcess::start(&db).await;
+        let (mut one, snapshot) = resume_at(server.addr, &tokens.0).await;
+        assert_round_voided(&snapshot.expect("seated again"), 2);
+        let (mut two, snapshot) = resume_at(server.addr, &tokens.1).await;
+        assert_round_voided(&snapshot.expect("seated again"), 2);
+        two_wins_from(&mut one, &mut two, g, 2).await;
+        server.assert_rated_once(&winner, &loser).await;
     }
-    let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
-    drop((one, two, watcher));
-
-    let server = ServerProcess::start(&db).await;
-    let (mut one, snapshot) = resume_at(server.addr, &tokens.0).await;
-    assert_round_voided(&snapshot.expect("seated again"), 2);
-    let (mut two, snapshot) = resume_at(server.addr, &tokens.1).await;
-    assert_round_voided(&snapshot.expect("seated again"), 2);
-    two_wins_from(&mut one, &mut two, g, 2).await;
-    server.assert_rated_once(&winner, &loser).await;
 }

@@ -10,11 +10,17 @@ use elementals_protocol::messages::{ClientMsg, EndReason, ServerMsg};
 use elementals_protocol::rules::Seat;
 use recovery_support::*;
 
-/// Plays a game whose first player resigns in round 2, crashing at `step`, restarts, and
+/// On each backend: plays a game whose first player resigns in round 2, crashing at `step`, restarts, and
 /// checks the outcome. `replayed` says whether the resignation was lost with the crash (it
 /// was never acknowledged): the game is then restored, and the player resigns again.
 async fn crash_at(step: &str, names: (&str, &str), replayed: bool) {
-    let db = Database::new();
+    for backend in BACKENDS {
+        crash_on(backend, step, names, replayed).await;
+    }
+}
+
+async fn crash_on(backend: Backend, step: &str, names: (&str, &str), replayed: bool) {
+    let db = Database::on(backend);
     let server = ServerProcess::start_crashing_at(&db, Some(step)).await;
     let (mut one, mut two, game) = paired_at(server.addr, names.0, names.1).await;
     let g = game.game_id;

@@ -1,11 +1,12 @@
 //! PROTOCOL.md shows exactly what the code sends: the example session, real bytes both
 //! ways, and every commitment test vector.
 
-use crate::render::{hex_dump, render_frame};
-use crate::session::{encode, first, game_id, session, Frame};
 use elementals_protocol::commitment::{self, TEST_VECTORS};
 use elementals_protocol::wire::{decode_client, decode_server};
 use elementals_protocol::{ClientMsg, Seat, ServerMsg};
+
+use crate::render::{hex_dump, render_frame};
+use crate::session::{encode, first, game_id, session, Frame};
 
 const PROTOCOL_MD: &str = include_str!("../../../PROTOCOL.md");
 

@@ -1,9 +1,10 @@
 //! Pinned bytes: each representative frame encodes to exactly its golden hex and decodes
 //! back.
 
-use crate::session::{client_frame, server_frame, session};
 use elementals_protocol::wire::{self, decode_client, decode_server};
 use elementals_protocol::{ClientMsg, ErrorCode, Seat, ServerMsg};
+
+use crate::session::{client_frame, server_frame, session};
 
 /// `msg` encodes to exactly `pinned` (hex), which decodes back to `msg`.
 fn assert_pinned_client(msg: &ClientMsg, pinned: &str) {

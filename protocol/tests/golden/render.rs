@@ -1,7 +1,8 @@
 //! Rendering frames as PROTOCOL.md shows them, and bytes as hex dumps.
 
-use crate::session::{encode, Frame};
 use rmpv::Value;
+
+use crate::session::{encode, Frame};
 
 /// A JSON-like rendering of a decoded frame: keys bare, strings quoted, floats always with
 /// a decimal point, bin as `bin(hex)`. A map or array that would pass column 96 from

@@ -1,10 +1,11 @@
 //! What the typed decoding refuses (wrong field types, unknown types and fields), the
 //! request id a refusal still names, and the server's fields a client ignores.
 
-use crate::helpers::{assert_bad_message, assert_refused, map, ping_with};
 use elementals_protocol::wire::{self, decode_client, decode_server, DecodeError};
 use elementals_protocol::{ClientMsg, ErrorCode, ServerMsg};
 use rmpv::Value;
+
+use crate::helpers::{assert_bad_message, assert_refused, map, ping_with};
 
 #[test]
 fn wrong_field_types_are_bad_messages() {

@@ -2,12 +2,13 @@
 
 use std::collections::BTreeSet;
 
-use crate::examples::client_examples;
-use crate::helpers::{bytes_of, collect_keys, declared_types, value_of};
 use elementals_protocol::wire::{self, decode_client, decode_server};
 use elementals_protocol::{ClientMsg, ErrorCode};
 use proptest::prelude::*;
 use rmpv::Value;
+
+use crate::examples::client_examples;
+use crate::helpers::{bytes_of, collect_keys, declared_types, value_of};
 
 /// Any MessagePack value, a few levels deep.
 fn any_value() -> impl Strategy<Value = Value> {

@@ -2,11 +2,12 @@
 
 use std::collections::BTreeSet;
 
-use crate::examples::{client_examples, client_type, server_examples, server_type};
-use crate::helpers::{collect_keys, declared_types, entries, get, map, value_of, variant_name};
 use elementals_protocol::wire::{self, decode_client, decode_server, MAX_CLIENT_MESSAGE_BYTES};
 use elementals_protocol::{ClientMsg, ServerMsg};
 use rmpv::Value;
+
+use crate::examples::{client_examples, client_type, server_examples, server_type};
+use crate::helpers::{collect_keys, declared_types, entries, get, map, value_of, variant_name};
 
 #[test]
 fn examples_cover_every_declared_message_type() {

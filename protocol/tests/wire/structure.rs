@@ -2,14 +2,15 @@
 //! depth, trailing bytes, a top level that is not a map with a string `type`, non-string
 //! keys, reserved markers and oversize frames.
 
-use crate::examples::{client_examples, server_examples};
-use crate::helpers::{assert_refused, map, ping_with};
 use elementals_protocol::wire::{
     self, check_structure, decode_client, decode_server, DecodeError, MAX_CLIENT_MESSAGE_BYTES,
     MAX_DEPTH, MAX_SERVER_MESSAGE_BYTES,
 };
 use elementals_protocol::{ClientMsg, ErrorCode};
 use rmpv::Value;
+
+use crate::examples::{client_examples, server_examples};
+use crate::helpers::{assert_refused, map, ping_with};
 
 #[test]
 fn empty_frame_is_truncated() {

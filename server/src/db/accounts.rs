@@ -19,7 +19,7 @@ use crate::record::AccountId;
 
 /// Attempts at a free random guest name before giving up. With 2^50 names, a draw meets a
 /// taken one with a chance of the accounts stored over 10^15: never 32 times in a row.
-const GUEST_NAME_ATTEMPTS: u32 = 32;
+pub(super) const GUEST_NAME_ATTEMPTS: u32 = 32;
 
 /// The alphabet of guest names: digits and lower-case letters without `i l o u`, which are
 /// easily misread (Crockford's base32). 32 symbols: 5 random bits each.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use elementals_protocol::messages::EndReason;
 use rand::SeedableRng;
 
-use super::tests::{count, game, open_db, register, side_connection, TestDb};
+use super::tests::{count, game, open_both, open_db, register, side_connection, TestDb};
 use super::*;
 use crate::pruning::{pass, PRUNE_BATCH, SESSION_GRACE};
 use crate::registry::Registry;
@@ -74,24 +74,25 @@ async fn guests_still_sign_in_when_a_million_guest_names_are_taken() {
 
 #[tokio::test]
 async fn a_sign_in_past_the_session_cap_revokes_the_oldest() {
-    let t = open_db();
-    let ann = register(&t.db, "ann").await;
-    let bob = register(&t.db, "bob").await;
-    t.db.insert_session([200; 32], bob.id, u64::MAX / 2, 3)
-        .await
-        .unwrap();
-    for n in 0..5u8 {
-        t.db.insert_session([n; 32], ann.id, u64::MAX / 2, 3)
+    for t in open_both() {
+        let ann = register(&t.db, "ann").await;
+        let bob = register(&t.db, "bob").await;
+        t.db.insert_session([200; 32], bob.id, u64::MAX / 2, 3)
             .await
             .unwrap();
+        for n in 0..5u8 {
+            t.db.insert_session([n; 32], ann.id, u64::MAX / 2, 3)
+                .await
+                .unwrap();
+        }
+        for n in 0..5u8 {
+            let alive = t.db.session([n; 32], 0).await.unwrap().is_some();
+            assert_eq!(alive, n >= 2, "session {n}");
+        }
+        // Another account's sessions are its own.
+        assert!(t.db.session([200; 32], 0).await.unwrap().is_some());
+        assert_eq!(count(&t.path, "sessions"), 4);
     }
-    for n in 0..5u8 {
-        let alive = t.db.session([n; 32], 0).await.unwrap().is_some();
-        assert_eq!(alive, n >= 2, "session {n}");
-    }
-    // Another account's sessions are its own.
-    assert!(t.db.session([200; 32], 0).await.unwrap().is_some());
-    assert_eq!(count(&t.path, "sessions"), 4);
 }
 
 #[tokio::test]
@@ -268,33 +269,4 @@ fn pruning_finds_its_rows_by_index() {
     assert!(!guests.contains("TEMP B-TREE"), "{guests}");
     let sessions = plan(&accounts::EXPIRED_SESSIONS.replace('?', "1"));
     assert!(sessions.contains("sessions_by_expiry"), "{sessions}");
-}
-
-#[tokio::test]
-async fn migration_6_keeps_guests_with_games_and_drops_revoked_sessions() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("elementals.db");
-    {
-        let conn = schema::open_at(&path, 5).unwrap();
-        conn.execute_batch(
-            "INSERT INTO accounts (id, name, guest, created_at) VALUES
-                 (1, 'guest-000001', 1, 0), (2, 'guest-000002', 1, 0), (3, 'ann', 0, 0);
-             INSERT INTO games (id, rated, one_id, two_id, reason, started_at, ended_at,
-                                rounds, record)
-                 VALUES ('g', 0, 3, 2, 'aborted', 0, 0, 0, x'00');
-             INSERT INTO sessions (token_hash, account_id, created_at, expires_at, revoked)
-                 VALUES (x'01', 3, 0, 9, 1), (x'02', 3, 0, 9, 0);",
-        )
-        .unwrap();
-    }
-    let t = TestDb::at(path, dir);
-    let pruned = pass(&t.db, &Registry::new(), RETENTION, 30 * DAY)
-        .await
-        .unwrap();
-    // The guest without a game goes; the one a game names stays; the revoked session was
-    // dropped by the migration and the expired one by the pass.
-    assert_eq!((pruned.sessions, pruned.guests), (1, 1));
-    assert!(!exists(&t, 1).await);
-    assert!(exists(&t, 2).await);
-    assert_eq!(count(&t.path, "sessions"), 0);
 }

@@ -32,10 +32,7 @@ pub(super) fn spawn(path: &Path) -> DbResult<Nudge> {
     let (nudge, nudges) = mpsc::sync_channel(1);
     std::thread::Builder::new()
         .name("db-checkpoint".into())
-        .spawn(move || {
-            super::batch_thread();
-            run(conn, nudges)
-        })
+        .spawn(move || run(conn, nudges))
         .map_err(|e| DbError::Sqlite(format!("cannot start the checkpoint thread: {e}")))?;
     Ok(nudge)
 }

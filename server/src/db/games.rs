@@ -80,7 +80,7 @@ pub(super) fn is_recorded(conn: &Connection, game_id: &GameId) -> DbResult<bool>
 
 /// A drawn game that would have been rated had someone won. Aborts are not draws, and a
 /// game stopped at the round limit is unrated: they leave no trace on either account.
-fn is_rated_draw(record: &GameRecord) -> bool {
+pub(super) fn is_rated_draw(record: &GameRecord) -> bool {
     record.rated_between_accounts()
         && record.result.winner.is_none()
         && !matches!(
@@ -178,8 +178,7 @@ fn recorded_changes(conn: &Connection, game_id: &str) -> DbResult<Option<SeatPai
     Ok(changes)
 }
 
-/// The stored record of a game, as JSON (a BLOB of this server's, or the JSON TEXT of
-/// an earlier one's).
+/// The stored record of a game, as JSON.
 pub(super) fn stored_record(
     conn: &Connection,
     game_id: &GameId,
@@ -187,13 +186,19 @@ pub(super) fn stored_record(
     let mut query = conn.prepare_cached("SELECT record FROM games WHERE id = ?1")?;
     let mut rows = query.query([game_id.to_string()])?;
     match rows.next()? {
-        Some(row) => stored::to_json(game_id, row.get_ref(0)?).map(Some),
+        Some(row) => match row.get_ref(0)? {
+            rusqlite::types::ValueRef::Blob(bytes) => stored::to_json(game_id, bytes).map(Some),
+            other => Err(stored::stored_error(
+                game_id,
+                format!("not a record: a value of type {}", other.data_type()),
+            )),
+        },
         None => Ok(None),
     }
 }
 
 /// The reason as the protocol spells it (`"time"`, `"draw_agreed"`, ...).
-fn reason_name(reason: EndReason) -> String {
+pub(super) fn reason_name(reason: EndReason) -> String {
     match serde_json::to_value(reason) {
         Ok(serde_json::Value::String(name)) => name,
         _ => format!("{reason:?}"),

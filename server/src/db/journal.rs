@@ -24,12 +24,8 @@
 //! kept a later page of the last, unsynced batch but not an earlier one looks like damage
 //! too: the conservative reading, which asks an operator rather than guess.)
 //!
-//! Version 1 of the format (servers before this one) held each step as JSON. A version 1
-//! file is still read, and its frames are carried over as they are when the file is
-//! rewritten into version 2, so a step's encoding is told by its first byte: `{` is
-//! JSON, and a MessagePack map never starts with it. A server of version 1 refuses a
-//! version 2 file by its magic rather than misreading it. (MessagePack because the JSON
-//! encoding, on every game's turn, was about a sixth of a game actor's time at full load.)
+//! The magic's last byte is the format's version (2: MessagePack steps); a file of any
+//! other version is refused rather than misread.
 //!
 //! Pacing: a batch is begun no sooner than the sync interval after the last one began.
 //! With none, at full load the thread synced as soon as the last sync was done, some
@@ -69,8 +65,6 @@ use crate::record::{GameLog, LogStep};
 
 /// The first bytes of every game-log file this server writes (a version in the last byte).
 const MAGIC: &[u8; 8] = b"ELGLOG\0\x02";
-/// The first bytes of a file written by a server of the first version (steps as JSON).
-const MAGIC_V1: &[u8; 8] = b"ELGLOG\0\x01";
 /// Length and checksum before each payload.
 const FRAME_HEADER: usize = 8;
 /// Game id and step number at the start of each payload.
@@ -221,14 +215,9 @@ fn encode_step(step: &LogStep) -> DbResult<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Reads a step back from a frame: MessagePack, or JSON in a frame carried over from a
-/// file of the first version (see the module).
+/// Reads a step back from its MessagePack.
 pub(super) fn decode_step(bytes: &[u8]) -> Result<LogStep, String> {
-    if bytes.first() == Some(&b'{') {
-        serde_json::from_slice(bytes).map_err(|e| e.to_string())
-    } else {
-        rmp_serde::from_slice(bytes).map_err(|e| e.to_string())
-    }
+    rmp_serde::from_slice(bytes).map_err(|e| e.to_string())
 }
 
 fn io_error(what: &'static str, path: &Path, e: io::Error) -> DbError {
@@ -252,15 +241,13 @@ fn broken_error(what: &'static str, path: &Path, e: io::Error) -> DbError {
 
 impl Journal {
     /// Opens (creating if needed) the log at `path`, keeping only the games for which
-    /// `recorded` says no record is stored, and adding `carried` (the logs of a database
-    /// that kept them in its `game_log` table). A torn tail is cut off; the file is not
-    /// otherwise rewritten (see the module), except once to carry a first-version file
-    /// over. Damage before the end is refused (`DbError::LogDamaged`).
+    /// `recorded` says no record is stored. A torn tail is cut off; the file is not
+    /// otherwise rewritten (see the module). Damage before the end is refused
+    /// (`DbError::LogDamaged`).
     pub(super) fn open(
         path: &Path,
         compaction: Compaction,
         mut recorded: impl FnMut(&GameId) -> DbResult<bool>,
-        carried: &[GameLog],
     ) -> DbResult<Journal> {
         let lock_path = with_suffix(path, ".lock");
         let lock = OpenOptions::new()
@@ -276,7 +263,6 @@ impl Journal {
         // The games the file holds, and where its whole frames end.
         let mut live: HashMap<GameId, LiveGame> = HashMap::new();
         let mut fresh = true;
-        let mut first_version = false;
         if path.exists() {
             let end = scan(path, |game_id, step, encoded| {
                 let game = live.entry(game_id).or_insert(LiveGame {
@@ -291,7 +277,6 @@ impl Journal {
                 return Err(damaged(path, damage));
             }
             fresh = end.valid_len == 0;
-            first_version = end.first_version;
             if end.torn > 0 && !fresh {
                 tracing::warn!(
                     path = %path.display(),
@@ -311,20 +296,13 @@ impl Journal {
                 live.remove(&game_id);
             }
         }
-        let mut carried_live = Vec::new();
-        for log in carried {
-            if !live.contains_key(&log.game_id) && !recorded(&log.game_id)? {
-                carried_live.push(log);
-            }
-        }
-        if fresh || first_version {
+        if fresh {
             let keep = |game_id: &GameId| live.contains_key(game_id);
-            live = rewrite(path, keep, &carried_live, None)?;
-            carried_live.clear();
+            live = rewrite(path, keep, None)?;
         }
         let (file, len) = open_for_append(path)?;
         let live_bytes = live.values().map(|g| g.bytes).sum();
-        let mut journal = Journal {
+        Ok(Journal {
             path: path.to_owned(),
             file,
             len,
@@ -337,27 +315,7 @@ impl Journal {
             fail_syncs: std::env::var_os("ELEMENTALS_FAIL_SYNC").is_some(),
             scratch: Vec::new(),
             _lock: lock,
-        };
-        if !carried_live.is_empty() {
-            journal.append_carried(&carried_live)?;
-        }
-        Ok(journal)
-    }
-
-    /// Appends the carried logs' steps at open, durably.
-    fn append_carried(&mut self, carried: &[&GameLog]) -> DbResult<()> {
-        let mut buf = Vec::new();
-        for log in carried {
-            let start = buf.len();
-            for step in &log.steps {
-                push_frame(&mut buf, &log.game_id, step.step, &encode_step(step)?);
-            }
-            let next_step = log.steps.last().map_or(0, |s| s.step + 1);
-            let bytes = (buf.len() - start) as u64;
-            self.live.insert(log.game_id, LiveGame { next_step, bytes });
-            self.live_bytes += bytes;
-        }
-        self.write_durably(&buf)
+        })
     }
 
     /// Whether the log can be written, kept up to date by the journal's thread.
@@ -503,7 +461,7 @@ impl Journal {
     /// (it holds everything) and the next try waits for another `min_len` of growth.
     fn compact(&mut self) -> DbResult<()> {
         let live = &self.live;
-        let kept = rewrite(&self.path, |id| live.contains_key(id), &[], Some(self.len))?;
+        let kept = rewrite(&self.path, |id| live.contains_key(id), Some(self.len))?;
         let (file, len) = open_for_append(&self.path)?;
         self.file = file;
         self.len = len;
@@ -562,7 +520,6 @@ struct ScanEnd {
     valid_len: u64,
     torn: u64,
     damage: Option<Damage>,
-    first_version: bool,
 }
 
 /// A bad frame with a whole valid frame somewhere after it (see the module).
@@ -596,11 +553,10 @@ fn scan(path: &Path, mut each: impl FnMut(GameId, u64, &[u8])) -> io::Result<Sca
             valid_len: 0,
             torn: total,
             damage: None,
-            first_version: false,
         });
     }
     reader.read_exact(&mut magic)?;
-    if &magic != MAGIC && &magic != MAGIC_V1 {
+    if &magic != MAGIC {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "not an Elementals game log (wrong magic)",
@@ -643,7 +599,6 @@ fn scan(path: &Path, mut each: impl FnMut(GameId, u64, &[u8])) -> io::Result<Sca
         valid_len: at,
         torn: total - at,
         damage,
-        first_version: &magic == MAGIC_V1,
     })
 }
 
@@ -681,7 +636,7 @@ fn cut_to(path: &Path, len: u64) -> DbResult<()> {
 
 /// Checks an append's rows: each step the one after the last (`next`, advanced), each
 /// payload within the limit.
-fn check_rows(game_id: &GameId, next: &mut u64, rows: &[Row]) -> DbResult<()> {
+pub(super) fn check_rows(game_id: &GameId, next: &mut u64, rows: &[Row]) -> DbResult<()> {
     for (step, bytes) in rows {
         if *step != *next {
             return Err(DbError::StepOutOfOrder {
@@ -703,14 +658,13 @@ fn check_rows(game_id: &GameId, next: &mut u64, rows: &[Row]) -> DbResult<()> {
     Ok(())
 }
 
-/// Writes a new file holding the magic, the frames of `path` whose game `keep`s, and the
-/// `carried` logs; syncs it and renames it over `path`. Returns the games it holds. With
+/// Writes a new file holding the magic and the frames of `path` whose game `keep`s;
+/// syncs it and renames it over `path`. Returns the games it holds. With
 /// `whole`, the frames of `path` must end exactly there, or nothing is replaced: frames
 /// found bad since they were written are not dropped.
 fn rewrite(
     path: &Path,
     keep: impl Fn(&GameId) -> bool,
-    carried: &[&GameLog],
     whole: Option<u64>,
 ) -> DbResult<HashMap<GameId, LiveGame>> {
     let tmp = with_suffix(path, ".tmp");
@@ -737,12 +691,6 @@ fn rewrite(
                     offset: end.valid_len.min(len),
                 }),
             ));
-        }
-    }
-    for log in carried {
-        for step in &log.steps {
-            let encoded = encode_step(step)?;
-            copier.copy(log.game_id, step.step, &encoded);
         }
     }
     let Copier {
@@ -815,10 +763,7 @@ pub(super) fn spawn(journal: Journal, sync_interval: Duration) -> DbResult<mpsc:
     let path = journal.path.clone();
     std::thread::Builder::new()
         .name("game-log".into())
-        .spawn(move || {
-            super::batch_thread();
-            run(journal, queue, sync_interval)
-        })
+        .spawn(move || run(journal, queue, sync_interval))
         .map_err(|e| io_error("cannot start the game log thread", &path, e))?;
     Ok(requests)
 }

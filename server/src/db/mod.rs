@@ -16,12 +16,9 @@
 //!   commits, nor the writer behind them.
 //! - `accounts`: accounts, sessions, the leaderboard and player pages.
 //! - `games`: recording a finished game exactly once, with its rating changes.
-//! - `stored`: the stored form of a game's record (a versioned MessagePack BLOB; older
-//!   rows' JSON TEXT still reads back).
+//! - `stored`: the stored form of a game's record (a versioned MessagePack BLOB).
 //! - `journal`: the live games' logs, in an append-only file of their own, on a thread of
 //!   their own: append (durable before it is answered), forget once recorded, compaction.
-//! - `gamelog`: the `game_log` table where earlier versions kept those logs; read once at
-//!   open, carried into the journal and emptied.
 //!
 //! Invariant: only the writer thread changes the database (the checkpointer's connection
 //! only folds committed pages into the file, and the readers' connections are
@@ -30,12 +27,14 @@
 
 mod accounts;
 mod checkpoint;
-mod gamelog;
 mod games;
 mod journal;
+mod pg;
 mod reader;
 mod schema;
 mod stored;
+#[cfg(any(test, feature = "test-hooks"))]
+pub mod testing;
 mod writer;
 
 pub use journal::LogHealth;
@@ -75,6 +74,8 @@ pub enum DbError {
     NameTaken,
     #[error("database: {0}")]
     Sqlite(String),
+    #[error("postgresql: {0}")]
+    Postgres(String),
     #[error("the database writer has stopped")]
     Closed,
     #[error("encoding {0}")]
@@ -235,29 +236,30 @@ pub struct Db {
 
 pub type DbResult<T> = Result<T, DbError>;
 
-/// Run first on each of the database's threads (the writer, the game log, the
-/// checkpointer): makes the calling thread a batch thread (Linux's `SCHED_BATCH`). Such a
-/// thread is scheduled as usual but does not preempt a running thread when it wakes; it
-/// waits for that thread's turn to end. At full load the game log woke some 5,700 times
-/// a second (its pacing, its syncs and its queue) and the writer 1,200, and each wake-up
-/// could preempt a runtime worker in the middle of a game's work (3,000–6,100 involuntary
-/// switches a second; ~750 now: BENCHMARKS.md, finding 20).
-/// Where this is refused (another system, a sandbox), the thread runs as before.
-fn batch_thread() {
-    #[cfg(target_os = "linux")]
-    {
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: changes only the calling thread's (pid 0) policy; `param` is a valid
-        // `sched_param` that lives across the call.
-        if unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) } != 0 {
-            let error = std::io::Error::last_os_error();
-            tracing::debug!(%error, "cannot make a database thread a batch thread");
+/// Where `--database` points: a PostgreSQL URL (`postgres://` or `postgresql://`), or a
+/// SQLite file (a path, or `sqlite://` and a path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location<'a> {
+    Sqlite(&'a std::path::Path),
+    Postgres(&'a str),
+}
+
+impl<'a> Location<'a> {
+    pub fn of(database: &'a std::path::Path) -> Location<'a> {
+        match database.to_str() {
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Location::Postgres(url)
+            }
+            Some(url) if url.starts_with("sqlite://") => {
+                Location::Sqlite(std::path::Path::new(&url["sqlite://".len()..]))
+            }
+            _ => Location::Sqlite(database),
         }
     }
 }
 
 impl Db {
-    /// Open (creating if needed) the database at `path`, apply migrations, start the writer.
+    /// Open (creating if needed) the database at `path` (see [`Location`]), apply migrations, start the writer.
     ///
     /// The live games' log is opened beside it (`<path>-gamelog`); the games in it that
     /// have no record yet are the live ones. A log damaged before its end is refused.
@@ -283,20 +285,27 @@ impl Db {
         compaction: journal::Compaction,
         sync_interval: std::time::Duration,
     ) -> DbResult<Db> {
-        let mut conn = schema::open(path)?;
-        let carried = gamelog::load(&mut conn)?;
-        let journal = journal::Journal::open(
-            &journal::path_for(path),
-            compaction,
-            |game_id| games::is_recorded(&conn, game_id),
-            &carried,
-        )?;
-        if !carried.is_empty() {
-            // They are durable in the journal now.
-            gamelog::clear(&conn, &carried)?;
-        }
+        let path = match Location::of(path) {
+            Location::Postgres(url) => {
+                let opened = pg::open(url)?;
+                return Ok(Db {
+                    requests: opened.requests,
+                    journal: opened.journal,
+                    reads: opened.reads,
+                    log_health: opened.log_health,
+                });
+            }
+            Location::Sqlite(path) => path,
+        };
+        let conn = schema::open(path)?;
+        let journal = journal::Journal::open(&journal::path_for(path), compaction, |game_id| {
+            games::is_recorded(&conn, game_id)
+        })?;
         let checkpointer = checkpoint::spawn(path)?;
-        let requests = writer::spawn(conn, Some(checkpointer))?;
+        let requests = writer::spawn(writer::Sqlite {
+            conn,
+            checkpointer: Some(checkpointer),
+        })?;
         let log_health = journal.health();
         let journal = journal::spawn(journal, sync_interval)?;
         let reads = reader::spawn(path)?;
@@ -510,6 +519,12 @@ impl Db {
             .await
             .expect("the writer runs");
         release
+    }
+
+    /// Requests waiting in the writer's queue.
+    #[cfg(test)]
+    pub(crate) fn queued_requests(&self) -> usize {
+        self.requests.max_capacity() - self.requests.capacity()
     }
 
     async fn call<T>(

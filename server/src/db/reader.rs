@@ -52,7 +52,6 @@ pub(super) fn spawn(path: &Path) -> DbResult<mpsc::Sender<Read>> {
         std::thread::Builder::new()
             .name(format!("db-reader-{n}"))
             .spawn(move || {
-                super::batch_thread();
                 run(&conn, &queue);
             })
             .map_err(|e| DbError::Sqlite(format!("cannot start a reader thread: {e}")))?;

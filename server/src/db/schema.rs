@@ -1,8 +1,8 @@
-//! Opening the database file: connection settings and the numbered schema migrations.
+//! Opening the SQLite database file: connection settings and the schema's migrations.
 //!
-//! The schema version is SQLite's `PRAGMA user_version`: migration `i` (counting from 1)
-//! has run exactly when `user_version >= i`. Each migration and its version bump commit
-//! together, so a crash mid-migration leaves the previous version intact.
+//! Migrations are refinery's (`migrations/sqlite/`): each runs in a transaction with its
+//! entry in `refinery_schema_history`, so a crash mid-migration leaves the previous
+//! version intact.
 
 use std::path::Path;
 use std::time::Duration;
@@ -15,126 +15,10 @@ use super::{DbError, DbResult};
 /// `sqlite3` shell, a backup) before failing, rather than failing at once.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The migrations, in order. Append only: never edit one that has shipped.
-const MIGRATIONS: &[&str] = &[
-    // 1: accounts, sessions, games and rating history.
-    r#"
-    CREATE TABLE accounts (
-        id            INTEGER PRIMARY KEY,
-        name          TEXT NOT NULL UNIQUE COLLATE NOCASE,
-        password_hash TEXT NULL,
-        guest         INTEGER NOT NULL DEFAULT 0,
-        rating        REAL NOT NULL DEFAULT 1.0,
-        wins          INTEGER NOT NULL DEFAULT 0,
-        losses        INTEGER NOT NULL DEFAULT 0,
-        draws         INTEGER NOT NULL DEFAULT 0,
-        created_at    INTEGER NOT NULL
-    );
-    -- The leaderboard reads registered accounts best first, ties by name.
-    CREATE INDEX accounts_leaderboard ON accounts (guest, rating DESC, name);
-
-    CREATE TABLE sessions (
-        token_hash BLOB PRIMARY KEY,
-        account_id INTEGER NOT NULL REFERENCES accounts (id),
-        created_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL,
-        revoked    INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE INDEX sessions_by_account ON sessions (account_id);
-
-    CREATE TABLE games (
-        id         TEXT PRIMARY KEY,
-        rated      INTEGER NOT NULL,
-        one_id     INTEGER NOT NULL REFERENCES accounts (id),
-        two_id     INTEGER NOT NULL REFERENCES accounts (id),
-        winner     INTEGER NULL CHECK (winner IN (1, 2)),
-        reason     TEXT NOT NULL,
-        started_at INTEGER NOT NULL,
-        ended_at   INTEGER NOT NULL,
-        rounds     INTEGER NOT NULL,
-        record     TEXT NOT NULL
-    );
-    CREATE INDEX games_by_one ON games (one_id, ended_at);
-    CREATE INDEX games_by_two ON games (two_id, ended_at);
-
-    CREATE TABLE rating_history (
-        account_id INTEGER NOT NULL REFERENCES accounts (id),
-        game_id    TEXT NOT NULL REFERENCES games (id),
-        "before"   REAL NOT NULL,
-        "after"    REAL NOT NULL,
-        at         INTEGER NOT NULL,
-        PRIMARY KEY (account_id, game_id)
-    );
-    -- A player's page lists their history newest first.
-    CREATE INDEX rating_history_by_time ON rating_history (account_id, at DESC);
-    -- A repeated record_game looks up the changes of one game.
-    CREATE INDEX rating_history_by_game ON rating_history (game_id);
-    "#,
-    // 2: the durable log of games in progress (see `gamelog`): one row per step, appended
-    // before the step is acknowledged, deleted with the transaction that records the game.
-    // A rowid table: rows append at its end, so a batch of steps from many games writes
-    // a few pages, not one page per game as a table keyed by game would (about three
-    // times the throughput in `benches/gamelog.rs`); the unique index finds a game's steps.
-    r#"
-    CREATE TABLE game_log (
-        game_id TEXT NOT NULL,
-        step    INTEGER NOT NULL,
-        entry   TEXT NOT NULL
-    );
-    CREATE UNIQUE INDEX game_log_steps ON game_log (game_id, step);
-    "#,
-    // 3: `rating_history_by_game` dropped. Its one reader, the look-up of a game's changes
-    // when the game is recorded again, knows both accounts, so the primary key
-    // (account_id, game_id) serves it; every rated game wrote two entries into it, at
-    // random places (game ids are random).
-    "DROP INDEX IF EXISTS rating_history_by_game;",
-    // 4: `games_by_one` and `games_by_two` dropped. No query reads them (a player's games
-    // are not listed anywhere yet), and each recorded game wrote an entry into each, at
-    // its players' places: with thousands of accounts, two more pages of every batch to
-    // write twice (WAL, then checkpoint). The persistence bench over 20,000 accounts
-    // (BENCHMARKS.md §5) measured the cost. Listing a player's games will want an index
-    // of its own, chosen with that query and that bench in hand.
-    "DROP INDEX IF EXISTS games_by_one; DROP INDEX IF EXISTS games_by_two;",
-    // 5: `rating_history` kept in the order it is read, (account, time, game), as a
-    // WITHOUT ROWID table. Before, every rated game wrote each of its two changes three
-    // times: a row at the end of the table, an entry in the primary key's index
-    // (account, game) and one in `rating_history_by_time`; the last two at the
-    // account's place, a page of its own with thousands of accounts. Now a change is one
-    // entry at the account's place. The player page reads it newest first by key; the
-    // look-up of a game's changes knows the account, the time (the game's end) and the
-    // game. A game is rated only when its record is first stored, so (account, game) stays
-    // unique without an index of its own. The copy goes in key order: appended, so its
-    // pages fill, and twice as fast (2,000,000 changes in 7 s here).
-    r#"
-    CREATE TABLE rating_history_by_account (
-        account_id INTEGER NOT NULL REFERENCES accounts (id),
-        at         INTEGER NOT NULL,
-        game_id    TEXT NOT NULL REFERENCES games (id),
-        "before"   REAL NOT NULL,
-        "after"    REAL NOT NULL,
-        PRIMARY KEY (account_id, at, game_id)
-    ) WITHOUT ROWID;
-    INSERT INTO rating_history_by_account (account_id, at, game_id, "before", "after")
-        SELECT account_id, at, game_id, "before", "after" FROM rating_history
-        ORDER BY account_id, at, game_id;
-    DROP TABLE rating_history;
-    ALTER TABLE rating_history_by_account RENAME TO rating_history;
-    "#,
-    // 6: pruning (`accounts::prune_sessions`, `accounts::prune_guests`). A revoked session
-    // is deleted rather than flagged, so the flagged ones go; expired sessions are found
-    // by their expiry. `played` marks a guest with a game on record (set as the game is
-    // recorded; here from the records already stored): such a guest is kept, since its
-    // games name it. Guests that may be pruned are found, oldest first, in an index of
-    // their own.
-    r#"
-    DELETE FROM sessions WHERE revoked = 1;
-    CREATE INDEX sessions_by_expiry ON sessions (expires_at);
-    ALTER TABLE accounts ADD COLUMN played INTEGER NOT NULL DEFAULT 0;
-    UPDATE accounts SET played = 1
-        WHERE guest = 1 AND (id IN (SELECT one_id FROM games) OR id IN (SELECT two_id FROM games));
-    CREATE INDEX accounts_idle_guests ON accounts (created_at) WHERE guest = 1 AND played = 0;
-    "#,
-];
+/// The migrations (`migrations/sqlite/V<n>__<name>.sql`), embedded at build time.
+mod embedded {
+    refinery::embed_migrations!("src/db/migrations/sqlite");
+}
 
 /// Open (creating if needed) the file, set the connection up and bring the schema up to date.
 pub(super) fn open(path: &Path) -> DbResult<Connection> {
@@ -194,26 +78,21 @@ pub(super) fn open_reader(path: &Path) -> DbResult<Connection> {
 /// 16,384 pages of 4 KiB: a 64 MiB WAL.
 const WRITER_CHECKPOINT_PAGES: i64 = 16_384;
 
+/// Runs the migrations not yet run, each in a transaction with its entry in refinery's
+/// table (`refinery_schema_history`). A database with a migration this server does not
+/// know (a newer server's) is refused.
 fn migrate(conn: &mut Connection) -> DbResult<()> {
-    migrate_to(conn, MIGRATIONS.len())
-}
-
-/// Run the migrations not yet run, up to and including number `target`.
-fn migrate_to(conn: &mut Connection, target: usize) -> DbResult<()> {
-    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    let version = usize::try_from(version).unwrap_or(usize::MAX);
-    if version > MIGRATIONS.len() {
-        return Err(DbError::Sqlite(format!(
-            "database schema version {version} is newer than this server knows ({})",
-            MIGRATIONS.len()
-        )));
-    }
-    for (done, sql) in MIGRATIONS.iter().enumerate().take(target).skip(version) {
-        let tx = conn.transaction()?;
-        tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", (done + 1) as i64)?;
-        tx.commit()?;
-        tracing::info!(version = done + 1, "database migrated");
+    let report = embedded::migrations::runner()
+        .set_abort_divergent(true)
+        .set_abort_missing(true)
+        .run(conn)
+        .map_err(|e| DbError::Sqlite(format!("migrating the database: {e}")))?;
+    for migration in report.applied_migrations() {
+        tracing::info!(
+            version = migration.version(),
+            name = migration.name(),
+            "database migrated"
+        );
     }
     Ok(())
 }
@@ -229,18 +108,13 @@ pub(super) fn ms_from_sql(row: &rusqlite::Row<'_>, column: usize) -> rusqlite::R
     row.get::<_, i64>(column).map(|ms| ms.max(0) as u64)
 }
 
-/// A database as a server that knew only the first `version` migrations left it: to
-/// write rows in an earlier schema and test the migrations after it.
-#[cfg(test)]
-pub(super) fn open_at(path: &Path, version: usize) -> DbResult<Connection> {
-    let mut conn = Connection::open(path)?;
-    configure(&conn)?;
-    migrate_to(&mut conn, version)?;
-    Ok(conn)
-}
-
 /// The schema version a fully migrated database has.
 #[cfg(test)]
-pub(super) fn current_version() -> usize {
-    MIGRATIONS.len()
+pub(super) fn current_version() -> i64 {
+    embedded::migrations::runner()
+        .get_migrations()
+        .iter()
+        .map(|m| i64::from(m.version()))
+        .max()
+        .unwrap_or(0)
 }

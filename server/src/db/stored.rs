@@ -7,9 +7,8 @@
 //! structs as arrays) of [`Stored`], whose commitments and nonces are the raw 32 bytes
 //! (about 4.5 KB for 30 rounds).
 //!
-//! Rows written by earlier servers hold the record as JSON TEXT and are read as before:
-//! the column's type (TEXT or BLOB) tells the two apart. Either way the record reads back
-//! as exactly the JSON `serde_json::to_value(&record)` gives.
+//! The record reads back as exactly the JSON `serde_json::to_value(&record)` gives. Both
+//! backends store these same bytes (a SQLite BLOB, a PostgreSQL `bytea`).
 //!
 //! To change the format, add a version: keep decoding every version ever written.
 
@@ -18,7 +17,6 @@ use std::borrow::Cow;
 use elementals_protocol::messages::{GameId, GameResult, SeatPair};
 use elementals_protocol::rules::{Element, Outcome, Variant};
 use elementals_protocol::TimeControl;
-use rusqlite::types::ValueRef;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{DbError, DbResult};
@@ -36,21 +34,16 @@ pub(super) fn encode(record: &GameRecord) -> DbResult<Vec<u8>> {
     Ok(bytes)
 }
 
-/// A stored record (a `games.record` value, BLOB or the JSON TEXT of older rows) as the
-/// JSON the API returns. `game_id` only names the game in errors.
-pub(super) fn to_json(game_id: &GameId, value: ValueRef<'_>) -> DbResult<serde_json::Value> {
-    let error = |what: String| DbError::Sqlite(format!("stored record of game {game_id}: {what}"));
-    match value {
-        ValueRef::Text(json) => serde_json::from_slice(json).map_err(|e| error(e.to_string())),
-        ValueRef::Blob(bytes) => {
-            let record = decode(bytes).map_err(error)?;
-            serde_json::to_value(&record).map_err(|e| error(e.to_string()))
-        }
-        other => Err(error(format!(
-            "not a record: a value of type {}",
-            other.data_type()
-        ))),
-    }
+/// A stored record (a `games.record` value) as the JSON the API returns. `game_id` only
+/// names the game in errors.
+pub(super) fn to_json(game_id: &GameId, bytes: &[u8]) -> DbResult<serde_json::Value> {
+    let record = decode(bytes).map_err(|what| stored_error(game_id, what))?;
+    serde_json::to_value(&record).map_err(|e| stored_error(game_id, e.to_string()))
+}
+
+/// A stored record that cannot be read back.
+pub(super) fn stored_error(game_id: &GameId, what: String) -> DbError {
+    DbError::Sqlite(format!("stored record of game {game_id}: {what}"))
 }
 
 /// A stored BLOB back into the record it was made from.

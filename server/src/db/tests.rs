@@ -20,20 +20,11 @@ const FULL_HISTORY: Page = Page {
 
 pub(super) struct TestDb {
     pub db: Db,
+    /// The SQLite file, or the PostgreSQL URL: `Db::open` takes either.
     pub path: PathBuf,
     _dir: TempDir,
-}
-
-impl TestDb {
-    /// The database at `path` (in `dir`), opened and migrated.
-    pub(super) fn at(path: PathBuf, dir: TempDir) -> TestDb {
-        let db = Db::open(&path).unwrap();
-        TestDb {
-            db,
-            path,
-            _dir: dir,
-        }
-    }
+    /// Dropped after `db`'s fields... and dropping it drops the database.
+    _pg: Option<testing::TestPostgres>,
 }
 
 pub(super) fn open_db() -> TestDb {
@@ -44,7 +35,25 @@ pub(super) fn open_db() -> TestDb {
         db,
         path,
         _dir: dir,
+        _pg: None,
     }
+}
+
+/// A fresh database of each backend: SQLite, then PostgreSQL (a database of its own,
+/// dropped with the `TestDb`).
+pub(super) fn open_both() -> Vec<TestDb> {
+    let pg = testing::TestPostgres::create();
+    let path = PathBuf::from(pg.url());
+    let db = Db::open(&path).unwrap();
+    vec![
+        open_db(),
+        TestDb {
+            db,
+            path,
+            _dir: tempfile::tempdir().unwrap(),
+            _pg: Some(pg),
+        },
+    ]
 }
 
 pub(super) async fn register(db: &Db, name: &str) -> AccountRow {
@@ -63,18 +72,47 @@ pub(super) fn side_connection(path: &Path) -> rusqlite::Connection {
 
 async fn set_rating(t: &TestDb, account: AccountId, rating: f64) {
     t.db.flush().await.unwrap();
-    side_connection(&t.path)
-        .execute(
-            "UPDATE accounts SET rating = ?1 WHERE id = ?2",
-            rusqlite::params![rating, account],
-        )
-        .unwrap();
+    execute(
+        &t.path,
+        &format!("UPDATE accounts SET rating = {rating:?} WHERE id = {account}"),
+    );
 }
 
+/// Runs `sql` on a side connection to either backend, as an operator would.
+pub(super) fn execute(path: &Path, sql: &str) {
+    match Location::of(path) {
+        Location::Sqlite(path) => {
+            side_connection(path).execute_batch(sql).unwrap();
+        }
+        Location::Postgres(url) => {
+            let (url, sql) = (url.to_owned(), sql.to_owned());
+            std::thread::spawn(move || {
+                let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+                client.batch_execute(&sql).unwrap();
+            })
+            .join()
+            .unwrap();
+        }
+    }
+}
+
+/// The rows of `table`, on either backend.
 pub(super) fn count(path: &Path, table: &str) -> i64 {
-    side_connection(path)
-        .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
-        .unwrap()
+    let sql = format!("SELECT count(*) FROM {table}");
+    match Location::of(path) {
+        Location::Sqlite(path) => side_connection(path)
+            .query_row(&sql, [], |r| r.get(0))
+            .unwrap(),
+        Location::Postgres(url) => {
+            let url = url.to_owned();
+            std::thread::spawn(move || {
+                let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+                client.query_one(&sql, &[]).unwrap().get(0)
+            })
+            .join()
+            .unwrap()
+        }
+    }
 }
 
 pub(super) fn player(account: &AccountRow) -> RecordPlayer {
@@ -108,105 +146,110 @@ pub(super) fn game(
 }
 
 /// A rated game won at the edge by `winner`.
-fn won(one: &AccountRow, two: &AccountRow, winner: Seat) -> GameRecord {
+pub(super) fn won(one: &AccountRow, two: &AccountRow, winner: Seat) -> GameRecord {
     game(one, two, true, Some(winner), EndReason::Edge)
 }
 
-async fn fetch(db: &Db, account: &AccountRow) -> AccountRow {
+pub(super) async fn fetch(db: &Db, account: &AccountRow) -> AccountRow {
     db.account_by_id(account.id).await.unwrap().unwrap()
 }
 
 #[tokio::test]
 async fn accounts_are_found_by_name_in_any_case() {
-    let t = open_db();
-    let ann = register(&t.db, "Ann").await;
-    assert_eq!(ann.name, "Ann");
-    assert_eq!(ann.password_hash.as_deref(), Some("hash-of-Ann"));
-    assert!(!ann.guest);
-    assert_eq!(
-        (ann.rating, ann.wins, ann.losses, ann.draws),
-        (1.0, 0, 0, 0)
-    );
+    for t in open_both() {
+        let ann = register(&t.db, "Ann").await;
+        assert_eq!(ann.name, "Ann");
+        assert_eq!(ann.password_hash.as_deref(), Some("hash-of-Ann"));
+        assert!(!ann.guest);
+        assert_eq!(
+            (ann.rating, ann.wins, ann.losses, ann.draws),
+            (1.0, 0, 0, 0)
+        );
 
-    assert_eq!(
-        t.db.account_by_name("aNN".into()).await.unwrap(),
-        Some(ann.clone())
-    );
-    assert_eq!(t.db.account_by_id(ann.id).await.unwrap(), Some(ann.clone()));
-    assert_eq!(t.db.account_by_name("Bob".into()).await.unwrap(), None);
-    assert_eq!(t.db.account_by_id(ann.id + 1).await.unwrap(), None);
+        assert_eq!(
+            t.db.account_by_name("aNN".into()).await.unwrap(),
+            Some(ann.clone())
+        );
+        assert_eq!(t.db.account_by_id(ann.id).await.unwrap(), Some(ann.clone()));
+        assert_eq!(t.db.account_by_name("Bob".into()).await.unwrap(), None);
+        assert_eq!(t.db.account_by_id(ann.id + 1).await.unwrap(), None);
+    }
 }
 
 #[tokio::test]
 async fn a_taken_name_is_refused_in_any_case() {
-    let t = open_db();
-    register(&t.db, "Ann").await;
-    let again = t.db.create_account("ANN".into(), "other".into()).await;
-    assert!(matches!(again, Err(DbError::NameTaken)), "{again:?}");
+    for t in open_both() {
+        register(&t.db, "Ann").await;
+        let again = t.db.create_account("ANN".into(), "other".into()).await;
+        assert!(matches!(again, Err(DbError::NameTaken)), "{again:?}");
+    }
 }
 
 #[tokio::test]
 async fn guests_get_distinct_generated_names() {
-    let t = open_db();
-    let mut names = HashSet::new();
-    for _ in 0..100 {
-        let guest = t.db.create_guest().await.unwrap();
-        let symbols = guest.name.strip_prefix("guest-").unwrap();
-        assert_eq!(symbols.len(), 10, "{}", guest.name);
-        assert!(
-            symbols
-                .bytes()
-                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()),
-            "{}",
-            guest.name
-        );
-        assert!(guest.guest);
-        assert_eq!(guest.password_hash, None);
-        assert!(names.insert(guest.name));
+    for t in open_both() {
+        let mut names = HashSet::new();
+        for _ in 0..100 {
+            let guest = t.db.create_guest().await.unwrap();
+            let symbols = guest.name.strip_prefix("guest-").unwrap();
+            assert_eq!(symbols.len(), 10, "{}", guest.name);
+            assert!(
+                symbols
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()),
+                "{}",
+                guest.name
+            );
+            assert!(guest.guest);
+            assert_eq!(guest.password_hash, None);
+            assert!(names.insert(guest.name));
+        }
     }
 }
 
 #[tokio::test]
 async fn a_session_is_valid_until_it_expires_or_is_revoked() {
-    let t = open_db();
-    let ann = register(&t.db, "Ann").await;
-    let token = [7u8; 32];
-    t.db.insert_session(token, ann.id, 5_000, 10).await.unwrap();
+    for t in open_both() {
+        let ann = register(&t.db, "Ann").await;
+        let token = [7u8; 32];
+        t.db.insert_session(token, ann.id, 5_000, 10).await.unwrap();
 
-    let session = t.db.session(token, 4_999).await.unwrap().unwrap();
-    assert_eq!(session.account, ann);
-    assert_eq!(session.expires_at, 5_000);
-    assert_eq!(t.db.session(token, 5_000).await.unwrap(), None);
-    assert_eq!(t.db.session([8u8; 32], 0).await.unwrap(), None);
+        let session = t.db.session(token, 4_999).await.unwrap().unwrap();
+        assert_eq!(session.account, ann);
+        assert_eq!(session.expires_at, 5_000);
+        assert_eq!(t.db.session(token, 5_000).await.unwrap(), None);
+        assert_eq!(t.db.session([8u8; 32], 0).await.unwrap(), None);
 
-    t.db.revoke_session(token).await.unwrap();
-    assert_eq!(t.db.session(token, 0).await.unwrap(), None);
+        t.db.revoke_session(token).await.unwrap();
+        assert_eq!(t.db.session(token, 0).await.unwrap(), None);
+    }
 }
 
 #[tokio::test]
 async fn new_players_winner_gains_a_half_and_loser_stays_on_the_floor() {
-    let t = open_db();
-    let ann = register(&t.db, "Ann").await;
-    let bob = register(&t.db, "Bob").await;
-    // The record's ratings are what was shown at the start; the writer rates from storage.
-    let mut record = won(&ann, &bob, Seat::One);
-    record.players.one.rating = 9.0;
+    for t in open_both() {
+        let ann = register(&t.db, "Ann").await;
+        let bob = register(&t.db, "Bob").await;
+        // The record's ratings are what was shown at the start; the writer rates from storage.
+        let mut record = won(&ann, &bob, Seat::One);
+        record.players.one.rating = 9.0;
 
-    let changes = t.db.record_game(record).await.unwrap().unwrap();
-    let half = RatingChange {
-        before: 1.0,
-        after: 1.5,
-    };
-    let floor = RatingChange {
-        before: 1.0,
-        after: 1.0,
-    };
-    assert_eq!(changes, SeatPair::new(half, floor));
+        let changes = t.db.record_game(record).await.unwrap().unwrap();
+        let half = RatingChange {
+            before: 1.0,
+            after: 1.5,
+        };
+        let floor = RatingChange {
+            before: 1.0,
+            after: 1.0,
+        };
+        assert_eq!(changes, SeatPair::new(half, floor));
 
-    let ann = fetch(&t.db, &ann).await;
-    let bob = fetch(&t.db, &bob).await;
-    assert_eq!((ann.rating, ann.wins, ann.losses), (1.5, 1, 0));
-    assert_eq!((bob.rating, bob.wins, bob.losses), (1.0, 0, 1));
+        let ann = fetch(&t.db, &ann).await;
+        let bob = fetch(&t.db, &bob).await;
+        assert_eq!((ann.rating, ann.wins, ann.losses), (1.5, 1, 0));
+        assert_eq!((bob.rating, bob.wins, bob.losses), (1.0, 0, 1));
+    }
 }
 
 #[tokio::test]
@@ -232,43 +275,42 @@ async fn equal_players_at_1_3_go_to_1_8_and_the_floor() {
 
 #[tokio::test]
 async fn a_game_of_an_account_against_itself_is_stored_once_unrated() {
-    let t = open_db();
-    let ann = register(&t.db, "Ann").await;
-    let record = won(&ann, &ann, Seat::One);
-    let id = record.game_id.to_string();
-    // Stored, not refused: a refusal left its log to be retried at every start.
-    assert_eq!(t.db.record_game(record.clone()).await.unwrap(), None);
-    assert_eq!(t.db.record_game(record).await.unwrap(), None);
-    let stored = t.db.game_record(id).await.unwrap().unwrap();
-    assert_eq!(stored["rated"], false, "{stored}");
-    let ann = fetch(&t.db, &ann).await;
-    assert_eq!(
-        (ann.rating, ann.wins, ann.losses, ann.draws),
-        (1.0, 0, 0, 0)
-    );
-    assert_eq!(count(&t.path, "games"), 1);
-    assert_eq!(count(&t.path, "rating_history"), 0);
-    let rated: bool = side_connection(&t.path)
-        .query_row("SELECT rated FROM games", [], |r| r.get(0))
-        .unwrap();
-    assert!(!rated);
+    for t in open_both() {
+        let ann = register(&t.db, "Ann").await;
+        let record = won(&ann, &ann, Seat::One);
+        let id = record.game_id.to_string();
+        // Stored, not refused: a refusal left its log to be retried at every start.
+        assert_eq!(t.db.record_game(record.clone()).await.unwrap(), None);
+        assert_eq!(t.db.record_game(record).await.unwrap(), None);
+        let stored = t.db.game_record(id).await.unwrap().unwrap();
+        assert_eq!(stored["rated"], false, "{stored}");
+        let ann = fetch(&t.db, &ann).await;
+        assert_eq!(
+            (ann.rating, ann.wins, ann.losses, ann.draws),
+            (1.0, 0, 0, 0)
+        );
+        assert_eq!(count(&t.path, "games"), 1);
+        assert_eq!(count(&t.path, "rating_history"), 0);
+        assert_eq!(count(&t.path, "games WHERE NOT rated"), 1);
+    }
 }
 
 #[tokio::test]
 async fn a_game_recorded_twice_counts_once() {
-    let t = open_db();
-    let ann = register(&t.db, "Ann").await;
-    let bob = register(&t.db, "Bob").await;
-    let record = won(&ann, &bob, Seat::One);
+    for t in open_both() {
+        let ann = register(&t.db, "Ann").await;
+        let bob = register(&t.db, "Bob").await;
+        let record = won(&ann, &bob, Seat::One);
 
-    let first = t.db.record_game(record.clone()).await.unwrap();
-    let second = t.db.record_game(record).await.unwrap();
-    assert!(first.is_some());
-    assert_eq!(first, second);
-    let ann = fetch(&t.db, &ann).await;
-    assert_eq!((ann.rating, ann.wins), (1.5, 1));
-    assert_eq!(count(&t.path, "games"), 1);
-    assert_eq!(count(&t.path, "rating_history"), 2);
+        let first = t.db.record_game(record.clone()).await.unwrap();
+        let second = t.db.record_game(record).await.unwrap();
+        assert!(first.is_some());
+        assert_eq!(first, second);
+        let ann = fetch(&t.db, &ann).await;
+        assert_eq!((ann.rating, ann.wins), (1.5, 1));
+        assert_eq!(count(&t.path, "games"), 1);
+        assert_eq!(count(&t.path, "rating_history"), 2);
+    }
 }
 
 #[test]
@@ -333,104 +375,36 @@ fn a_recorded_games_changes_and_a_players_history_are_read_by_key() {
 }
 
 #[tokio::test]
-async fn rating_history_written_before_migration_5_reads_back_after_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("elementals.db");
-    // A server of schema 4 plays three games: its history has a rowid, a primary key
-    // index (account, game) and an index by time.
-    let (ann, bob, records, changes) = {
-        let conn = schema::open_at(&path, 4).unwrap();
-        let ann = accounts::create_account(&conn, "Ann", "hash-of-Ann").unwrap();
-        let bob = accounts::create_account(&conn, "Bob", "hash-of-Bob").unwrap();
-        let mut records = Vec::new();
-        let mut changes = Vec::new();
-        for (i, winner) in [Seat::One, Seat::Two, Seat::Two].into_iter().enumerate() {
-            let mut record = won(&ann, &bob, winner);
-            record.ended_at = 10_000 * (i as u64 + 1);
-            let stored = super::stored::encode(&record).unwrap();
-            changes.push(games::record(&conn, &record, &stored).unwrap().unwrap());
-            records.push(record);
-        }
-        let version: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .unwrap();
-        assert_eq!(version, 4);
-        (ann, bob, records, changes)
-    };
-
-    let db = Db::open(&path).unwrap();
-    // Bob's page: all three changes, newest first, as they were.
-    let page = db
-        .player_page("bob".into(), FULL_HISTORY)
-        .await
-        .unwrap()
-        .unwrap();
-    let listed: Vec<(&str, f64, f64, u64)> = page
-        .history
-        .iter()
-        .map(|h| (h.game_id.as_str(), h.before, h.after, h.at))
-        .collect();
-    let ids: Vec<String> = records.iter().map(|r| r.game_id.to_string()).collect();
-    let expected: Vec<(&str, f64, f64, u64)> = (0..3)
-        .rev()
-        .map(|i| {
-            let change = changes[i].two;
-            (
-                ids[i].as_str(),
-                change.before,
-                change.after,
-                records[i].ended_at,
-            )
-        })
-        .collect();
-    assert_eq!(listed, expected);
-    assert_eq!(page.rating, fetch(&db, &bob).await.rating);
-    // A game recorded again is found with its changes by the new key, and changes nothing.
-    for (record, changes) in records.iter().zip(&changes) {
-        assert_eq!(
-            db.record_game(record.clone()).await.unwrap(),
-            Some(*changes)
-        );
-    }
-    assert_eq!(fetch(&db, &ann).await.wins, 1);
-    db.shutdown().await.unwrap();
-    assert_eq!(count(&path, "rating_history"), 6);
-    let version: i64 = side_connection(&path)
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .unwrap();
-    assert_eq!(version, schema::current_version() as i64);
-}
-
-#[tokio::test]
 async fn unrated_guest_drawn_and_aborted_games_change_no_rating() {
-    let t = open_db();
-    let ann = register(&t.db, "Ann").await;
-    let bob = register(&t.db, "Bob").await;
-    let guest = t.db.create_guest().await.unwrap();
-    let games = [
-        game(&ann, &bob, false, Some(Seat::One), EndReason::Edge),
-        game(&ann, &guest, true, Some(Seat::One), EndReason::Resignation),
-        game(&ann, &bob, true, None, EndReason::DrawAgreed),
-        game(&ann, &bob, true, None, EndReason::Aborted),
-        game(&ann, &bob, true, None, EndReason::ServerAborted),
-        game(&ann, &bob, true, None, EndReason::MaxRounds),
-    ];
-    for record in games {
-        let id = record.game_id.to_string();
-        assert_eq!(t.db.record_game(record).await.unwrap(), None);
-        assert!(t.db.game_record(id).await.unwrap().is_some());
+    for t in open_both() {
+        let ann = register(&t.db, "Ann").await;
+        let bob = register(&t.db, "Bob").await;
+        let guest = t.db.create_guest().await.unwrap();
+        let games = [
+            game(&ann, &bob, false, Some(Seat::One), EndReason::Edge),
+            game(&ann, &guest, true, Some(Seat::One), EndReason::Resignation),
+            game(&ann, &bob, true, None, EndReason::DrawAgreed),
+            game(&ann, &bob, true, None, EndReason::Aborted),
+            game(&ann, &bob, true, None, EndReason::ServerAborted),
+            game(&ann, &bob, true, None, EndReason::MaxRounds),
+        ];
+        for record in games {
+            let id = record.game_id.to_string();
+            assert_eq!(t.db.record_game(record).await.unwrap(), None);
+            assert!(t.db.game_record(id).await.unwrap().is_some());
+        }
+        for account in [&ann, &bob] {
+            let stored = fetch(&t.db, account).await;
+            // Only the agreed draw is counted, as a draw.
+            assert_eq!(
+                (stored.rating, stored.wins, stored.losses, stored.draws),
+                (1.0, 0, 0, 1)
+            );
+        }
+        let guest = fetch(&t.db, &guest).await;
+        assert_eq!((guest.rating, guest.losses, guest.draws), (1.0, 0, 0));
+        assert_eq!(count(&t.path, "rating_history"), 0);
     }
-    for account in [&ann, &bob] {
-        let stored = fetch(&t.db, account).await;
-        // Only the agreed draw is counted, as a draw.
-        assert_eq!(
-            (stored.rating, stored.wins, stored.losses, stored.draws),
-            (1.0, 0, 0, 1)
-        );
-    }
-    let guest = fetch(&t.db, &guest).await;
-    assert_eq!((guest.rating, guest.losses, guest.draws), (1.0, 0, 0));
-    assert_eq!(count(&t.path, "rating_history"), 0);
 }
 
 #[tokio::test]
@@ -456,111 +430,106 @@ async fn data_survives_shutdown_and_reopening() {
         db.shutdown().await.unwrap();
     }
     let version: i64 = side_connection(&t.path)
-        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .query_row(
+            "SELECT MAX(version) FROM refinery_schema_history",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
-    assert_eq!(version, schema::current_version() as i64);
+    assert_eq!(version, schema::current_version());
 }
 
 #[tokio::test]
 async fn the_leaderboard_ranks_registered_players_by_rating_then_name() {
-    let t = open_db();
-    register(&t.db, "ann").await;
-    let bob = register(&t.db, "Bob").await;
-    register(&t.db, "cat").await;
-    let guest = t.db.create_guest().await.unwrap();
-    set_rating(&t, bob.id, 2.0).await;
-    set_rating(&t, guest.id, 9.0).await;
+    for t in open_both() {
+        register(&t.db, "ann").await;
+        let bob = register(&t.db, "Bob").await;
+        register(&t.db, "cat").await;
+        let guest = t.db.create_guest().await.unwrap();
+        set_rating(&t, bob.id, 2.0).await;
+        set_rating(&t, guest.id, 9.0).await;
 
-    let board =
-        t.db.leaderboard(Page {
-            limit: 10,
-            offset: 0,
-        })
-        .await
-        .unwrap();
-    let names: Vec<&str> = board.iter().map(|row| row.name.as_str()).collect();
-    assert_eq!(names, ["Bob", "ann", "cat"]);
-    assert_eq!(board[0].rating, 2.0);
-    let page = |limit, offset| Page { limit, offset };
-    let names = |rows: Vec<LeaderRow>| rows.into_iter().map(|r| r.name).collect::<Vec<_>>();
-    assert_eq!(
-        names(t.db.leaderboard(page(2, 0)).await.unwrap()),
-        ["Bob", "ann"]
-    );
-    assert_eq!(names(t.db.leaderboard(page(2, 2)).await.unwrap()), ["cat"]);
-    assert!(t.db.leaderboard(page(2, 3)).await.unwrap().is_empty());
+        let board =
+            t.db.leaderboard(Page {
+                limit: 10,
+                offset: 0,
+            })
+            .await
+            .unwrap();
+        let names: Vec<&str> = board.iter().map(|row| row.name.as_str()).collect();
+        assert_eq!(names, ["Bob", "ann", "cat"]);
+        assert_eq!(board[0].rating, 2.0);
+        let page = |limit, offset| Page { limit, offset };
+        let names = |rows: Vec<LeaderRow>| rows.into_iter().map(|r| r.name).collect::<Vec<_>>();
+        assert_eq!(
+            names(t.db.leaderboard(page(2, 0)).await.unwrap()),
+            ["Bob", "ann"]
+        );
+        assert_eq!(names(t.db.leaderboard(page(2, 2)).await.unwrap()), ["cat"]);
+        assert!(t.db.leaderboard(page(2, 3)).await.unwrap().is_empty());
+    }
 }
 
 #[tokio::test]
 async fn a_player_page_lists_rating_history_newest_first() {
-    let t = open_db();
-    let ann = register(&t.db, "Ann").await;
-    let bob = register(&t.db, "Bob").await;
-    let mut first = won(&ann, &bob, Seat::One);
-    first.ended_at = 10_000;
-    let mut second = won(&ann, &bob, Seat::Two);
-    second.ended_at = 20_000;
-    let first_id = first.game_id.to_string();
-    let second_id = second.game_id.to_string();
-    t.db.record_game(first).await.unwrap();
-    t.db.record_game(second).await.unwrap();
+    for t in open_both() {
+        let ann = register(&t.db, "Ann").await;
+        let bob = register(&t.db, "Bob").await;
+        let mut first = won(&ann, &bob, Seat::One);
+        first.ended_at = 10_000;
+        let mut second = won(&ann, &bob, Seat::Two);
+        second.ended_at = 20_000;
+        let first_id = first.game_id.to_string();
+        let second_id = second.game_id.to_string();
+        t.db.record_game(first).await.unwrap();
+        t.db.record_game(second).await.unwrap();
 
-    let page =
-        t.db.player_page("ANN".into(), FULL_HISTORY)
-            .await
-            .unwrap()
-            .unwrap();
-    assert_eq!(page.name, "Ann");
-    assert_eq!((page.wins, page.losses, page.draws), (1, 1, 0));
-    let games: Vec<&str> = page.history.iter().map(|h| h.game_id.as_str()).collect();
-    assert_eq!(games, [second_id.as_str(), first_id.as_str()]);
-    assert_eq!(page.history[0].at, 20_000);
-    assert_eq!(page.history[0].before, page.history[1].after);
-    assert_eq!(page.rating, page.history[0].after);
-    assert_eq!(
-        t.db.player_page("nobody".into(), FULL_HISTORY)
-            .await
-            .unwrap(),
-        None
-    );
+        let page =
+            t.db.player_page("ANN".into(), FULL_HISTORY)
+                .await
+                .unwrap()
+                .unwrap();
+        assert_eq!(page.name, "Ann");
+        assert_eq!((page.wins, page.losses, page.draws), (1, 1, 0));
+        let games: Vec<&str> = page.history.iter().map(|h| h.game_id.as_str()).collect();
+        assert_eq!(games, [second_id.as_str(), first_id.as_str()]);
+        assert_eq!(page.history[0].at, 20_000);
+        assert_eq!(page.history[0].before, page.history[1].after);
+        assert_eq!(page.rating, page.history[0].after);
+        assert_eq!(
+            t.db.player_page("nobody".into(), FULL_HISTORY)
+                .await
+                .unwrap(),
+            None
+        );
+    }
 }
 
 #[tokio::test]
 async fn a_game_record_reads_back_as_the_json_it_was() {
-    let t = open_db();
-    let ann = register(&t.db, "Ann").await;
-    let bob = register(&t.db, "Bob").await;
-    let record = won(&ann, &bob, Seat::Two);
-    let id = record.game_id.to_string();
-    t.db.record_game(record.clone()).await.unwrap();
+    for t in open_both() {
+        let ann = register(&t.db, "Ann").await;
+        let bob = register(&t.db, "Bob").await;
+        let record = won(&ann, &bob, Seat::Two);
+        let id = record.game_id.to_string();
+        t.db.record_game(record.clone()).await.unwrap();
 
-    let expected = serde_json::to_value(&record).unwrap();
-    assert_eq!(
-        t.db.game_record(id.clone()).await.unwrap(),
-        Some(expected.clone())
-    );
-    assert_eq!(
-        t.db.game_record(id.to_uppercase()).await.unwrap(),
-        Some(expected)
-    );
-    let unknown = GameId(uuid::Uuid::new_v4()).to_string();
-    assert_eq!(t.db.game_record(unknown).await.unwrap(), None);
-    assert_eq!(t.db.game_record("not-a-game".into()).await.unwrap(), None);
+        let expected = serde_json::to_value(&record).unwrap();
+        assert_eq!(
+            t.db.game_record(id.clone()).await.unwrap(),
+            Some(expected.clone())
+        );
+        assert_eq!(
+            t.db.game_record(id.to_uppercase()).await.unwrap(),
+            Some(expected)
+        );
+        let unknown = GameId(uuid::Uuid::new_v4()).to_string();
+        assert_eq!(t.db.game_record(unknown).await.unwrap(), None);
+        assert_eq!(t.db.game_record("not-a-game".into()).await.unwrap(), None);
+    }
 }
 
 #[cfg(target_os = "linux")]
-#[test]
-fn a_database_thread_is_a_batch_thread() {
-    let policy = std::thread::spawn(|| {
-        batch_thread();
-        // SAFETY: reads the calling thread's policy.
-        unsafe { libc::sched_getscheduler(0) }
-    })
-    .join()
-    .unwrap();
-    assert_eq!(policy, libc::SCHED_BATCH);
-}
-
 /// Many games at once through `Db`.
 mod concurrency;
 

@@ -37,7 +37,7 @@ pub(super) const MAX_BATCH: usize = 1024;
 /// page) through between batches.
 pub(super) const MAX_BATCH_GAMES: usize = 256;
 
-type Reply<T> = oneshot::Sender<DbResult<T>>;
+pub(super) type Reply<T> = oneshot::Sender<DbResult<T>>;
 
 /// What recording a game answers: both seats' rating changes, if it was rated and won.
 type Changes = Option<SeatPair<RatingChange>>;
@@ -111,34 +111,80 @@ pub(super) struct WriterStats {
     pub games: u64,
 }
 
-/// Start the writer thread on `conn` and return the sender of its queue. After each
-/// commit it nudges the checkpointer, if there is one.
-pub(super) fn spawn(
-    conn: Connection,
-    checkpointer: Option<checkpoint::Nudge>,
-) -> DbResult<mpsc::Sender<Request>> {
+/// What the writer loop needs of a backend: the storage interface's write side. The loop
+/// (batching, ordering, answering) is the same for every backend.
+pub(super) trait Store: Send + 'static {
+    /// Runs a batch in one transaction, each request in its own savepoint, commits, then
+    /// answers them all; returns whether it committed. `records`: it holds a finished game.
+    fn run_batch(&mut self, batch: Vec<Request>, records: bool) -> bool;
+    /// One pruning batch, in a transaction of its own.
+    fn prune(&mut self, batch: &PruneBatch) -> DbResult<Pruned>;
+    /// Closes the connection.
+    fn close(self) -> DbResult<()>;
+}
+
+/// The SQLite writer: the only connection that changes the file, and the checkpointer it
+/// nudges after each commit, if there is one.
+pub(super) struct Sqlite {
+    pub conn: Connection,
+    pub checkpointer: Option<checkpoint::Nudge>,
+}
+
+impl Sqlite {
+    fn nudge(&self) {
+        if let Some(nudge) = &self.checkpointer {
+            // Full means a nudge is already pending.
+            let _ = nudge.try_send(());
+        }
+    }
+}
+
+impl Store for Sqlite {
+    fn run_batch(&mut self, batch: Vec<Request>, records: bool) -> bool {
+        let committed = run_batch(&mut self.conn, batch, records);
+        if committed {
+            self.nudge();
+        }
+        committed
+    }
+
+    fn prune(&mut self, batch: &PruneBatch) -> DbResult<Pruned> {
+        let pruned = prune(&mut self.conn, batch);
+        if pruned.is_ok() {
+            self.nudge();
+        }
+        pruned
+    }
+
+    fn close(self) -> DbResult<()> {
+        self.conn.close().map_err(|(_, e)| DbError::from(e))
+    }
+}
+
+/// Start the writer thread on `store` and return the sender of its queue.
+pub(super) fn spawn(store: impl Store) -> DbResult<mpsc::Sender<Request>> {
     let (requests, queue) = mpsc::channel(REQUEST_QUEUE);
     std::thread::Builder::new()
         .name("db-writer".into())
-        .spawn(move || {
-            super::batch_thread();
-            run_with(conn, queue, checkpointer)
-        })
+        .spawn(move || run_with(store, queue))
         .map_err(|e| DbError::Sqlite(format!("cannot start the writer thread: {e}")))?;
     Ok(requests)
 }
 
-/// The writer loop: runs until every handle is dropped or a `Shutdown` is reached.
+/// The writer loop on a SQLite connection: runs until every handle is dropped or a
+/// `Shutdown` is reached.
 #[cfg(test)]
 pub(super) fn run(conn: Connection, queue: mpsc::Receiver<Request>) -> WriterStats {
-    run_with(conn, queue, None)
+    run_with(
+        Sqlite {
+            conn,
+            checkpointer: None,
+        },
+        queue,
+    )
 }
 
-fn run_with(
-    mut conn: Connection,
-    mut queue: mpsc::Receiver<Request>,
-    checkpointer: Option<checkpoint::Nudge>,
-) -> WriterStats {
+pub(super) fn run_with(mut store: impl Store, mut queue: mpsc::Receiver<Request>) -> WriterStats {
     let mut stats = WriterStats::default();
     // A request taken off the queue while gathering a batch, to be handled right after it.
     let mut next: Option<Request> = None;
@@ -153,13 +199,7 @@ fn run_with(
             }
             Request::Shutdown { reply } => break Some(reply),
             Request::Prune { batch, reply } => {
-                let pruned = prune(&mut conn, &batch);
-                if pruned.is_ok() {
-                    if let Some(nudge) = &checkpointer {
-                        let _ = nudge.try_send(());
-                    }
-                }
-                let _ = reply.send(pruned);
+                let _ = reply.send(store.prune(&batch));
             }
             #[cfg(test)]
             Request::Hold { until } => {
@@ -184,19 +224,14 @@ fn run_with(
                 stats.batches += 1;
                 stats.requests += batch.len() as u64;
                 stats.games += games as u64;
-                if run_batch(&mut conn, batch, games > 0) {
-                    if let Some(nudge) = &checkpointer {
-                        // Full means a nudge is already pending.
-                        let _ = nudge.try_send(());
-                    }
-                }
+                store.run_batch(batch, games > 0);
             }
         }
     };
     // Requests still queued behind a shutdown are dropped with the queue: their callers
     // see their reply sender vanish, which is `Closed`.
     drop(queue);
-    let closed = conn.close().map_err(|(_, e)| DbError::from(e));
+    let closed = store.close();
     tracing::info!(
         batches = stats.batches,
         requests = stats.requests,
@@ -245,9 +280,9 @@ fn prune(conn: &mut Connection, batch: &PruneBatch) -> DbResult<Pruned> {
 
 /// A request's answer, computed and waiting for its transaction's commit: called with
 /// the commit's outcome, it sends the answer (or the commit's failure).
-type Pending = Box<dyn FnOnce(&Result<(), String>) + Send>;
+pub(super) type Pending = Box<dyn FnOnce(&Result<(), String>) + Send>;
 
-fn pending<T: Send + 'static>(reply: Reply<T>, answer: DbResult<T>) -> Pending {
+pub(super) fn pending<T: Send + 'static>(reply: Reply<T>, answer: DbResult<T>) -> Pending {
     Box::new(move |committed| {
         let answer = match committed {
             Ok(()) => answer,

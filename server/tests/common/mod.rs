@@ -11,6 +11,7 @@ use elementals_protocol::commitment;
 use elementals_protocol::messages::{ClientMsg, GameId, GameInfo, RequestId, ServerMsg};
 use elementals_protocol::rules::{Element, Seat, Variant};
 use elementals_protocol::wire;
+use elementals_server::db::testing::TestPostgres;
 use elementals_server::Config;
 use futures::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
@@ -28,6 +29,30 @@ pub struct TestServer {
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<anyhow::Result<()>>>,
     dir: Option<tempfile::TempDir>,
+    /// The test's own PostgreSQL database, dropped with the server.
+    pg: Option<TestPostgres>,
+}
+
+/// The storage backends every test that says so runs on, one after the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+pub const BACKENDS: [Backend; 2] = [Backend::Sqlite, Backend::Postgres];
+
+/// A server on a fresh database of `backend`.
+pub async fn start_server_on(backend: Backend) -> TestServer {
+    match backend {
+        Backend::Sqlite => start_server().await,
+        Backend::Postgres => {
+            let pg = TestPostgres::create();
+            let mut server = start_on(PathBuf::from(pg.url()), |_| {}).await;
+            server.pg = Some(pg);
+            server
+        }
+    }
 }
 
 pub fn test_config(db_path: PathBuf) -> Config {
@@ -65,6 +90,7 @@ async fn start_on(db_path: PathBuf, tweak: impl FnOnce(&mut Config)) -> TestServ
         stop: Some(stop),
         task: Some(task),
         dir: None,
+        pg: None,
     }
 }
 
@@ -97,6 +123,7 @@ impl TestServer {
         self.stop().await;
         let mut next = start_on(self.db_path.clone(), tweak).await;
         next.dir = self.dir.take();
+        next.pg = self.pg.take();
         next
     }
 

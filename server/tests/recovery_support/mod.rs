@@ -11,22 +11,37 @@ use std::time::Duration;
 use elementals_protocol::messages::{ClientMsg, GameSnapshot, ServerMsg};
 use tokio::process::{Child, Command};
 
-use crate::common::{http_get, TestClient, WAIT};
+use elementals_server::db::testing::TestPostgres;
+
+use crate::common::{http_get, Backend, TestClient, WAIT};
 
 /// How long a server may take to answer `/healthz` after it is started.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// Between two `/healthz` polls while a server starts.
 const POLL: Duration = Duration::from_millis(25);
 
-/// A database file that outlives the servers started on it.
+/// A database that outlives the servers started on it: a SQLite file in a temporary
+/// directory, or a PostgreSQL database of the test's own (dropped with this value).
 pub struct Database {
     dir: tempfile::TempDir,
+    pg: Option<TestPostgres>,
 }
 
 impl Database {
     pub fn new() -> Database {
         Database {
             dir: tempfile::tempdir().unwrap(),
+            pg: None,
+        }
+    }
+
+    pub fn on(backend: Backend) -> Database {
+        match backend {
+            Backend::Sqlite => Database::new(),
+            Backend::Postgres => Database {
+                dir: tempfile::tempdir().unwrap(),
+                pg: Some(TestPostgres::create()),
+            },
         }
     }
 
@@ -34,11 +49,16 @@ impl Database {
     pub fn in_dir(parent: &std::path::Path) -> Database {
         Database {
             dir: tempfile::tempdir_in(parent).unwrap(),
+            pg: None,
         }
     }
 
+    /// What `--database` gets: the file's path, or the PostgreSQL URL.
     pub fn path(&self) -> PathBuf {
-        self.dir.path().join("recovery.db")
+        match &self.pg {
+            Some(pg) => PathBuf::from(pg.url()),
+            None => self.dir.path().join("recovery.db"),
+        }
     }
 }
 

@@ -117,3 +117,114 @@ async fn two_thousand_games_throughput() {
     );
     assert_eq!(count(&t.path, "games"), 2000);
 }
+
+/// Two server processes on one PostgreSQL database (two `Db`s, each with its own writer):
+/// 200 games between ten accounts, each handed to both writers at once. Each game is
+/// recorded once, and every rating change starts where another ended: no update is lost
+/// to the other writer, and the row locks taken in id order never deadlock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_writers_on_one_postgres_database_record_each_game_once_and_lose_no_update() {
+    let pg = testing::TestPostgres::create();
+    let path = PathBuf::from(pg.url());
+    let first = Db::open(&path).unwrap();
+    let second = Db::open(&path).unwrap();
+    let mut players = Vec::new();
+    for i in 0..10 {
+        players.push(register(&first, &format!("player{i}")).await);
+    }
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let record = won(&players[i % 10], &players[(i * 7 + 3) % 10], Seat::One);
+        for db in [first.clone(), second.clone()] {
+            let record = record.clone();
+            tasks.push(tokio::spawn(async move { db.record_game(record).await }));
+        }
+    }
+    let mut answers = Vec::new();
+    for task in tasks {
+        answers.push(task.await.unwrap().unwrap().expect("a rated win"));
+    }
+    // Both writers answer a game with the same changes: the second found the first's.
+    for pair in answers.chunks(2) {
+        assert_eq!(pair[0], pair[1]);
+    }
+    assert_eq!(count(&path, "games"), 200);
+    assert_eq!(count(&path, "rating_history"), 400);
+    let url = pg.url().to_owned();
+    let ids: Vec<AccountId> = players.iter().map(|p| p.id).collect();
+    let histories: Vec<Vec<(f64, f64)>> = std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        ids.iter()
+            .map(|id| {
+                client
+                    .query(
+                        r#"SELECT "before", "after" FROM rating_history WHERE account_id = $1"#,
+                        &[id],
+                    )
+                    .unwrap()
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect()
+            })
+            .collect()
+    })
+    .join()
+    .unwrap();
+    let (mut wins, mut losses) = (0, 0);
+    for (account, changes) in players.iter().zip(&histories) {
+        let stored = fetch(&second, account).await;
+        assert_eq!(changes.len() as u32, stored.wins + stored.losses);
+        assert!(
+            chains(changes, 1.0, stored.rating),
+            "{}: {changes:?} do not chain from 1.0 to {}",
+            account.name,
+            stored.rating
+        );
+        wins += stored.wins;
+        losses += stored.losses;
+    }
+    assert_eq!((wins, losses), (200, 200));
+    first.shutdown().await.unwrap();
+    second.shutdown().await.unwrap();
+}
+
+/// One batch holding the same game three times and a game naming an account that does not
+/// exist, on each backend: the game is recorded once and all three answers carry its
+/// changes; the bad record fails alone (on PostgreSQL the bulk write of the run fails, and
+/// each game is then written alone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_with_a_game_thrice_and_a_bad_record_records_the_game_once() {
+    for t in open_both() {
+        let ann = register(&t.db, "ann").await;
+        let bob = register(&t.db, "bob").await;
+        let record = won(&ann, &bob, Seat::One);
+        let mut ghost = bob.clone();
+        ghost.id += 1_000;
+        let bad = won(&ann, &ghost, Seat::Two);
+        let release = t.db.hold_writer().await;
+        let mut calls = Vec::new();
+        for r in [record.clone(), bad, record.clone(), record.clone()] {
+            let db = t.db.clone();
+            calls.push(tokio::spawn(async move { db.record_game(r).await }));
+        }
+        // The four queue behind the hold, so that they share one batch.
+        while t.db.queued_requests() < 4 {
+            tokio::task::yield_now().await;
+        }
+        drop(release);
+        let answers: Vec<_> = futures::future::join_all(calls)
+            .await
+            .into_iter()
+            .map(|a| a.unwrap())
+            .collect();
+        assert!(answers[1].is_err(), "{:?}", answers[1]);
+        let changes = answers[0].clone().unwrap().expect("rated");
+        for answer in [&answers[2], &answers[3]] {
+            assert_eq!(answer.clone().unwrap(), Some(changes));
+        }
+        assert_eq!(count(&t.path, "games"), 1);
+        assert_eq!(count(&t.path, "rating_history"), 2);
+        assert_eq!(fetch(&t.db, &ann).await.wins, 1);
+        assert_eq!(fetch(&t.db, &bob).await.losses, 1);
+    }
+}

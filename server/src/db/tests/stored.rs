@@ -1,5 +1,5 @@
 //! How a game's record is stored: a versioned MessagePack BLOB that reads back as exactly
-//! the JSON of the record, beside the JSON TEXT rows of earlier servers.
+//! the JSON of the record.
 
 use elementals_protocol::rules::{Move, Outcome};
 use proptest::prelude::*;
@@ -106,25 +106,6 @@ async fn a_played_game_is_stored_compactly_and_reads_back_as_its_json() {
         bytes.len()
     );
     assert_eq!(stored::decode(&bytes).unwrap(), record);
-}
-
-#[tokio::test]
-async fn a_record_stored_as_json_by_an_earlier_server_still_reads_back() {
-    let (t, record, id) = one_recorded_game(12).await;
-    // As an earlier server wrote it: the JSON, as TEXT.
-    let json = serde_json::to_string(&record).unwrap();
-    set_stored_value(&t.path, &id, Value::Text(json));
-    assert_eq!(stored_value(&t.path, &id).1, "text");
-
-    assert_eq!(
-        t.db.game_record(id.clone()).await.unwrap(),
-        Some(serde_json::to_value(&record).unwrap())
-    );
-    // Still recorded exactly once.
-    let changes = t.db.record_game(record).await.unwrap();
-    assert!(changes.is_some());
-    assert_eq!(count(&t.path, "games"), 1);
-    assert_eq!(count(&t.path, "rating_history"), 2);
 }
 
 #[tokio::test]
