@@ -87,8 +87,8 @@ pub(crate) const RATE_STRIKES_BEFORE_CLOSE: u32 = 20;
 /// and that future is an `async` block rather than an `async fn`: it is the state of every
 /// open connection's task for as long as the connection lives, and an `async fn` keeps a
 /// second copy of each argument in it (the WebSocket's reading side alone is 288 bytes).
-/// Together with the boxed message handling in `read_loop` this keeps an idle connection's task small
-/// (BENCHMARKS.md, density).
+/// Together with the boxed message handling in `read_loop` this keeps an idle connection's
+/// task small (the density target: memory per idle signed-in player).
 pub fn serve<H: Send + 'static>(
     socket: ws::Socket,
     state: Arc<AppState>,

@@ -43,10 +43,8 @@ fn run(conn: Connection, nudges: mpsc::Receiver<()>) {
 
 /// Calls `checkpoint` after a nudge, at most once per `interval` however many nudges
 /// come, and once more when the nudges end.
-///
-/// (Until server Q a nudge arriving during the wait ended it: at full load, with a
-/// commit every few milliseconds, that was a checkpoint every other commit, ~100 a
-/// second with two `fsync`s each, where five were meant.)
+/// A nudge that arrives during the wait does not end it: at full load the writer commits
+/// every few milliseconds, and ending the wait would checkpoint after every other commit.
 fn paced(nudges: &mpsc::Receiver<()>, interval: Duration, mut checkpoint: impl FnMut()) {
     let mut last = Instant::now() - interval;
     'nudged: while let Ok(()) = nudges.recv() {

@@ -28,10 +28,9 @@
 //! other version is refused rather than misread.
 //!
 //! Pacing: a batch is begun no sooner than the sync interval after the last one began.
-//! With none, at full load the thread synced as soon as the last sync was done, some
-//! 5,000 times a second with a handful of appends each; every sync blocked the thread and
-//! every append then woke it again, and those syncs, wake-ups and context switches cost
-//! more than the moves' own work (BENCHMARKS.md, §2 "Server S"). A move that comes after a
+//! Unpaced, at full load the thread would sync thousands of times a second with a handful
+//! of appends each, and those syncs, wake-ups and context switches cost more than the
+//! moves' own work. A move that comes after a
 //! quiet spell is written at once; only when syncs come faster than the interval does an
 //! append wait, for at most the interval, to share the next sync with the others.
 //!

@@ -70,8 +70,8 @@ const SPECTATOR_COALESCE: Duration = Duration::from_millis(50);
 /// wait for the reveals and the result. Players' clients reveal on their own as soon as they
 /// hear of the phase, so the result normally follows within one round trip of theirs; the
 /// spectators then get the round's second half in one write, not two passes of writes
-/// (each pass over ten thousand spectators is some 40–60 ms of sends here, and a result that
-/// came while the commit's pass was under way had to wait for it: BENCHMARKS.md §4, server P).
+/// (a pass over ten thousand spectators takes tens of milliseconds, and a result that comes
+/// while the commit's pass is under way waits for it).
 const SPECTATOR_REVEAL_WAIT: Duration = Duration::from_millis(300);
 
 /// Spectators' sends this task makes between two looks at the game's commands. Each is a
