@@ -209,7 +209,8 @@ pub async fn serve(args: Vec<String>) -> anyhow::Result<()> {
     }
     ensure_parent_dir(&config.database)?;
     let listener = listen(config.listen)?;
-    elementals_server::run(listener, config, parent_gone()).await
+    elementals_server::run(listener, config, parent_gone()).await?;
+    Ok(())
 }
 
 fn ensure_parent_dir(path: &Path) -> anyhow::Result<()> {

@@ -28,4 +28,4 @@ pub mod web;
 pub mod ws;
 
 pub use config::Config;
-pub use server::run;
+pub use server::{run, ServerError};

@@ -17,7 +17,8 @@ async fn main() -> anyhow::Result<()> {
         tracing_subscriber::fmt().with_env_filter(filter).init();
     }
     let listener = elementals_server::accept::listen(config.listen)?;
-    elementals_server::run(listener, config, shutdown_signal()).await
+    elementals_server::run(listener, config, shutdown_signal()).await?;
+    Ok(())
 }
 
 /// Resolves on SIGINT or SIGTERM.

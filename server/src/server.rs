@@ -16,7 +16,7 @@ use tokio_util::task::TaskTracker;
 use crate::api::LeaderboardCache;
 use crate::auth::{Auth, Hasher};
 use crate::config::Config;
-use crate::db::Db;
+use crate::db::{Db, DbError};
 use crate::game::{GameServices, GameSettings};
 use crate::limits::AbuseLimits;
 use crate::lobby::LobbyHandle;
@@ -66,6 +66,20 @@ pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// whose log append is one group commit) before it flushes and exits.
 const GAMES_GRACE: Duration = Duration::from_secs(5);
 
+/// Why the server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("the listening socket: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(
+        "stopped because the game log could not be synced (see the error logged before); \
+         starting again replays it"
+    )]
+    LogBroken,
+}
+
 /// Restore the games in progress, serve on `listener` until `shutdown` completes, then
 /// stop starting games, stop the games where they stand (every step they acknowledged is
 /// in their logs, and they resume at the next start), tell every client, let the
@@ -74,7 +88,7 @@ pub async fn run(
     listener: TcpListener,
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
+) -> Result<(), ServerError> {
     crate::alloc::configure();
     let db = Db::open_with_sync_interval(
         &config.database,
@@ -176,10 +190,7 @@ pub async fn run(
     // Everything the games and connections sent is committed before this returns.
     db.shutdown().await?;
     if log_broken.load(Ordering::SeqCst) {
-        anyhow::bail!(
-            "stopped because the game log could not be synced (see the error logged before); \
-             starting again replays it"
-        );
+        return Err(ServerError::LogBroken);
     }
     tracing::info!("stopped");
     Ok(())

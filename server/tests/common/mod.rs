@@ -27,7 +27,7 @@ pub struct TestServer {
     pub addr: SocketAddr,
     pub db_path: PathBuf,
     stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<anyhow::Result<()>>>,
+    task: Option<JoinHandle<Result<(), elementals_server::ServerError>>>,
     dir: Option<tempfile::TempDir>,
     /// The test's own PostgreSQL database, dropped with the server.
     pg: Option<TestPostgres>,
