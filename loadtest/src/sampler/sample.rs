@@ -79,7 +79,6 @@ pub fn open_fds(pid: u32) -> Option<u64> {
 
 #[cfg(test)]
 pub(super) mod tests {
-    use std::fs::File;
 
     use super::*;
 
@@ -118,18 +117,45 @@ pub(super) mod tests {
         }
     }
 
+    /// A child that opens `extra` descriptors, says so, then sleeps: its count is read once
+    /// it has said so. bash, since dash cannot name a descriptor above 9.
+    fn child_with(extra: &str) -> std::process::Child {
+        use std::io::BufRead;
+        let script = format!("{extra} echo ready; exec sleep 30");
+        let mut child = std::process::Command::new("bash")
+            .args(["-c", &script])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("bash runs");
+        let mut line = String::new();
+        let out = child.stdout.as_mut().expect("piped");
+        std::io::BufReader::new(out)
+            .read_line(&mut line)
+            .expect("the child says it is ready");
+        assert_eq!(line.trim(), "ready");
+        child
+    }
+
     #[test]
-    fn open_fds_counts_this_process_s_descriptors() {
-        let pid = std::process::id();
-        let before = open_fds(pid).expect("/proc/self/fd is readable");
-        assert!(before >= 3, "stdin, stdout and stderr at least: {before}");
-        let files: Vec<File> = (0..5)
-            .map(|_| tempfile::tempfile().expect("a temporary file"))
-            .collect();
-        // Other tests run in parallel threads and may open files of their own.
-        let during = open_fds(pid).expect("readable");
-        assert!(during >= before + 5, "{before} then {during}");
-        drop(files);
+    fn open_fds_counts_another_process_s_descriptors() {
+        // Children of their own: this test process's descriptors come and go with the
+        // other tests running beside it. Both children inherit the same descriptors; the
+        // second opens five more.
+        let mut plain = child_with("");
+        let mut five =
+            child_with("exec 50</dev/null 51</dev/null 52</dev/null 53</dev/null 54</dev/null;");
+        let counts = (open_fds(plain.id()), open_fds(five.id()));
+        for child in [&mut plain, &mut five] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let (Some(plain), Some(five)) = counts else {
+            panic!("/proc/PID/fd is readable: {counts:?}")
+        };
+        assert!(plain >= 3, "stdin, stdout and stderr at least: {plain}");
+        assert_eq!(five, plain + 5, "{plain} then {five}");
         assert_eq!(open_fds(u32::MAX), None, "no such process");
     }
 
