@@ -205,10 +205,13 @@ impl Store for PgStore {
     fn run_batch(&mut self, batch: Vec<Request>, records: bool) -> bool {
         let mut answers: Vec<Pending> = Vec::with_capacity(batch.len());
         let cache = &mut self.cache;
+        // The ratings of the accounts the batch rates, read as they are locked; each run
+        // of records leaves its ratings here for the next.
+        let mut ratings: HashMap<AccountId, f64> = HashMap::new();
         let committed = (|| -> DbResult<()> {
             let mut tx = self.client.transaction()?;
             if records {
-                lock_rated_accounts(&mut tx, cache, &batch)?;
+                ratings = lock_rated_accounts(&mut tx, cache, &batch)?;
             }
             // Runs of finished games are written in bulk, everything else one by one, in
             // the batch's order.
@@ -221,12 +224,18 @@ impl Store for PgStore {
                         reply,
                     } => run.push((record, stored, reply)),
                     other => {
-                        record_run(&mut tx, cache, std::mem::take(&mut run), &mut answers);
+                        record_run(
+                            &mut tx,
+                            cache,
+                            &mut ratings,
+                            std::mem::take(&mut run),
+                            &mut answers,
+                        );
                         answers.push(execute(&mut tx, cache, other));
                     }
                 }
             }
-            record_run(&mut tx, cache, run, &mut answers);
+            record_run(&mut tx, cache, &mut ratings, run, &mut answers);
             if records {
                 crate::game::crash_point("record_uncommitted");
             }
@@ -266,6 +275,7 @@ type Changes = Option<SeatPair<RatingChange>>;
 fn record_run(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
+    ratings: &mut HashMap<AccountId, f64>,
     run: Vec<GameToRecord>,
     answers: &mut Vec<Pending>,
 ) {
@@ -274,8 +284,11 @@ fn record_run(
     }
     let bulk = (|| -> DbResult<Vec<Changes>> {
         let mut savepoint = tx.savepoint("records")?;
-        let changes = record_in_bulk(&mut savepoint, cache, &run)?;
+        // Rated on a copy: a run rolled back leaves the ratings as they were.
+        let mut rated = ratings.clone();
+        let changes = record_in_bulk(&mut savepoint, cache, &mut rated, &run)?;
         savepoint.commit()?;
+        *ratings = rated;
         Ok(changes)
     })();
     match bulk {
@@ -286,6 +299,8 @@ fn record_run(
         }
         Err(error) => {
             tracing::warn!(%error, games = run.len(), "recording games in bulk failed; recording each alone");
+            // The games recorded alone read and write ratings in the database.
+            ratings.clear();
             for (record, stored, reply) in run {
                 answers.push(pending(
                     reply,
@@ -302,6 +317,7 @@ fn record_run(
 fn record_in_bulk(
     c: &mut Transaction<'_>,
     k: &mut Cache,
+    ratings: &mut HashMap<AccountId, f64>,
     run: &[GameToRecord],
 ) -> DbResult<Vec<Changes>> {
     let ids: Vec<String> = run.iter().map(|(r, _, _)| r.game_id.to_string()).collect();
@@ -346,20 +362,21 @@ fn record_in_bulk(
         .map(|row| row.get(0))
         .collect();
 
-    // The stored ratings of the accounts the run rates.
-    let rated_ids: Vec<AccountId> = run
+    // The stored ratings of the accounts the run rates that the batch has not read yet.
+    let missing: Vec<AccountId> = run
         .iter()
         .filter(|(r, _, _)| r.changes_ratings())
         .flat_map(|(r, _, _)| [r.players.one.account_id, r.players.two.account_id])
+        .filter(|id| !ratings.contains_key(id))
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let select = k.get(c, "SELECT id, rating FROM accounts WHERE id = ANY($1)")?;
-    let mut ratings: HashMap<AccountId, f64> = c
-        .query(&select, &[&rated_ids])?
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
+    if !missing.is_empty() {
+        let select = k.get(c, "SELECT id, rating FROM accounts WHERE id = ANY($1)")?;
+        for row in c.query(&select, &[&missing])? {
+            ratings.insert(row.get(0), row.get(1));
+        }
+    }
 
     #[derive(Default)]
     struct Update {
@@ -435,6 +452,27 @@ fn record_in_bulk(
         answers.push(changes);
     }
 
+    // The history first: its foreign keys lock the accounts' rows in a share mode that
+    // the batch's lock already covers, where the rows the update writes would each take
+    // a lock of their own.
+    if !history.account.is_empty() {
+        let insert = k.get(
+            c,
+            r#"INSERT INTO rating_history (account_id, game_id, "before", "after", at)
+               SELECT * FROM UNNEST($1::int8[], $2::text[], $3::float8[], $4::float8[],
+                                    $5::int8[])"#,
+        )?;
+        c.execute(
+            &insert,
+            &[
+                &history.account,
+                &history.game,
+                &history.before,
+                &history.after,
+                &history.at,
+            ],
+        )?;
+    }
     if !updates.is_empty() {
         let mut u = UpdateColumns::default();
         let mut ordered: Vec<_> = updates.into_iter().collect();
@@ -461,24 +499,6 @@ fn record_in_bulk(
         c.execute(
             &update,
             &[&u.id, &u.rating, &u.wins, &u.losses, &u.draws, &u.played],
-        )?;
-    }
-    if !history.account.is_empty() {
-        let insert = k.get(
-            c,
-            r#"INSERT INTO rating_history (account_id, game_id, "before", "after", at)
-               SELECT * FROM UNNEST($1::int8[], $2::text[], $3::float8[], $4::float8[],
-                                    $5::int8[])"#,
-        )?;
-        c.execute(
-            &insert,
-            &[
-                &history.account,
-                &history.game,
-                &history.before,
-                &history.after,
-                &history.at,
-            ],
         )?;
     }
     if !forget.is_empty() {
@@ -536,13 +556,14 @@ fn recorded_changes(c: &mut Transaction<'_>, k: &mut Cache, game_id: &str) -> Db
     }))
 }
 
-/// Locks, in id order, every account whose rating the batch may change: another writer's
-/// batch takes them in the same order, so neither waits on the other in a cycle.
+/// Locks, in id order, every account whose rating the batch may change, and returns their
+/// ratings: another writer's batch takes them in the same order, so neither waits on the
+/// other in a cycle, and none changes them until this one commits.
 fn lock_rated_accounts(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
     batch: &[Request],
-) -> DbResult<()> {
+) -> DbResult<HashMap<AccountId, f64>> {
     let ids: BTreeSet<AccountId> = batch
         .iter()
         .filter_map(|r| match r {
@@ -552,15 +573,18 @@ fn lock_rated_accounts(
         .flat_map(|r| [r.players.one.account_id, r.players.two.account_id])
         .collect();
     if ids.is_empty() {
-        return Ok(());
+        return Ok(HashMap::new());
     }
     let ids: Vec<AccountId> = ids.into_iter().collect();
     let lock = cache.get(
         tx,
-        "SELECT id FROM accounts WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
+        "SELECT id, rating FROM accounts WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
     )?;
-    tx.query(&lock, &[&ids])?;
-    Ok(())
+    Ok(tx
+        .query(&lock, &[&ids])?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect())
 }
 
 fn execute(tx: &mut Transaction<'_>, cache: &mut Cache, request: Request) -> Pending {
