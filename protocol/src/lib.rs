@@ -11,6 +11,7 @@
 //! - [`messages`]: every message in both directions.
 //! - [`error`]: stable machine-readable error codes.
 //! - [`wire`]: bounded MessagePack encoding and decoding.
+//! - [`transcript`]: the envelope of a finished game's signed transcript.
 
 #![forbid(unsafe_code)]
 
@@ -21,6 +22,7 @@ mod names;
 pub mod rating;
 pub mod rules;
 pub mod time_control;
+pub mod transcript;
 pub mod wire;
 
 pub use error::ErrorCode;
