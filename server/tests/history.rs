@@ -83,7 +83,10 @@ async fn a_players_games_are_listed_newest_first_with_their_rating_changes() {
             assert_eq!(game["seat"], serde_json::to_value(seat).unwrap());
             assert_eq!(game["opponent"]["name"], "bobby");
             assert_eq!(game["opponent"]["guest"], false);
-            assert_eq!(game["variant"], serde_json::to_value(Variant::CLASSIC).unwrap());
+            assert_eq!(
+                game["variant"],
+                serde_json::to_value(Variant::CLASSIC).unwrap()
+            );
             assert_eq!(game["time_control"]["initial_ms"], 180_000);
             assert_eq!(game["rated"], true);
             assert!(game["ended_at"].as_u64().unwrap() >= game["started_at"].as_u64().unwrap());

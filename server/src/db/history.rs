@@ -296,6 +296,9 @@ mod tests {
                 "{index}: {plan:?}"
             );
         }
-        assert!(!plan.iter().any(|s| s.starts_with("SCAN games")), "{plan:?}");
+        assert!(
+            !plan.iter().any(|s| s.starts_with("SCAN games")),
+            "{plan:?}"
+        );
     }
 }

@@ -516,7 +516,12 @@ impl Db {
         let Ok(game_id) = game_id.parse::<GameId>() else {
             return Ok(None);
         };
-        let read = || call(&self.reads, |reply| reader::Read::StoredGame { game_id, reply });
+        let read = || {
+            call(&self.reads, |reply| reader::Read::StoredGame {
+                game_id,
+                reply,
+            })
+        };
         if let Some(game) = read().await? {
             return Ok(Some(game));
         }
