@@ -178,3 +178,16 @@ fn a_public_key_is_read_as_base64_or_hex() {
     assert_eq!(parse_public_key(&hex::encode(public)), Ok(public));
     assert!(parse_public_key("short").is_err());
 }
+
+#[test]
+fn the_example_of_protocol_md_verifies() {
+    let protocol = include_str!("../../PROTOCOL.md");
+    let at = protocol
+        .find("```json\n{\"transcript\": ")
+        .expect("PROTOCOL.md's example transcript");
+    let example = &protocol[at + "```json\n".len()..];
+    let example = &example[..example.find("```").unwrap()];
+    let verified = verify(example.as_bytes(), Some(&key().verifying_key().to_bytes())).unwrap();
+    assert_eq!(verified.transcript.game.result.reason, EndReason::Aborted);
+    assert_eq!(verified.transcript.ratings, None);
+}

@@ -18,6 +18,12 @@ use elementals_protocol::transcript::{self, SignedTranscript, TranscriptKey};
 
 use crate::db::Location;
 
+/// What a SQLite database's name is followed by to name its transcript key's file.
+pub const KEY_FILE_SUFFIX: &str = "-transcript-key";
+
+/// The key file's permissions: its owner's to read and write, nobody else's.
+pub const KEY_FILE_MODE: u32 = 0o600;
+
 /// Why the transcript key cannot be had.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
@@ -125,10 +131,11 @@ impl Signing {
     }
 }
 
-/// `<database>-transcript-key`, beside the SQLite file as its game log is.
+/// `<database>-transcript-key` ([`KEY_FILE_SUFFIX`]), beside the SQLite file as its game
+/// log is.
 pub fn default_path(database: &Path) -> PathBuf {
     let mut name = database.as_os_str().to_owned();
-    name.push("-transcript-key");
+    name.push(KEY_FILE_SUFFIX);
     PathBuf::from(name)
 }
 
@@ -144,7 +151,7 @@ fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+        options.mode(KEY_FILE_MODE);
     }
     let mut file = options.open(&tmp)?;
     file.write_all(text.as_bytes())?;
@@ -179,7 +186,7 @@ mod tests {
         {
             use std::os::unix::fs::PermissionsExt;
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o600);
+            assert_eq!(mode & 0o777, KEY_FILE_MODE);
         }
         // Nothing else is left beside it.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
