@@ -2,9 +2,10 @@
 //! (`GET /api/players/{name}/games`), and what a game's signed transcript holds (its stored
 //! record and the rating changes it made), on both backends.
 //!
-//! A page's ids come from the indexes by seat (`games_by_one`, `games_by_two`), each read
-//! newest first for `offset + limit` entries and merged; only the page's records are then
-//! read, and of those only the fields before and after the rounds (`stored::decode_head`).
+//! A page's rows come from the indexes by seat (`games_by_one`, `games_by_two`, of
+//! (account, end)), each read newest first for `offset + limit` entries and merged; only
+//! the page's records are then read, and of those only the fields before and after the
+//! rounds (`stored::decode_head`).
 
 use elementals_protocol::messages::{GameId, GameResult, SeatPair};
 use elementals_protocol::rating::RatingChange;
@@ -53,17 +54,19 @@ pub struct StoredGame {
     pub changes: Option<SeatPair<RatingChange>>,
 }
 
-/// A page's games, newest first (ties by id, descending): each seat's index read for
-/// `offset + limit` entries, merged. `UNION` keeps one row of a game in both seats.
+/// A page's games, newest first (ties by rowid, descending: the later recorded first):
+/// each seat's index read for `offset + limit` entries, merged. `UNION` keeps one row of a
+/// game in both seats.
 const PAGE_IDS_SQLITE: &str = "
-    SELECT id, ended_at FROM (
-        SELECT * FROM (SELECT id, ended_at FROM games WHERE one_id = ?1
-                       ORDER BY ended_at DESC, id DESC LIMIT ?2)
+    SELECT rowid, ended_at FROM (
+        SELECT * FROM (SELECT rowid, ended_at FROM games WHERE one_id = ?1
+                       ORDER BY ended_at DESC, rowid DESC LIMIT ?2)
         UNION
-        SELECT * FROM (SELECT id, ended_at FROM games WHERE two_id = ?1
-                       ORDER BY ended_at DESC, id DESC LIMIT ?2))
-    ORDER BY ended_at DESC, id DESC LIMIT ?3 OFFSET ?4";
+        SELECT * FROM (SELECT rowid, ended_at FROM games WHERE two_id = ?1
+                       ORDER BY ended_at DESC, rowid DESC LIMIT ?2))
+    ORDER BY ended_at DESC, rowid DESC LIMIT ?3 OFFSET ?4";
 
+/// On PostgreSQL, ties by id, descending.
 const PAGE_IDS_PG: &str = "
     (SELECT id, ended_at FROM games WHERE one_id = $1 ORDER BY ended_at DESC, id DESC LIMIT $2)
     UNION
@@ -87,19 +90,20 @@ pub(super) fn player_games(
     let Some(account) = accounts::by_name(conn, name)?.filter(|a| !a.guest) else {
         return Ok(None);
     };
-    let ids: Vec<(String, i64)> = conn
+    let rows: Vec<(i64, i64)> = conn
         .prepare_cached(PAGE_IDS_SQLITE)?
         .query_map(
             params![account.id, page_end(page), page.limit, page.offset],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?
         .collect::<rusqlite::Result<_>>()?;
-    let mut record = conn.prepare_cached("SELECT record, rounds FROM games WHERE id = ?1")?;
+    let mut record =
+        conn.prepare_cached("SELECT id, record, rounds FROM games WHERE rowid = ?1")?;
     let mut change = conn.prepare_cached(CHANGE_SQLITE)?;
-    let mut games = Vec::with_capacity(ids.len());
-    for (id, ended_at) in ids {
-        let (bytes, rounds): (Vec<u8>, i64) =
-            record.query_row([&id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    let mut games = Vec::with_capacity(rows.len());
+    for (rowid, ended_at) in rows {
+        let (id, bytes, rounds): (String, Vec<u8>, i64) =
+            record.query_row([rowid], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
         let rating_change = change
             .query_row(params![account.id, ended_at, id], |row| {
                 Ok(RatingChange {
