@@ -161,6 +161,7 @@ impl Connection {
                     heartbeat_ms: 0,
                     idle_timeout_ms: 0,
                     max_rounds: 0,
+                    first_commit_ms: 0,
                 },
             },
             reader,

@@ -55,6 +55,7 @@ impl AppState {
             heartbeat_ms: self.config.heartbeat().as_millis() as u64,
             idle_timeout_ms: self.config.idle_timeout().as_millis() as u64,
             max_rounds: self.config.max_rounds(),
+            first_commit_ms: self.config.first_commit_secs * 1000,
         }
     }
 }

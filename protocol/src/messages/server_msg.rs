@@ -22,6 +22,9 @@ pub struct Limits {
     pub idle_timeout_ms: u64,
     /// Resolved rounds after which a game ends drawn (`max_rounds`), at most `MAX_ROUNDS`.
     pub max_rounds: u32,
+    /// How long round 1's commit phase waits for both commitments before the game is
+    /// aborted unrated (`first_commit_ms`); the clocks do not run in that phase.
+    pub first_commit_ms: u64,
 }
 
 /// Messages the server sends to a client. Clients should ignore fields they do not know,

@@ -60,6 +60,7 @@ fn limits() -> Limits {
         heartbeat_ms: 20_000,
         idle_timeout_ms: 60_000,
         max_rounds: 1_000,
+        first_commit_ms: 30_000,
     }
 }
 

@@ -284,6 +284,7 @@ pub(crate) fn server_examples() -> Vec<ServerMsg> {
                 heartbeat_ms: 20_000,
                 idle_timeout_ms: 60_000,
                 max_rounds: 1_000,
+                first_commit_ms: 30_000,
             },
         },
         Pong { id: 2 },
