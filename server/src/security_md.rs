@@ -245,6 +245,14 @@ fn pins() -> Vec<Pin> {
             "games watched per connection",
             crate::session::MAX_WATCHED.to_string(),
         ),
+        flagged(
+            "games against the computer (`play_bot`)",
+            format!(
+                "{} on the server; one per account (a player sits in one game at a time)",
+                d.max_bot_games
+            ),
+            "--max-bot-games",
+        ),
         // Queues
         pin(
             "frames to one connection (outbox)",

@@ -38,6 +38,7 @@ fn players() -> SeatPair<PlayerInfo> {
         name: name.into(),
         rating: 1.3,
         guest: false,
+        bot: false,
     };
     SeatPair::new(info("alice"), info("bob"))
 }

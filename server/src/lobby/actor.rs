@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use elementals_protocol::messages::{
-    Challenge, GameId, GameInfo, RequestId, SeatPair, Seek, ServerMsg,
+    Challenge, GameId, GameInfo, PoolCount, RequestId, SeatPair, Seek, ServerMsg,
 };
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::{ErrorCode, TimeControl};
@@ -16,13 +16,17 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::pairing::Pool;
-use super::{LobbyCmd, LobbyError, Member};
+use super::{Counts, LobbyCmd, LobbyError, Member};
+use crate::bots::Bots;
 use crate::bus::Bus;
-use crate::game::{spawn_game, GameServices, GameSetup};
+use crate::game::{spawn_game, GameHandle, GameServices, GameSetup};
 use crate::record::{AccountId, RecordPlayer};
 
 /// Open seeks and outgoing challenges one account may have at once.
 pub(crate) const MAX_OPEN_PER_ACCOUNT: usize = 5;
+
+/// Pools a `counts` answer lists at most (the fullest).
+pub const MAX_COUNTED_POOLS: usize = 20;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct PoolKey {
@@ -52,11 +56,17 @@ struct Lobby {
     seeks: BTreeMap<u64, OpenSeek>,
     challenges: BTreeMap<u64, OpenChallenge>,
     next_id: u64,
+    bots: Arc<Bots>,
+    /// The fullest pools and the players online, as the last tick counted them (so that
+    /// `lobby_counts` costs a copy, however often it is asked).
+    counted: Vec<(PoolKey, u32)>,
+    online: u32,
 }
 
 pub(super) async fn run(
     mut rx: mpsc::Receiver<LobbyCmd>,
     services: GameServices,
+    bots: Arc<Bots>,
     shutting_down: Arc<AtomicBool>,
 ) {
     let mut lobby = Lobby {
@@ -68,6 +78,9 @@ pub(super) async fn run(
         seeks: BTreeMap::new(),
         challenges: BTreeMap::new(),
         next_id: 1,
+        bots,
+        counted: Vec::new(),
+        online: 0,
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -172,8 +185,121 @@ impl Lobby {
             } => {
                 let _ = reply.send(self.offer_rematch(member, game_id));
             }
+            LobbyCmd::PlayBot {
+                member,
+                strength,
+                variant,
+                preset,
+                reply,
+            } => {
+                let _ = reply.send(self.play_bot(member, &strength, variant, &preset));
+            }
+            LobbyCmd::Counts { account, reply } => {
+                let _ = reply.send(Ok(self.counts(account)));
+            }
             LobbyCmd::Gone { account, conn_id } => self.gone(account, conn_id),
         }
+    }
+
+    fn play_bot(
+        &mut self,
+        member: Member,
+        strength: &str,
+        variant: Variant,
+        preset: &str,
+    ) -> Result<()> {
+        let bot = self.bots.by_strength(strength).cloned().ok_or_else(|| {
+            LobbyError::new(
+                ErrorCode::UnknownStrength,
+                format!("no computer opponent plays at {strength:?}: try easy, medium or hard"),
+            )
+        })?;
+        let tc = TimeControl::preset(preset)
+            .map_err(|e| LobbyError::new(ErrorCode::InvalidTimeControl, e.to_string()))?;
+        validate_game(&variant, &tc)?;
+        self.ready_for_new_game(member.account)?;
+        let slot = self.bots.reserve().ok_or_else(|| {
+            LobbyError::new(
+                ErrorCode::TooManyRequests,
+                "the server runs as many games against the computer as it can: try again soon",
+            )
+        })?;
+        let conn = self.bots.connect();
+        let conn_id = conn.conn_id();
+        let opponent = Member {
+            account: bot.account,
+            info: bot.info.clone(),
+            conn_id,
+        };
+        let bot_seat = if rand::random::<bool>() {
+            Seat::One
+        } else {
+            Seat::Two
+        };
+        let (one, two) = match bot_seat {
+            Seat::One => (opponent, member),
+            Seat::Two => (member, opponent),
+        };
+        match self.start_game_seated(one, two, variant, tc, false) {
+            Ok(game) => {
+                self.bots
+                    .play(&bot, game.player(bot_seat), conn, slot, false);
+                Ok(())
+            }
+            Err(e) => {
+                self.bus.disconnect(conn_id);
+                Err(e)
+            }
+        }
+    }
+
+    /// The last tick's counts, with `account`'s own pool counted now and without them.
+    fn counts(&self, account: AccountId) -> Counts {
+        let own = self.queued.get(&account).map(|(key, _)| key);
+        let mut pools: Vec<(&PoolKey, u32)> = self
+            .counted
+            .iter()
+            .filter(|(key, _)| Some(key) != own)
+            .map(|(key, n)| (key, *n))
+            .collect();
+        if let Some(key) = own {
+            let others = self
+                .pools
+                .get(key)
+                .map_or(0, |p| (p.len() as u32).saturating_sub(1));
+            if others > 0 {
+                pools.push((key, others));
+            }
+        }
+        pools.sort_by(|a, b| b.1.cmp(&a.1));
+        pools.truncate(MAX_COUNTED_POOLS);
+        Counts {
+            online: self.online,
+            pools: pools
+                .into_iter()
+                .map(|(key, waiting)| PoolCount {
+                    variant: key.variant,
+                    time_control: key.preset.clone(),
+                    rated: key.rated,
+                    waiting,
+                })
+                .collect(),
+        }
+    }
+
+    /// Counts the pools and the players online, for `counts` until the next tick. One more
+    /// pool than is listed is kept, for when the asker's own is left out.
+    fn take_counts(&mut self) {
+        let mut counted: Vec<(PoolKey, u32)> = self
+            .pools
+            .iter()
+            .filter(|(_, pool)| !pool.is_empty())
+            .map(|(key, pool)| (key.clone(), pool.len() as u32))
+            .collect();
+        counted.sort_by(|a, b| b.1.cmp(&a.1));
+        counted.truncate(MAX_COUNTED_POOLS + 1);
+        self.counted = counted;
+        self.online = self.services.registry.online_count() as u32;
     }
 
     fn next_id(&mut self) -> u64 {
@@ -355,6 +481,7 @@ impl Lobby {
             }
         }
         self.update_queued_metric();
+        self.take_counts();
     }
 
     fn create_seek(
@@ -639,6 +766,7 @@ impl Lobby {
             Seat::Two => (member, opp),
         };
         self.start_game_seated(one, two, now.variant, now.time_control, now.rated)
+            .map(drop)
     }
 
     fn gone(&mut self, account: AccountId, conn_id: u64) {
@@ -682,6 +810,7 @@ impl Lobby {
             (b, a)
         };
         self.start_game_seated(one, two, variant, tc, rated)
+            .map(drop)
     }
 
     fn start_game_seated(
@@ -691,7 +820,7 @@ impl Lobby {
         variant: Variant,
         tc: TimeControl,
         rated: bool,
-    ) -> Result<()> {
+    ) -> Result<GameHandle> {
         // Every request that seats two members refuses one account twice before this; this
         // is the one place games start, so no game of an account against itself can (its
         // record could not be rated, nor its result mean anything).
@@ -722,6 +851,7 @@ impl Lobby {
             players,
         };
         let handle = spawn_game(setup, self.services.clone());
+        let game = handle.clone();
         let info = GameInfo {
             game_id,
             variant,
@@ -748,7 +878,7 @@ impl Lobby {
                     .await;
             }
         });
-        Ok(())
+        Ok(game)
     }
 }
 

@@ -1,0 +1,268 @@
+//! Computer opponents (`play_bot`): players the server runs itself, one account per strength
+//! (`bot-easy`, `bot-medium`, `bot-hard`), playing with the protocol crate's strategies.
+//!
+//! A bot plays as a connection would: its seat has a connection identity on the bus, whose
+//! outbox a task of its own reads (`driver`), and its moves go through `PlayerHandle::act`
+//! like any player's, so it commits, reveals and runs its clock by the same rules. It sees
+//! only what its seat is sent: the other player's pick reaches it in `round_result`.
+//!
+//! A bot keeps nothing of a game in memory that a restart would lose: its pick and nonce in
+//! a round are derived from a secret of its account (stored where a password hash would be,
+//! in a form no password matches), the game and the round, so that after a restart it
+//! reveals what it committed before. Its account's `password_hash` is `bot:` and 64 hex
+//! digits; `PasswordHash` parses no such string, so nobody signs in as a bot.
+
+mod driver;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use elementals_protocol::messages::{GameId, PlayerInfo};
+use elementals_protocol::strategy::{Greedy, Minimax, Random, Strategy};
+use elementals_protocol::Seat;
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::{Bus, ConnId};
+use crate::db::{Db, DbResult};
+use crate::game::PlayerHandle;
+use crate::record::AccountId;
+use crate::registry::Registry;
+
+/// Names starting with this (any case) are the bots' and refused to players.
+pub const BOT_PREFIX: &str = "bot-";
+
+/// The strengths `play_bot` offers, weakest first.
+pub const STRENGTHS: [&str; 3] = ["easy", "medium", "hard"];
+
+/// What marks a bot account's `password_hash` (and so its secret).
+const SECRET_MARK: &str = "bot:";
+
+/// Bots' connection identities: far above the socket tier's counter, which counts up from
+/// 1 and would need centuries to reach it.
+const FIRST_BOT_CONN: ConnId = 1 << 62;
+static NEXT_BOT_CONN: AtomicU64 = AtomicU64::new(FIRST_BOT_CONN);
+
+/// Whether `name` is one of the names reserved for bots.
+pub fn is_bot_name(name: &str) -> bool {
+    name.get(..BOT_PREFIX.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(BOT_PREFIX))
+}
+
+/// One bot account.
+#[derive(Debug, Clone)]
+pub struct Bot {
+    pub strength: &'static str,
+    pub account: AccountId,
+    pub info: PlayerInfo,
+    secret: [u8; 32],
+}
+
+impl Bot {
+    /// The seed of this bot's choices in `round` of `game_id` at `seat`, for `purpose`.
+    fn derive(&self, purpose: &[u8], game_id: GameId, round: u32, seat: Seat) -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(b"elementals-bot/");
+        h.update(purpose);
+        h.update(self.secret);
+        h.update(game_id.0.as_bytes());
+        h.update(round.to_be_bytes());
+        h.update([seat as u8]);
+        h.finalize().into()
+    }
+
+    /// The strategy that picks in `round`, seeded for that round alone.
+    fn strategy(&self, game_id: GameId, round: u32, seat: Seat) -> Box<dyn Strategy> {
+        let seed = self.derive(b"pick", game_id, round, seat);
+        let seed = u64::from_be_bytes(seed[..8].try_into().expect("8 bytes"));
+        match self.strength {
+            "easy" => Box::new(Random::seeded(seed)),
+            "medium" => Box::new(Greedy::seeded(seed)),
+            _ => Box::new(Minimax::seeded(seed)),
+        }
+    }
+
+    fn nonce(&self, game_id: GameId, round: u32, seat: Seat) -> [u8; 32] {
+        self.derive(b"nonce", game_id, round, seat)
+    }
+}
+
+/// The bots, and how many games they play.
+#[derive(Debug)]
+pub struct Bots {
+    bots: Vec<Bot>,
+    /// Games the bots play now (the cap counts these).
+    live: Arc<AtomicUsize>,
+    max_games: usize,
+    bus: Arc<dyn Bus>,
+    /// Cancelled at shutdown, with the games.
+    stop: CancellationToken,
+}
+
+/// One game's place under the cap: freed when its bot's task ends.
+#[derive(Debug)]
+pub struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A bot's connection in one game: its identity on the bus, and what is sent to it.
+pub struct BotConn {
+    outbox: crate::outbox::Outbox,
+    rx: tokio::sync::mpsc::Receiver<crate::outbox::Outbound>,
+}
+
+impl BotConn {
+    pub fn conn_id(&self) -> ConnId {
+        self.outbox.conn_id()
+    }
+}
+
+impl Bots {
+    /// The bot accounts, created the first time. A name of theirs that a player holds
+    /// (registered before the names were reserved) is skipped, with a warning.
+    pub async fn load(
+        db: &Db,
+        bus: Arc<dyn Bus>,
+        stop: CancellationToken,
+        max_games: usize,
+    ) -> DbResult<Bots> {
+        let mut bots = Vec::new();
+        for strength in STRENGTHS {
+            let name = format!("{BOT_PREFIX}{strength}");
+            let row = match db.account_by_name(name.clone()).await? {
+                Some(row) => row,
+                None => {
+                    let secret: [u8; 32] = rand::random();
+                    let mark = format!("{SECRET_MARK}{}", hex::encode(secret));
+                    match db.create_account(name.clone(), mark).await {
+                        Ok(row) => row,
+                        // Another server on the same database made it first.
+                        Err(crate::db::DbError::NameTaken) => db
+                            .account_by_name(name.clone())
+                            .await?
+                            .ok_or(crate::db::DbError::NameTaken)?,
+                        Err(e) => return Err(e),
+                    }
+                }
+            };
+            let secret = row
+                .password_hash
+                .as_deref()
+                .and_then(|h| h.strip_prefix(SECRET_MARK))
+                .and_then(|h| hex::decode(h).ok())
+                .and_then(|s| <[u8; 32]>::try_from(s).ok());
+            let Some(secret) = secret else {
+                tracing::warn!(%name, "a player holds this bot's name: no {strength} computer opponent");
+                continue;
+            };
+            bots.push(Bot {
+                strength,
+                account: row.id,
+                info: PlayerInfo {
+                    name: row.name,
+                    rating: row.rating,
+                    guest: false,
+                    bot: true,
+                },
+                secret,
+            });
+        }
+        Ok(Bots {
+            bots,
+            live: Arc::default(),
+            max_games,
+            bus,
+            stop,
+        })
+    }
+
+    pub fn by_strength(&self, strength: &str) -> Option<&Bot> {
+        self.bots.iter().find(|b| b.strength == strength)
+    }
+
+    fn by_account(&self, account: AccountId) -> Option<&Bot> {
+        self.bots.iter().find(|b| b.account == account)
+    }
+
+    /// A place for one more game under the cap, if there is one.
+    pub fn reserve(&self) -> Option<Slot> {
+        let taken = self
+            .live
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < self.max_games).then_some(n + 1)
+            });
+        taken.ok().map(|_| Slot(self.live.clone()))
+    }
+
+    /// Games the bots play now.
+    pub fn live_games(&self) -> usize {
+        self.live.load(Ordering::Relaxed)
+    }
+
+    /// A new connection identity for a bot's seat, on the bus.
+    pub fn connect(&self) -> BotConn {
+        let conn_id = NEXT_BOT_CONN.fetch_add(1, Ordering::Relaxed);
+        let (outbox, rx) = crate::outbox::Outbox::new(conn_id, crate::outbox::OUTBOX_CAPACITY);
+        self.bus.connect(&outbox);
+        BotConn { outbox, rx }
+    }
+
+    /// Plays `bot`'s seat until its game ends. `attach`: the task attaches the seat itself
+    /// (a restored game); otherwise whoever started the game attaches `conn`.
+    pub fn play(&self, bot: &Bot, seat: PlayerHandle, conn: BotConn, slot: Slot, attach: bool) {
+        let driver = driver::Driver::new(bot.clone(), seat, self.bus.clone());
+        let stop = self.stop.clone();
+        tokio::spawn(async move {
+            driver.run(conn, attach, stop).await;
+            drop(slot);
+        });
+    }
+
+    /// After the games are restored: the bots take their seats in them again. Not capped:
+    /// these games were running before the restart.
+    pub fn resume_games(&self, registry: &Registry) -> usize {
+        let mut resumed = 0;
+        for game in registry.live_games() {
+            let Some(handle) = registry.game(&game.game_id) else {
+                continue;
+            };
+            for seat in [Seat::One, Seat::Two] {
+                let player = game.players.get(seat);
+                if !player.bot {
+                    continue;
+                }
+                let Some(bot) = self.bots.iter().find(|b| b.info.name == player.name) else {
+                    continue;
+                };
+                self.live.fetch_add(1, Ordering::Relaxed);
+                let slot = Slot(self.live.clone());
+                self.play(bot, handle.player(seat), self.connect(), slot, true);
+                resumed += 1;
+            }
+        }
+        resumed
+    }
+
+    /// Whether `account` is a bot's.
+    pub fn is_bot(&self, account: AccountId) -> bool {
+        self.by_account(account).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bot_names_are_told_apart_in_any_case() {
+        assert!(is_bot_name("bot-easy"));
+        assert!(is_bot_name("BOT-x"));
+        assert!(!is_bot_name("bot"));
+        assert!(!is_bot_name("robot-easy"));
+        assert!(!is_bot_name("bó-easy"));
+    }
+}
