@@ -6,21 +6,18 @@
 //! like any player's, so it commits, reveals and runs its clock by the same rules. It sees
 //! only what its seat is sent: the other player's pick reaches it in `round_result`.
 //!
-//! A bot keeps nothing of a game in memory that a restart would lose: its pick and nonce in
-//! a round are derived from a secret of its account (stored where a password hash would be,
-//! in a form no password matches), the game and the round, so that after a restart it
-//! reveals what it committed before. Its account's `password_hash` is `bot:` and 64 hex
-//! digits; `PasswordHash` parses no such string, so nobody signs in as a bot.
+//! A bot account has `bot` as its `password_hash`, which `PasswordHash` does not parse, so
+//! nobody signs in as a bot. A restart voids the round under way (PROTOCOL.md), so a bot
+//! keeps its pick and nonce in memory only, for the round it plays.
 
 mod driver;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use elementals_protocol::messages::{GameId, PlayerInfo};
+use elementals_protocol::messages::PlayerInfo;
 use elementals_protocol::strategy::{Greedy, Minimax, Random, Strategy};
 use elementals_protocol::Seat;
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::{Bus, ConnId};
@@ -35,8 +32,8 @@ pub const BOT_PREFIX: &str = "bot-";
 /// The strengths `play_bot` offers, weakest first.
 pub const STRENGTHS: [&str; 3] = ["easy", "medium", "hard"];
 
-/// What marks a bot account's `password_hash` (and so its secret).
-const SECRET_MARK: &str = "bot:";
+/// A bot account's `password_hash`: no password matches it.
+const NO_PASSWORD: &str = "bot";
 
 /// Bots' connection identities: far above the socket tier's counter, which counts up from
 /// 1 and would need centuries to reach it.
@@ -55,35 +52,16 @@ pub struct Bot {
     pub strength: &'static str,
     pub account: AccountId,
     pub info: PlayerInfo,
-    secret: [u8; 32],
 }
 
 impl Bot {
-    /// The seed of this bot's choices in `round` of `game_id` at `seat`, for `purpose`.
-    fn derive(&self, purpose: &[u8], game_id: GameId, round: u32, seat: Seat) -> [u8; 32] {
-        let mut h = Sha256::new();
-        h.update(b"elementals-bot/");
-        h.update(purpose);
-        h.update(self.secret);
-        h.update(game_id.0.as_bytes());
-        h.update(round.to_be_bytes());
-        h.update([seat as u8]);
-        h.finalize().into()
-    }
-
-    /// The strategy that picks in `round`, seeded for that round alone.
-    fn strategy(&self, game_id: GameId, round: u32, seat: Seat) -> Box<dyn Strategy> {
-        let seed = self.derive(b"pick", game_id, round, seat);
-        let seed = u64::from_be_bytes(seed[..8].try_into().expect("8 bytes"));
+    /// The strategy that picks in one round, freshly seeded.
+    fn strategy(&self) -> Box<dyn Strategy> {
         match self.strength {
-            "easy" => Box::new(Random::seeded(seed)),
-            "medium" => Box::new(Greedy::seeded(seed)),
-            _ => Box::new(Minimax::seeded(seed)),
+            "easy" => Box::new(Random::new()),
+            "medium" => Box::new(Greedy::new()),
+            _ => Box::new(Minimax::new()),
         }
-    }
-
-    fn nonce(&self, game_id: GameId, round: u32, seat: Seat) -> [u8; 32] {
-        self.derive(b"nonce", game_id, round, seat)
     }
 }
 
@@ -136,9 +114,7 @@ impl Bots {
             let row = match db.account_by_name(name.clone()).await? {
                 Some(row) => row,
                 None => {
-                    let secret: [u8; 32] = rand::random();
-                    let mark = format!("{SECRET_MARK}{}", hex::encode(secret));
-                    match db.create_account(name.clone(), mark).await {
+                    match db.create_account(name.clone(), NO_PASSWORD.into()).await {
                         Ok(row) => row,
                         // Another server on the same database made it first.
                         Err(crate::db::DbError::NameTaken) => db
@@ -149,16 +125,10 @@ impl Bots {
                     }
                 }
             };
-            let secret = row
-                .password_hash
-                .as_deref()
-                .and_then(|h| h.strip_prefix(SECRET_MARK))
-                .and_then(|h| hex::decode(h).ok())
-                .and_then(|s| <[u8; 32]>::try_from(s).ok());
-            let Some(secret) = secret else {
+            if row.password_hash.as_deref() != Some(NO_PASSWORD) {
                 tracing::warn!(%name, "a player holds this bot's name: no {strength} computer opponent");
                 continue;
-            };
+            }
             bots.push(Bot {
                 strength,
                 account: row.id,
@@ -168,7 +138,6 @@ impl Bots {
                     guest: false,
                     bot: true,
                 },
-                secret,
             });
         }
         Ok(Bots {

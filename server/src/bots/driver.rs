@@ -23,6 +23,8 @@ pub(super) struct Driver {
     game: Option<GameSnapshot>,
     /// The round and phase of the move sent last, so that each is sent once.
     sent: Option<(u32, Phase)>,
+    /// The round committed to, its pick and nonce, for the reveal.
+    sealed: Option<(u32, u16, [u8; commitment::NONCE_LEN])>,
     next_id: u32,
 }
 
@@ -39,6 +41,7 @@ impl Driver {
             bus,
             game: None,
             sent: None,
+            sealed: None,
             next_id: 0,
         }
     }
@@ -143,27 +146,31 @@ impl Driver {
             return;
         }
         let game_id = game.game.game_id;
-        // The same view, seed and nonce give the same pick whenever it is asked for: at the
-        // commit, at the reveal, and after a restart in between.
-        let view = GameView {
-            variant: game.game.variant,
-            seat,
-            round,
-            positions: &game.positions,
-            history: &game.rounds,
-        };
-        let pick = self.bot.strategy(game_id, round, seat).pick(&view);
-        let nonce = self.bot.nonce(game_id, round, seat);
-        let action = match phase {
-            Phase::Commit => SeatAction::Commit {
-                round,
-                commitment: commitment::make(&game_id.0, round, seat, pick, &nonce).to_vec(),
-            },
-            _ => SeatAction::Reveal {
+        let action = match (phase, self.sealed) {
+            (Phase::Commit, _) => {
+                let view = GameView {
+                    variant: game.game.variant,
+                    seat,
+                    round,
+                    positions: &game.positions,
+                    history: &game.rounds,
+                };
+                let pick = self.bot.strategy().pick(&view);
+                let nonce: [u8; commitment::NONCE_LEN] = rand::random();
+                self.sealed = Some((round, pick, nonce));
+                SeatAction::Commit {
+                    round,
+                    commitment: commitment::make(&game_id.0, round, seat, pick, &nonce).to_vec(),
+                }
+            }
+            (_, Some((sealed, pick, nonce))) if sealed == round => SeatAction::Reveal {
                 round,
                 pick,
                 nonce: nonce.to_vec(),
             },
+            // Committed by another task of this bot's (none runs twice), or never: nothing
+            // to reveal.
+            _ => return,
         };
         self.sent = Some((round, phase));
         self.send(action, conn).await;
