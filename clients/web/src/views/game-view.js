@@ -239,7 +239,8 @@ function render(app, game, parts) {
     const s = seatState(game, seat);
     c.state.textContent = s.text;
     c.state.className = `seat-state ${s.cls}`;
-    c.rating.textContent = info.players[seat].guest ? 'guest' : fmtRating(info.players[seat].rating);
+    const player = info.players[seat];
+    c.rating.textContent = player.bot ? 'computer' : player.guest ? 'guest' : fmtRating(player.rating);
     c.card.classList.toggle('winner', game.result?.winner === seat);
   }
   renderClocks(game, parts);

@@ -1,6 +1,8 @@
 // The lobby: quick pairing by variant and time control, open seeks, and challenges.
 
 import { fmtGameKind, fmtRating, fmtVariant, h, PRESETS, replace } from '../dom.js';
+import { computerCard } from './computer.js';
+import { lobbyCounts } from './counts.js';
 
 export const VARIANTS = [
   { label: 'Classic', number: 5, range: 2, distance: 3 },
@@ -95,8 +97,9 @@ export function lobbyView(app) {
     const v = readVariant();
     replace(
       pools,
-      PRESETS.map((p) =>
-        h(
+      PRESETS.map((p) => {
+        const waiting = counts ? counts.waitingIn(v, p.name, rated()) : 0;
+        return h(
           'button',
           {
             class: 'pool',
@@ -107,10 +110,12 @@ export function lobbyView(app) {
           h('span', { class: 'pool-tc' }, `${p.initial_ms / 60000}+${p.increment_ms / 1000}`),
           h('span', { class: 'pool-name' }, p.label),
           h('span', { class: 'sr-only' }, `, variant ${fmtVariant(v)}`),
-        ),
-      ),
+          waiting ? h('span', { class: 'pool-waiting' }, `${waiting} waiting`) : null,
+        );
+      }),
     );
   };
+  let counts = null;
   const joinPool = async (preset) => {
     const variant = readVariant();
     const reply = await app.act({ type: 'join_pool', variant, time_control: preset, rated: rated() });
@@ -284,6 +289,7 @@ export function lobbyView(app) {
     replace(inGame, live ? h('a', { class: 'button primary', href: `#/game/${g.id}` }, 'You are in a game — return to it') : null);
   };
 
+  counts = lobbyCounts(app, () => renderPools());
   const el = h(
     'div',
     { class: 'lobby' },
@@ -294,11 +300,13 @@ export function lobbyView(app) {
       'section',
       { class: 'card', 'aria-labelledby': 'pair-title' },
       h('h2', { id: 'pair-title' }, 'Quick pairing'),
+      counts.el,
       h('div', { class: 'row wrap' }, select, ratedLabel),
       custom,
       pools,
       queuePanel,
     ),
+    computerCard(app, readVariant),
     h(
       'section',
       { class: 'card', 'aria-labelledby': 'seeks-title' },
@@ -328,5 +336,12 @@ export function lobbyView(app) {
   refreshSeeks();
   // Seeks are not pushed to everyone: poll while the lobby is open.
   const timer = setInterval(refreshSeeks, 4000);
-  return { el, update, destroy: () => clearInterval(timer) };
+  return {
+    el,
+    update,
+    destroy: () => {
+      clearInterval(timer);
+      counts.destroy();
+    },
+  };
 }
