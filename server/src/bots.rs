@@ -153,10 +153,6 @@ impl Bots {
         self.bots.iter().find(|b| b.strength == strength)
     }
 
-    fn by_account(&self, account: AccountId) -> Option<&Bot> {
-        self.bots.iter().find(|b| b.account == account)
-    }
-
     /// A place for one more game under the cap, if there is one.
     pub fn reserve(&self) -> Option<Slot> {
         let taken = self
@@ -165,11 +161,6 @@ impl Bots {
                 (n < self.max_games).then_some(n + 1)
             });
         taken.ok().map(|_| Slot(self.live.clone()))
-    }
-
-    /// Games the bots play now.
-    pub fn live_games(&self) -> usize {
-        self.live.load(Ordering::Relaxed)
     }
 
     /// A new connection identity for a bot's seat, on the bus.
@@ -214,11 +205,6 @@ impl Bots {
             }
         }
         resumed
-    }
-
-    /// Whether `account` is a bot's.
-    pub fn is_bot(&self, account: AccountId) -> bool {
-        self.by_account(account).is_some()
     }
 }
 

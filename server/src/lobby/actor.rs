@@ -271,7 +271,7 @@ impl Lobby {
                 pools.push((key, others));
             }
         }
-        pools.sort_by(|a, b| b.1.cmp(&a.1));
+        pools.sort_by_key(|p| std::cmp::Reverse(p.1));
         pools.truncate(MAX_COUNTED_POOLS);
         Counts {
             online: self.online,
@@ -296,7 +296,7 @@ impl Lobby {
             .filter(|(_, pool)| !pool.is_empty())
             .map(|(key, pool)| (key.clone(), pool.len() as u32))
             .collect();
-        counted.sort_by(|a, b| b.1.cmp(&a.1));
+        counted.sort_by_key(|p| std::cmp::Reverse(p.1));
         counted.truncate(MAX_COUNTED_POOLS + 1);
         self.counted = counted;
         self.online = self.services.registry.online_count() as u32;
