@@ -80,7 +80,13 @@ async fn play_to_the_end(
 
 #[tokio::test]
 async fn a_game_against_the_computer_starts_at_once_and_is_played_to_its_end_unrated() {
-    let server = start_server().await;
+    for backend in BACKENDS {
+        a_game_against_the_computer_on(backend).await;
+    }
+}
+
+async fn a_game_against_the_computer_on(backend: Backend) {
+    let server = start_server_on(backend).await;
     let mut alice = TestClient::connect(&server).await;
     alice.register("alice").await;
     let (game, seat) = start_bot_game(&mut alice, "hard").await;
@@ -114,6 +120,14 @@ async fn a_game_against_the_computer_starts_at_once_and_is_played_to_its_end_unr
         .http_get(&format!("/api/games/{}", game.game_id))
         .await;
     assert_eq!(status, 200);
+    // The computer plays unrated only: the leaderboard, of rated play, leaves it out.
+    let (_, body) = server.http_get("/api/leaderboard").await;
+    let board: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
+    let names: Vec<&str> = board
+        .iter()
+        .map(|row| row["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alice"], "{body}");
     // The game's place under the cap is free again: another game starts.
     start_bot_game(&mut alice, "easy").await;
 }
