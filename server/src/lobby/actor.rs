@@ -57,10 +57,9 @@ struct Lobby {
     challenges: BTreeMap<u64, OpenChallenge>,
     next_id: u64,
     bots: Arc<Bots>,
-    /// The fullest pools and the players online, as the last tick counted them (so that
-    /// `lobby_counts` costs a copy, however often it is asked).
+    /// The fullest pools, as the last tick counted them (so that `lobby_counts` costs a
+    /// copy, however often it is asked).
     counted: Vec<(PoolKey, u32)>,
-    online: u32,
 }
 
 pub(super) async fn run(
@@ -80,7 +79,6 @@ pub(super) async fn run(
         next_id: 1,
         bots,
         counted: Vec::new(),
-        online: 0,
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -253,7 +251,8 @@ impl Lobby {
         }
     }
 
-    /// The last tick's counts, with `account`'s own pool counted now and without them.
+    /// The last tick's pool counts, with `account`'s own pool counted now and without them,
+    /// and the players online now.
     fn counts(&self, account: AccountId) -> Counts {
         let own = self.queued.get(&account).map(|(key, _)| key);
         let mut pools: Vec<(&PoolKey, u32)> = self
@@ -274,7 +273,8 @@ impl Lobby {
         pools.sort_by_key(|p| std::cmp::Reverse(p.1));
         pools.truncate(MAX_COUNTED_POOLS);
         Counts {
-            online: self.online,
+            // A count per shard of the registry's map: cheap enough to take at the asking.
+            online: self.services.registry.online_count() as u32,
             pools: pools
                 .into_iter()
                 .map(|(key, waiting)| PoolCount {
@@ -287,8 +287,8 @@ impl Lobby {
         }
     }
 
-    /// Counts the pools and the players online, for `counts` until the next tick. One more
-    /// pool than is listed is kept, for when the asker's own is left out.
+    /// Counts the pools, for `counts` until the next tick. One more pool than is listed is
+    /// kept, for when the asker's own is left out.
     fn take_counts(&mut self) {
         let mut counted: Vec<(PoolKey, u32)> = self
             .pools
@@ -299,7 +299,6 @@ impl Lobby {
         counted.sort_by_key(|p| std::cmp::Reverse(p.1));
         counted.truncate(MAX_COUNTED_POOLS + 1);
         self.counted = counted;
-        self.online = self.services.registry.online_count() as u32;
     }
 
     fn next_id(&mut self) -> u64 {

@@ -134,8 +134,8 @@ pub enum LobbyCmd {
         preset: String,
         reply: LobbyReply<()>,
     },
-    /// The counts the lobby took last, with `account`'s own pool counted now and without
-    /// them.
+    /// The pools as the lobby counted them last, with `account`'s own pool counted now and
+    /// without them; the players online now.
     Counts {
         account: AccountId,
         reply: LobbyReply<Counts>,

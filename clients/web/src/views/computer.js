@@ -1,5 +1,5 @@
 // "Play the computer": a game at once against a computer opponent the server runs
-// (`play_bot`), never rated, in the variant chosen above.
+// (`play_bot`), never rated, in the variant chosen for quick pairing.
 
 import { h, PRESETS } from '../dom.js';
 
@@ -9,7 +9,7 @@ const STRENGTHS = [
   { name: 'hard', label: 'Hard', about: 'mixes its picks so they cannot be read' },
 ];
 
-/** The section; `readVariant` gives the variant chosen in the lobby. */
+/** The section; `readVariant` gives the variant chosen for quick pairing. */
 export function computerCard(app, readVariant) {
   const preset = h('select', { id: 'bot-preset', 'aria-label': 'Time control against the computer' },
     PRESETS.map((p) => h('option', { value: p.name }, `${p.label} ${p.initial_ms / 60000}+${p.increment_ms / 1000}`)));
@@ -18,7 +18,7 @@ export function computerCard(app, readVariant) {
     'section',
     { class: 'card', 'aria-labelledby': 'computer-title' },
     h('h2', { id: 'computer-title' }, 'Play the computer'),
-    h('p', { class: 'muted' }, 'Starts at once, in the variant above. Never rated.'),
+    h('p', { class: 'muted' }, 'Starts at once, in the variant chosen for quick pairing. Never rated.'),
     h('div', { class: 'row wrap' },
       preset,
       STRENGTHS.map((s) =>
