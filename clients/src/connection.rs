@@ -279,7 +279,8 @@ pub(crate) fn reply_id(msg: &ServerMsg) -> Option<RequestId> {
         | SeekCreated { id, .. }
         | Seeks { id, .. }
         | ChallengeSent { id, .. }
-        | LiveGames { id, .. } => Some(*id),
+        | LiveGames { id, .. }
+        | Counts { id, .. } => Some(*id),
         Error { id, .. } | Snapshot { id, .. } => *id,
         _ => None,
     }
