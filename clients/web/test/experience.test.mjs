@@ -364,6 +364,19 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       await pick(a.page, 1, 2);
       await roundShown(a.page, 1);
       assert.deepEqual(await axeViolations(a.page), [], 'a game against the computer');
+      // The computer takes no rematch: the end screen offers another game at once.
+      const first = await a.page.getAttribute('.game', 'data-game-id');
+      a.page.once('dialog', (d) => d.accept());
+      await a.page.getByRole('button', { name: 'Resign' }).click();
+      await a.page.waitForSelector('.result:not([hidden]) h2', STEP);
+      assert.equal(await a.page.getByRole('button', { name: 'Rematch' }).count(), 0);
+      assert.equal(await a.page.textContent('.result h2'), 'You lost (by resignation).');
+      await a.page.getByRole('button', { name: 'Play again' }).click();
+      await a.page.waitForFunction((id) => {
+        const game = document.querySelector('.game.playing');
+        return game && game.dataset.gameId !== id;
+      }, first, STEP);
+      assert.equal(await a.page.locator(`.player:not([data-seat="${await seatOf(a.page)}"]) .player-name a`).textContent(), 'bot-hard');
       assert.deepEqual(a.errors.map(String), []);
     });
     await closeAll([a, b]);

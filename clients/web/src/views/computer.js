@@ -1,7 +1,7 @@
 // "Play the computer": a game at once against a computer opponent the server runs
 // (`play_bot`), never rated, in the variant chosen for quick pairing.
 
-import { h, PRESETS } from '../dom.js';
+import { h, presetOf, PRESETS } from '../dom.js';
 
 const STRENGTHS = [
   { name: 'easy', label: 'Easy', about: 'picks at random' },
@@ -25,4 +25,20 @@ export function computerCard(app, readVariant) {
         h('button', { class: 'bot', dataset: { strength: s.name }, title: `The computer ${s.about}`, onclick: () => play(s.name) },
           `Play ${s.label}`))),
   );
+}
+
+/**
+ * After a game against the computer, a button for another at once (the computer takes
+ * no rematch): the same strength, variant and time control. Null for any other game.
+ */
+export function playAgainButton(app, game) {
+  const bot = Object.values(game.info.players).find((p) => p.bot);
+  const strength = bot && STRENGTHS.find((s) => bot.name === `bot-${s.name}`);
+  const preset = presetOf(game.info.time_control);
+  if (!strength || !preset) return null;
+  return h('button', {
+    class: 'primary',
+    id: 'play-again',
+    onclick: () => app.act({ type: 'play_bot', strength: strength.name, variant: game.info.variant, time_control: preset.name }),
+  }, 'Play again');
 }
