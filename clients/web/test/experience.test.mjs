@@ -330,6 +330,12 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       await g.page.waitForSelector('#queue-status', STEP);
       assert.match(await g.page.textContent('#queue-status'), /^No one else waiting · \d+ s$/);
       assert.match(await g.page.textContent('#queue-alone'), /anyone can take a casual seek/);
+      // Or the computer, at once: the guest leaves the queue for a game.
+      await g.page.getByRole('button', { name: 'Play the computer instead' }).click();
+      await waitForGame(g.page);
+      assert.equal(await g.page.locator(`.player:not([data-seat="${await seatOf(g.page)}"]) .player-name a`).textContent(), 'bot-medium');
+      await g.page.locator('button.pick[data-element="9"]').waitFor(STEP);
+      assert.equal(await g.page.locator('button.pick').count(), 9, 'the queued variant, 9/4/5');
     });
     await closeAll([a, g]);
   });

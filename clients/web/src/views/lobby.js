@@ -147,7 +147,9 @@ export function lobbyView(app) {
         others === 0
           ? h('p', { class: 'queue-alone', id: 'queue-alone' },
               `Or post this game as a seek: it stays listed for everyone who opens the lobby${q.rated ? '' : ', and anyone can take a casual seek'}.`,
-              ' ', h('button', { class: 'link', onclick: seekInstead }, 'Post a seek instead'))
+              ' ', h('button', { class: 'link', onclick: seekInstead }, 'Post a seek instead'),
+              ' Or play this game against the computer at once, unrated: ',
+              h('button', { class: 'link', id: 'bot-instead', onclick: () => botInstead(q) }, 'Play the computer instead'))
           : null,
       ),
       h('button', { onclick: leavePool }, 'Cancel'),
@@ -164,6 +166,8 @@ export function lobbyView(app) {
     refreshSeeks();
     app.refresh();
   };
+  // Starting the game takes the player out of the pool (the server withdraws them).
+  const botInstead = (q) => app.act({ type: 'play_bot', strength: 'medium', variant: q.variant, time_control: q.preset });
   const leavePool = async () => {
     await app.act({ type: 'leave_pool' });
     app.queue = null;
