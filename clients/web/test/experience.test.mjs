@@ -310,7 +310,7 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
     });
   }
 
-  test('the queue counts the others, says whom it would pair in words, and offers a seek when alone', async () => {
+  test('the queue counts the others, says whom it would pair in words, and offers a seek or the computer when alone', async () => {
     await h.setUp();
     const [a, g] = await people(2);
     await h.withDiagnostics({ a, g }, async () => {
