@@ -12,7 +12,7 @@
 
 mod driver;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use elementals_protocol::messages::PlayerInfo;
@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bus::{Bus, ConnId};
 use crate::db::{Db, DbResult};
 use crate::game::PlayerHandle;
+use crate::metrics::Metrics;
 use crate::record::AccountId;
 use crate::registry::Registry;
 
@@ -69,9 +70,9 @@ impl Bot {
 #[derive(Debug)]
 pub struct Bots {
     bots: Vec<Bot>,
-    /// Games the bots play now (the cap counts these).
-    live: Arc<AtomicUsize>,
-    max_games: usize,
+    /// `bot_games` counts the games the bots play now, which the cap limits.
+    metrics: Arc<Metrics>,
+    max_games: u64,
     bus: Arc<dyn Bus>,
     /// Cancelled at shutdown, with the games.
     stop: CancellationToken,
@@ -79,11 +80,18 @@ pub struct Bots {
 
 /// One game's place under the cap: freed when its bot's task ends.
 #[derive(Debug)]
-pub struct Slot(Arc<AtomicUsize>);
+pub struct Slot(Arc<Metrics>);
+
+impl Slot {
+    fn take(metrics: &Arc<Metrics>) -> Slot {
+        metrics.bot_games.fetch_add(1, Ordering::Relaxed);
+        Slot(metrics.clone())
+    }
+}
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.0.bot_games.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -105,6 +113,7 @@ impl Bots {
     pub async fn load(
         db: &Db,
         bus: Arc<dyn Bus>,
+        metrics: Arc<Metrics>,
         stop: CancellationToken,
         max_games: usize,
     ) -> DbResult<Bots> {
@@ -142,8 +151,8 @@ impl Bots {
         }
         Ok(Bots {
             bots,
-            live: Arc::default(),
-            max_games,
+            metrics,
+            max_games: max_games as u64,
             bus,
             stop,
         })
@@ -155,12 +164,13 @@ impl Bots {
 
     /// A place for one more game under the cap, if there is one.
     pub fn reserve(&self) -> Option<Slot> {
-        let taken = self
-            .live
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                (n < self.max_games).then_some(n + 1)
-            });
-        taken.ok().map(|_| Slot(self.live.clone()))
+        let taken =
+            self.metrics
+                .bot_games
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    (n < self.max_games).then_some(n + 1)
+                });
+        taken.ok().map(|_| Slot(self.metrics.clone()))
     }
 
     /// A new connection identity for a bot's seat, on the bus.
@@ -198,8 +208,7 @@ impl Bots {
                 let Some(bot) = self.bots.iter().find(|b| b.info.name == player.name) else {
                     continue;
                 };
-                self.live.fetch_add(1, Ordering::Relaxed);
-                let slot = Slot(self.live.clone());
+                let slot = Slot::take(&self.metrics);
                 self.play(bot, handle.player(seat), self.connect(), slot, true);
                 resumed += 1;
             }

@@ -115,6 +115,7 @@ pub async fn run(
         Bots::load(
             &db,
             registry.bus(),
+            metrics.clone(),
             services.stop.clone(),
             config.max_bot_games,
         )
