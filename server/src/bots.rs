@@ -41,6 +41,11 @@ const NO_PASSWORD: &str = "bot";
 const FIRST_BOT_CONN: ConnId = 1 << 62;
 static NEXT_BOT_CONN: AtomicU64 = AtomicU64::new(FIRST_BOT_CONN);
 
+/// Whether connection `conn` is a bot's seat (see `FIRST_BOT_CONN`).
+pub fn is_bot_conn(conn: ConnId) -> bool {
+    conn >= FIRST_BOT_CONN
+}
+
 /// Whether `name` is one of the names reserved for bots.
 pub fn is_bot_name(name: &str) -> bool {
     name.get(..BOT_PREFIX.len())
@@ -181,13 +186,12 @@ impl Bots {
         BotConn { outbox, rx }
     }
 
-    /// Plays `bot`'s seat until its game ends. `attach`: the task attaches the seat itself
-    /// (a restored game); otherwise whoever started the game attaches `conn`.
-    pub fn play(&self, bot: &Bot, seat: PlayerHandle, conn: BotConn, slot: Slot, attach: bool) {
+    /// Attaches `conn` to `bot`'s seat and plays it until its game ends (or is gone).
+    pub fn play(&self, bot: &Bot, seat: PlayerHandle, conn: BotConn, slot: Slot) {
         let driver = driver::Driver::new(bot.clone(), seat, self.bus.clone());
         let stop = self.stop.clone();
         tokio::spawn(async move {
-            driver.run(conn, attach, stop).await;
+            driver.run(conn, stop).await;
             drop(slot);
         });
     }
@@ -209,7 +213,7 @@ impl Bots {
                     continue;
                 };
                 let slot = Slot::take(&self.metrics);
-                self.play(bot, handle.player(seat), self.connect(), slot, true);
+                self.play(bot, handle.player(seat), self.connect(), slot);
                 resumed += 1;
             }
         }

@@ -46,10 +46,10 @@ impl Driver {
         }
     }
 
-    pub(super) async fn run(mut self, mut conn: BotConn, attach: bool, stop: CancellationToken) {
+    pub(super) async fn run(mut self, mut conn: BotConn, stop: CancellationToken) {
         let conn_id = conn.conn_id();
-        let attached = !attach || self.seat.attach_conn(conn_id, None, None).await.is_ok();
-        if attached {
+        // A game that has gone (ended before its seating) has no seat to attach.
+        if self.seat.attach_conn(conn_id, None, None).await.is_ok() {
             'read: loop {
                 let item = tokio::select! {
                     () = stop.cancelled() => break,

@@ -240,8 +240,7 @@ impl Lobby {
         };
         match self.start_game_seated(one, two, variant, tc, false) {
             Ok(game) => {
-                self.bots
-                    .play(&bot, game.player(bot_seat), conn, slot, false);
+                self.bots.play(&bot, game.player(bot_seat), conn, slot);
                 Ok(())
             }
             Err(e) => {
@@ -870,6 +869,11 @@ impl Lobby {
                         seat,
                     },
                 );
+                // A bot's task attaches its seat itself, and so learns if the game has
+                // gone meanwhile.
+                if crate::bots::is_bot_conn(member.conn_id) {
+                    continue;
+                }
                 // The game queues the snapshot after `game_start`.
                 let _ = handle
                     .player(seat)
