@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use elementals_protocol::messages::{
-    Challenge, GameId, GameInfo, PoolCount, RequestId, SeatPair, Seek, ServerMsg,
+    Challenge, GameId, GameInfo, RequestId, SeatPair, Seek, ServerMsg,
 };
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::{ErrorCode, TimeControl};
@@ -16,11 +16,14 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::pairing::Pool;
-use super::{Counts, LobbyCmd, LobbyError, Member};
+use super::{LobbyCmd, LobbyError, Member};
 use crate::bots::Bots;
 use crate::bus::Bus;
 use crate::game::{spawn_game, GameHandle, GameServices, GameSetup};
 use crate::record::{AccountId, RecordPlayer};
+
+mod computer;
+mod counts;
 
 /// Open seeks and outgoing challenges one account may have at once.
 pub(crate) const MAX_OPEN_PER_ACCOUNT: usize = 5;
@@ -197,107 +200,6 @@ impl Lobby {
             }
             LobbyCmd::Gone { account, conn_id } => self.gone(account, conn_id),
         }
-    }
-
-    fn play_bot(
-        &mut self,
-        member: Member,
-        strength: &str,
-        variant: Variant,
-        preset: &str,
-    ) -> Result<()> {
-        let bot = self.bots.by_strength(strength).cloned().ok_or_else(|| {
-            LobbyError::new(
-                ErrorCode::UnknownStrength,
-                format!("no computer opponent plays at {strength:?}: try easy, medium or hard"),
-            )
-        })?;
-        let tc = TimeControl::preset(preset)
-            .map_err(|e| LobbyError::new(ErrorCode::InvalidTimeControl, e.to_string()))?;
-        validate_game(&variant, &tc)?;
-        self.ready_for_new_game(member.account)?;
-        let slot = self.bots.reserve().ok_or_else(|| {
-            LobbyError::new(
-                ErrorCode::TooManyRequests,
-                "the server runs as many games against the computer as it can: try again soon",
-            )
-        })?;
-        let conn = self.bots.connect();
-        let conn_id = conn.conn_id();
-        let opponent = Member {
-            account: bot.account,
-            info: bot.info.clone(),
-            conn_id,
-        };
-        let bot_seat = if rand::random::<bool>() {
-            Seat::One
-        } else {
-            Seat::Two
-        };
-        let (one, two) = match bot_seat {
-            Seat::One => (opponent, member),
-            Seat::Two => (member, opponent),
-        };
-        match self.start_game_seated(one, two, variant, tc, false) {
-            Ok(game) => {
-                self.bots.play(&bot, game.player(bot_seat), conn, slot);
-                Ok(())
-            }
-            Err(e) => {
-                self.bus.disconnect(conn_id);
-                Err(e)
-            }
-        }
-    }
-
-    /// The last tick's pool counts, with `account`'s own pool counted now and without them,
-    /// and the players online now.
-    fn counts(&self, account: AccountId) -> Counts {
-        let own = self.queued.get(&account).map(|(key, _)| key);
-        let mut pools: Vec<(&PoolKey, u32)> = self
-            .counted
-            .iter()
-            .filter(|(key, _)| Some(key) != own)
-            .map(|(key, n)| (key, *n))
-            .collect();
-        if let Some(key) = own {
-            let others = self
-                .pools
-                .get(key)
-                .map_or(0, |p| (p.len() as u32).saturating_sub(1));
-            if others > 0 {
-                pools.push((key, others));
-            }
-        }
-        pools.sort_by_key(|p| std::cmp::Reverse(p.1));
-        pools.truncate(MAX_COUNTED_POOLS);
-        Counts {
-            // A count per shard of the registry's map: cheap enough to take at the asking.
-            online: self.services.registry.online_count() as u32,
-            pools: pools
-                .into_iter()
-                .map(|(key, waiting)| PoolCount {
-                    variant: key.variant,
-                    time_control: key.preset.clone(),
-                    rated: key.rated,
-                    waiting,
-                })
-                .collect(),
-        }
-    }
-
-    /// Counts the pools, for `counts` until the next tick. One more pool than is listed is
-    /// kept, for when the asker's own is left out.
-    fn take_counts(&mut self) {
-        let mut counted: Vec<(PoolKey, u32)> = self
-            .pools
-            .iter()
-            .filter(|(_, pool)| !pool.is_empty())
-            .map(|(key, pool)| (key.clone(), pool.len() as u32))
-            .collect();
-        counted.sort_by_key(|p| std::cmp::Reverse(p.1));
-        counted.truncate(MAX_COUNTED_POOLS + 1);
-        self.counted = counted;
     }
 
     fn next_id(&mut self) -> u64 {
