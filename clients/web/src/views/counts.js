@@ -13,7 +13,8 @@ function sameVariant(a, b) {
 /** { el, waitingIn(variant, preset, rated), destroy }; `onChange` runs after each answer. */
 export function lobbyCounts(app, onChange) {
   let counts = null;
-  const el = h('p', { class: 'muted counts', id: 'lobby-counts', role: 'status' });
+  // Not a live region: a count changing every few seconds is no news to announce.
+  const el = h('p', { class: 'muted counts', id: 'lobby-counts' });
   const render = () => {
     if (!counts) return replace(el);
     const online = counts.online === 1 ? '1 player online (you)' : `${counts.online} players online`;
