@@ -88,6 +88,7 @@ export function lobbyView(app) {
   ratedBox.addEventListener('change', () => {
     prefs.rated = ratedBox.checked;
     savePrefs(prefs);
+    renderWaiting();
   });
   const ratedLabel = h('label', { class: 'check' }, ratedBox, ' Rated');
 
@@ -97,9 +98,8 @@ export function lobbyView(app) {
     const v = readVariant();
     replace(
       pools,
-      PRESETS.map((p) => {
-        const waiting = counts ? counts.waitingIn(v, p.name, rated()) : 0;
-        return h(
+      PRESETS.map((p) =>
+        h(
           'button',
           {
             class: 'pool',
@@ -110,10 +110,22 @@ export function lobbyView(app) {
           h('span', { class: 'pool-tc' }, `${p.initial_ms / 60000}+${p.increment_ms / 1000}`),
           h('span', { class: 'pool-name' }, p.label),
           h('span', { class: 'sr-only' }, `, variant ${fmtVariant(v)}`),
-          waiting ? h('span', { class: 'pool-waiting' }, `${waiting} waiting`) : null,
-        );
-      }),
+          h('span', { class: 'pool-waiting', hidden: true }),
+        ),
+      ),
     );
+    renderWaiting();
+  };
+  // Only the counts change as they come: the buttons (and the focus on one) stay.
+  const renderWaiting = () => {
+    const v = readVariant();
+    for (const span of pools.querySelectorAll('.pool-waiting')) {
+      const preset = span.closest('.pool').dataset.preset;
+      const waiting = counts ? counts.waitingIn(v, preset, rated()) : 0;
+      const text = waiting ? `${waiting} waiting` : '';
+      if (span.textContent !== text) span.textContent = text;
+      span.hidden = !waiting;
+    }
   };
   let counts = null;
   const joinPool = async (preset) => {
@@ -293,7 +305,7 @@ export function lobbyView(app) {
     replace(inGame, live ? h('a', { class: 'button primary', href: `#/game/${g.id}` }, 'You are in a game — return to it') : null);
   };
 
-  counts = lobbyCounts(app, () => renderPools());
+  counts = lobbyCounts(app, () => renderWaiting());
   const el = h(
     'div',
     { class: 'lobby' },
