@@ -284,7 +284,9 @@ fn pins() -> Vec<Pin> {
             "names",
             format!(
                 "{name_min}-{name_max} characters of `A-Z a-z 0-9 _ -`, unique ignoring case, \
-                 `guest-…` reserved"
+                 `guest-…` and `{}…` reserved (the computer's accounts, which no password \
+                 opens)",
+                crate::bots::BOT_PREFIX
             ),
         ),
         pin("passwords", format!("{password_min}-{password_max} bytes")),
