@@ -11,6 +11,9 @@
 //! - [`messages`]: every message in both directions.
 //! - [`error`]: stable machine-readable error codes.
 //! - [`wire`]: bounded MessagePack encoding and decoding.
+//! - [`strategy`]: how a bot picks (random, greedy, minimax), for the client library's bots
+//!   and the server's computer opponents alike.
+//! - [`transcript`]: the envelope of a finished game's signed transcript.
 
 #![forbid(unsafe_code)]
 
@@ -20,7 +23,9 @@ pub mod messages;
 mod names;
 pub mod rating;
 pub mod rules;
+pub mod strategy;
 pub mod time_control;
+pub mod transcript;
 pub mod wire;
 
 pub use error::ErrorCode;

@@ -59,6 +59,11 @@ pub struct Config {
     #[arg(long, env = "ELEMENTALS_FIRST_COMMIT_SECS", default_value_t = 30)]
     pub first_commit_secs: u64,
 
+    /// Most games against the computer (`play_bot`) the server runs at once; each is a game
+    /// and a task of the server's own. Past it `play_bot` answers `too_many_requests`.
+    #[arg(long, env = "ELEMENTALS_MAX_BOT_GAMES", default_value_t = 100)]
+    pub max_bot_games: usize,
+
     /// argon2id memory cost in KiB (the OWASP-recommended 19 MiB by default).
     #[arg(long, env = "ELEMENTALS_ARGON2_MEMORY_KIB", default_value_t = 19_456)]
     pub argon2_memory_kib: u32,
@@ -172,6 +177,13 @@ pub struct Config {
         value_parser = clap::value_parser!(u32).range(1..=MAX_ROUNDS as i64)
     )]
     pub max_rounds: u32,
+
+    /// The file holding the Ed25519 key that signs finished games' transcripts (64 hex
+    /// characters; created, readable by its owner only, if missing). Default: beside a
+    /// SQLite database (`<database>-transcript-key`); with PostgreSQL, a key made at each
+    /// start (give the same file to every node, so that transcripts keep one key).
+    #[arg(long, env = "ELEMENTALS_TRANSCRIPT_KEY")]
+    pub transcript_key: Option<PathBuf>,
 }
 
 impl Config {

@@ -6,6 +6,7 @@ pub mod admission;
 pub mod alloc;
 pub mod api;
 pub mod auth;
+pub mod bots;
 pub mod bus;
 pub mod clock;
 pub mod config;
@@ -24,6 +25,7 @@ pub mod registry;
 mod security_md;
 pub mod server;
 pub mod session;
+pub mod transcript;
 pub mod web;
 pub mod ws;
 

@@ -245,6 +245,14 @@ fn pins() -> Vec<Pin> {
             "games watched per connection",
             crate::session::MAX_WATCHED.to_string(),
         ),
+        flagged(
+            "games against the computer (`play_bot`)",
+            format!(
+                "{} on the server; one per account (a player sits in one game at a time)",
+                d.max_bot_games
+            ),
+            "--max-bot-games",
+        ),
         // Queues
         pin(
             "frames to one connection (outbox)",
@@ -276,7 +284,9 @@ fn pins() -> Vec<Pin> {
             "names",
             format!(
                 "{name_min}-{name_max} characters of `A-Z a-z 0-9 _ -`, unique ignoring case, \
-                 `guest-…` reserved"
+                 `guest-…` and `{}…` reserved (the computer's accounts, which no password \
+                 opens)",
+                crate::bots::BOT_PREFIX
             ),
         ),
         pin("passwords", format!("{password_min}-{password_max} bytes")),
@@ -304,6 +314,19 @@ fn pins() -> Vec<Pin> {
             "sessions per account",
             d.max_sessions_per_account.to_string(),
             "--max-sessions-per-account",
+        ),
+        flagged(
+            "the transcript key",
+            format!(
+                "Ed25519, from the CSPRNG at the first start, kept in a file readable by its \
+                 owner only (mode {:04o}), beside a SQLite database (`<database>{}`) unless a \
+                 file is named; never replaced once written; only its public half is served \
+                 (`GET /api/transcript-key`). With PostgreSQL and no file named, a key is made \
+                 for each run (logged as a warning)",
+                crate::transcript::KEY_FILE_MODE,
+                crate::transcript::KEY_FILE_SUFFIX
+            ),
+            "--transcript-key",
         ),
         pin(
             "guest names",
@@ -341,6 +364,10 @@ fn pins() -> Vec<Pin> {
         pin(
             "a page of a player's rating history (`?limit=`)",
             format!("{} entries", crate::http::MAX_HISTORY),
+        ),
+        pin(
+            "a page of a player's games (`?limit=`)",
+            format!("{} entries", crate::http::MAX_GAMES),
         ),
         pin("`?offset=` of a page", crate::api::MAX_OFFSET.to_string()),
         pin(

@@ -15,6 +15,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::api::LeaderboardCache;
 use crate::auth::{Auth, Hasher};
+use crate::bots::Bots;
 use crate::config::Config;
 use crate::db::{Db, DbError};
 use crate::game::{GameServices, GameSettings};
@@ -23,6 +24,7 @@ use crate::lobby::LobbyHandle;
 use crate::metrics::Metrics;
 use crate::pruning::PruneSettings;
 use crate::registry::Registry;
+use crate::transcript::{KeyError, Signing};
 
 /// What every connection and HTTP handler shares.
 pub struct AppState {
@@ -45,6 +47,8 @@ pub struct AppState {
     pub tasks: TaskTracker,
     /// The leaderboard's first page, read at most once per `--leaderboard-cache-ms`.
     pub leaderboard: LeaderboardCache,
+    /// Signs finished games' transcripts.
+    pub signing: Signing,
 }
 
 impl AppState {
@@ -55,6 +59,7 @@ impl AppState {
             heartbeat_ms: self.config.heartbeat().as_millis() as u64,
             idle_timeout_ms: self.config.idle_timeout().as_millis() as u64,
             max_rounds: self.config.max_rounds(),
+            first_commit_ms: self.config.first_commit_secs * 1000,
         }
     }
 }
@@ -78,6 +83,8 @@ pub enum ServerError {
          starting again replays it"
     )]
     LogBroken,
+    #[error(transparent)]
+    TranscriptKey(#[from] KeyError),
 }
 
 /// Restore the games in progress, serve on `listener` until `shutdown` completes, then
@@ -90,6 +97,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     crate::alloc::configure();
+    let signing = Signing::for_config(config.transcript_key.as_deref(), &config.database)?;
     let db = Db::open_with_sync_interval(
         &config.database,
         Duration::from_micros(config.game_log_sync_us),
@@ -109,9 +117,21 @@ pub async fn run(
         aborted = restored.aborted,
         "games restored from the log"
     );
+    let bots = Arc::new(
+        Bots::load(
+            &db,
+            registry.bus(),
+            metrics.clone(),
+            services.stop.clone(),
+            config.max_bot_games,
+        )
+        .await?,
+    );
+    let bots_resumed = bots.resume_games(&registry);
+    tracing::info!(bots_resumed, "the computer's games resumed");
     let games = services.clone();
     let shutting_down = Arc::new(AtomicBool::new(false));
-    let lobby = LobbyHandle::spawn(services, shutting_down.clone());
+    let lobby = LobbyHandle::spawn(services, bots, shutting_down.clone());
     let auth = Auth {
         db: db.clone(),
         hasher: Hasher::new(config.argon2_memory_kib, config.sign_in_wait()),
@@ -133,6 +153,7 @@ pub async fn run(
         shutting_down,
         tasks: TaskTracker::new(),
         leaderboard: LeaderboardCache::new(leaderboard_ttl, crate::http::MAX_LIST),
+        signing,
     });
     let pruner = tokio::spawn(crate::pruning::run(
         db.clone(),
