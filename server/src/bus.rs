@@ -8,18 +8,39 @@
 //! crosses it could be serialized: an implementation over a network (a cluster of nodes)
 //! fits under the same trait.
 //!
+//! Each game has a topic (keyed by its id): its spectators subscribe to it, the game
+//! publishes its numbered events there, each encoded once, and the topic delivers them,
+//! asking the game for a snapshot only when a subscriber has fallen behind (see `topic`).
+//!
 //! `LocalBus` is the in-process implementation: a directory of the open connections'
-//! outboxes, which the socket tier fills as connections open and empties as they end.
+//! outboxes, which the socket tier fills as connections open and empties as they end, and
+//! the games' topics.
+
+mod topic;
 
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use dashmap::DashMap;
-use elementals_protocol::messages::ServerMsg;
+use elementals_protocol::messages::{GameId, ServerMsg};
 use elementals_protocol::wire;
 
 use crate::outbox::{Framed, Outbox, SendError};
+#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
+pub(crate) use topic::MAX_RESYNC_ATTEMPTS;
+
+/// What one delivery step on a topic did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Delivery {
+    /// Subscribers removed (gone, or dropped for lagging).
+    pub removed: u32,
+    /// Whether every subscriber now has every frame (the backlog is empty).
+    pub done: bool,
+    /// The delivery stopped at a subscriber that has fallen behind: it needs a snapshot of
+    /// the game as it is now (`Bus::resync`), then a next delivery.
+    pub lagging: bool,
+}
 
 /// A connection's identity on the bus (unique for the server's life).
 pub type ConnId = u64;
@@ -49,6 +70,35 @@ pub trait Bus: Send + Sync + Debug {
     /// Whether connection `to` is gone (or going).
     fn is_closed(&self, to: ConnId) -> bool;
 
+    /// Subscribes connection `conn` to game `topic`'s events from the next one on (it has
+    /// been sent a snapshot of the game as it is now); a connection already subscribed
+    /// starts over. Returns whether the count grew.
+    fn subscribe(&self, topic: GameId, conn: ConnId) -> bool;
+
+    /// Returns whether `conn` was subscribed to `topic`.
+    fn unsubscribe(&self, topic: GameId, conn: ConnId) -> bool;
+
+    /// How many connections `topic` has.
+    fn subscribers(&self, topic: GameId) -> u32;
+
+    /// Appends a batch of `topic`'s numbered events, each encoded once, to its stream.
+    fn publish(&self, topic: GameId, frames: &[Bytes]);
+
+    /// Whether some subscriber of `topic` still lacks some frame.
+    fn has_backlog(&self, topic: GameId) -> bool;
+
+    /// Makes up to `chunk` more sends of `topic`'s delivery, each bringing a subscriber up
+    /// to the end of the stream (one item per subscriber: its part of the frames, framed
+    /// once). Never waits; see `Delivery` for what it tells the game.
+    fn deliver(&self, topic: GameId, chunk: usize) -> Delivery;
+
+    /// A snapshot of the game as it is now (after every frame published to `topic`), for
+    /// the next delivery's subscribers that have fallen behind.
+    fn resync(&self, topic: GameId, snapshot: Bytes);
+
+    /// The game is over: `topic` and its subscribers are forgotten. Returns how many it had.
+    fn close_topic(&self, topic: GameId) -> u32;
+
     /// `send`, killing the connection if its queue is full: for what a client cannot be
     /// left without (a reply, a player's events).
     fn send_or_kill(&self, to: ConnId, frame: Bytes) {
@@ -75,13 +125,57 @@ pub trait Bus: Send + Sync + Debug {
     }
 }
 
-/// The bus within one process: the open connections' outboxes by identity.
+/// `chunk` sends of `topic`'s delivery, with a snapshot from `resync` (made at most once)
+/// if the topic asks for one.
+pub fn deliver(
+    bus: &dyn Bus,
+    topic: GameId,
+    chunk: usize,
+    resync: impl FnOnce() -> Bytes,
+) -> Delivery {
+    let first = bus.deliver(topic, chunk);
+    if !first.lagging {
+        return first;
+    }
+    bus.resync(topic, resync());
+    let rest = bus.deliver(topic, chunk);
+    Delivery {
+        removed: first.removed + rest.removed,
+        ..rest
+    }
+}
+
+/// Delivers the whole of `topic`'s backlog now (a game that is stopping).
+pub fn deliver_all(bus: &dyn Bus, topic: GameId, mut resync: impl FnMut() -> Bytes) -> Delivery {
+    let mut total = Delivery::default();
+    loop {
+        let delivery = deliver(bus, topic, usize::MAX, &mut resync);
+        total.removed += delivery.removed;
+        if delivery.done {
+            total.done = true;
+            return total;
+        }
+    }
+}
+
+/// The bus within one process: the open connections' outboxes by identity, and the games'
+/// topics.
 #[derive(Debug, Default)]
 pub struct LocalBus {
     connections: DashMap<ConnId, Outbox>,
+    /// Each is used by its game's task alone (or its supervisor once that task is gone),
+    /// so its lock is never contended; the map's guard is dropped before it is taken.
+    topics: DashMap<GameId, Arc<Mutex<topic::Topic>>>,
 }
 
 impl LocalBus {
+    /// `f` on `topic`'s state, if it has any.
+    fn topic<T>(&self, topic: GameId, f: impl FnOnce(&mut topic::Topic) -> T) -> Option<T> {
+        let state = self.topics.get(&topic).map(|t| Arc::clone(&t))?;
+        let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(f(&mut state))
+    }
+
     /// `f` on connection `to`'s outbox, or `Closed` if it is gone. (The map's guard lives
     /// only for the call, which touches no other entry.)
     fn with<T>(
@@ -141,6 +235,46 @@ impl Bus for LocalBus {
     fn is_closed(&self, to: ConnId) -> bool {
         self.with(to, |outbox| Ok(outbox.is_closed()))
             .unwrap_or(true)
+    }
+
+    fn subscribe(&self, topic: GameId, conn: ConnId) -> bool {
+        let state = Arc::clone(&self.topics.entry(topic).or_default());
+        let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.subscribe(conn)
+    }
+
+    fn unsubscribe(&self, topic: GameId, conn: ConnId) -> bool {
+        self.topic(topic, |t| t.unsubscribe(conn)).unwrap_or(false)
+    }
+
+    fn subscribers(&self, topic: GameId) -> u32 {
+        self.topic(topic, |t| t.count()).unwrap_or(0)
+    }
+
+    fn publish(&self, topic: GameId, frames: &[Bytes]) {
+        self.topic(topic, |t| t.publish(frames));
+    }
+
+    fn has_backlog(&self, topic: GameId) -> bool {
+        self.topic(topic, |t| t.has_backlog()).unwrap_or(false)
+    }
+
+    fn deliver(&self, topic: GameId, chunk: usize) -> Delivery {
+        self.topic(topic, |t| t.deliver(self, chunk))
+            .unwrap_or(Delivery {
+                done: true,
+                ..Delivery::default()
+            })
+    }
+
+    fn resync(&self, topic: GameId, snapshot: Bytes) {
+        self.topic(topic, |t| t.resync(snapshot));
+    }
+
+    fn close_topic(&self, topic: GameId) -> u32 {
+        self.topics.remove(&topic).map_or(0, |(_, state)| {
+            state.lock().unwrap_or_else(PoisonError::into_inner).count()
+        })
     }
 }
 

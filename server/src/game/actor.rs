@@ -3,7 +3,8 @@
 //! Commands arrive on the bounded channel behind [`GameHandle`]; the handling is synchronous
 //! code around the pure [`GameState`], which decides everything. The actor adds only time
 //! (one `sleep_until` on the game's next deadline), durability, fan-out (each event encoded
-//! once, the bytes shared by every recipient, see `fanout`) and the end of the game: the
+//! once, the bytes shared by every recipient: the players through `players`, the spectators
+//! through the game's topic on the bus) and the end of the game: the
 //! registry is told at once so both players may queue again, then the record goes to the
 //! database while late `sync` and `watch` requests are still answered for a short while.
 //!
@@ -22,7 +23,7 @@
 //! A panic inside the actor is caught by its supervisor task (`supervisor`), which ends the
 //! game as its log says (its logged end, else `server_aborted`); other games never notice.
 
-mod fanout;
+mod players;
 mod spawn;
 mod supervisor;
 #[cfg(test)]
@@ -44,13 +45,11 @@ use tokio::time::{sleep_until, Instant};
 
 use super::state::GameState;
 use super::{crash_point, GameCmd, GameServices, GameSetup};
-use crate::bus::{Bus, ConnId};
+use crate::bus::{self, Bus, ConnId, Delivery};
 use crate::db::{DbError, DbResult};
 use crate::record::LogStep;
 use crate::registry::FinishedGame;
-use fanout::Answer;
-#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
-pub(crate) use fanout::MAX_RESYNC_ATTEMPTS;
+use players::Answer;
 pub(super) use spawn::{spawn, spawn_restored, timing};
 use supervisor::{lock, Shared};
 
@@ -250,7 +249,7 @@ impl Actor {
             }
         }
         self.deliver_all();
-        let spectators = std::mem::take(&mut lock(&self.shared).fanout).spectator_count();
+        let spectators = self.bus.close_topic(self.game_id);
         spectators_left(&self.services, spectators);
     }
 
@@ -321,16 +320,16 @@ impl Actor {
                     let _ = bus.send(conn_id, frame);
                 }
                 queue_snapshot(&*bus, conn_id, request_id, &snapshot, Some(seat));
-                lock(&self.shared).fanout.set_player(seat, Some(conn_id));
+                lock(&self.shared).players.set(seat, Some(conn_id));
                 let _ = reply.send(Ok(snapshot));
             }
             GameCmd::Detach { seat, conn_id } => {
                 {
                     let mut shared = lock(&self.shared);
-                    if shared.fanout.player_conn(seat) != Some(conn_id) {
+                    if shared.players.conn(seat) != Some(conn_id) {
                         return;
                     }
-                    shared.fanout.set_player(seat, None);
+                    shared.players.set(seat, None);
                 }
                 self.state.detach(seat, now, &mut out);
                 let seated = 2 * self.services.registry.live_game_count();
@@ -396,7 +395,7 @@ impl Actor {
             } => {
                 self.state.tick(now, &mut out);
                 self.emit(out, received).await;
-                let added = lock(&self.shared).fanout.add_spectator(conn_id);
+                let added = self.bus.subscribe(self.game_id, conn_id);
                 if added {
                     self.services.metrics.spectators.fetch_add(1, Relaxed);
                     self.spectators_changed();
@@ -406,7 +405,7 @@ impl Actor {
                 let _ = reply.send(Ok(snapshot));
             }
             GameCmd::Unwatch { conn_id } => {
-                if lock(&self.shared).fanout.remove_spectator(conn_id) {
+                if self.bus.unsubscribe(self.game_id, conn_id) {
                     spectators_left(&self.services, 1);
                     self.spectators_changed();
                 }
@@ -456,7 +455,7 @@ impl Actor {
     }
 
     /// `emit`, with `answer` written to its player before the events (see
-    /// `Fanout::to_players`), unless the events are held for the log.
+    /// `Players::send`), unless the events are held for the log.
     async fn emit_answering(
         &mut self,
         events: Vec<ServerMsg>,
@@ -574,7 +573,8 @@ impl Actor {
         answer: Option<Answer>,
     ) -> bool {
         if events.is_empty() {
-            return answer.is_some_and(|a| lock(&self.shared).fanout.to_players(&[], Some(a)));
+            return answer
+                .is_some_and(|a| lock(&self.shared).players.send(&*self.bus, &[], Some(a)));
         }
         let frames: Vec<Bytes> = events
             .iter()
@@ -584,11 +584,12 @@ impl Actor {
         // (Frames are counted in `messages_out` as sent, by whoever writes them.)
         let (spectators, backlog, answered) = {
             let mut shared = lock(&self.shared);
-            let answered = shared.fanout.broadcast(&frames, answer);
+            let answered = shared.players.send(&*self.bus, &frames, answer);
+            self.bus.publish(self.game_id, &frames);
             shared.unpublished = None;
             shared.mirror(&self.state, now);
-            let backlog = shared.fanout.has_backlog();
-            (shared.fanout.spectator_count(), backlog, answered)
+            let backlog = self.bus.has_backlog(self.game_id);
+            (self.bus.subscribers(self.game_id), backlog, answered)
         };
         let metrics = Arc::clone(&self.services.metrics);
         if backlog {
@@ -658,11 +659,11 @@ impl Actor {
     }
 
     /// One delivery step of `chunk` sends, or of the whole backlog for `usize::MAX`.
-    fn deliver(&mut self, chunk: usize) -> fanout::Delivery {
+    fn deliver(&mut self, chunk: usize) -> Delivery {
         let now = Instant::now().into_std();
         let delivery = {
-            let mut shared = lock(&self.shared);
-            let count = shared.fanout.spectator_count();
+            let (bus, topic) = (&*self.bus, self.game_id);
+            let count = bus.subscribers(topic);
             let state = &self.state;
             // A spectator that fell behind gets the game as it is now, which covers every
             // frame of the backlog.
@@ -674,9 +675,9 @@ impl Actor {
                 }))
             };
             if chunk == usize::MAX {
-                shared.fanout.deliver_all(resync)
+                bus::deliver_all(bus, topic, resync)
             } else {
-                shared.fanout.deliver(chunk, resync)
+                bus::deliver(bus, topic, chunk, resync)
             }
         };
         if delivery.removed > 0 {
@@ -687,7 +688,7 @@ impl Actor {
     }
 
     fn snapshot(&self) -> GameSnapshot {
-        let spectators = lock(&self.shared).fanout.spectator_count();
+        let spectators = self.bus.subscribers(self.game_id);
         self.state.snapshot(Instant::now().into_std(), spectators)
     }
 
@@ -700,16 +701,14 @@ impl Actor {
 
     fn announce_spectators(&mut self) {
         self.announce_at = None;
-        let shared = lock(&self.shared);
-        let count = shared.fanout.spectator_count();
+        let count = self.bus.subscribers(self.game_id);
         if count == self.announced {
             return;
         }
         self.announced = count;
         let game_id = self.game_id;
         let frame = Bytes::from(wire::encode(&ServerMsg::Spectators { game_id, count }));
-        shared.fanout.to_players(&[frame], None);
-        drop(shared);
+        lock(&self.shared).players.send(&*self.bus, &[frame], None);
         if self.state.result().is_none() {
             let summary = self.state.summary(count);
             self.services.registry.update_summary(summary);

@@ -22,8 +22,6 @@ use elementals_protocol::rules::{Variant, MAX_ROUNDS};
 use elementals_protocol::TimeControl;
 use serde::{Deserialize, Serialize};
 
-#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
-pub(crate) use actor::MAX_RESYNC_ATTEMPTS;
 pub(crate) use handle::notify;
 pub use handle::{
     AnswerTo, GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,

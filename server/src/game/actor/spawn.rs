@@ -9,7 +9,6 @@ use elementals_protocol::messages::{SeatPair, ServerMsg};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::fanout::Fanout;
 use super::supervisor::{self, Shared};
 use super::{finished_game, unix_ms, Actor};
 use crate::game::state::{GameState, Timing};
@@ -62,10 +61,7 @@ fn launch(
         .registry
         .insert_game(handle.clone(), state.summary(0), seats);
     services.metrics.live_games.fetch_add(1, Relaxed);
-    let mut shared = Shared {
-        fanout: Fanout::new(Arc::clone(&bus)),
-        ..Shared::default()
-    };
+    let mut shared = Shared::default();
     // A restored game's supervisor must know its rounds before anything is published.
     shared.mirror(&state, Instant::now().into_std());
     let shared = Arc::new(Mutex::new(shared));

@@ -1,128 +1,70 @@
-//! Who receives a game's events, and what happens when one of them falls behind.
+//! A game's topic in the bus within one process: its subscribers (spectators) and the
+//! numbered frames not yet queued to all of them.
 //!
-//! Players and spectators are connections addressed by identity on the bus (`bus::Bus`):
-//! the game holds no socket and no outbox. Every frame is encoded once by the caller. Each
-//! batch is framed once (`Framed`) for both players (the reply to a move goes to its
-//! player in the same item) and once per delivery for the spectators, each handed its
-//! part of the same frames. Nothing here waits: the bus queues each recipient's frames for
-//! its connection's writer task, or says that its queue is full. A player whose queue is full has its connection killed (it
-//! gets a snapshot when it comes back); a spectator whose queue is full stops receiving
-//! events and is offered a fresh snapshot with each later delivery instead, until one fits
-//! or it has failed [`MAX_RESYNC_ATTEMPTS`] times in a row and is dropped (the semantics of
-//! `tokio::sync::broadcast`'s `Lagged`).
+//! Each published batch is framed once (`Framed`) and each subscriber queued its part of
+//! the same frames as one item. Nothing here waits: a subscriber whose queue is full stops
+//! receiving events and is offered a snapshot of the game as it is now with each later
+//! delivery instead, until one fits or it has failed [`MAX_RESYNC_ATTEMPTS`] times in a
+//! row and is dropped (the semantics of `tokio::sync::broadcast`'s `Lagged`). The snapshot
+//! is the game's to supply, and only when a delivery reaches a subscriber that lags: the
+//! delivery then stops and says so (`Delivery::lagging`), and goes on once the game has
+//! handed it one (`Bus::resync`).
 //!
-//! Players get each batch at once. Spectators get it from a backlog that is worked
-//! through in passes, a chunk of sends per turn of the game's task (`deliver`), so ten
-//! thousand spectators cost the players' next event a chunk's worth of waiting. Events
-//! that arrive while a pass is under way go out with the rest of that pass, and a next
-//! pass brings the spectators before it up to date. Each spectator knows how far into the
-//! stream it is, so however passes and batches interleave, it gets every frame once and
-//! in order.
+//! Deliveries are passes over the subscribers, a chunk of sends per call, so that the
+//! game's task, which makes them between its commands, keeps ten thousand spectators from
+//! stalling the players' next event. Frames published while a pass is under way go out
+//! with the rest of that pass, and a next pass brings the subscribers before it up to
+//! date. Each subscriber knows how far into the stream it is, so however passes and
+//! batches interleave, it gets every frame once and in order.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use elementals_protocol::messages::SeatPair;
-use elementals_protocol::rules::Seat;
 
-use crate::bus::{Bus, ConnId, LocalBus};
+use super::{Bus, ConnId, Delivery};
 use crate::outbox::{Framed, SendError};
 
-/// Consecutive deliveries a lagging spectator may fail to take a snapshot before it is
+/// Consecutive deliveries a lagging subscriber may fail to take a snapshot before it is
 /// dropped.
 pub(crate) const MAX_RESYNC_ATTEMPTS: u8 = 3;
 
 #[derive(Debug)]
-struct Spectator {
+struct Subscriber {
     conn: ConnId,
     /// `Some(failed resyncs)` while it is behind; it then gets snapshots, not events.
     lagging: Option<u8>,
-    /// The number, in the game's stream of spectator frames, of the next frame it needs.
+    /// The number, in the topic's stream, of the next frame it needs.
     next: u64,
 }
 
-/// A reply to a player's move, to go to its seat with the events the move caused.
-#[derive(Debug)]
-pub(in crate::game) struct Answer {
-    pub seat: Seat,
-    /// The connection that made the move: the reply goes only if it is still the seat's.
-    pub conn_id: u64,
-    pub frame: Bytes,
-}
-
-/// What one delivery did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(in crate::game) struct Delivery {
-    /// Spectators removed (gone, or dropped for lagging).
-    pub removed: u32,
-    /// Whether every spectator now has every frame (the backlog is empty).
-    pub done: bool,
-}
-
-#[derive(Debug)]
-pub(in crate::game) struct Fanout {
-    /// Where the recipients are reached.
-    bus: Arc<dyn Bus>,
-    players: SeatPair<Option<ConnId>>,
-    spectators: Vec<Spectator>,
-    /// The connections in `spectators`: a new spectator is added without a search of the
-    /// list (ten thousand joining a game were ~50 million comparisons).
-    watching: HashSet<u64>,
-    /// Frames not yet queued to every spectator: frame number `base + i` is `backlog[i]`.
+#[derive(Debug, Default)]
+pub(super) struct Topic {
+    subscribers: Vec<Subscriber>,
+    /// The connections in `subscribers`: a new one is added without a search of the list
+    /// (ten thousand joining a game were ~50 million comparisons).
+    subscribed: HashSet<ConnId>,
+    /// Frames not yet queued to every subscriber: frame number `base + i` is `backlog[i]`.
     backlog: VecDeque<Bytes>,
-    /// The backlog framed once, made at the first send after it changed: each spectator is
-    /// queued its part of it as one item.
+    /// The backlog framed once, made at the first send after it changed: each subscriber
+    /// is queued its part of it as one item.
     shared: Option<Arc<Framed>>,
     base: u64,
-    /// The next spectator of the pass under way.
+    /// The next subscriber of the pass under way.
     cursor: usize,
+    /// A snapshot of the game after frame `end() - 1`, for subscribers that lag: handed
+    /// over for one delivery, when it stopped at one.
+    snapshot: Option<(u64, Bytes)>,
 }
 
-impl Default for Fanout {
-    /// Recipients on a bus of their own, which reaches no connection (for a fanout taken
-    /// out of the game's shared state, and tests).
-    fn default() -> Self {
-        Fanout::new(Arc::new(LocalBus::default()))
-    }
-}
-
-impl Fanout {
-    pub fn new(bus: Arc<dyn Bus>) -> Fanout {
-        Fanout {
-            bus,
-            players: SeatPair::default(),
-            spectators: Vec::new(),
-            watching: HashSet::new(),
-            backlog: VecDeque::new(),
-            shared: None,
-            base: 0,
-            cursor: 0,
-        }
-    }
-
-    /// The bus the recipients are reached through.
-    #[cfg(test)]
-    pub fn bus(&self) -> &Arc<dyn Bus> {
-        &self.bus
-    }
-
-    /// Installs (or, with `None`, removes) a seat's connection.
-    pub fn set_player(&mut self, seat: Seat, conn: Option<ConnId>) {
-        *self.players.get_mut(seat) = conn;
-    }
-
-    pub fn player_conn(&self, seat: Seat) -> Option<ConnId> {
-        *self.players.get(seat)
-    }
-
-    /// Adds a spectator that has been sent a snapshot of the game as it is now (so it needs
-    /// none of the backlog); a connection already watching is replaced. Returns whether the
-    /// count grew.
-    pub fn add_spectator(&mut self, conn: ConnId) -> bool {
-        let existed = self.remove_spectator(conn);
-        self.watching.insert(conn);
-        self.spectators.push(Spectator {
+impl Topic {
+    /// Adds a subscriber that has been sent a snapshot of the game as it is now (so it
+    /// needs none of the backlog); a connection already subscribed starts over. Returns
+    /// whether the count grew.
+    pub fn subscribe(&mut self, conn: ConnId) -> bool {
+        let existed = self.unsubscribe(conn);
+        self.subscribed.insert(conn);
+        self.subscribers.push(Subscriber {
             conn,
             lagging: None,
             next: self.end(),
@@ -130,91 +72,65 @@ impl Fanout {
         !existed
     }
 
-    pub fn remove_spectator(&mut self, conn_id: u64) -> bool {
-        if !self.watching.contains(&conn_id) {
+    pub fn unsubscribe(&mut self, conn: ConnId) -> bool {
+        if !self.subscribed.contains(&conn) {
             return false;
         }
-        let Some(at) = self.spectators.iter().position(|s| s.conn == conn_id) else {
+        let Some(at) = self.subscribers.iter().position(|s| s.conn == conn) else {
             return false;
         };
         self.remove_listed(at);
         true
     }
 
-    pub fn spectator_count(&self) -> u32 {
-        u32::try_from(self.spectators.len()).unwrap_or(u32::MAX)
+    pub fn count(&self) -> u32 {
+        u32::try_from(self.subscribers.len()).unwrap_or(u32::MAX)
     }
 
-    /// Queues `frames` to both players now, framed once. `answer`'s reply goes first, to
-    /// its seat alone, if that seat's connection is the one it answers; returns whether it
-    /// went.
-    pub fn to_players(&self, frames: &[Bytes], answer: Option<Answer>) -> bool {
-        let answer = answer.filter(|a| self.player_conn(a.seat) == Some(a.conn_id));
-        if self.players.one.is_none() && self.players.two.is_none() {
-            return false;
-        }
-        let all = answer.iter().map(|a| a.frame.clone());
-        let framed = Arc::new(Framed::new(all.chain(frames.iter().cloned()).collect()));
-        for seat in [Seat::One, Seat::Two] {
-            if let Some(player) = *self.players.get(seat) {
-                let from = match &answer {
-                    Some(a) if a.seat != seat => 1,
-                    _ => 0,
-                };
-                self.bus.send_framed_or_kill(player, &framed, from);
-            }
-        }
-        answer.is_some()
-    }
-
-    /// Queues a batch of numbered events to both players now (with `answer`, as
-    /// `to_players`; returns whether it went), and puts it on the spectators' backlog for
-    /// `deliver`.
-    pub fn broadcast(&mut self, frames: &[Bytes], answer: Option<Answer>) -> bool {
-        let answered = self.to_players(frames, answer);
-        if !self.spectators.is_empty() {
-            self.backlog.extend(frames.iter().cloned());
-            self.shared = None;
-        } else {
+    /// Appends numbered frames to the stream.
+    pub fn publish(&mut self, frames: &[Bytes]) {
+        if self.subscribers.is_empty() {
             // Nobody to wait for: the stream moves on without a backlog.
             self.base += frames.len() as u64;
+            return;
         }
-        answered
+        self.backlog.extend(frames.iter().cloned());
+        self.shared = None;
+        self.snapshot = None;
     }
 
-    /// Whether some spectator still lacks some frame.
+    /// Whether some subscriber still lacks some frame.
     pub fn has_backlog(&self) -> bool {
         !self.backlog.is_empty()
     }
 
-    /// Makes up to `chunk` more sends of the pass under way, each bringing its spectator up
-    /// to the stream's end; `resync` encodes a snapshot of the game as it is now (after
-    /// every frame of the backlog) for spectators that are behind, and is called at most
-    /// once per delivery.
-    pub fn deliver(&mut self, chunk: usize, resync: impl FnOnce() -> Bytes) -> Delivery {
+    /// The game as it is now, for the subscribers that lag.
+    pub fn resync(&mut self, snapshot: Bytes) {
+        self.snapshot = Some((self.end(), snapshot));
+    }
+
+    /// Makes up to `chunk` more sends of the pass under way through `bus`, each bringing
+    /// its subscriber up to the stream's end; stops at a subscriber that lags while there
+    /// is no snapshot of now.
+    pub fn deliver(&mut self, bus: &dyn Bus, chunk: usize) -> Delivery {
         let mut delivery = Delivery::default();
-        let mut resync = Some(resync);
-        let mut snapshot: Option<Bytes> = None;
         let end = self.end();
         let mut sends = 0;
         while sends < chunk && self.has_backlog() {
-            if self.cursor >= self.spectators.len() {
+            if self.cursor >= self.subscribers.len() {
                 self.cursor = 0;
-                if self.spectators.iter().all(|s| s.next >= end) {
+                if self.subscribers.iter().all(|s| s.next >= end) {
                     // Everyone has everything: the backlog can go.
-                    self.base = end;
-                    self.backlog.clear();
-                    self.shared = None;
+                    self.clear_backlog();
                     break;
                 }
             }
             let at = self.cursor;
-            if self.spectators[at].next >= end {
+            if self.subscribers[at].next >= end {
                 self.cursor += 1;
                 continue;
             }
-            sends += 1;
-            let sent = match self.spectators[at].lagging {
+            let sent = match self.subscribers[at].lagging {
                 None => {
                     let base = self.base;
                     let backlog = &self.backlog;
@@ -222,17 +138,21 @@ impl Fanout {
                         Arc::new(Framed::new(backlog.iter().cloned().collect()))
                     });
                     let from =
-                        usize::try_from(self.spectators[at].next - base).unwrap_or(usize::MAX);
-                    self.bus.send_framed(self.spectators[at].conn, shared, from)
+                        usize::try_from(self.subscribers[at].next - base).unwrap_or(usize::MAX);
+                    bus.send_framed(self.subscribers[at].conn, shared, from)
                 }
-                Some(_) => {
-                    let frame = snapshot.get_or_insert_with(|| {
-                        resync.take().map_or_else(Bytes::new, |resync| resync())
-                    });
-                    self.bus.send(self.spectators[at].conn, frame.clone())
-                }
+                Some(_) => match &self.snapshot {
+                    Some((at_end, frame)) if *at_end == end => {
+                        bus.send(self.subscribers[at].conn, frame.clone())
+                    }
+                    _ => {
+                        delivery.lagging = true;
+                        return delivery;
+                    }
+                },
             };
-            let s = &mut self.spectators[at];
+            sends += 1;
+            let s = &mut self.subscribers[at];
             s.next = end;
             let keep = match (s.lagging, sent) {
                 (_, Err(SendError::Closed)) => false,
@@ -249,7 +169,7 @@ impl Fanout {
                     let failed = failed + 1;
                     s.lagging = Some(failed);
                     if failed >= MAX_RESYNC_ATTEMPTS {
-                        self.bus.kill(s.conn);
+                        bus.kill(s.conn);
                     }
                     failed < MAX_RESYNC_ATTEMPTS
                 }
@@ -257,32 +177,18 @@ impl Fanout {
             if keep {
                 self.cursor += 1;
             } else {
-                // The next spectator moves into its place.
+                // The next subscriber moves into its place.
                 self.remove_listed(at);
                 delivery.removed += 1;
             }
         }
-        if self.cursor >= self.spectators.len() && self.spectators.iter().all(|s| s.next >= end) {
-            self.cursor = 0;
-            self.base = end;
-            self.backlog.clear();
-            self.shared = None;
+        if self.cursor >= self.subscribers.len() && self.subscribers.iter().all(|s| s.next >= end) {
+            self.clear_backlog();
         }
+        // The next delivery gets a snapshot of its own time.
+        self.snapshot = None;
         delivery.done = !self.has_backlog();
         delivery
-    }
-
-    /// Delivers the whole backlog now (a game that is stopping).
-    pub fn deliver_all(&mut self, mut resync: impl FnMut() -> Bytes) -> Delivery {
-        let mut total = Delivery::default();
-        loop {
-            let delivery = self.deliver(usize::MAX, &mut resync);
-            total.removed += delivery.removed;
-            if delivery.done {
-                total.done = true;
-                return total;
-            }
-        }
     }
 
     /// The number the next frame of the stream will have.
@@ -290,34 +196,80 @@ impl Fanout {
         self.base + self.backlog.len() as u64
     }
 
-    /// Removes the spectator at `at` from the list.
+    fn clear_backlog(&mut self) {
+        self.base = self.end();
+        self.backlog.clear();
+        self.shared = None;
+        self.cursor = 0;
+    }
+
+    /// Removes the subscriber at `at` from the list.
     fn remove_listed(&mut self, at: usize) {
-        let gone = self.spectators.remove(at);
-        self.watching.remove(&gone.conn);
+        let gone = self.subscribers.remove(at);
+        self.subscribed.remove(&gone.conn);
         if at < self.cursor {
             self.cursor -= 1;
         }
-        if self.spectators.is_empty() {
-            self.base = self.end();
-            self.backlog.clear();
-            self.shared = None;
-            self.cursor = 0;
+        if self.subscribers.is_empty() {
+            self.clear_backlog();
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::outbox::{Outbound, Outbox};
+    use bytes::Bytes;
+    use elementals_protocol::messages::GameId;
     use tokio::sync::mpsc;
 
-    /// Puts `outbox`'s connection on the fanout's bus (in place of any earlier one of
-    /// its id) and adds it as a spectator.
+    use crate::bus::{Bus, Delivery, LocalBus};
+    use crate::outbox::{Outbound, Outbox};
+
+    /// One game's topic on a bus of its own.
+    struct Fanout {
+        bus: LocalBus,
+        topic: GameId,
+    }
+
+    impl Fanout {
+        fn default() -> Fanout {
+            Fanout {
+                bus: LocalBus::default(),
+                topic: GameId::new_random_from([1; 16]),
+            }
+        }
+
+        fn broadcast(&mut self, frames: &[Bytes]) {
+            self.bus.publish(self.topic, frames);
+        }
+
+        fn deliver(&mut self, chunk: usize, resync: impl FnOnce() -> Bytes) -> Delivery {
+            crate::bus::deliver(&self.bus, self.topic, chunk, resync)
+        }
+
+        fn deliver_all(&mut self, resync: impl FnMut() -> Bytes) -> Delivery {
+            crate::bus::deliver_all(&self.bus, self.topic, resync)
+        }
+
+        fn remove_spectator(&mut self, conn: u64) -> bool {
+            self.bus.unsubscribe(self.topic, conn)
+        }
+
+        fn spectator_count(&self) -> u32 {
+            self.bus.subscribers(self.topic)
+        }
+
+        fn has_backlog(&self) -> bool {
+            self.bus.has_backlog(self.topic)
+        }
+    }
+
+    /// Puts `outbox`'s connection on the bus (in place of any earlier one of its id) and
+    /// subscribes it.
     fn add(fanout: &mut Fanout, outbox: Outbox) -> bool {
-        fanout.bus().disconnect(outbox.conn_id());
-        fanout.bus().connect(&outbox);
-        fanout.add_spectator(outbox.conn_id())
+        fanout.bus.disconnect(outbox.conn_id());
+        fanout.bus.connect(&outbox);
+        fanout.bus.subscribe(fanout.topic, outbox.conn_id())
     }
 
     fn frame(n: u8) -> Bytes {
@@ -344,10 +296,10 @@ mod tests {
     fn batches_arriving_mid_pass_reach_every_spectator_once_and_in_order() {
         let mut fanout = Fanout::default();
         let mut rxs: Vec<_> = (0..5).map(|id| spectator(&mut fanout, id)).collect();
-        fanout.broadcast(&[frame(1)], None);
+        fanout.broadcast(&[frame(1)]);
         // Two spectators get frame 1; then frame 2 comes.
         assert!(!fanout.deliver(2, no_resync).done);
-        fanout.broadcast(&[frame(2), frame(3)], None);
+        fanout.broadcast(&[frame(2), frame(3)]);
         // The rest of the pass gets 1, 2 and 3 together; a second pass brings the first
         // two up to date.
         let mut deliveries = 0;
@@ -375,10 +327,10 @@ mod tests {
         add(&mut fanout, small);
         for round in 0..20u8 {
             let base = round * 3;
-            fanout.broadcast(&[frame(base)], None);
+            fanout.broadcast(&[frame(base)]);
             // Part of a pass, then two more frames mid-pass.
             fanout.deliver(40, || frame(255));
-            fanout.broadcast(&[frame(base + 1), frame(base + 2)], None);
+            fanout.broadcast(&[frame(base + 1), frame(base + 2)]);
             let mut deliveries = 0;
             while !fanout.deliver(40, || frame(255)).done {
                 deliveries += 1;
@@ -403,10 +355,10 @@ mod tests {
         let mut fanout = Fanout::default();
         let mut first = spectator(&mut fanout, 1);
         let _second = spectator(&mut fanout, 2);
-        fanout.broadcast(&[frame(1)], None);
+        fanout.broadcast(&[frame(1)]);
         assert!(!fanout.deliver(1, no_resync).done);
         let mut late = spectator(&mut fanout, 3);
-        fanout.broadcast(&[frame(2)], None);
+        fanout.broadcast(&[frame(2)]);
         fanout.deliver_all(no_resync);
         assert_eq!(received(&mut first), [1, 2]);
         assert_eq!(received(&mut late), [2]);
@@ -416,7 +368,7 @@ mod tests {
     fn removing_a_spectator_mid_pass_skips_nobody() {
         let mut fanout = Fanout::default();
         let mut rxs: Vec<_> = (0..4).map(|id| spectator(&mut fanout, id)).collect();
-        fanout.broadcast(&[frame(7)], None);
+        fanout.broadcast(&[frame(7)]);
         assert!(!fanout.deliver(2, no_resync).done);
         assert!(fanout.remove_spectator(0));
         assert!(fanout.deliver(10, no_resync).done);
@@ -424,7 +376,7 @@ mod tests {
             assert_eq!(received(rx), [7]);
         }
         // The last spectator leaving clears the backlog.
-        fanout.broadcast(&[frame(8)], None);
+        fanout.broadcast(&[frame(8)]);
         for id in 1..4 {
             fanout.remove_spectator(id);
         }
@@ -442,7 +394,7 @@ mod tests {
             "the same connection replaces itself"
         );
         assert_eq!(fanout.spectator_count(), 1);
-        fanout.broadcast(&[frame(3)], None);
+        fanout.broadcast(&[frame(3)]);
         fanout.deliver_all(no_resync);
         assert_eq!(received(&mut rx2), [3]);
         assert!(!fanout.remove_spectator(6), "never watching");
@@ -453,7 +405,7 @@ mod tests {
         let (closed, rx) = Outbox::new(5, 4);
         add(&mut fanout, closed);
         drop(rx);
-        fanout.broadcast(&[frame(4)], None);
+        fanout.broadcast(&[frame(4)]);
         assert_eq!(fanout.deliver_all(no_resync).removed, 1);
         let (back, _rx) = Outbox::new(5, 4);
         assert!(add(&mut fanout, back));
@@ -465,16 +417,16 @@ mod tests {
         let mut fanout = Fanout::default();
         let (outbox, mut rx) = Outbox::new(9, 1);
         add(&mut fanout, outbox);
-        fanout.broadcast(&[frame(1)], None);
+        fanout.broadcast(&[frame(1)]);
         assert!(fanout.deliver_all(no_resync).done);
         // Frame 1 fills the outbox, frame 2 does not fit: it is lagging.
-        fanout.broadcast(&[frame(2)], None);
+        fanout.broadcast(&[frame(2)]);
         assert!(fanout.deliver_all(no_resync).done);
         assert_eq!(received(&mut rx), [1]);
-        fanout.broadcast(&[frame(3)], None);
+        fanout.broadcast(&[frame(3)]);
         fanout.deliver_all(|| frame(99));
         assert_eq!(received(&mut rx), [99]);
-        fanout.broadcast(&[frame(4)], None);
+        fanout.broadcast(&[frame(4)]);
         fanout.deliver_all(no_resync);
         assert_eq!(received(&mut rx), [4]);
     }
@@ -483,7 +435,7 @@ mod tests {
     fn a_delivery_queues_each_spectator_one_item_sharing_the_frames() {
         let mut fanout = Fanout::default();
         let mut rxs: Vec<_> = (0..3).map(|id| spectator(&mut fanout, id)).collect();
-        fanout.broadcast(&[frame(1), frame(2), frame(3)], None);
+        fanout.broadcast(&[frame(1), frame(2), frame(3)]);
         fanout.deliver_all(no_resync);
         let items: Vec<Outbound> = rxs.iter_mut().map(|rx| rx.try_recv().unwrap()).collect();
         for (item, rx) in items.iter().zip(&mut rxs) {
@@ -556,7 +508,7 @@ mod tests {
                             Bytes::copy_from_slice(&(sent - 1).to_be_bytes())
                         })
                         .collect();
-                    fanout.broadcast(&frames, None);
+                    fanout.broadcast(&frames);
                 }
                 _ => {
                     let chunk = 1 + random(200) as usize;
@@ -575,5 +527,34 @@ mod tests {
             assert_eq!(w.got, want, "spectator {}", w.id);
         }
         assert_eq!(fanout.spectator_count() as usize, live.len());
+    }
+
+    #[test]
+    fn the_topic_asks_for_a_snapshot_only_when_it_reaches_a_subscriber_that_lags() {
+        let mut fanout = Fanout::default();
+        let (small, mut small_rx) = Outbox::new(1, 1);
+        add(&mut fanout, small);
+        let mut big = spectator(&mut fanout, 2);
+        fanout.broadcast(&[frame(1)]);
+        fanout.broadcast(&[frame(2)]);
+        // Both frames go as one item: the small queue holds it.
+        assert_eq!(fanout.bus.deliver(fanout.topic, 10).lagging, false);
+        fanout.broadcast(&[frame(3)]);
+        // Frame 3 does not fit the small one's queue: it lags from now on.
+        let first = fanout.bus.deliver(fanout.topic, 10);
+        assert!(first.done && !first.lagging);
+        assert_eq!(received(&mut small_rx), [1, 2]);
+        fanout.broadcast(&[frame(4)]);
+        // The delivery stops at it and asks; the others are not held up behind it.
+        let asked = fanout.bus.deliver(fanout.topic, 10);
+        assert!(asked.lagging && !asked.done, "{asked:?}");
+        assert_eq!(received(&mut big), [1, 2, 3]);
+        fanout.bus.resync(fanout.topic, frame(99));
+        assert!(fanout.bus.deliver(fanout.topic, 10).done);
+        assert_eq!(received(&mut small_rx), [99]);
+        assert_eq!(received(&mut big), [4]);
+        // A snapshot serves one delivery: the next one asks again if it must.
+        assert_eq!(fanout.bus.close_topic(fanout.topic), 2);
+        assert_eq!(fanout.spectator_count(), 0);
     }
 }
