@@ -8,13 +8,19 @@
 //! crosses it could be serialized: an implementation over a network (a cluster of nodes)
 //! fits under the same trait.
 //!
+//! A game is addressed by its id too: commands go to it as plain data (`GameCmd`), each
+//! saying where its answer goes (`ReplyTo`), and the game answers by the bus: frames for
+//! the connection, and a `Notice` for its session that the request is answered. A command
+//! to a game that does not exist, or has ended, is answered `unknown_game` by the bus
+//! (`Bus::refuse`).
+//!
 //! Each game has a topic (keyed by its id): its spectators subscribe to it, the game
 //! publishes its numbered events there, each encoded once, and the topic delivers them,
 //! asking the game for a snapshot only when a subscriber has fallen behind (see `topic`).
 //!
 //! `LocalBus` is the in-process implementation: a directory of the open connections'
-//! outboxes, which the socket tier fills as connections open and empties as they end, and
-//! the games' topics.
+//! outboxes, which the socket tier fills as connections open and empties as they end, the
+//! sessions' notice queues, the games' command queues and the games' topics.
 
 mod topic;
 
@@ -25,7 +31,11 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use elementals_protocol::messages::{GameId, ServerMsg};
 use elementals_protocol::wire;
+use futures::future::BoxFuture;
+use tokio::sync::mpsc::{self, error::TrySendError};
 
+use crate::game::{GameCmd, GameError, Notice, ReplyTo};
+use crate::game::{GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY};
 use crate::outbox::{Framed, Outbox, SendError};
 #[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
 pub(crate) use topic::MAX_RESYNC_ATTEMPTS;
@@ -99,6 +109,62 @@ pub trait Bus: Send + Sync + Debug {
     /// The game is over: `topic` and its subscribers are forgotten. Returns how many it had.
     fn close_topic(&self, topic: GameId) -> u32;
 
+    /// The game tier: game `game` takes commands; its task reads them from the inbox.
+    fn open_game(&self, game: GameId) -> GameInbox;
+
+    /// The game tier: game `game`'s task has ended (its inbox is closed and drained).
+    fn close_game(&self, game: GameId);
+
+    /// Whether game `game` takes commands (its task runs).
+    fn has_game(&self, game: GameId) -> bool;
+
+    /// Sends `cmd` to game `game`, waiting for room in its queue (so a game that falls
+    /// behind slows its senders); a command the game cannot take is `refuse`d.
+    fn to_game(&self, game: GameId, cmd: GameCmd) -> BoxFuture<'_, ()>;
+
+    /// Sends a command that must not be lost and that nobody waits for (a seat's
+    /// `Detach`, an `Unwatch`), without waiting: with the queue full, it is queued as soon
+    /// as there is room.
+    fn notify_game(&self, game: GameId, cmd: GameCmd);
+
+    /// Test-only: `to_game` without waiting; `Err` if the queue is full or closed.
+    #[cfg(test)]
+    fn try_to_game(&self, game: GameId, cmd: GameCmd) -> Result<(), ()>;
+
+    /// The socket tier: connection `conn`'s session hears the game tier's notices from the
+    /// receiver returned (in place of any earlier one), until the connection ends.
+    fn open_session(&self, conn: ConnId) -> mpsc::UnboundedReceiver<Notice>;
+
+    /// Tells connection `to`'s session `notice`.
+    fn notify_session(&self, to: ConnId, notice: Notice);
+
+    /// The answer to `reply` is queued: tells its session, if it waits for that.
+    fn answered(&self, game: GameId, reply: ReplyTo, ok: bool) {
+        if reply.settle {
+            self.notify_session(reply.conn, Notice::Answered { game_id: game, ok });
+        }
+    }
+
+    /// Answers a command that game `game` will never handle (it does not exist, or has
+    /// ended): `unknown_game` to its request, if it made one.
+    fn refuse(&self, game: GameId, cmd: &GameCmd) {
+        if let Some(reply) = cmd.reply_to() {
+            self.refuse_reply(game, reply);
+        }
+    }
+
+    /// `refuse`, for the command that owed `reply`.
+    fn refuse_reply(&self, game: GameId, reply: ReplyTo) {
+        if let Some(id) = reply.request_id {
+            let gone = GameError::gone();
+            self.send_msg_or_kill(
+                reply.conn,
+                &ServerMsg::error(Some(id), gone.code, gone.message),
+            );
+        }
+        self.answered(game, reply, false);
+    }
+
     /// `send`, killing the connection if its queue is full: for what a client cannot be
     /// left without (a reply, a player's events).
     fn send_or_kill(&self, to: ConnId, frame: Bytes) {
@@ -123,6 +189,14 @@ pub trait Bus: Send + Sync + Debug {
             self.kill(to);
         }
     }
+}
+
+/// What a game's task reads its commands from: the players' queue, and the spectators',
+/// which it reads only when no player's command waits.
+#[derive(Debug)]
+pub struct GameInbox {
+    pub players: mpsc::Receiver<GameCmd>,
+    pub spectators: mpsc::Receiver<GameCmd>,
 }
 
 /// `chunk` sends of `topic`'s delivery, with a snapshot from `resync` (made at most once)
@@ -163,12 +237,37 @@ pub fn deliver_all(bus: &dyn Bus, topic: GameId, mut resync: impl FnMut() -> Byt
 #[derive(Debug, Default)]
 pub struct LocalBus {
     connections: DashMap<ConnId, Outbox>,
+    sessions: DashMap<ConnId, mpsc::UnboundedSender<Notice>>,
+    games: DashMap<GameId, GameQueues>,
     /// Each is used by its game's task alone (or its supervisor once that task is gone),
     /// so its lock is never contended; the map's guard is dropped before it is taken.
     topics: DashMap<GameId, Arc<Mutex<topic::Topic>>>,
 }
 
+/// A game's command queues (see `GameInbox`).
+#[derive(Debug, Clone)]
+struct GameQueues {
+    players: mpsc::Sender<GameCmd>,
+    spectators: mpsc::Sender<GameCmd>,
+}
+
+impl GameQueues {
+    fn of(&self, cmd: &GameCmd) -> &mpsc::Sender<GameCmd> {
+        if cmd.is_spectators() {
+            &self.spectators
+        } else {
+            &self.players
+        }
+    }
+}
+
 impl LocalBus {
+    /// Game `game`'s queue for `cmd`, if the game takes commands (a clone: no guard of the
+    /// map is held while sending).
+    fn queue_for(&self, game: GameId, cmd: &GameCmd) -> Option<mpsc::Sender<GameCmd>> {
+        self.games.get(&game).map(|q| q.of(cmd).clone())
+    }
+
     /// `f` on `topic`'s state, if it has any.
     fn topic<T>(&self, topic: GameId, f: impl FnOnce(&mut topic::Topic) -> T) -> Option<T> {
         let state = self.topics.get(&topic).map(|t| Arc::clone(&t))?;
@@ -208,6 +307,7 @@ impl Bus for LocalBus {
 
     fn disconnect(&self, conn: ConnId) {
         self.connections.remove(&conn);
+        self.sessions.remove(&conn);
     }
 
     fn send(&self, to: ConnId, frame: Bytes) -> Result<(), SendError> {
@@ -276,6 +376,90 @@ impl Bus for LocalBus {
             state.lock().unwrap_or_else(PoisonError::into_inner).count()
         })
     }
+
+    fn open_game(&self, game: GameId) -> GameInbox {
+        // The capacities, and why they suffice, are documented at their constants.
+        let (players, players_rx) = mpsc::channel(GAME_CHANNEL_CAPACITY);
+        let (spectators, spectators_rx) = mpsc::channel(SPECTATOR_CHANNEL_CAPACITY);
+        self.games.insert(
+            game,
+            GameQueues {
+                players,
+                spectators,
+            },
+        );
+        GameInbox {
+            players: players_rx,
+            spectators: spectators_rx,
+        }
+    }
+
+    fn close_game(&self, game: GameId) {
+        self.games.remove(&game);
+    }
+
+    fn has_game(&self, game: GameId) -> bool {
+        self.games.contains_key(&game)
+    }
+
+    fn to_game(&self, game: GameId, cmd: GameCmd) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let Some(queue) = self.queue_for(game, &cmd) else {
+                return self.refuse(game, &cmd);
+            };
+            if let Err(mpsc::error::SendError(cmd)) = queue.send(cmd).await {
+                self.refuse(game, &cmd);
+            }
+        })
+    }
+
+    fn notify_game(&self, game: GameId, cmd: GameCmd) {
+        if let Some(queue) = self.queue_for(game, &cmd) {
+            notify(&queue, cmd);
+        }
+    }
+
+    #[cfg(test)]
+    fn try_to_game(&self, game: GameId, cmd: GameCmd) -> Result<(), ()> {
+        let queue = self.queue_for(game, &cmd).ok_or(())?;
+        queue.try_send(cmd).map_err(|_| ())
+    }
+
+    fn open_session(&self, conn: ConnId) -> mpsc::UnboundedReceiver<Notice> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.sessions.insert(conn, tx);
+        rx
+    }
+
+    fn notify_session(&self, to: ConnId, notice: Notice) {
+        if let Some(session) = self.sessions.get(&to) {
+            let _ = session.send(notice);
+        }
+    }
+}
+
+/// Sends a notice that must not be lost (a seat's `Detach`, an `Unwatch`, the lobby's
+/// `Gone`): at once if the channel has room, else from a task that waits for room. The
+/// waiting tasks are bounded by construction: a connection sends each notice once (as it
+/// ends: a detach for its seat, an unwatch for each game it watches, at most 16, a gone
+/// to the lobby; or an unwatch as it asks), so there are never more than that per
+/// connection that closed or unwatched while a queue was full, and each task is gone once
+/// its notice is queued (or the receiver is: a closed channel has nobody to notify).
+pub(crate) fn notify<T: Send + 'static>(tx: &mpsc::Sender<T>, notice: T) {
+    match tx.try_send(notice) {
+        Ok(()) | Err(TrySendError::Closed(_)) => {}
+        Err(TrySendError::Full(notice)) => {
+            let tx = tx.clone();
+            // A session can be dropped outside the runtime (its last owner going away at
+            // shutdown); the receivers are stopping then, and games restore their seats
+            // from their logs.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = tx.send(notice).await;
+                });
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -336,5 +520,67 @@ mod tests {
         bus.disconnect(4);
         bus.disconnect(5);
         assert!(bus.connections.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_command_to_a_game_that_takes_none_is_answered_unknown_game_by_the_bus() {
+        use crate::game::{GameCmd, Notice, ReplyTo, SeatAction};
+        use elementals_protocol::rules::Seat;
+        use elementals_protocol::ErrorCode;
+        let bus = LocalBus::default();
+        let (outbox, mut rx) = Outbox::new(1, 4);
+        bus.connect(&outbox);
+        let mut notices = bus.open_session(1);
+        let game = GameId::new_random_from([2; 16]);
+        let act = |request_id| GameCmd::Act {
+            seat: Seat::One,
+            action: SeatAction::Resign,
+            reply: ReplyTo {
+                conn: 1,
+                request_id: Some(request_id),
+                settle: true,
+            },
+            arrived: tokio::time::Instant::now(),
+        };
+        let refused = |rx: &mut tokio::sync::mpsc::Receiver<Outbound>, request_id| {
+            let Ok(Outbound::Frame(frame)) = rx.try_recv() else {
+                panic!("one frame is queued");
+            };
+            match wire::decode_server(&frame).unwrap() {
+                ServerMsg::Error { id, code, .. } => {
+                    assert_eq!((id, code), (Some(request_id), ErrorCode::UnknownGame));
+                }
+                other => panic!("expected unknown_game, got {other:?}"),
+            }
+        };
+        let answered = Notice::Answered {
+            game_id: game,
+            ok: false,
+        };
+        // Never opened.
+        bus.to_game(game, act(5)).await;
+        refused(&mut rx, 5);
+        assert_eq!(notices.try_recv(), Ok(answered));
+        // Opened, then its inbox gone: the queue is closed.
+        let inbox = bus.open_game(game);
+        assert!(bus.has_game(game));
+        drop(inbox);
+        bus.to_game(game, act(6)).await;
+        refused(&mut rx, 6);
+        assert_eq!(notices.try_recv(), Ok(answered));
+        // A notice to it is nobody's business: nothing is answered.
+        bus.notify_game(
+            game,
+            GameCmd::Detach {
+                seat: Seat::One,
+                conn_id: 1,
+            },
+        );
+        bus.close_game(game);
+        assert!(!bus.has_game(game));
+        assert!(rx.try_recv().is_err() && notices.try_recv().is_err());
+        // The connection's end closes its session's notices.
+        bus.disconnect(1);
+        assert!(notices.recv().await.is_none());
     }
 }

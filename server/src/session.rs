@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::oneshot;
+use tokio::sync::mpsc;
 
 use elementals_protocol::messages::{Account, ClientMsg, GameId, PlayerInfo, RequestId, ServerMsg};
 use elementals_protocol::wire;
@@ -19,7 +19,7 @@ use elementals_protocol::{ErrorCode, PROTOCOL_VERSION};
 use crate::auth::{AuthError, SignedIn};
 use crate::connection::close;
 use crate::db::AccountRow;
-use crate::game::{GameError, PlayerHandle, SeatAction, SpectatorHandle};
+use crate::game::{GameError, Notice, PlayerHandle, ReplyTo, SeatAction, SpectatorHandle};
 use crate::limits::{retry_secs, LoginRefused};
 use crate::lobby::{LobbyCmd, LobbyError, Member};
 use crate::outbox::Outbox;
@@ -52,11 +52,14 @@ struct User {
 
 pub struct Session {
     state: Arc<AppState>,
-    /// Shared with the games this connection's moves go to, which answer them.
+    /// The connection's queue, for the session's own replies (the games and the lobby
+    /// reach it by its identity, on the bus).
     outbox: Arc<Outbox>,
-    /// Fires once the game has answered the last move sent to it: nothing else is
-    /// answered before (`settle`).
-    pending: Option<oneshot::Receiver<()>>,
+    /// The game tier's word that a request this connection sent a game is answered.
+    notices: mpsc::UnboundedReceiver<Notice>,
+    /// A move was handed to a game whose answer has not been heard of yet: nothing else is
+    /// answered before it (`settle`).
+    pending: bool,
     /// The client's address (behind a trusted proxy, the forwarded one).
     peer: SocketAddr,
     hello: bool,
@@ -101,10 +104,12 @@ fn account_msg(row: &AccountRow) -> Account {
 
 impl Session {
     pub fn new(state: Arc<AppState>, outbox: Outbox, peer: SocketAddr) -> Self {
+        let notices = state.registry.bus().open_session(outbox.conn_id());
         Session {
             state,
             outbox: Arc::new(outbox),
-            pending: None,
+            notices,
+            pending: false,
             peer,
             hello: false,
             user: None,
@@ -116,8 +121,29 @@ impl Session {
     /// connection sends next follows that answer (requests are answered in order). A game
     /// answers at once, so this normally finds it done and waits for nothing.
     pub async fn settle(&mut self) {
-        if let Some(pending) = self.pending.take() {
-            let _ = pending.await;
+        if std::mem::take(&mut self.pending) {
+            self.answered().await;
+        }
+    }
+
+    /// Waits for the game tier's word that the one request in flight to a game is
+    /// answered (every command is: by its game, or by the bus if the game is gone);
+    /// returns whether it took effect.
+    async fn answered(&mut self) -> bool {
+        match self.notices.recv().await {
+            Some(Notice::Answered { ok, .. }) => ok,
+            // The connection is off the bus: nothing more will be answered.
+            None => false,
+        }
+    }
+
+    /// Where a game answers request `request_id` of this connection, the session waiting
+    /// for it.
+    fn reply_to(&self, request_id: Option<RequestId>) -> ReplyTo {
+        ReplyTo {
+            conn: self.outbox.conn_id(),
+            request_id,
+            settle: true,
         }
     }
 
@@ -254,9 +280,8 @@ impl Session {
         arrived: tokio::time::Instant,
     ) -> Result<Option<ServerMsg>, (ErrorCode, String)> {
         let seat = self.seat(game_id)?;
-        let (answer, sent) = seat.answer_to(&self.outbox, id);
-        seat.act(action, answer, arrived).await;
-        self.pending = Some(sent);
+        seat.act(action, self.reply_to(Some(id)), arrived).await;
+        self.pending = true;
         Ok(None)
     }
 
@@ -495,7 +520,8 @@ impl Session {
                     if state.registry.game(&game_id).is_none() {
                         return Err(err(ErrorCode::GameOver, "the game has ended"));
                     }
-                    spectator.watch(&self.outbox, Some(id)).await?;
+                    spectator.watch(self.reply_to(Some(id))).await;
+                    self.answered().await;
                 } else if self.user.is_none() {
                     // No seat without an account: answered as for anyone who neither plays
                     // nor watches the game, so that a client may try `watch` next.
@@ -505,7 +531,8 @@ impl Session {
                     });
                 } else {
                     let player = self.seat(game_id)?;
-                    player.attach(&self.outbox, Some(id)).await?;
+                    player.attach(self.reply_to(Some(id)), None).await;
+                    self.answered().await;
                 }
                 return Ok(None);
             }
@@ -532,9 +559,12 @@ impl Session {
                     .game(&game_id)
                     .ok_or_else(|| err(ErrorCode::UnknownGame, "no live game with that id"))?;
                 let spectator = game.spectator();
-                // The game queues the snapshot itself, in order with its events.
-                spectator.watch(&self.outbox, Some(id)).await?;
-                self.watching.insert(game_id, spectator);
+                // The game queues the snapshot itself, in order with its events (or the
+                // bus its `unknown_game`, if it has just ended).
+                spectator.watch(self.reply_to(Some(id))).await;
+                if self.answered().await {
+                    self.watching.insert(game_id, spectator);
+                }
                 return Ok(None);
             }
             C::Unwatch { id, game_id } => {
@@ -655,7 +685,8 @@ impl Session {
             // is queued and the answer below says the account is not seated.
             let frame = Bytes::from(wire::encode(&authenticated(Some(game.game_id()))));
             let player = game.player(seat);
-            if player.attach_after(&self.outbox, frame).await.is_ok() {
+            player.attach(self.reply_to(None), Some(frame)).await;
+            if self.answered().await {
                 return Ok(());
             }
         }

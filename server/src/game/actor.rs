@@ -44,7 +44,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::{sleep_until, Instant};
 
 use super::state::GameState;
-use super::{crash_point, GameCmd, GameServices, GameSetup};
+use super::{crash_point, GameCmd, GameServices, GameSetup, ReplyTo};
 use crate::bus::{self, Bus, ConnId, Delivery};
 use crate::db::{DbError, DbResult};
 use crate::record::LogStep;
@@ -286,10 +286,13 @@ impl Actor {
         };
         if let Some(stalled) = &mut self.stalled {
             // A snapshot now would show steps the log does not have.
-            if matches!(
-                cmd,
-                GameCmd::Attach { .. } | GameCmd::Watch { .. } | GameCmd::Snapshot { .. }
-            ) {
+            let snapshot = match &cmd {
+                GameCmd::Attach { .. } | GameCmd::Watch { .. } => true,
+                #[cfg(test)]
+                GameCmd::Snapshot { .. } => true,
+                _ => false,
+            };
+            if snapshot {
                 stalled.deferred.push_back(cmd);
                 return;
             }
@@ -306,22 +309,22 @@ impl Actor {
         match cmd {
             GameCmd::Attach {
                 seat,
-                conn_id,
-                request_id,
-                prelude,
                 reply,
+                prelude,
             } => {
+                // Answered `unknown_game` should the task die before it is answered.
+                let owed = AnswerTo::new(Arc::clone(&self.bus), self.game_id, reply);
                 self.state.attach(seat, now, &mut out);
                 // The new connection learns of its own arrival from the snapshot it gets.
                 self.emit(out, received).await;
                 let snapshot = self.snapshot();
                 let bus = Arc::clone(&self.bus);
                 if let Some(frame) = prelude {
-                    let _ = bus.send(conn_id, frame);
+                    let _ = bus.send(reply.conn, frame);
                 }
-                queue_snapshot(&*bus, conn_id, request_id, &snapshot, Some(seat));
-                lock(&self.shared).players.set(seat, Some(conn_id));
-                let _ = reply.send(Ok(snapshot));
+                queue_snapshot(&*bus, reply.conn, reply.request_id, &snapshot, Some(seat));
+                lock(&self.shared).players.set(seat, Some(reply.conn));
+                owed.sent();
             }
             GameCmd::Detach { seat, conn_id } => {
                 {
@@ -342,9 +345,10 @@ impl Actor {
             GameCmd::Act {
                 seat,
                 action,
-                answer,
+                reply,
                 arrived: _,
             } => {
+                let answer = AnswerTo::new(Arc::clone(&self.bus), self.game_id, reply);
                 let was_over = self.state.result().is_some();
                 let result = self.state.act(seat, action, now, &mut out);
                 // Kept for the log, or refused only because of an end the log lacks.
@@ -352,14 +356,14 @@ impl Actor {
                     Ok(()) => true,
                     Err(e) => e.code == ErrorCode::GameOver,
                 };
-                let id = answer.request_id;
+                let id = reply.request_id.unwrap_or_default();
                 let frame = Bytes::from(wire::encode(&match result {
                     Ok(()) => ServerMsg::Ok { id },
                     Err(e) => ServerMsg::error(Some(id), e.code, e.message),
                 }));
                 let with_events = Answer {
                     seat,
-                    conn_id: answer.conn_id,
+                    conn_id: reply.conn,
                     frame: frame.clone(),
                 };
                 let mut answer = Some(answer);
@@ -388,21 +392,18 @@ impl Actor {
                     }
                 }
             }
-            GameCmd::Watch {
-                conn_id,
-                request_id,
-                reply,
-            } => {
+            GameCmd::Watch { reply } => {
+                let owed = AnswerTo::new(Arc::clone(&self.bus), self.game_id, reply);
                 self.state.tick(now, &mut out);
                 self.emit(out, received).await;
-                let added = self.bus.subscribe(self.game_id, conn_id);
+                let added = self.bus.subscribe(self.game_id, reply.conn);
                 if added {
                     self.services.metrics.spectators.fetch_add(1, Relaxed);
                     self.spectators_changed();
                 }
                 let snapshot = self.snapshot();
-                queue_snapshot(&*self.bus, conn_id, request_id, &snapshot, None);
-                let _ = reply.send(Ok(snapshot));
+                queue_snapshot(&*self.bus, reply.conn, reply.request_id, &snapshot, None);
+                owed.sent();
             }
             GameCmd::Unwatch { conn_id } => {
                 if self.bus.unsubscribe(self.game_id, conn_id) {
@@ -410,10 +411,11 @@ impl Actor {
                     self.spectators_changed();
                 }
             }
+            #[cfg(test)]
             GameCmd::Snapshot { reply } => {
                 self.state.tick(now, &mut out);
                 self.emit(out, received).await;
-                let _ = reply.send(Ok(self.snapshot()));
+                let _ = reply.send(self.snapshot());
             }
             #[cfg(any(test, feature = "test-hooks"))]
             GameCmd::Panic => panic!("game {}: forced panic (test hook)", self.game_id),
@@ -712,6 +714,77 @@ impl Actor {
         if self.state.result().is_none() {
             let summary = self.state.summary(count);
             self.services.registry.update_summary(summary);
+        }
+    }
+}
+
+/// The answer a command owes while the game's task handles it: should the task die
+/// before it is answered, it is answered `unknown_game` as it drops (`Bus::refuse`). It
+/// stays in the game's task (or its supervisor's hands, `Shared::owed`): what crosses the
+/// bus is its `ReplyTo` alone.
+#[derive(Debug)]
+pub(in crate::game) struct AnswerTo {
+    bus: Arc<dyn Bus>,
+    game_id: GameId,
+    reply: Option<ReplyTo>,
+}
+
+impl AnswerTo {
+    fn new(bus: Arc<dyn Bus>, game_id: GameId, reply: ReplyTo) -> AnswerTo {
+        AnswerTo {
+            bus,
+            game_id,
+            reply: Some(reply),
+        }
+    }
+
+    /// Queues `frame`, the reply, killing the connection if it does not fit, and marks the
+    /// answer sent.
+    pub fn reply(self, frame: Bytes) {
+        if let Some(reply) = &self.reply {
+            self.bus.send_or_kill(reply.conn, frame);
+        }
+        self.sent();
+    }
+
+    /// The reply has been queued (with the move's events, or the snapshot): the session
+    /// hears that it is answered.
+    pub fn sent(mut self) {
+        if let Some(reply) = self.reply.take() {
+            self.bus.answered(self.game_id, reply, true);
+        }
+    }
+}
+
+impl Drop for AnswerTo {
+    fn drop(&mut self) {
+        if let Some(reply) = self.reply.take() {
+            self.bus.refuse_reply(self.game_id, reply);
+        }
+    }
+}
+
+impl Drop for Actor {
+    /// However the task ends (the game over, the server stopping, a panic), what is still
+    /// queued for it, or was put off while it was stalled, is answered `unknown_game`, and
+    /// later commands are refused by the bus.
+    fn drop(&mut self) {
+        self.rx.close();
+        self.spectators.close();
+        let mut unanswered: Vec<GameCmd> = self
+            .stalled
+            .take()
+            .map(|s| s.deferred.into_iter().collect())
+            .unwrap_or_default();
+        while let Ok(cmd) = self.rx.try_recv() {
+            unanswered.push(cmd);
+        }
+        while let Ok(cmd) = self.spectators.try_recv() {
+            unanswered.push(cmd);
+        }
+        self.bus.close_game(self.game_id);
+        for cmd in &unanswered {
+            self.bus.refuse(self.game_id, cmd);
         }
     }
 }

@@ -18,7 +18,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::pairing::Pool;
 use super::{LobbyCmd, LobbyError, Member};
 use crate::bus::Bus;
-use crate::game::{spawn_game, GameServices, GameSetup};
+use crate::game::{spawn_game, GameServices, GameSetup, ReplyTo};
 use crate::record::{AccountId, RecordPlayer};
 
 /// Open seeks and outgoing challenges one account may have at once.
@@ -742,10 +742,13 @@ impl Lobby {
                     },
                 );
                 // The game queues the snapshot after `game_start`.
-                let _ = handle
-                    .player(seat)
-                    .attach_conn(member.conn_id, None, None)
-                    .await;
+                // Nobody waits for the answer: the member's session is not asking.
+                let reply = ReplyTo {
+                    conn: member.conn_id,
+                    request_id: None,
+                    settle: false,
+                };
+                handle.player(seat).attach(reply, None).await;
             }
         });
         Ok(())

@@ -154,7 +154,7 @@ impl LobbyHandle {
     /// Never lost, even with the lobby's queue full (see `notify`): a lost notice would
     /// leave the connection's seeks and challenges open for others to accept.
     pub fn gone(&self, account: AccountId, conn_id: u64) {
-        crate::game::notify(&self.tx, LobbyCmd::Gone { account, conn_id });
+        crate::bus::notify(&self.tx, LobbyCmd::Gone { account, conn_id });
     }
 }
 

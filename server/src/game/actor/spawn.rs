@@ -6,14 +6,12 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
 use elementals_protocol::messages::{SeatPair, ServerMsg};
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::supervisor::{self, Shared};
 use super::{finished_game, unix_ms, Actor};
 use crate::game::state::{GameState, Timing};
 use crate::game::{GameHandle, GameServices, GameSetup};
-use crate::game::{GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY};
 
 /// The durations a game of `setup` runs under.
 pub(in crate::game) fn timing(services: &GameServices, setup: &GameSetup) -> Timing {
@@ -50,11 +48,9 @@ fn launch(
     services: GameServices,
     first: Vec<ServerMsg>,
 ) -> GameHandle {
-    // The capacities, and why they suffice, are documented at their constants.
-    let (tx, rx) = mpsc::channel(GAME_CHANNEL_CAPACITY);
-    let (spectators_tx, spectators) = mpsc::channel(SPECTATOR_CHANNEL_CAPACITY);
     let bus = services.registry.bus();
-    let handle = GameHandle::new(setup.game_id, tx, spectators_tx, Arc::clone(&bus));
+    let inbox = bus.open_game(setup.game_id);
+    let handle = GameHandle::new(setup.game_id, Arc::clone(&bus));
     let started_at = state.started_at();
     let seats = SeatPair::new(setup.players.one.account_id, setup.players.two.account_id);
     services
@@ -69,9 +65,9 @@ fn launch(
     let actor = Actor {
         game_id: setup.game_id,
         state,
-        rx,
+        rx: inbox.players,
         rx_open: true,
-        spectators,
+        spectators: inbox.spectators,
         spectators_open: true,
         judged: Instant::now(),
         incidents: Some(services.incidents.subscribe()),

@@ -19,10 +19,11 @@ use elementals_protocol::wire;
 use tokio::task::JoinHandle;
 
 use super::players::Players;
+use super::AnswerTo;
 use super::{finished_game, spectators_left, unix_ms};
 use crate::bus::{self, Bus};
 use crate::game::state::GameState;
-use crate::game::{AnswerTo, GameServices, GameSetup};
+use crate::game::{GameServices, GameSetup};
 use crate::record::{GameRecord, RoundLog};
 
 #[derive(Debug, Default)]
