@@ -17,7 +17,7 @@ use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::TimeControl;
 use elementals_server::db::{AccountRow, Db};
 use elementals_server::game::GameSetup;
-use elementals_server::record::{LogEntry, LogStep, RecordPlayer};
+use elementals_server::record::{Hash32, LogEntry, LogStep, RecordPlayer};
 
 /// Steps each game appends after its start.
 const STEPS: u64 = 40;
@@ -78,7 +78,7 @@ async fn game(db: Db, players: SeatPair<RecordPlayer>, period: Option<Duration>)
         let commit = LogEntry::Commit {
             round: n as u32,
             seat: if n % 2 == 0 { Seat::Two } else { Seat::One },
-            commitment: "ab".repeat(32),
+            commitment: Hash32([0xab; 32]),
         };
         let at = Instant::now();
         db.append_log(game_id, &[step(n, commit)]).await.unwrap();

@@ -21,7 +21,7 @@ use elementals_protocol::rules::{Outcome, Seat, Variant};
 use elementals_protocol::TimeControl;
 use elementals_server::db::testing::TestPostgres;
 use elementals_server::db::{AccountRow, Db};
-use elementals_server::record::{GameRecord, RecordPlayer, RoundLog};
+use elementals_server::record::{GameRecord, Hash32, RecordPlayer, RoundLog};
 
 /// Games in flight at once in the batched case: as many games ending together as the
 /// writer can gather into its batches.
@@ -49,11 +49,11 @@ fn player(account: &AccountRow) -> RecordPlayer {
     }
 }
 
-/// The hex of 32 random bytes, as a commitment or a nonce is recorded: every one distinct
-/// and incompressible, as real ones are (a repeated pattern would flatter any encoding
-/// that packs or compresses the record).
-fn random_hex32() -> String {
-    hex::encode(rand::random::<[u8; 32]>())
+/// 32 random bytes, as a commitment or a nonce: every one distinct and incompressible, as
+/// real ones are (a repeated pattern would flatter any encoding that packs or compresses
+/// the record).
+fn random_hash() -> Hash32 {
+    Hash32(rand::random())
 }
 
 /// A rated game of `ROUNDS` rounds won at the edge by seat one.
@@ -61,8 +61,8 @@ fn record(one: &AccountRow, two: &AccountRow) -> GameRecord {
     let rounds = (1..=ROUNDS)
         .map(|round| RoundLog {
             round,
-            commitments: SeatPair::new(random_hex32(), random_hex32()),
-            nonces: SeatPair::new(random_hex32(), random_hex32()),
+            commitments: SeatPair::new(random_hash(), random_hash()),
+            nonces: SeatPair::new(random_hash(), random_hash()),
             picks: SeatPair::new(1, 1),
             outcome: Outcome {
                 winner: None,

@@ -5,7 +5,7 @@
 use elementals_protocol::messages::{GameId, GameResult, SeatPair};
 use elementals_protocol::rules::{Element, Outcome, Seat, Variant};
 use elementals_protocol::TimeControl;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::game::GameSetup;
 
@@ -25,10 +25,10 @@ pub struct RecordPlayer {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RoundLog {
     pub round: u32,
-    /// Hex of each seat's 32-byte commitment.
-    pub commitments: SeatPair<String>,
-    /// Hex of each seat's 32-byte nonce.
-    pub nonces: SeatPair<String>,
+    /// Each seat's commitment.
+    pub commitments: SeatPair<Hash32>,
+    /// Each seat's nonce.
+    pub nonces: SeatPair<Hash32>,
     pub picks: SeatPair<Element>,
     pub outcome: Outcome,
     pub positions: Vec<i16>,
@@ -119,18 +119,18 @@ pub enum LogEntry {
         /// `GameInfo.started_at`, Unix milliseconds.
         started_at: u64,
     },
-    /// An accepted commitment (hex of its 32 bytes).
+    /// An accepted commitment.
     Commit {
         round: u32,
         seat: Seat,
-        commitment: String,
+        commitment: Hash32,
     },
-    /// An accepted reveal (the nonce in hex).
+    /// An accepted reveal.
     Reveal {
         round: u32,
         seat: Seat,
         pick: Element,
-        nonce: String,
+        nonce: Hash32,
     },
     /// A round was played; written with the reveal that completed it.
     Result { round: RoundLog },
@@ -220,5 +220,93 @@ impl GameLog {
             self.rounds(),
             final_clocks_ms,
         )))
+    }
+}
+
+/// A commitment or a nonce: 32 bytes, kept as bytes from the move to the database. Formats
+/// meant for people (the JSON API) write it as lowercase hex; MessagePack (the game log,
+/// the stored record) as its 32 bytes (`bin`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Hash32(pub [u8; 32]);
+
+impl Hash32 {
+    /// Lowercase hex, as the JSON API writes it.
+    pub fn hex(&self) -> String {
+        hex::encode(self.0)
+    }
+}
+
+impl std::fmt::Debug for Hash32 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Hash32({})", self.hex())
+    }
+}
+
+impl Serialize for Hash32 {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            serializer.serialize_str(&self.hex())
+        } else {
+            serializer.serialize_bytes(&self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Hash32 {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if deserializer.is_human_readable() {
+            deserializer.deserialize_str(Hash32Visitor)
+        } else {
+            deserializer.deserialize_bytes(Hash32Visitor)
+        }
+    }
+}
+
+struct Hash32Visitor;
+
+impl serde::de::Visitor<'_> for Hash32Visitor {
+    type Value = Hash32;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("32 bytes, or their 64 hex digits")
+    }
+
+    fn visit_bytes<E: serde::de::Error>(self, bytes: &[u8]) -> Result<Hash32, E> {
+        bytes
+            .try_into()
+            .map(Hash32)
+            .map_err(|_| E::invalid_length(bytes.len(), &self))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Hash32, E> {
+        let mut bytes = [0; 32];
+        hex::decode_to_slice(text, &mut bytes)
+            .map_err(|_| E::invalid_value(serde::de::Unexpected::Str(text), &self))?;
+        Ok(Hash32(bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Hash32;
+
+    #[test]
+    fn a_hash_is_hex_in_json_and_bytes_in_messagepack() {
+        let mut bytes = [0u8; 32];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(37) ^ 0xA5;
+        }
+        let hash = Hash32(bytes);
+        let json = serde_json::to_string(&hash).unwrap();
+        assert_eq!(json, format!("\"{}\"", hex::encode(bytes)));
+        assert_eq!(serde_json::from_str::<Hash32>(&json).unwrap(), hash);
+        let packed = rmp_serde::to_vec(&hash).unwrap();
+        // bin 8: marker, length, then the bytes themselves.
+        assert_eq!(&packed[..2], &[0xc4, 32]);
+        assert_eq!(&packed[2..], &bytes);
+        assert_eq!(rmp_serde::from_slice::<Hash32>(&packed).unwrap(), hash);
+        // Anything but 32 bytes is refused, in either form.
+        assert!(serde_json::from_str::<Hash32>("\"abcd\"").is_err());
+        assert!(rmp_serde::from_slice::<Hash32>(&rmp_serde::to_vec(&[1u8; 31]).unwrap()).is_err());
     }
 }

@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::super::journal::{self, Compaction, Journal, JournalStats, Request, MAX_BATCH_APPENDS};
 use super::*;
 use crate::game::GameSetup;
-use crate::record::{LogEntry, LogStep, RoundLog};
+use crate::record::{Hash32, LogEntry, LogStep, RoundLog};
 use elementals_protocol::rules::{Move, Outcome};
 
 fn setup(record: &GameRecord) -> GameSetup {
@@ -48,7 +48,7 @@ pub(super) fn commit(n: u64) -> LogStep {
         LogEntry::Commit {
             round: 1,
             seat: Seat::One,
-            commitment: "ab".repeat(32),
+            commitment: Hash32([0xab; 32]),
         },
     )
 }
@@ -200,7 +200,7 @@ async fn compaction_drops_recorded_games_and_keeps_live_ones_whole() {
     let t = open_db();
     t.db.shutdown().await.unwrap();
     let small = Compaction {
-        min_len: 16 << 10,
+        min_len: 4 << 10,
         ratio: 2,
     };
     let db = Db::open_with(&t.path, small, Duration::ZERO).unwrap();
@@ -247,8 +247,8 @@ async fn compaction_drops_recorded_games_and_keeps_live_ones_whole() {
 pub(super) fn every_kind_of_step(record: &GameRecord) -> Vec<LogStep> {
     let round = RoundLog {
         round: 1,
-        commitments: SeatPair::new("ab".repeat(32), "cd".repeat(32)),
-        nonces: SeatPair::new("01".repeat(32), "fe".repeat(32)),
+        commitments: SeatPair::new(Hash32([0xab; 32]), Hash32([0xcd; 32])),
+        nonces: SeatPair::new(Hash32([0x01; 32]), Hash32([0xfe; 32])),
         picks: SeatPair::new(1, 4),
         outcome: Outcome {
             winner: Some(Seat::Two),
@@ -271,7 +271,7 @@ pub(super) fn every_kind_of_step(record: &GameRecord) -> Vec<LogStep> {
                 round: 1,
                 seat: Seat::Two,
                 pick: 4,
-                nonce: "fe".repeat(32),
+                nonce: Hash32([0xfe; 32]),
             },
         ),
         step(3, LogEntry::Result { round }),

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use super::super::journal::{self, LogHealth, MAX_PAYLOAD_WRITTEN};
 use super::journal::{commit, file_len, logs, open_journal, queue_append, start, step};
 use super::*;
-use crate::record::{LogEntry, RoundLog};
+use crate::record::{Hash32, LogEntry, RoundLog};
 use elementals_protocol::rules::{Move, Outcome};
 
 #[tokio::test]
@@ -58,12 +58,22 @@ async fn a_step_over_the_frame_limit_is_refused_and_nothing_is_written() {
     t.db.append_log(a.game_id, &[start(&a)]).await.unwrap();
     t.db.flush().await.unwrap();
     let before = file_len(&t);
+    // A round result with far more positions than any board has: each 300 is three bytes.
     let huge = step(
         1,
-        LogEntry::Commit {
-            round: 1,
-            seat: Seat::One,
-            commitment: "ab".repeat(MAX_PAYLOAD_WRITTEN / 2),
+        LogEntry::Result {
+            round: RoundLog {
+                round: 1,
+                commitments: SeatPair::new(Hash32([0xab; 32]), Hash32([0xcd; 32])),
+                nonces: SeatPair::new(Hash32([0x01; 32]), Hash32([0xfe; 32])),
+                picks: SeatPair::new(1, 2),
+                outcome: Outcome {
+                    winner: None,
+                    moved: None,
+                },
+                positions: vec![300; MAX_PAYLOAD_WRITTEN / 2],
+                clocks_ms: SeatPair::new(1, 1),
+            },
         },
     );
     let refused = t.db.append_log(a.game_id, &[huge]).await;
@@ -91,8 +101,8 @@ async fn the_largest_steps_fit_a_frame_many_times_over() {
     // A round's result on the widest board, every number at its largest.
     let result = RoundLog {
         round: 1_000,
-        commitments: SeatPair::new("ab".repeat(32), "cd".repeat(32)),
-        nonces: SeatPair::new("01".repeat(32), "fe".repeat(32)),
+        commitments: SeatPair::new(Hash32([0xab; 32]), Hash32([0xcd; 32])),
+        nonces: SeatPair::new(Hash32([0x01; 32]), Hash32([0xfe; 32])),
         picks: SeatPair::new(99, 98),
         outcome: Outcome {
             winner: Some(Seat::Two),

@@ -98,7 +98,7 @@ impl GameState {
                 *seat,
                 SeatAction::Commit {
                     round: *round,
-                    commitment: decode_hex(commitment)?,
+                    commitment: commitment.0.to_vec(),
                 },
             ),
             LogEntry::Reveal {
@@ -111,7 +111,7 @@ impl GameState {
                 SeatAction::Reveal {
                     round: *round,
                     pick: *pick,
-                    nonce: decode_hex(nonce)?,
+                    nonce: nonce.0.to_vec(),
                 },
             ),
         };
@@ -123,8 +123,4 @@ impl GameState {
         }
         Ok(())
     }
-}
-
-fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
-    hex::decode(text).map_err(|e| format!("bad hex: {e}"))
 }

@@ -9,7 +9,7 @@ use elementals_protocol::ErrorCode;
 
 use super::{duration_ms, refuse, GameState};
 use crate::game::GameError;
-use crate::record::{LogEntry, RoundLog};
+use crate::record::{Hash32, LogEntry, RoundLog};
 
 impl GameState {
     pub(super) fn commit(
@@ -43,13 +43,12 @@ impl GameState {
             seat,
             clocks,
         });
-        let commitment = hex32(&commitment);
         self.log_step(
             now,
             LogEntry::Commit {
                 round,
                 seat,
-                commitment,
+                commitment: Hash32(commitment),
             },
         );
         if self.commits.one.is_some() && self.commits.two.is_some() {
@@ -115,18 +114,23 @@ impl GameState {
             seat,
             clocks,
         });
-        let nonce_hex = hex32(&nonce);
         self.log_step(
             now,
             LogEntry::Reveal {
                 round,
                 seat,
                 pick,
-                nonce: nonce_hex,
+                nonce: Hash32(nonce),
             },
         );
-        if let (Some(one), Some(two)) = (self.reveals.one, self.reveals.two) {
-            self.resolve(SeatPair::new(one, two), now, out);
+        // Both revealed, so both committed: the reveal phase opens only then.
+        if let (Some(one), Some(two), Some(c1), Some(c2)) = (
+            self.reveals.one,
+            self.reveals.two,
+            self.commits.one,
+            self.commits.two,
+        ) {
+            self.resolve(SeatPair::new(c1, c2), SeatPair::new(one, two), now, out);
         }
         Ok(())
     }
@@ -134,6 +138,7 @@ impl GameState {
     /// Both have revealed: play the round, then end the game or start the next round.
     fn resolve(
         &mut self,
+        commitments: SeatPair<[u8; COMMITMENT_LEN]>,
         reveals: SeatPair<(Element, [u8; NONCE_LEN])>,
         now: Instant,
         out: &mut Vec<ServerMsg>,
@@ -147,11 +152,10 @@ impl GameState {
         };
         self.banks
             .add(Duration::from_millis(self.info.time_control.increment_ms));
-        let hex = |c: &Option<[u8; COMMITMENT_LEN]>| c.as_ref().map(hex32).unwrap_or_default();
         self.rounds.push(RoundLog {
             round: self.round,
-            commitments: SeatPair::new(hex(&self.commits.one), hex(&self.commits.two)),
-            nonces: reveals.map(|(_, nonce)| hex32(&nonce)),
+            commitments: commitments.map(Hash32),
+            nonces: reveals.map(|(_, nonce)| Hash32(nonce)),
             picks,
             outcome,
             positions: self.board.positions().to_vec(),
@@ -244,30 +248,5 @@ pub(super) fn round_record(log: &RoundLog) -> RoundRecord {
         picks: log.picks,
         outcome: log.outcome,
         positions: log.positions.clone(),
-    }
-}
-
-/// Lowercase hex of a commitment or a nonce, as the record and the game log keep them:
-/// what `hex::encode` gives, written in one pass into one allocation (`hex::encode`
-/// collects it a character at a time; four times a round, it was ~1 % of the server).
-fn hex32(bytes: &[u8; 32]) -> String {
-    let mut text = [0; 64];
-    hex::encode_to_slice(bytes, &mut text).expect("64 bytes hold the hex of 32");
-    std::str::from_utf8(&text).expect("hex is ASCII").to_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::hex32;
-
-    #[test]
-    fn hex32_is_what_hex_encode_gives() {
-        let mut bytes = [0u8; 32];
-        for (i, b) in bytes.iter_mut().enumerate() {
-            *b = (i as u8).wrapping_mul(37) ^ 0xA5;
-        }
-        for value in [[0u8; 32], [0xff; 32], bytes] {
-            assert_eq!(hex32(&value), hex::encode(value));
-        }
     }
 }

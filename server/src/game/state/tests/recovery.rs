@@ -10,7 +10,7 @@ use super::{Game, SEC, TIMING};
 use crate::game::state::replay::ReplayError;
 use crate::game::state::GameState;
 use crate::game::SeatAction;
-use crate::record::{LogEntry, LogStep};
+use crate::record::{Hash32, LogEntry, LogStep};
 
 /// Everything `game` logged so far, in order, as a restarted server would read it.
 fn log_of(game: &mut Game, log: &mut Vec<LogStep>) -> Vec<LogStep> {
@@ -269,7 +269,7 @@ fn a_log_the_rules_refuse_is_not_restored() {
     game.play(1, 5, 2, SEC);
     let mut steps = log_of(&mut game, &mut log);
     if let LogEntry::Reveal { nonce, .. } = &mut steps[3].entry {
-        *nonce = "00".repeat(32);
+        *nonce = Hash32([0; 32]);
     }
     let now = game.at(2 * SEC);
     match GameState::replay(&steps, TIMING, now) {
