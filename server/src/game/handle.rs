@@ -121,8 +121,8 @@ pub enum GameCmd {
     Watch { reply: ReplyTo },
     /// On the spectators' queue.
     Unwatch { conn_id: ConnId },
-    /// Test-only: the game as it is now, for the actor's tests.
-    #[cfg(test)]
+    /// Test-only: the game as it is now.
+    #[cfg(any(test, feature = "test-hooks"))]
     Snapshot {
         reply: tokio::sync::oneshot::Sender<elementals_protocol::messages::GameSnapshot>,
     },
@@ -182,7 +182,7 @@ impl GameHandle {
     }
 
     /// Test-only: the game as it is now.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "test-hooks"))]
     pub async fn snapshot(&self) -> Result<elementals_protocol::messages::GameSnapshot, GameError> {
         let (reply, rx) = tokio::sync::oneshot::channel();
         self.bus
@@ -201,6 +201,30 @@ impl GameHandle {
     pub async fn force_panic(&self) {
         self.bus.to_game(self.game_id, GameCmd::Panic).await;
     }
+}
+
+/// For a caller in this process with a connection of its own and no session (a bot, a
+/// test harness): puts `outbox`'s connection on `bus`, sends what `send` makes of the
+/// `ReplyTo` for request `request_id`, and waits for the answer; whether it took effect.
+/// (The connection's notices go to this call: not for a connection that has a session.)
+async fn ask<F: std::future::Future<Output = ()>>(
+    bus: &dyn Bus,
+    outbox: &Outbox,
+    request_id: Option<RequestId>,
+    send: impl FnOnce(ReplyTo) -> F,
+) -> bool {
+    bus.connect(outbox);
+    let mut notices = bus.open_session(outbox.conn_id());
+    let reply = ReplyTo {
+        conn: outbox.conn_id(),
+        request_id,
+        settle: true,
+    };
+    send(reply).await;
+    matches!(
+        notices.recv().await,
+        Some(Notice::Answered { ok: true, .. })
+    )
 }
 
 /// Acts for one seat only.
@@ -240,6 +264,30 @@ impl PlayerHandle {
         self.game.bus.to_game(self.game.game_id, cmd).await;
     }
 
+    /// `attach` from a connection of the caller's own (see `ask`), waiting for the answer.
+    pub async fn attach_outbox(&self, outbox: &Outbox) -> bool {
+        ask(&*self.game.bus, outbox, None, |reply| {
+            self.attach(reply, None)
+        })
+        .await
+    }
+
+    /// `act` from a connection of the caller's own (see `ask`) as its request
+    /// `request_id`, waiting for the answer (queued to `outbox`); whether the game took
+    /// the move.
+    pub async fn act_from(
+        &self,
+        outbox: &Outbox,
+        request_id: RequestId,
+        action: SeatAction,
+    ) -> bool {
+        let arrived = Instant::now();
+        ask(&*self.game.bus, outbox, Some(request_id), |reply| {
+            self.act(action, reply, arrived)
+        })
+        .await
+    }
+
     /// The connection `conn_id` is gone. Never lost (`Bus::notify_game`).
     pub fn detach(&self, conn_id: ConnId) {
         let cmd = GameCmd::Detach {
@@ -262,7 +310,7 @@ impl PlayerHandle {
     }
 
     /// Test-only: the game as it is now.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "test-hooks"))]
     pub async fn snapshot(&self) -> Result<elementals_protocol::messages::GameSnapshot, GameError> {
         self.game.snapshot().await
     }
@@ -290,6 +338,11 @@ impl SpectatorHandle {
     pub async fn watch(&self, reply: ReplyTo) {
         let cmd = GameCmd::Watch { reply };
         self.game.bus.to_game(self.game.game_id, cmd).await;
+    }
+
+    /// `watch` from a connection of the caller's own (see `ask`), waiting for the answer.
+    pub async fn watch_outbox(&self, outbox: &Outbox) -> bool {
+        ask(&*self.game.bus, outbox, None, |reply| self.watch(reply)).await
     }
 
     /// Never lost (`Bus::notify_game`).
