@@ -4,28 +4,26 @@
 //! The seat a connection acts for is always looked up from its own signed-in account in
 //! the registry, never taken from the message: a connection cannot act for another seat.
 
-use bytes::Bytes;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 use tokio::sync::mpsc;
 
 use elementals_protocol::messages::{Account, ClientMsg, GameId, PlayerInfo, RequestId, ServerMsg};
-use elementals_protocol::wire;
 use elementals_protocol::{ErrorCode, PROTOCOL_VERSION};
 
-use crate::auth::{AuthError, SignedIn};
+use crate::auth::AuthError;
 use crate::connection::close;
 use crate::db::AccountRow;
-use crate::game::{GameError, Notice, PlayerHandle, ReplyTo, SeatAction, SpectatorHandle};
-use crate::limits::{retry_secs, LoginRefused};
+use crate::game::{GameError, Notice, SeatAction, SpectatorHandle};
 use crate::lobby::{LobbyCmd, LobbyError, Member};
 use crate::outbox::Outbox;
 use crate::record::AccountId;
-use crate::registry::OnlineUser;
 use crate::server::AppState;
+
+mod games;
+mod sign_in;
 
 /// Games one connection may watch at once.
 pub(crate) const MAX_WATCHED: usize = 16;
@@ -114,36 +112,6 @@ impl Session {
             hello: false,
             user: None,
             watching: HashMap::new(),
-        }
-    }
-
-    /// Waits until the last move handed to a game is answered, so that whatever the
-    /// connection sends next follows that answer (requests are answered in order). A game
-    /// answers at once, so this normally finds it done and waits for nothing.
-    pub async fn settle(&mut self) {
-        if std::mem::take(&mut self.pending) {
-            self.answered().await;
-        }
-    }
-
-    /// Waits for the game tier's word that the one request in flight to a game is
-    /// answered (every command is: by its game, or by the bus if the game is gone);
-    /// returns whether it took effect.
-    async fn answered(&mut self) -> bool {
-        match self.notices.recv().await {
-            Some(Notice::Answered { ok, .. }) => ok,
-            // The connection is off the bus: nothing more will be answered.
-            None => false,
-        }
-    }
-
-    /// Where a game answers request `request_id` of this connection, the session waiting
-    /// for it.
-    fn reply_to(&self, request_id: Option<RequestId>) -> ReplyTo {
-        ReplyTo {
-            conn: self.outbox.conn_id(),
-            request_id,
-            settle: true,
         }
     }
 
@@ -245,44 +213,6 @@ impl Session {
             },
             conn_id: self.outbox.conn_id(),
         })
-    }
-
-    /// This connection's seat in `game_id`.
-    fn seat(&self, game_id: GameId) -> Result<PlayerHandle, (ErrorCode, String)> {
-        let user = self.user()?;
-        let registry = &self.state.registry;
-        if let Some((game, seat)) = registry.seat_of(user.account) {
-            if game.game_id() == game_id {
-                return Ok(game.player(seat));
-            }
-        }
-        if registry.game(&game_id).is_some() {
-            return Err(err(ErrorCode::NotSeated, "you have no seat in that game"));
-        }
-        // A player acting in their game after it ended is told so, not that it never
-        // existed (for as long as the registry remembers finished games).
-        match registry.finished_game(&game_id) {
-            Some(f) if f.players.one == user.account || f.players.two == user.account => {
-                Err(err(ErrorCode::GameOver, "the game has ended"))
-            }
-            _ => Err(err(ErrorCode::UnknownGame, "no live game with that id")),
-        }
-    }
-
-    /// Hands a move to its game, which answers it (first in the same write as the events
-    /// the move caused); the connection reads on meanwhile, and `settle`s before it
-    /// answers anything else.
-    async fn act(
-        &mut self,
-        game_id: GameId,
-        action: SeatAction,
-        id: RequestId,
-        arrived: tokio::time::Instant,
-    ) -> Result<Option<ServerMsg>, (ErrorCode, String)> {
-        let seat = self.seat(game_id)?;
-        seat.act(action, self.reply_to(Some(id)), arrived).await;
-        self.pending = true;
-        Ok(None)
     }
 
     async fn lobby<T>(
@@ -512,186 +442,15 @@ impl Session {
             C::ClaimWin { id, game_id } => {
                 return self.act(game_id, SeatAction::ClaimWin, id, arrived).await
             }
-            C::Sync { id, game_id } => {
-                // The game queues the snapshot itself, in order with its events.
-                if let Some(spectator) = self.watching.get(&game_id) {
-                    // An ended game answers no snapshot, however long its task lingers
-                    // (PROTOCOL.md section 7); its players are told the same by `seat`.
-                    if state.registry.game(&game_id).is_none() {
-                        return Err(err(ErrorCode::GameOver, "the game has ended"));
-                    }
-                    spectator.watch(self.reply_to(Some(id))).await;
-                    self.answered().await;
-                } else if self.user.is_none() {
-                    // No seat without an account: answered as for anyone who neither plays
-                    // nor watches the game, so that a client may try `watch` next.
-                    return Err(match state.registry.game(&game_id) {
-                        Some(_) => err(ErrorCode::NotSeated, "you have no seat in that game"),
-                        None => err(ErrorCode::UnknownGame, "no live game with that id"),
-                    });
-                } else {
-                    let player = self.seat(game_id)?;
-                    player.attach(self.reply_to(Some(id)), None).await;
-                    self.answered().await;
-                }
-                return Ok(None);
-            }
+            C::Sync { id, game_id } => return self.sync(id, game_id).await,
+            C::Watch { id, game_id } => return self.watch(id, game_id).await,
+            C::Unwatch { id, game_id } => self.unwatch(id, game_id),
             C::ListGames { id } => Ok(ServerMsg::LiveGames {
                 id,
                 games: state.registry.most_watched(MAX_LISTED_GAMES),
             }),
-            C::Watch { id, game_id } => {
-                if self.watching.contains_key(&game_id) {
-                    // Already watching: nothing changes and the game is not asked (a
-                    // fresh snapshot is `sync`'s).
-                    return Ok(Some(ServerMsg::Ok { id }));
-                }
-                if self.watching.len() >= MAX_WATCHED {
-                    // Games that have ended since they were watched no longer count.
-                    self.watching
-                        .retain(|id, _| state.registry.game(id).is_some());
-                    if self.watching.len() >= MAX_WATCHED {
-                        return Err(err(ErrorCode::TooManyRequests, "watching too many games"));
-                    }
-                }
-                let game = state
-                    .registry
-                    .game(&game_id)
-                    .ok_or_else(|| err(ErrorCode::UnknownGame, "no live game with that id"))?;
-                let spectator = game.spectator();
-                // The game queues the snapshot itself, in order with its events (or the
-                // bus its `unknown_game`, if it has just ended).
-                spectator.watch(self.reply_to(Some(id))).await;
-                if self.answered().await {
-                    self.watching.insert(game_id, spectator);
-                }
-                return Ok(None);
-            }
-            C::Unwatch { id, game_id } => {
-                let spectator = self
-                    .watching
-                    .remove(&game_id)
-                    .ok_or_else(|| err(ErrorCode::NotWatching, "not watching that game"))?;
-                spectator.unwatch(self.outbox.conn_id());
-                Ok(ServerMsg::Ok { id })
-            }
         };
         reply.map(Some)
-    }
-
-    /// A password login, within the failed-login limits per account and per address.
-    async fn login(&self, name: String, password: String) -> Result<SignedIn, (ErrorCode, String)> {
-        let logins = &self.state.abuse.logins;
-        let ip = self.peer.ip();
-        if let Err(refused) = logins.check(&name, ip, Instant::now()) {
-            let message = match refused {
-                LoginRefused::Account => "too many failed logins for this account; wait a minute",
-                LoginRefused::Address => "too many failed logins from this address; wait a minute",
-            };
-            return Err(err(ErrorCode::RateLimited, message));
-        }
-        match self.state.auth.login(name.clone(), password).await {
-            Ok(signed) => {
-                logins.succeeded(&name);
-                Ok(signed)
-            }
-            Err(e) => {
-                if e.code == ErrorCode::BadCredentials {
-                    logins.failed(&name, ip, Instant::now());
-                }
-                Err(e.into())
-            }
-        }
-    }
-
-    /// Creates an account (`create`: a registration or a guest) within the address's
-    /// allowance of new accounts. A refusal has cost nothing; a creation that fails gives
-    /// its allowance back.
-    async fn new_account(
-        &self,
-        create: impl std::future::Future<Output = Result<SignedIn, AuthError>>,
-    ) -> Result<SignedIn, (ErrorCode, String)> {
-        let allowance = &self.state.abuse.new_accounts;
-        let ip = self.peer.ip();
-        if let Err(wait) = allowance.take(ip, Instant::now()) {
-            return Err(err(
-                ErrorCode::RateLimited,
-                format!(
-                    "too many new accounts from this address; retry in {} s",
-                    retry_secs(wait)
-                ),
-            ));
-        }
-        create.await.map_err(|e| {
-            allowance.refund(ip, Instant::now());
-            e.into()
-        })
-    }
-
-    fn not_signed_in(&self) -> Result<(), (ErrorCode, String)> {
-        match self.user {
-            Some(_) => Err(err(ErrorCode::AlreadyAuthenticated, "already signed in")),
-            None => Ok(()),
-        }
-    }
-
-    /// Become `signed.account` on this connection: supersede an older connection of the
-    /// same account, answer `authenticated`, and rejoin a game in progress.
-    async fn sign_in(
-        &mut self,
-        id: RequestId,
-        signed: SignedIn,
-    ) -> Result<(), (ErrorCode, String)> {
-        let account = &signed.account;
-        let info = PlayerInfo {
-            name: account.name.clone(),
-            rating: account.rating,
-            guest: account.guest,
-        };
-        let user = OnlineUser {
-            name: account.name.clone(),
-            info,
-            conn_id: self.outbox.conn_id(),
-        };
-        if let Some(old) = self.state.registry.set_online(account.id, user) {
-            if old.conn_id != self.outbox.conn_id() {
-                let bus = self.state.registry.bus();
-                let notice = ServerMsg::Notice {
-                    code: "superseded".into(),
-                    message: "this account signed in on another connection".into(),
-                };
-                let _ = bus.send_msg(old.conn_id, &notice);
-                bus.close(
-                    old.conn_id,
-                    close::SUPERSEDED,
-                    "superseded by a newer connection",
-                );
-            }
-        }
-        self.user = Some(User {
-            account: account.id,
-            token: signed.token.clone(),
-        });
-        let authenticated = |game_id| ServerMsg::Authenticated {
-            id,
-            account: account_msg(account),
-            token: signed.token.clone(),
-            token_expires_at: signed.expires_at,
-            game_id,
-        };
-        if let Some((game, seat)) = self.state.registry.seat_of(account.id) {
-            // The game queues `authenticated` (naming it) and the snapshot to this
-            // connection itself, in order with its events. If it has just ended, neither
-            // is queued and the answer below says the account is not seated.
-            let frame = Bytes::from(wire::encode(&authenticated(Some(game.game_id()))));
-            let player = game.player(seat);
-            player.attach(self.reply_to(None), Some(frame)).await;
-            if self.answered().await {
-                return Ok(());
-            }
-        }
-        self.send(authenticated(None));
-        Ok(())
     }
 }
 
