@@ -29,13 +29,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use dashmap::DashMap;
-use elementals_protocol::messages::{GameId, ServerMsg};
+use elementals_protocol::messages::{GameId, RequestId, ServerMsg};
 use elementals_protocol::wire;
+use elementals_protocol::ErrorCode;
 use futures::future::BoxFuture;
 use tokio::sync::mpsc::{self, error::TrySendError};
 
-use crate::game::{GameCmd, GameError, Notice, ReplyTo};
+use crate::game::{GameCmd, GameError};
 use crate::game::{GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY};
+use crate::lobby::{LobbyCmd, LOBBY_CHANNEL_CAPACITY};
 use crate::outbox::{Framed, Outbox, SendError};
 #[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
 pub(crate) use topic::MAX_RESYNC_ATTEMPTS;
@@ -138,11 +140,31 @@ pub trait Bus: Send + Sync + Debug {
     /// Tells connection `to`'s session `notice`.
     fn notify_session(&self, to: ConnId, notice: Notice);
 
+    /// The game tier: the lobby takes commands; its task reads them from the receiver.
+    fn open_lobby(&self) -> mpsc::Receiver<LobbyCmd>;
+
+    /// Sends `cmd` to the lobby, waiting for room in its queue; a command it cannot take
+    /// (it has stopped) is answered `internal`.
+    fn to_lobby(&self, cmd: LobbyCmd) -> BoxFuture<'_, ()>;
+
+    /// Sends the lobby a notice that must not be lost (`Gone`), without waiting.
+    fn notify_lobby(&self, cmd: LobbyCmd);
+
     /// The answer to `reply` is queued: tells its session, if it waits for that.
-    fn answered(&self, game: GameId, reply: ReplyTo, ok: bool) {
+    fn answered(&self, reply: ReplyTo, ok: bool) {
         if reply.settle {
-            self.notify_session(reply.conn, Notice::Answered { game_id: game, ok });
+            self.notify_session(reply.conn, Notice::Answered { ok });
         }
+    }
+
+    /// Answers `reply` with `msg` or the error (with the request's id), then tells its
+    /// session.
+    fn answer(&self, reply: ReplyTo, answer: Result<ServerMsg, (ErrorCode, String)>) {
+        let ok = answer.is_ok();
+        let msg = answer
+            .unwrap_or_else(|(code, message)| ServerMsg::error(reply.request_id, code, message));
+        self.send_msg_or_kill(reply.conn, &msg);
+        self.answered(reply, ok);
     }
 
     /// Answers a command that game `game` will never handle (it does not exist, or has
@@ -154,15 +176,9 @@ pub trait Bus: Send + Sync + Debug {
     }
 
     /// `refuse`, for the command that owed `reply`.
-    fn refuse_reply(&self, game: GameId, reply: ReplyTo) {
-        if let Some(id) = reply.request_id {
-            let gone = GameError::gone();
-            self.send_msg_or_kill(
-                reply.conn,
-                &ServerMsg::error(Some(id), gone.code, gone.message),
-            );
-        }
-        self.answered(game, reply, false);
+    fn refuse_reply(&self, _game: GameId, reply: ReplyTo) {
+        let gone = GameError::gone();
+        refused(self, reply, gone.code, &gone.message);
     }
 
     /// `send`, killing the connection if its queue is full: for what a client cannot be
@@ -188,6 +204,44 @@ pub trait Bus: Send + Sync + Debug {
         if self.send_framed(to, framed, from) == Err(SendError::Full) {
             self.kill(to);
         }
+    }
+}
+
+/// Where the answer to a command for a game or the lobby goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyTo {
+    /// The connection that asked, on the bus.
+    pub conn: ConnId,
+    /// The request answered, if the client made one (an attach at sign-in, or the lobby's
+    /// seating, answers none).
+    pub request_id: Option<RequestId>,
+    /// Whether the connection's session waits for `Notice::Answered` before it handles
+    /// anything else (`Session::settle`).
+    pub settle: bool,
+}
+
+/// Word to a connection's session (not its socket) from the game tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    /// A command of the connection's to a game or the lobby is answered: whatever the
+    /// answer sends the client is queued before this. `ok` says whether it took effect (an
+    /// attach or a watch began; a move was judged, even if refused by the rules).
+    Answered { ok: bool },
+}
+
+/// Answers a command nobody will handle `code` (if it has a request), and tells its
+/// session.
+fn refused<B: Bus + ?Sized>(bus: &B, reply: ReplyTo, code: ErrorCode, message: &str) {
+    if let Some(id) = reply.request_id {
+        bus.send_msg_or_kill(reply.conn, &ServerMsg::error(Some(id), code, message));
+    }
+    bus.answered(reply, false);
+}
+
+/// What the lobby's command `cmd` is answered when the lobby has stopped.
+fn lobby_stopped<B: Bus + ?Sized>(bus: &B, cmd: &LobbyCmd) {
+    if let Some(reply) = cmd.reply_to() {
+        refused(bus, reply, ErrorCode::Internal, "the lobby has stopped");
     }
 }
 
@@ -238,6 +292,7 @@ pub fn deliver_all(bus: &dyn Bus, topic: GameId, mut resync: impl FnMut() -> Byt
 pub struct LocalBus {
     connections: DashMap<ConnId, Outbox>,
     sessions: DashMap<ConnId, mpsc::UnboundedSender<Notice>>,
+    lobby: Mutex<Option<mpsc::Sender<LobbyCmd>>>,
     games: DashMap<GameId, GameQueues>,
     /// Each is used by its game's task alone (or its supervisor once that task is gone),
     /// so its lock is never contended; the map's guard is dropped before it is taken.
@@ -262,6 +317,14 @@ impl GameQueues {
 }
 
 impl LocalBus {
+    /// The lobby's queue, if it takes commands.
+    fn lobby(&self) -> Option<mpsc::Sender<LobbyCmd>> {
+        self.lobby
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// Game `game`'s queue for `cmd`, if the game takes commands (a clone: no guard of the
     /// map is held while sending).
     fn queue_for(&self, game: GameId, cmd: &GameCmd) -> Option<mpsc::Sender<GameCmd>> {
@@ -434,6 +497,30 @@ impl Bus for LocalBus {
     fn notify_session(&self, to: ConnId, notice: Notice) {
         if let Some(session) = self.sessions.get(&to) {
             let _ = session.send(notice);
+        }
+    }
+
+    fn open_lobby(&self) -> mpsc::Receiver<LobbyCmd> {
+        // The capacity, and why it suffices, is documented at its constant.
+        let (tx, rx) = mpsc::channel(LOBBY_CHANNEL_CAPACITY);
+        *self.lobby.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
+        rx
+    }
+
+    fn to_lobby(&self, cmd: LobbyCmd) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let Some(lobby) = self.lobby() else {
+                return lobby_stopped(self, &cmd);
+            };
+            if let Err(mpsc::error::SendError(cmd)) = lobby.send(cmd).await {
+                lobby_stopped(self, &cmd);
+            }
+        })
+    }
+
+    fn notify_lobby(&self, cmd: LobbyCmd) {
+        if let Some(lobby) = self.lobby() {
+            notify(&lobby, cmd);
         }
     }
 }

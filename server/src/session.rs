@@ -215,11 +215,12 @@ impl Session {
         })
     }
 
-    async fn lobby<T>(
-        &self,
-        cmd: impl FnOnce(crate::lobby::LobbyReply<T>) -> LobbyCmd,
-    ) -> Result<T, (ErrorCode, String)> {
-        Ok(self.state.lobby.request(cmd).await?)
+    /// Sends the lobby a request, which it answers to this connection itself (or the
+    /// bus, if it has stopped), and waits to hear that it is answered.
+    async fn lobby(&mut self, cmd: LobbyCmd) -> Result<Option<ServerMsg>, (ErrorCode, String)> {
+        self.state.lobby.request(cmd).await;
+        self.answered().await;
+        Ok(None)
     }
 
     async fn dispatch(
@@ -273,22 +274,21 @@ impl Session {
             } => {
                 let member = self.member().await?;
                 // The lobby queues the `queued` answer itself, ahead of any `game_start`.
-                self.lobby(|reply| LobbyCmd::JoinPool {
-                    id,
-                    member,
-                    variant,
-                    preset: time_control,
-                    rated,
-                    reply,
-                })
-                .await?;
-                return Ok(None);
+                let reply = self.reply_to(Some(id));
+                return self
+                    .lobby(LobbyCmd::JoinPool {
+                        member,
+                        variant,
+                        preset: time_control,
+                        rated,
+                        reply,
+                    })
+                    .await;
             }
             C::LeavePool { id } => {
                 let account = self.user()?.account;
-                self.lobby(|reply| LobbyCmd::LeavePool { account, reply })
-                    .await?;
-                Ok(ServerMsg::Ok { id })
+                let reply = self.reply_to(Some(id));
+                return self.lobby(LobbyCmd::LeavePool { account, reply }).await;
             }
             C::CreateSeek {
                 id,
@@ -297,40 +297,42 @@ impl Session {
                 rated,
             } => {
                 let member = self.member().await?;
-                let seek = self
-                    .lobby(|reply| LobbyCmd::CreateSeek {
+                let reply = self.reply_to(Some(id));
+                return self
+                    .lobby(LobbyCmd::CreateSeek {
                         member,
                         variant,
                         time_control,
                         rated,
                         reply,
                     })
-                    .await?;
-                Ok(ServerMsg::SeekCreated { id, seek })
+                    .await;
             }
             C::CancelSeek { id, seek_id } => {
                 let account = self.user()?.account;
-                self.lobby(|reply| LobbyCmd::CancelSeek {
-                    account,
-                    seek_id,
-                    reply,
-                })
-                .await?;
-                Ok(ServerMsg::Ok { id })
+                let reply = self.reply_to(Some(id));
+                return self
+                    .lobby(LobbyCmd::CancelSeek {
+                        account,
+                        seek_id,
+                        reply,
+                    })
+                    .await;
             }
             C::ListSeeks { id } => {
-                let seeks = self.lobby(|reply| LobbyCmd::ListSeeks { reply }).await?;
-                Ok(ServerMsg::Seeks { id, seeks })
+                let reply = self.reply_to(Some(id));
+                return self.lobby(LobbyCmd::ListSeeks { reply }).await;
             }
             C::AcceptSeek { id, seek_id } => {
                 let member = self.member().await?;
-                self.lobby(|reply| LobbyCmd::AcceptSeek {
-                    member,
-                    seek_id,
-                    reply,
-                })
-                .await?;
-                Ok(ServerMsg::Ok { id })
+                let reply = self.reply_to(Some(id));
+                return self
+                    .lobby(LobbyCmd::AcceptSeek {
+                        member,
+                        seek_id,
+                        reply,
+                    })
+                    .await;
             }
             C::Challenge {
                 id,
@@ -340,8 +342,9 @@ impl Session {
                 rated,
             } => {
                 let member = self.member().await?;
-                let challenge = self
-                    .lobby(|reply| LobbyCmd::Challenge {
+                let reply = self.reply_to(Some(id));
+                return self
+                    .lobby(LobbyCmd::Challenge {
                         member,
                         opponent,
                         variant,
@@ -349,38 +352,40 @@ impl Session {
                         rated,
                         reply,
                     })
-                    .await?;
-                Ok(ServerMsg::ChallengeSent { id, challenge })
+                    .await;
             }
             C::AcceptChallenge { id, challenge_id } => {
                 let member = self.member().await?;
-                self.lobby(|reply| LobbyCmd::AcceptChallenge {
-                    member,
-                    challenge_id,
-                    reply,
-                })
-                .await?;
-                Ok(ServerMsg::Ok { id })
+                let reply = self.reply_to(Some(id));
+                return self
+                    .lobby(LobbyCmd::AcceptChallenge {
+                        member,
+                        challenge_id,
+                        reply,
+                    })
+                    .await;
             }
             C::DeclineChallenge { id, challenge_id } => {
                 let account = self.user()?.account;
-                self.lobby(|reply| LobbyCmd::DeclineChallenge {
-                    account,
-                    challenge_id,
-                    reply,
-                })
-                .await?;
-                Ok(ServerMsg::Ok { id })
+                let reply = self.reply_to(Some(id));
+                return self
+                    .lobby(LobbyCmd::DeclineChallenge {
+                        account,
+                        challenge_id,
+                        reply,
+                    })
+                    .await;
             }
             C::CancelChallenge { id, challenge_id } => {
                 let account = self.user()?.account;
-                self.lobby(|reply| LobbyCmd::CancelChallenge {
-                    account,
-                    challenge_id,
-                    reply,
-                })
-                .await?;
-                Ok(ServerMsg::Ok { id })
+                let reply = self.reply_to(Some(id));
+                return self
+                    .lobby(LobbyCmd::CancelChallenge {
+                        account,
+                        challenge_id,
+                        reply,
+                    })
+                    .await;
             }
             C::OfferRematch { id, game_id } => {
                 // The rematch's players carry the ratings this game left them: an offer
@@ -389,13 +394,14 @@ impl Session {
                     finished.wait_recorded().await;
                 }
                 let member = self.member().await?;
-                self.lobby(|reply| LobbyCmd::OfferRematch {
-                    member,
-                    game_id,
-                    reply,
-                })
-                .await?;
-                Ok(ServerMsg::Ok { id })
+                let reply = self.reply_to(Some(id));
+                return self
+                    .lobby(LobbyCmd::OfferRematch {
+                        member,
+                        game_id,
+                        reply,
+                    })
+                    .await;
             }
             C::Commit {
                 id,

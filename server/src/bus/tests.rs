@@ -87,10 +87,7 @@ async fn a_command_to_a_game_that_takes_none_is_answered_unknown_game_by_the_bus
             other => panic!("expected unknown_game, got {other:?}"),
         }
     };
-    let answered = Notice::Answered {
-        game_id: game,
-        ok: false,
-    };
+    let answered = Notice::Answered { ok: false };
     // Never opened.
     bus.to_game(game, act(5)).await;
     refused(&mut rx, 5);

@@ -12,7 +12,7 @@ use elementals_protocol::rules::{Element, Seat};
 use elementals_protocol::ErrorCode;
 use tokio::time::Instant;
 
-use crate::bus::{Bus, ConnId};
+use crate::bus::{Bus, ConnId, Notice, ReplyTo};
 use crate::outbox::Outbox;
 
 /// Players' commands a game may have queued. Each connection has at most one request in
@@ -65,28 +65,6 @@ pub enum SeatAction {
     OfferDraw,
     DeclineDraw,
     ClaimWin,
-}
-
-/// Where a game's answer to a command goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReplyTo {
-    /// The connection that asked, on the bus.
-    pub conn: ConnId,
-    /// The request answered, if the client made one (an attach at sign-in, or the lobby's
-    /// seating, answers none).
-    pub request_id: Option<RequestId>,
-    /// Whether the connection's session waits for `Notice::Answered` before it handles
-    /// anything else (`Session::settle`).
-    pub settle: bool,
-}
-
-/// Word to a connection's session (not its socket) from the game tier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Notice {
-    /// A command of the connection's to game `game_id` is answered: whatever the answer
-    /// sends the client is queued before this. `ok` says whether it took effect (an
-    /// attach or a watch began; a move was judged, even if refused by the rules).
-    Answered { game_id: GameId, ok: bool },
 }
 
 /// A command to a game: plain data (connections by identity, no channel, no socket).

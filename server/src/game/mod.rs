@@ -23,8 +23,9 @@ use elementals_protocol::rules::{Variant, MAX_ROUNDS};
 use elementals_protocol::TimeControl;
 use serde::{Deserialize, Serialize};
 
+pub use crate::bus::{Notice, ReplyTo};
 pub use handle::{
-    GameCmd, GameError, GameHandle, Notice, PlayerHandle, ReplyTo, SeatAction, SpectatorHandle,
+    GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
     GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY,
 };
 pub use incident::Incidents;

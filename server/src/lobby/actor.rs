@@ -7,9 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use elementals_protocol::messages::{
-    Challenge, GameId, GameInfo, RequestId, SeatPair, Seek, ServerMsg,
-};
+use elementals_protocol::messages::{Challenge, GameId, GameInfo, SeatPair, Seek, ServerMsg};
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::{ErrorCode, TimeControl};
 use tokio::sync::mpsc;
@@ -17,8 +15,8 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use super::pairing::Pool;
 use super::{LobbyCmd, LobbyError, Member};
-use crate::bus::Bus;
-use crate::game::{spawn_game, GameServices, GameSetup, ReplyTo};
+use crate::bus::{Bus, ReplyTo};
+use crate::game::{spawn_game, GameServices, GameSetup};
 use crate::record::{AccountId, RecordPlayer};
 
 /// Open seeks and outgoing challenges one account may have at once.
@@ -86,55 +84,66 @@ type Result<T> = std::result::Result<T, LobbyError>;
 
 impl Lobby {
     fn handle(&mut self, cmd: LobbyCmd) {
-        match cmd {
-            LobbyCmd::JoinPool {
-                id,
+        use LobbyCmd as L;
+        let ok = |reply: ReplyTo| ServerMsg::Ok {
+            id: reply.request_id.unwrap_or_default(),
+        };
+        let (reply, answer): (ReplyTo, Result<ServerMsg>) = match cmd {
+            L::JoinPool {
                 member,
                 variant,
                 preset,
                 rated,
                 reply,
             } => {
-                let _ = reply.send(self.join_pool(id, member, variant, preset, rated));
+                // Answered `queued` by `join_pool` itself, when it joins.
+                let joined = self.join_pool(reply, member, variant, preset, rated);
+                match joined {
+                    Ok(()) => return self.bus.answered(reply, true),
+                    Err(e) => (reply, Err(e)),
+                }
             }
-            LobbyCmd::LeavePool { account, reply } => {
-                let left = self.leave_pool(account);
-                let _ = reply.send(if left {
-                    Ok(())
+            L::LeavePool { account, reply } => {
+                let left = if self.leave_pool(account) {
+                    Ok(ok(reply))
                 } else {
                     Err(LobbyError::new(
                         ErrorCode::NotQueued,
                         "not waiting in a pool",
                     ))
-                });
+                };
+                (reply, left)
             }
-            LobbyCmd::CreateSeek {
+            L::CreateSeek {
                 member,
                 variant,
                 time_control,
                 rated,
                 reply,
             } => {
-                let _ = reply.send(self.create_seek(member, variant, time_control, rated));
+                let seek = self.create_seek(member, variant, time_control, rated);
+                let id = reply.request_id.unwrap_or_default();
+                (reply, seek.map(|seek| ServerMsg::SeekCreated { id, seek }))
             }
-            LobbyCmd::CancelSeek {
+            L::CancelSeek {
                 account,
                 seek_id,
                 reply,
-            } => {
-                let _ = reply.send(self.cancel_seek(account, seek_id));
+            } => (
+                reply,
+                self.cancel_seek(account, seek_id).map(|()| ok(reply)),
+            ),
+            L::ListSeeks { reply } => {
+                let seeks = self.seeks.values().map(|s| s.seek.clone()).collect();
+                let id = reply.request_id.unwrap_or_default();
+                (reply, Ok(ServerMsg::Seeks { id, seeks }))
             }
-            LobbyCmd::ListSeeks { reply } => {
-                let _ = reply.send(Ok(self.seeks.values().map(|s| s.seek.clone()).collect()));
-            }
-            LobbyCmd::AcceptSeek {
+            L::AcceptSeek {
                 member,
                 seek_id,
                 reply,
-            } => {
-                let _ = reply.send(self.accept_seek(member, seek_id));
-            }
-            LobbyCmd::Challenge {
+            } => (reply, self.accept_seek(member, seek_id).map(|()| ok(reply))),
+            L::Challenge {
                 member,
                 opponent,
                 variant,
@@ -142,38 +151,49 @@ impl Lobby {
                 rated,
                 reply,
             } => {
-                let _ = reply.send(self.challenge(member, opponent, variant, time_control, rated));
+                let sent = self.challenge(member, opponent, variant, time_control, rated);
+                let id = reply.request_id.unwrap_or_default();
+                (
+                    reply,
+                    sent.map(|challenge| ServerMsg::ChallengeSent { id, challenge }),
+                )
             }
-            LobbyCmd::AcceptChallenge {
+            L::AcceptChallenge {
                 member,
                 challenge_id,
                 reply,
             } => {
-                let _ = reply.send(self.accept_challenge(member, challenge_id));
+                let accepted = self.accept_challenge(member, challenge_id);
+                (reply, accepted.map(|()| ok(reply)))
             }
-            LobbyCmd::DeclineChallenge {
+            L::DeclineChallenge {
                 account,
                 challenge_id,
                 reply,
             } => {
-                let _ = reply.send(self.decline_challenge(account, challenge_id));
+                let declined = self.decline_challenge(account, challenge_id);
+                (reply, declined.map(|()| ok(reply)))
             }
-            LobbyCmd::CancelChallenge {
+            L::CancelChallenge {
                 account,
                 challenge_id,
                 reply,
             } => {
-                let _ = reply.send(self.cancel_challenge(account, challenge_id));
+                let cancelled = self.cancel_challenge(account, challenge_id);
+                (reply, cancelled.map(|()| ok(reply)))
             }
-            LobbyCmd::OfferRematch {
+            L::OfferRematch {
                 member,
                 game_id,
                 reply,
-            } => {
-                let _ = reply.send(self.offer_rematch(member, game_id));
-            }
-            LobbyCmd::Gone { account, conn_id } => self.gone(account, conn_id),
-        }
+            } => (
+                reply,
+                self.offer_rematch(member, game_id).map(|()| ok(reply)),
+            ),
+            L::Gone { account, conn_id } => return self.gone(account, conn_id),
+        };
+        self.bus
+            .answer(reply, answer.map_err(|e| (e.code, e.message)));
     }
 
     fn next_id(&mut self) -> u64 {
@@ -219,7 +239,7 @@ impl Lobby {
 
     fn join_pool(
         &mut self,
-        id: RequestId,
+        reply: ReplyTo,
         member: Member,
         variant: Variant,
         preset: String,
@@ -255,9 +275,9 @@ impl Lobby {
         // Queued before a pairing below can send `game_start` (the seating runs in a task
         // of its own; had the session answered, its `queued` could have come second).
         let _ = self.bus.send_msg(
-            member.conn_id,
+            reply.conn,
             &ServerMsg::Queued {
-                id,
+                id: reply.request_id.unwrap_or_default(),
                 variant,
                 time_control: tc,
                 rated,

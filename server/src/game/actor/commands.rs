@@ -197,7 +197,7 @@ impl AnswerTo {
     /// hears that it is answered.
     pub fn sent(mut self) {
         if let Some(reply) = self.reply.take() {
-            self.bus.answered(self.game_id, reply, true);
+            self.bus.answered(reply, true);
         }
     }
 }
