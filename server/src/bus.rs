@@ -129,9 +129,10 @@ pub trait Bus: Send + Sync + Debug {
     /// as there is room.
     fn notify_game(&self, game: GameId, cmd: GameCmd);
 
-    /// Test-only: `to_game` without waiting; `Err` if the queue is full or closed.
+    /// Test-only: `to_game` without waiting; the command back if the queue is full or
+    /// closed.
     #[cfg(test)]
-    fn try_to_game(&self, game: GameId, cmd: GameCmd) -> Result<(), ()>;
+    fn try_to_game(&self, game: GameId, cmd: GameCmd) -> Result<(), GameCmd>;
 
     /// The socket tier: connection `conn`'s session hears the game tier's notices from the
     /// receiver returned (in place of any earlier one), until the connection ends.
@@ -483,9 +484,13 @@ impl Bus for LocalBus {
     }
 
     #[cfg(test)]
-    fn try_to_game(&self, game: GameId, cmd: GameCmd) -> Result<(), ()> {
-        let queue = self.queue_for(game, &cmd).ok_or(())?;
-        queue.try_send(cmd).map_err(|_| ())
+    fn try_to_game(&self, game: GameId, cmd: GameCmd) -> Result<(), GameCmd> {
+        let Some(queue) = self.queue_for(game, &cmd) else {
+            return Err(cmd);
+        };
+        queue.try_send(cmd).map_err(|e| match e {
+            TrySendError::Full(cmd) | TrySendError::Closed(cmd) => cmd,
+        })
     }
 
     fn open_session(&self, conn: ConnId) -> mpsc::UnboundedReceiver<Notice> {

@@ -169,9 +169,10 @@ impl GameHandle {
         rx.await.map_err(|_| GameError::gone())
     }
 
-    /// Test-only: queues `cmd` without waiting for room; `Err` once its queue is full.
+    /// Test-only: queues `cmd` without waiting for room; the command back once its queue
+    /// is full.
     #[cfg(test)]
-    pub(crate) fn try_send(&self, cmd: GameCmd) -> Result<(), ()> {
+    pub(crate) fn try_send(&self, cmd: GameCmd) -> Result<(), GameCmd> {
         self.bus.try_to_game(self.game_id, cmd)
     }
 

@@ -318,7 +318,7 @@ fn the_topic_asks_for_a_snapshot_only_when_it_reaches_a_subscriber_that_lags() {
     fanout.broadcast(&[frame(1)]);
     fanout.broadcast(&[frame(2)]);
     // Both frames go as one item: the small queue holds it.
-    assert_eq!(fanout.bus.deliver(fanout.topic, 10).lagging, false);
+    assert!(!fanout.bus.deliver(fanout.topic, 10).lagging);
     fanout.broadcast(&[frame(3)]);
     // Frame 3 does not fit the small one's queue: it lags from now on.
     let first = fanout.bus.deliver(fanout.topic, 10);

@@ -30,7 +30,9 @@ async fn queue(player: &Player, action: SeatAction, arrived: Instant) -> (Inbox,
 /// queue is full.
 fn try_watch(game: &Game, watcher: &Inbox) -> Result<Notices, ()> {
     let (reply, notices) = asking(&*game.one.bus, &watcher.outbox, None);
-    game.handle.try_send(GameCmd::Watch { reply })?;
+    game.handle
+        .try_send(GameCmd::Watch { reply })
+        .map_err(drop)?;
     Ok(notices)
 }
 
@@ -162,7 +164,7 @@ async fn a_detach_reaches_the_game_even_when_its_queue_is_full() {
         };
         match game.handle.try_send(cmd) {
             Ok(()) => answers.push((asker, notices)),
-            Err(()) => break,
+            Err(_) => break,
         }
     }
     assert_eq!(answers.len(), GAME_CHANNEL_CAPACITY);
