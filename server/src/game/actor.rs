@@ -1,6 +1,7 @@
 //! The game actor: one tokio task per game, owning all of its state.
 //!
-//! Commands arrive on the bounded channel behind [`GameHandle`]; the handling is synchronous
+//! Commands arrive by the bus (`Bus::to_game`) on the game's two bounded queues
+//! (`bus::GameInbox`: the players' and the spectators'); the handling is synchronous
 //! code around the pure [`GameState`], which decides everything. The actor adds only time
 //! (one `sleep_until` on the game's next deadline), durability, fan-out (each event encoded
 //! once, the bytes shared by every recipient: the players through `players`, the spectators
@@ -59,7 +60,8 @@ struct Actor {
     game_id: GameId,
     state: GameState,
     rx: mpsc::Receiver<GameCmd>,
-    /// False once every handle is gone; the game then plays out on its clocks alone.
+    /// False once the queue's senders are gone (the bus held them: it is gone); the game
+    /// then plays out on its clocks alone.
     rx_open: bool,
     /// The spectators' commands, read only when no player's command waits.
     spectators: mpsc::Receiver<GameCmd>,
