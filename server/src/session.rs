@@ -210,6 +210,7 @@ impl Session {
                 name: row.name,
                 rating: row.rating,
                 guest: row.guest,
+                bot: false,
             },
             conn_id: self.outbox.conn_id(),
         })
@@ -318,6 +319,29 @@ impl Session {
                         reply,
                     })
                     .await;
+            }
+            C::PlayBot {
+                id,
+                strength,
+                variant,
+                time_control,
+            } => {
+                let member = self.member().await?;
+                let reply = self.reply_to(Some(id));
+                return self
+                    .lobby(LobbyCmd::PlayBot {
+                        member,
+                        strength,
+                        variant,
+                        preset: time_control,
+                        reply,
+                    })
+                    .await;
+            }
+            C::LobbyCounts { id } => {
+                let account = self.user()?.account;
+                let reply = self.reply_to(Some(id));
+                return self.lobby(LobbyCmd::Counts { account, reply }).await;
             }
             C::ListSeeks { id } => {
                 let reply = self.reply_to(Some(id));

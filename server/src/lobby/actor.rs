@@ -18,12 +18,19 @@ mod start;
 
 use super::pairing::Pool;
 use super::{LobbyCmd, LobbyError, Member};
+use crate::bots::Bots;
 use crate::bus::{Bus, ReplyTo};
 use crate::game::GameServices;
 use crate::record::AccountId;
 
+mod computer;
+mod counts;
+
 /// Open seeks and outgoing challenges one account may have at once.
 pub(crate) const MAX_OPEN_PER_ACCOUNT: usize = 5;
+
+/// Pools a `counts` answer lists at most (the fullest).
+pub const MAX_COUNTED_POOLS: usize = 20;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct PoolKey {
@@ -53,11 +60,16 @@ struct Lobby {
     seeks: BTreeMap<u64, OpenSeek>,
     challenges: BTreeMap<u64, OpenChallenge>,
     next_id: u64,
+    bots: Arc<Bots>,
+    /// The fullest pools, as the last tick counted them (so that `lobby_counts` costs a
+    /// copy, however often it is asked).
+    counted: Vec<(PoolKey, u32)>,
 }
 
 pub(super) async fn run(
     mut rx: mpsc::Receiver<LobbyCmd>,
     services: GameServices,
+    bots: Arc<Bots>,
     shutting_down: Arc<AtomicBool>,
 ) {
     let mut lobby = Lobby {
@@ -69,6 +81,8 @@ pub(super) async fn run(
         seeks: BTreeMap::new(),
         challenges: BTreeMap::new(),
         next_id: 1,
+        bots,
+        counted: Vec::new(),
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -193,6 +207,25 @@ impl Lobby {
                 reply,
                 self.offer_rematch(member, game_id).map(|()| ok(reply)),
             ),
+            L::PlayBot {
+                member,
+                strength,
+                variant,
+                preset,
+                reply,
+            } => {
+                let started = self.play_bot(member, &strength, variant, &preset);
+                (reply, started.map(|()| ok(reply)))
+            }
+            L::Counts { account, reply } => {
+                let counts = self.counts(account);
+                let msg = ServerMsg::Counts {
+                    id: reply.request_id.unwrap_or_default(),
+                    online: counts.online,
+                    pools: counts.pools,
+                };
+                (reply, Ok(msg))
+            }
             L::Gone { account, conn_id } => return self.gone(account, conn_id),
         };
         self.bus
@@ -378,6 +411,7 @@ impl Lobby {
             }
         }
         self.update_queued_metric();
+        self.take_counts();
     }
 
     fn gone(&mut self, account: AccountId, conn_id: u64) {

@@ -9,15 +9,17 @@
 mod actor;
 pub mod pairing;
 
+pub use actor::MAX_COUNTED_POOLS;
 #[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
 pub(crate) use actor::MAX_OPEN_PER_ACCOUNT;
 
 use std::sync::Arc;
 
-use elementals_protocol::messages::{GameId, PlayerInfo};
+use elementals_protocol::messages::{GameId, PlayerInfo, PoolCount};
 use elementals_protocol::rules::Variant;
 use elementals_protocol::{ErrorCode, TimeControl};
 
+use crate::bots::Bots;
 use crate::bus::{Bus, ConnId, ReplyTo};
 use crate::game::GameServices;
 use crate::record::AccountId;
@@ -48,6 +50,13 @@ impl LobbyError {
             message: message.into(),
         }
     }
+}
+
+/// What `lobby_counts` answers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counts {
+    pub online: u32,
+    pub pools: Vec<PoolCount>,
 }
 
 /// A request to the lobby: plain data, sent by the bus (`Bus::to_lobby`). The lobby
@@ -116,6 +125,20 @@ pub enum LobbyCmd {
         game_id: GameId,
         reply: ReplyTo,
     },
+    /// Answered `ok` once the game against the bot has started.
+    PlayBot {
+        member: Member,
+        strength: String,
+        variant: Variant,
+        preset: String,
+        reply: ReplyTo,
+    },
+    /// The pools as the lobby counted them last, with `account`'s own pool counted now and
+    /// without them; the players online now.
+    Counts {
+        account: AccountId,
+        reply: ReplyTo,
+    },
     /// The account's connection closed: withdraw everything it had open.
     Gone {
         account: AccountId,
@@ -138,7 +161,9 @@ impl LobbyCmd {
             | L::AcceptChallenge { reply, .. }
             | L::DeclineChallenge { reply, .. }
             | L::CancelChallenge { reply, .. }
-            | L::OfferRematch { reply, .. } => Some(*reply),
+            | L::OfferRematch { reply, .. }
+            | L::PlayBot { reply, .. }
+            | L::Counts { reply, .. } => Some(*reply),
             L::Gone { .. } => None,
         }
     }
@@ -154,11 +179,12 @@ impl LobbyHandle {
     /// Starts the lobby actor, reading what the bus brings it.
     pub fn spawn(
         services: GameServices,
+        bots: Arc<Bots>,
         shutting_down: Arc<std::sync::atomic::AtomicBool>,
     ) -> Self {
         let bus = services.registry.bus();
         let rx = bus.open_lobby();
-        tokio::spawn(actor::run(rx, services, shutting_down));
+        tokio::spawn(actor::run(rx, services, bots, shutting_down));
         LobbyHandle { bus }
     }
 

@@ -88,6 +88,7 @@ impl Session {
             name: account.name.clone(),
             rating: account.rating,
             guest: account.guest,
+            bot: false,
         };
         let user = OnlineUser {
             name: account.name.clone(),

@@ -295,5 +295,6 @@ impl Lobby {
             Seat::Two => (member, opp),
         };
         self.start_game_seated(one, two, now.variant, now.time_control, now.rated)
+            .map(drop)
     }
 }

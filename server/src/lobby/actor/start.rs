@@ -9,7 +9,7 @@ use elementals_protocol::{ErrorCode, TimeControl};
 
 use super::{Lobby, Result};
 use crate::bus::ReplyTo;
-use crate::game::{spawn_game, GameSetup};
+use crate::game::{spawn_game, GameHandle, GameSetup};
 use crate::lobby::{LobbyError, Member};
 use crate::record::RecordPlayer;
 
@@ -30,6 +30,7 @@ impl Lobby {
             (b, a)
         };
         self.start_game_seated(one, two, variant, tc, rated)
+            .map(drop)
     }
 
     pub(super) fn start_game_seated(
@@ -39,7 +40,7 @@ impl Lobby {
         variant: Variant,
         tc: TimeControl,
         rated: bool,
-    ) -> Result<()> {
+    ) -> Result<GameHandle> {
         // Every request that seats two members refuses one account twice before this; this
         // is the one place games start, so no game of an account against itself can (its
         // record could not be rated, nor its result mean anything).
@@ -70,6 +71,7 @@ impl Lobby {
             players,
         };
         let handle = spawn_game(setup, self.services.clone());
+        let game = handle.clone();
         let info = GameInfo {
             game_id,
             variant,
@@ -90,6 +92,11 @@ impl Lobby {
                     },
                 );
                 // The game queues the snapshot after `game_start`.
+                // A bot's task attaches its seat itself, and so learns if the game has
+                // gone meanwhile.
+                if crate::bots::is_bot_conn(member.conn_id) {
+                    continue;
+                }
                 // Nobody waits for the answer: the member's session is not asking.
                 let reply = ReplyTo {
                     conn: member.conn_id,
@@ -99,6 +106,6 @@ impl Lobby {
                 handle.player(seat).attach(reply, None).await;
             }
         });
-        Ok(())
+        Ok(game)
     }
 }
