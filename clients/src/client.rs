@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use elementals_protocol::commitment::{COMMITMENT_LEN, NONCE_LEN};
 use elementals_protocol::messages::{
-    Account, Challenge, GameId, GameSnapshot, LiveGame, RequestId, Seek,
+    Account, Challenge, GameId, GameSnapshot, LiveGame, PoolCount, RequestId, Seek,
 };
 use elementals_protocol::{ClientMsg, ErrorCode, Seat, ServerMsg, TimeControl, Variant};
 
@@ -226,6 +226,31 @@ impl Client {
     pub async fn cancel_challenge(&self, challenge_id: u64) -> Result<(), ClientError> {
         self.ok(|id| ClientMsg::CancelChallenge { id, challenge_id })
             .await
+    }
+
+    /// A game at once against the server's computer opponent at `strength` (`"easy"`,
+    /// `"medium"`, `"hard"`), never rated; its `game_start` follows as an event.
+    pub async fn play_bot(
+        &self,
+        strength: &str,
+        variant: Variant,
+        preset: &str,
+    ) -> Result<(), ClientError> {
+        self.ok(|id| ClientMsg::PlayBot {
+            id,
+            strength: strength.into(),
+            variant,
+            time_control: preset.into(),
+        })
+        .await
+    }
+
+    /// The players online and, for each pool others wait in, how many.
+    pub async fn lobby_counts(&self) -> Result<(u32, Vec<PoolCount>), ClientError> {
+        match self.request(|id| ClientMsg::LobbyCounts { id }).await? {
+            ServerMsg::Counts { online, pools, .. } => Ok((online, pools)),
+            other => Err(ClientError::unexpected(other)),
+        }
     }
 
     pub async fn offer_rematch(&self, game_id: GameId) -> Result<(), ClientError> {

@@ -161,6 +161,7 @@ impl Connection {
                     heartbeat_ms: 0,
                     idle_timeout_ms: 0,
                     max_rounds: 0,
+                    first_commit_ms: 0,
                 },
             },
             reader,
@@ -278,7 +279,8 @@ pub(crate) fn reply_id(msg: &ServerMsg) -> Option<RequestId> {
         | SeekCreated { id, .. }
         | Seeks { id, .. }
         | ChallengeSent { id, .. }
-        | LiveGames { id, .. } => Some(*id),
+        | LiveGames { id, .. }
+        | Counts { id, .. } => Some(*id),
         Error { id, .. } | Snapshot { id, .. } => *id,
         _ => None,
     }

@@ -23,27 +23,25 @@ mod client;
 mod connection;
 mod error;
 pub mod http;
-mod minimax;
 mod player;
 pub mod render;
 mod state;
-mod strategy;
 mod tls;
 mod url;
 
 pub use client::{Client, Queued, Session};
 pub use connection::{ConnectOptions, Connection, ServerInfo, DEFAULT_EVENTS_CAPACITY};
+pub use elementals_protocol::strategy::minimax::{solve as solve_matrix_game, Solution};
+pub use elementals_protocol::strategy::{
+    by_name as strategy_by_name, square_value, GameView, Greedy, Minimax, Random, Sequence,
+    Strategy,
+};
 pub use error::ClientError;
-pub use minimax::{solve as solve_matrix_game, Solution};
 pub use player::{
     apply_or_resync, play_game, wait_for_game_start, wait_for_rating, GameStart, GameSummary,
     Player, PlayerOptions, SealedPick,
 };
 pub use state::{message_game, Applied, GameState};
-pub use strategy::{
-    by_name as strategy_by_name, square_value, GameView, Greedy, Minimax, Random, Sequence,
-    Strategy,
-};
 pub use tls::TlsRoots;
 pub use url::ServerUrl;
 

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use crate::client::Client;
 use crate::error::ClientError;
 use crate::state::{Applied, GameState};
-use crate::strategy::Strategy;
+use elementals_protocol::strategy::Strategy;
 
 /// A game that has started for this connection, from the `game_start` push.
 #[derive(Debug, Clone, PartialEq)]

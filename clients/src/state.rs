@@ -10,7 +10,7 @@ use elementals_protocol::messages::{
 use elementals_protocol::rating::RatingChange;
 use elementals_protocol::{Seat, ServerMsg};
 
-use crate::strategy::GameView;
+use elementals_protocol::strategy::GameView;
 
 /// What [`GameState::apply`] made of a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,6 +8,7 @@ fn info() -> GameInfo {
         name: name.into(),
         rating: 1.0,
         guest: false,
+        bot: false,
     };
     GameInfo {
         game_id: GameId::new_random_from([7; 16]),

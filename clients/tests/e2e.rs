@@ -144,6 +144,41 @@ async fn two_bots_play_a_rated_game_while_a_spectator_watches() {
     assert_eq!(board[0].rating, 1.5);
 }
 
+/// A client-library bot against the server's own: `play_bot` starts the game at once, and
+/// it is played to its end, unrated, with `lobby_counts` answering meanwhile.
+#[tokio::test]
+async fn a_library_bot_plays_the_servers_computer_to_the_end() {
+    let server = start_server().await;
+    let client = Client::connect(&server.url).await.unwrap();
+    client.register("ida", "password-1").await.unwrap();
+    let err = client
+        .play_bot("expert", Variant::CLASSIC, "blitz")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::UnknownStrength));
+    client
+        .play_bot("medium", Variant::CLASSIC, "blitz")
+        .await
+        .unwrap();
+    let start = tokio::time::timeout(WAIT, wait_for_game_start(&client))
+        .await
+        .expect("the game starts at once")
+        .unwrap();
+    let bot = start.game.players.get(start.seat.other());
+    assert_eq!((bot.name.as_str(), bot.bot), ("bot-medium", true));
+    let (online, pools) = client.lobby_counts().await.unwrap();
+    assert_eq!((online, pools), (1, vec![]));
+    let summary = tokio::time::timeout(WAIT, play_game(&client, start, Greedy::seeded(7)))
+        .await
+        .expect("the game finishes")
+        .unwrap();
+    assert!(!summary.rated);
+    assert!(matches!(
+        summary.result.reason,
+        EndReason::Edge | EndReason::MaxRounds
+    ));
+}
+
 #[tokio::test]
 async fn requests_the_server_refuses_come_back_as_codes() {
     let server = start_server().await;

@@ -25,6 +25,7 @@ fn game_info() -> GameInfo {
         name: name.into(),
         rating: 1.0,
         guest: false,
+        bot: false,
     };
     GameInfo {
         game_id: GameId::new_random_from([42; 16]),

@@ -11,6 +11,8 @@
 //! - [`messages`]: every message in both directions.
 //! - [`error`]: stable machine-readable error codes.
 //! - [`wire`]: bounded MessagePack encoding and decoding.
+//! - [`strategy`]: how a bot picks (random, greedy, minimax), for the client library's bots
+//!   and the server's computer opponents alike.
 
 #![forbid(unsafe_code)]
 
@@ -20,6 +22,7 @@ pub mod messages;
 mod names;
 pub mod rating;
 pub mod rules;
+pub mod strategy;
 pub mod time_control;
 pub mod wire;
 

@@ -64,6 +64,12 @@ pub fn validate_name(name: &str) -> Result<(), AuthError> {
             "names starting with guest- are reserved",
         ));
     }
+    if crate::bots::is_bot_name(name) {
+        return Err(AuthError::new(
+            ErrorCode::InvalidName,
+            "names starting with bot- are the computer's",
+        ));
+    }
     Ok(())
 }
 

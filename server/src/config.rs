@@ -59,6 +59,11 @@ pub struct Config {
     #[arg(long, env = "ELEMENTALS_FIRST_COMMIT_SECS", default_value_t = 30)]
     pub first_commit_secs: u64,
 
+    /// Most games against the computer (`play_bot`) the server runs at once; each is a game
+    /// and a task of the server's own. Past it `play_bot` answers `too_many_requests`.
+    #[arg(long, env = "ELEMENTALS_MAX_BOT_GAMES", default_value_t = 100)]
+    pub max_bot_games: usize,
+
     /// argon2id memory cost in KiB (the OWASP-recommended 19 MiB by default).
     #[arg(long, env = "ELEMENTALS_ARGON2_MEMORY_KIB", default_value_t = 19_456)]
     pub argon2_memory_kib: u32,

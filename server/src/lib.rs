@@ -6,6 +6,7 @@ pub mod admission;
 pub mod alloc;
 pub mod api;
 pub mod auth;
+pub mod bots;
 pub mod bus;
 pub mod clock;
 pub mod config;

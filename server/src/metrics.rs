@@ -36,6 +36,8 @@ pub struct Metrics {
     pub connections: AtomicU64,
     pub connections_total: AtomicU64,
     pub players_queued: AtomicU64,
+    /// Games against the computer in progress (the `--max-bot-games` cap counts these).
+    pub bot_games: AtomicU64,
     pub live_games: AtomicU64,
     pub games_started: AtomicU64,
     pub games_finished: AtomicU64,
@@ -77,6 +79,11 @@ impl Metrics {
                 "elementals_players_queued",
                 "Players waiting in pools.",
                 &self.players_queued,
+            ),
+            (
+                "elementals_bot_games",
+                "Games against the computer in progress.",
+                &self.bot_games,
             ),
             (
                 "elementals_live_games",

@@ -245,6 +245,14 @@ fn pins() -> Vec<Pin> {
             "games watched per connection",
             crate::session::MAX_WATCHED.to_string(),
         ),
+        flagged(
+            "games against the computer (`play_bot`)",
+            format!(
+                "{} on the server; one per account (a player sits in one game at a time)",
+                d.max_bot_games
+            ),
+            "--max-bot-games",
+        ),
         // Queues
         pin(
             "frames to one connection (outbox)",
@@ -276,7 +284,9 @@ fn pins() -> Vec<Pin> {
             "names",
             format!(
                 "{name_min}-{name_max} characters of `A-Z a-z 0-9 _ -`, unique ignoring case, \
-                 `guest-…` reserved"
+                 `guest-…` and `{}…` reserved (the computer's accounts, which no password \
+                 opens)",
+                crate::bots::BOT_PREFIX
             ),
         ),
         pin("passwords", format!("{password_min}-{password_max} bytes")),

@@ -15,6 +15,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::api::LeaderboardCache;
 use crate::auth::{Auth, Hasher};
+use crate::bots::Bots;
 use crate::config::Config;
 use crate::db::{Db, DbError};
 use crate::game::{GameServices, GameSettings};
@@ -55,6 +56,7 @@ impl AppState {
             heartbeat_ms: self.config.heartbeat().as_millis() as u64,
             idle_timeout_ms: self.config.idle_timeout().as_millis() as u64,
             max_rounds: self.config.max_rounds(),
+            first_commit_ms: self.config.first_commit_secs * 1000,
         }
     }
 }
@@ -109,9 +111,21 @@ pub async fn run(
         aborted = restored.aborted,
         "games restored from the log"
     );
+    let bots = Arc::new(
+        Bots::load(
+            &db,
+            registry.bus(),
+            metrics.clone(),
+            services.stop.clone(),
+            config.max_bot_games,
+        )
+        .await?,
+    );
+    let bots_resumed = bots.resume_games(&registry);
+    tracing::info!(bots_resumed, "the computer's games resumed");
     let games = services.clone();
     let shutting_down = Arc::new(AtomicBool::new(false));
-    let lobby = LobbyHandle::spawn(services, shutting_down.clone());
+    let lobby = LobbyHandle::spawn(services, bots, shutting_down.clone());
     let auth = Auth {
         db: db.clone(),
         hasher: Hasher::new(config.argon2_memory_kib, config.sign_in_wait()),

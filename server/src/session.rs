@@ -216,6 +216,7 @@ impl Session {
                 name: row.name,
                 rating: row.rating,
                 guest: row.guest,
+                bot: false,
             },
             conn_id: self.outbox.conn_id(),
         })
@@ -362,6 +363,34 @@ impl Session {
                 })
                 .await?;
                 Ok(ServerMsg::Ok { id })
+            }
+            C::PlayBot {
+                id,
+                strength,
+                variant,
+                time_control,
+            } => {
+                let member = self.member().await?;
+                self.lobby(|reply| LobbyCmd::PlayBot {
+                    member,
+                    strength,
+                    variant,
+                    preset: time_control,
+                    reply,
+                })
+                .await?;
+                Ok(ServerMsg::Ok { id })
+            }
+            C::LobbyCounts { id } => {
+                let account = self.user()?.account;
+                let counts = self
+                    .lobby(|reply| LobbyCmd::Counts { account, reply })
+                    .await?;
+                Ok(ServerMsg::Counts {
+                    id,
+                    online: counts.online,
+                    pools: counts.pools,
+                })
             }
             C::ListSeeks { id } => {
                 let seeks = self.lobby(|reply| LobbyCmd::ListSeeks { reply }).await?;
@@ -617,6 +646,7 @@ impl Session {
             name: account.name.clone(),
             rating: account.rating,
             guest: account.guest,
+            bot: false,
         };
         let user = OnlineUser {
             name: account.name.clone(),

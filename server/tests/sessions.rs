@@ -336,6 +336,13 @@ fn request_of(name: &str, id: u32, game_id: GameId) -> ClientMsg {
         "claim_win" => ClientMsg::ClaimWin { id, game_id },
         "sync" => ClientMsg::Sync { id, game_id },
         "list_games" => ClientMsg::ListGames { id },
+        "play_bot" => ClientMsg::PlayBot {
+            id,
+            strength: "easy".into(),
+            variant: Variant::CLASSIC,
+            time_control: "blitz".into(),
+        },
+        "lobby_counts" => ClientMsg::LobbyCounts { id },
         "watch" => ClientMsg::Watch { id, game_id },
         "unwatch" => ClientMsg::Unwatch { id, game_id },
         other => panic!("PROTOCOL.md documents `{other}`: add an example of it to this test"),

@@ -63,6 +63,7 @@ pub fn welcome(id: u32) -> ServerMsg {
             heartbeat_ms: 15_000,
             idle_timeout_ms: 60_000,
             max_rounds: 1_000,
+            first_commit_ms: 30_000,
         },
     }
 }

@@ -6,8 +6,8 @@ export const SEATS = ['one', 'two'];
 
 /**
  * How long both players have to commit in round 1 before the game is called off, counted
- * from the game's start (PROTOCOL.md, "Clocks" and "Limits": 30 s). The server announces it
- * nowhere else; `welcome.limits.first_commit_ms` is read first should a server send it.
+ * from the game's start. The server announces its own in `welcome.limits.first_commit_ms`
+ * (PROTOCOL.md, "Limits"), which is used; this default serves only before a welcome.
  */
 export const FIRST_COMMIT_MS = 30_000;
 

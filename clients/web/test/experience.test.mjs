@@ -310,7 +310,7 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
     });
   }
 
-  test('the queue counts the others, says whom it would pair in words, and offers a seek when alone', async () => {
+  test('the queue counts the others, says whom it would pair in words, and offers a seek or the computer when alone', async () => {
     await h.setUp();
     const [a, g] = await people(2);
     await h.withDiagnostics({ a, g }, async () => {
@@ -330,8 +330,62 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       await g.page.waitForSelector('#queue-status', STEP);
       assert.match(await g.page.textContent('#queue-status'), /^No one else waiting · \d+ s$/);
       assert.match(await g.page.textContent('#queue-alone'), /anyone can take a casual seek/);
+      // Or the computer, at once: the guest leaves the queue for a game.
+      await g.page.getByRole('button', { name: 'Play the computer instead' }).click();
+      await waitForGame(g.page);
+      assert.equal(await g.page.locator(`.player:not([data-seat="${await seatOf(g.page)}"]) .player-name a`).textContent(), 'bot-medium');
+      await g.page.locator('button.pick[data-element="9"]').waitFor(STEP);
+      assert.equal(await g.page.locator('button.pick').count(), 9, 'the queued variant, 9/4/5');
     });
     await closeAll([a, g]);
+  });
+
+  test('the computer plays at once, unrated, and the lobby says how many are online and wait in each pool', async () => {
+    await h.setUp();
+    const [a, b] = await people(2);
+    await h.withDiagnostics({ a, b }, async () => {
+      await signUp(a.page, freshName('solo'));
+      await signUp(b.page, freshName('waiter'));
+      await joinPool(b.page, 'blitz', '7/3/4');
+      await b.page.waitForSelector('#queue-status', STEP);
+      // The other player sees b waiting, on the pool's button and in the counts.
+      await a.page.selectOption('#variant', '7/3/4');
+      const waiting = a.page.locator('button.pool[data-preset="blitz"] .pool-waiting');
+      await waiting.waitFor(STEP);
+      assert.equal(await waiting.textContent(), '1 waiting');
+      assert.match(await a.page.textContent('#lobby-counts'), /^\d+ players online · 1 other player waiting in a pool$/);
+      // b does not count themself.
+      await b.page.waitForFunction(() => /^\d+ players online · no one else waiting in a pool$/.test(document.querySelector('#lobby-counts').textContent), null, STEP);
+      assert.equal(await b.page.locator('.pool-waiting:not([hidden])').count(), 0);
+      assert.deepEqual(await axeViolations(a.page), [], 'the lobby with its counts and the computer');
+
+      await a.page.selectOption('#bot-preset', 'blitz');
+      await a.page.getByRole('button', { name: 'Play Hard' }).click();
+      await waitForGame(a.page);
+      const seat = await seatOf(a.page);
+      const bot = a.page.locator(`.player:not([data-seat="${seat}"])`);
+      assert.equal(await bot.locator('.player-name a').textContent(), 'bot-hard');
+      assert.equal(await bot.locator('.rating').textContent(), 'computer');
+      // The computer picks as soon as a round opens: round 1 resolves once a has picked.
+      await pick(a.page, 1, 2);
+      await roundShown(a.page, 1);
+      assert.deepEqual(await axeViolations(a.page), [], 'a game against the computer');
+      // The computer takes no rematch: the end screen offers another game at once.
+      const first = await a.page.getAttribute('.game', 'data-game-id');
+      a.page.once('dialog', (d) => d.accept());
+      await a.page.getByRole('button', { name: 'Resign' }).click();
+      await a.page.waitForSelector('.result:not([hidden]) h2', STEP);
+      assert.equal(await a.page.getByRole('button', { name: 'Rematch' }).count(), 0);
+      assert.equal(await a.page.textContent('.result h2'), 'You lost (by resignation).');
+      await a.page.getByRole('button', { name: 'Play again' }).click();
+      await a.page.waitForFunction((id) => {
+        const game = document.querySelector('.game.playing');
+        return game && game.dataset.gameId !== id;
+      }, first, STEP);
+      assert.equal(await a.page.locator(`.player:not([data-seat="${await seatOf(a.page)}"]) .player-name a`).textContent(), 'bot-hard');
+      assert.deepEqual(a.errors.map(String), []);
+    });
+    await closeAll([a, b]);
   });
 
   test('the sign-in form does what its button says, Enter included, and says what went wrong plainly', async () => {

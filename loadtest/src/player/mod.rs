@@ -547,6 +547,7 @@ mod tests {
             name: name.into(),
             rating: 1.0,
             guest: false,
+            bot: false,
         };
         let game_id = GameId::new_random_from([7; 16]);
         let mut live = GameState::new(

@@ -101,6 +101,19 @@ pub enum ClientMsg {
         challenge_id: u64,
     },
     /// Offer a rematch after `game_id` ended; when both offer, a new game starts with seats swapped.
+    /// Start a game at once against a computer opponent the server runs; never rated.
+    PlayBot {
+        id: RequestId,
+        /// `"easy"`, `"medium"` or `"hard"`.
+        strength: String,
+        variant: Variant,
+        /// A preset's name, as in `JoinPool`.
+        time_control: String,
+    },
+    /// How many players are online and how many wait in each pool.
+    LobbyCounts {
+        id: RequestId,
+    },
     OfferRematch {
         id: RequestId,
         game_id: GameId,
@@ -215,6 +228,8 @@ impl ClientMsg {
             | AcceptChallenge { id, .. }
             | DeclineChallenge { id, .. }
             | CancelChallenge { id, .. }
+            | PlayBot { id, .. }
+            | LobbyCounts { id }
             | OfferRematch { id, .. }
             | Commit { id, .. }
             | Reveal { id, .. }

@@ -51,3 +51,13 @@ pub struct Challenge {
     pub time_control: TimeControl,
     pub rated: bool,
 }
+
+/// How many wait in one quick-pairing pool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolCount {
+    pub variant: Variant,
+    /// The preset's name (`"blitz"`, …).
+    pub time_control: String,
+    pub rated: bool,
+    pub waiting: u32,
+}

@@ -9,8 +9,8 @@ use crate::rules::{Seat, Variant};
 use crate::time_control::TimeControl;
 
 use super::{
-    Account, Challenge, Clocks, GameId, GameInfo, GameResult, GameSnapshot, LiveGame, RequestId,
-    RoundRecord, SeatPair, Seek,
+    Account, Challenge, Clocks, GameId, GameInfo, GameResult, GameSnapshot, LiveGame, PoolCount,
+    RequestId, RoundRecord, SeatPair, Seek,
 };
 
 /// Limits a server announces in `welcome`.
@@ -22,6 +22,9 @@ pub struct Limits {
     pub idle_timeout_ms: u64,
     /// Resolved rounds after which a game ends drawn (`max_rounds`), at most `MAX_ROUNDS`.
     pub max_rounds: u32,
+    /// How long round 1's commit phase waits for both commitments before the game is
+    /// aborted unrated (`first_commit_ms`); the clocks do not run in that phase.
+    pub first_commit_ms: u64,
 }
 
 /// Messages the server sends to a client. Clients should ignore fields they do not know,
@@ -82,6 +85,13 @@ pub enum ServerMsg {
     LiveGames {
         id: RequestId,
         games: Vec<LiveGame>,
+    },
+    Counts {
+        id: RequestId,
+        /// Signed-in players (the asker included).
+        online: u32,
+        /// The pools someone waits in (the asker not counted), most waiting first.
+        pools: Vec<PoolCount>,
     },
     /// A full picture of a game: the reply to `watch` and `sync`, and pushed to a player
     /// whose session resumes into a game. `seat` is the receiver's seat, if any.

@@ -14,6 +14,13 @@ pub struct PlayerInfo {
     pub name: String,
     pub rating: f64,
     pub guest: bool,
+    /// A computer opponent the server runs. Sent only when true.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub bot: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// What a game is, fixed at its start.

@@ -38,6 +38,7 @@ fn players() -> SeatPair<PlayerInfo> {
         name: name.into(),
         rating: 1.3,
         guest: false,
+        bot: false,
     };
     SeatPair::new(info("alice"), info("bob"))
 }
@@ -60,6 +61,7 @@ fn limits() -> Limits {
         heartbeat_ms: 20_000,
         idle_timeout_ms: 60_000,
         max_rounds: 1_000,
+        first_commit_ms: 30_000,
     }
 }
 

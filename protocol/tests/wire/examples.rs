@@ -2,7 +2,7 @@
 
 use elementals_protocol::messages::{
     Account, Challenge, Clocks, EndReason, GameId, GameInfo, GameResult, GameSnapshot, Limits,
-    LiveGame, Phase, PlayerInfo, RoundRecord, SeatPair, Seek,
+    LiveGame, Phase, PlayerInfo, PoolCount, RoundRecord, SeatPair, Seek,
 };
 use elementals_protocol::rating::RatingChange;
 use elementals_protocol::rules::Move;
@@ -20,6 +20,7 @@ fn player(name: &str, rating: f64, guest: bool) -> PlayerInfo {
         name: name.into(),
         rating,
         guest,
+        bot: false,
     }
 }
 
@@ -120,6 +121,8 @@ pub(crate) fn client_type(msg: &ClientMsg) -> &'static str {
         AcceptChallenge { .. } => "accept_challenge",
         DeclineChallenge { .. } => "decline_challenge",
         CancelChallenge { .. } => "cancel_challenge",
+        PlayBot { .. } => "play_bot",
+        LobbyCounts { .. } => "lobby_counts",
         OfferRematch { .. } => "offer_rematch",
         Commit { .. } => "commit",
         Reveal { .. } => "reveal",
@@ -148,6 +151,7 @@ pub(crate) fn server_type(msg: &ServerMsg) -> &'static str {
         Seeks { .. } => "seeks",
         ChallengeSent { .. } => "challenge_sent",
         LiveGames { .. } => "live_games",
+        Counts { .. } => "counts",
         Snapshot { .. } => "snapshot",
         QueueStatus { .. } => "queue_status",
         ChallengeReceived { .. } => "challenge_received",
@@ -267,6 +271,13 @@ pub(crate) fn client_examples() -> Vec<ClientMsg> {
             id: u32::MAX,
             game_id: g,
         },
+        PlayBot {
+            id: 28,
+            strength: "medium".into(),
+            variant: Variant::CLASSIC,
+            time_control: "blitz".into(),
+        },
+        LobbyCounts { id: 29 },
     ]
 }
 
@@ -284,6 +295,7 @@ pub(crate) fn server_examples() -> Vec<ServerMsg> {
                 heartbeat_ms: 20_000,
                 idle_timeout_ms: 60_000,
                 max_rounds: 1_000,
+                first_commit_ms: 30_000,
             },
         },
         Pong { id: 2 },
@@ -467,6 +479,30 @@ pub(crate) fn server_examples() -> Vec<ServerMsg> {
                     after: 1.0,
                 },
             ),
+        },
+        Counts {
+            id: 12,
+            online: 42,
+            pools: vec![PoolCount {
+                variant: Variant::CLASSIC,
+                time_control: "blitz".into(),
+                rated: true,
+                waiting: 3,
+            }],
+        },
+        GameStart {
+            game: GameInfo {
+                players: SeatPair::new(
+                    player("alice", 1.3, false),
+                    PlayerInfo {
+                        bot: true,
+                        ..player("bot-medium", 1.0, false)
+                    },
+                ),
+                rated: false,
+                ..game_info()
+            },
+            seat: Seat::One,
         },
         Notice {
             code: "superseded".into(),

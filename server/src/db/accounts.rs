@@ -179,11 +179,13 @@ pub(super) fn revoke_session(conn: &Connection, token_hash: &[u8; 32]) -> DbResu
     Ok(())
 }
 
-/// Registered accounts, best rating first, ties by name.
+/// Registered accounts, best rating first, ties by name; not the computer's (`bots`), which
+/// play unrated only.
 pub(super) fn leaderboard(conn: &Connection, page: Page) -> DbResult<Vec<LeaderRow>> {
     let mut statement = conn.prepare_cached(
         "SELECT name, rating, wins, losses, draws FROM accounts
-         WHERE guest = 0 ORDER BY rating DESC, name LIMIT ?1 OFFSET ?2",
+         WHERE guest = 0 AND name NOT LIKE 'bot-%'
+         ORDER BY rating DESC, name LIMIT ?1 OFFSET ?2",
     )?;
     let rows = statement.query_map([page.limit, page.offset], |row| {
         Ok(LeaderRow {

@@ -961,11 +961,13 @@ fn run_reader(mut client: Client, queue: &Mutex<mpsc::Receiver<Read>>) {
 }
 
 fn leaderboard(c: &mut Client, k: &mut Cache, page: Page) -> DbResult<Vec<LeaderRow>> {
-    // Ties by name whatever its case, as SQLite's NOCASE column orders them.
+    // Ties by name whatever its case, as SQLite's NOCASE column orders them. The
+    // computer's accounts (`bots`) play unrated only: not listed.
     let select = k.get(
         c,
         "SELECT name, rating, wins, losses, draws FROM accounts
-         WHERE NOT guest ORDER BY rating DESC, lower(name), name LIMIT $1 OFFSET $2",
+         WHERE NOT guest AND lower(name) NOT LIKE 'bot-%'
+         ORDER BY rating DESC, lower(name), name LIMIT $1 OFFSET $2",
     )?;
     let count =
         |row: &postgres::Row, i: usize| u32::try_from(row.get::<_, i64>(i)).unwrap_or(u32::MAX);

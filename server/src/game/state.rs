@@ -110,6 +110,7 @@ impl GameState {
             name: p.name.clone(),
             rating: p.rating,
             guest: p.guest,
+            bot: crate::bots::is_bot_name(&p.name),
         };
         let info = GameInfo {
             game_id: setup.game_id,

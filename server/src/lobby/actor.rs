@@ -17,12 +17,19 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use super::pairing::Pool;
 use super::{LobbyCmd, LobbyError, Member};
+use crate::bots::Bots;
 use crate::bus::Bus;
-use crate::game::{spawn_game, GameServices, GameSetup};
+use crate::game::{spawn_game, GameHandle, GameServices, GameSetup};
 use crate::record::{AccountId, RecordPlayer};
+
+mod computer;
+mod counts;
 
 /// Open seeks and outgoing challenges one account may have at once.
 pub(crate) const MAX_OPEN_PER_ACCOUNT: usize = 5;
+
+/// Pools a `counts` answer lists at most (the fullest).
+pub const MAX_COUNTED_POOLS: usize = 20;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct PoolKey {
@@ -52,11 +59,16 @@ struct Lobby {
     seeks: BTreeMap<u64, OpenSeek>,
     challenges: BTreeMap<u64, OpenChallenge>,
     next_id: u64,
+    bots: Arc<Bots>,
+    /// The fullest pools, as the last tick counted them (so that `lobby_counts` costs a
+    /// copy, however often it is asked).
+    counted: Vec<(PoolKey, u32)>,
 }
 
 pub(super) async fn run(
     mut rx: mpsc::Receiver<LobbyCmd>,
     services: GameServices,
+    bots: Arc<Bots>,
     shutting_down: Arc<AtomicBool>,
 ) {
     let mut lobby = Lobby {
@@ -68,6 +80,8 @@ pub(super) async fn run(
         seeks: BTreeMap::new(),
         challenges: BTreeMap::new(),
         next_id: 1,
+        bots,
+        counted: Vec::new(),
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -171,6 +185,18 @@ impl Lobby {
                 reply,
             } => {
                 let _ = reply.send(self.offer_rematch(member, game_id));
+            }
+            LobbyCmd::PlayBot {
+                member,
+                strength,
+                variant,
+                preset,
+                reply,
+            } => {
+                let _ = reply.send(self.play_bot(member, &strength, variant, &preset));
+            }
+            LobbyCmd::Counts { account, reply } => {
+                let _ = reply.send(Ok(self.counts(account)));
             }
             LobbyCmd::Gone { account, conn_id } => self.gone(account, conn_id),
         }
@@ -355,6 +381,7 @@ impl Lobby {
             }
         }
         self.update_queued_metric();
+        self.take_counts();
     }
 
     fn create_seek(
@@ -639,6 +666,7 @@ impl Lobby {
             Seat::Two => (member, opp),
         };
         self.start_game_seated(one, two, now.variant, now.time_control, now.rated)
+            .map(drop)
     }
 
     fn gone(&mut self, account: AccountId, conn_id: u64) {
@@ -682,6 +710,7 @@ impl Lobby {
             (b, a)
         };
         self.start_game_seated(one, two, variant, tc, rated)
+            .map(drop)
     }
 
     fn start_game_seated(
@@ -691,7 +720,7 @@ impl Lobby {
         variant: Variant,
         tc: TimeControl,
         rated: bool,
-    ) -> Result<()> {
+    ) -> Result<GameHandle> {
         // Every request that seats two members refuses one account twice before this; this
         // is the one place games start, so no game of an account against itself can (its
         // record could not be rated, nor its result mean anything).
@@ -722,6 +751,7 @@ impl Lobby {
             players,
         };
         let handle = spawn_game(setup, self.services.clone());
+        let game = handle.clone();
         let info = GameInfo {
             game_id,
             variant,
@@ -741,6 +771,11 @@ impl Lobby {
                         seat,
                     },
                 );
+                // A bot's task attaches its seat itself, and so learns if the game has
+                // gone meanwhile.
+                if crate::bots::is_bot_conn(member.conn_id) {
+                    continue;
+                }
                 // The game queues the snapshot after `game_start`.
                 let _ = handle
                     .player(seat)
@@ -748,7 +783,7 @@ impl Lobby {
                     .await;
             }
         });
-        Ok(())
+        Ok(game)
     }
 }
 

@@ -8,16 +8,18 @@
 mod actor;
 pub mod pairing;
 
+pub use actor::MAX_COUNTED_POOLS;
 #[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
 pub(crate) use actor::MAX_OPEN_PER_ACCOUNT;
 
 use std::sync::Arc;
 
-use elementals_protocol::messages::{Challenge, GameId, PlayerInfo, RequestId, Seek};
+use elementals_protocol::messages::{Challenge, GameId, PlayerInfo, PoolCount, RequestId, Seek};
 use elementals_protocol::rules::Variant;
 use elementals_protocol::{ErrorCode, TimeControl};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::bots::Bots;
 use crate::bus::ConnId;
 use crate::game::GameServices;
 use crate::record::AccountId;
@@ -51,6 +53,13 @@ impl LobbyError {
 }
 
 pub type LobbyReply<T> = oneshot::Sender<Result<T, LobbyError>>;
+
+/// What `lobby_counts` answers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counts {
+    pub online: u32,
+    pub pools: Vec<PoolCount>,
+}
 
 #[derive(Debug)]
 pub enum LobbyCmd {
@@ -117,6 +126,20 @@ pub enum LobbyCmd {
         game_id: GameId,
         reply: LobbyReply<()>,
     },
+    /// Answered `Ok` once the game against the bot has started.
+    PlayBot {
+        member: Member,
+        strength: String,
+        variant: Variant,
+        preset: String,
+        reply: LobbyReply<()>,
+    },
+    /// The pools as the lobby counted them last, with `account`'s own pool counted now and
+    /// without them; the players online now.
+    Counts {
+        account: AccountId,
+        reply: LobbyReply<Counts>,
+    },
     /// The account's connection closed: withdraw everything it had open.
     Gone {
         account: AccountId,
@@ -133,10 +156,11 @@ impl LobbyHandle {
     /// Start the lobby actor. It stops when every handle is dropped.
     pub fn spawn(
         services: GameServices,
+        bots: Arc<Bots>,
         shutting_down: Arc<std::sync::atomic::AtomicBool>,
     ) -> Self {
         let (tx, rx) = mpsc::channel(LOBBY_CHANNEL_CAPACITY);
-        tokio::spawn(actor::run(rx, services, shutting_down));
+        tokio::spawn(actor::run(rx, services, bots, shutting_down));
         LobbyHandle { tx }
     }
 

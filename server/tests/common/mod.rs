@@ -510,7 +510,8 @@ pub fn reply_id(msg: &ServerMsg) -> Option<RequestId> {
         | SeekCreated { id, .. }
         | Seeks { id, .. }
         | ChallengeSent { id, .. }
-        | LiveGames { id, .. } => Some(*id),
+        | LiveGames { id, .. }
+        | Counts { id, .. } => Some(*id),
         Error { id, .. } | Snapshot { id, .. } => *id,
         _ => None,
     }

@@ -1,6 +1,6 @@
 // A game, played or watched: both players with their clocks and commit/reveal state, the
 // track, the pick buttons (players only, also on the keyboard), the rounds so far, and the
-// result with rating changes and a rematch.
+// result with rating changes and a rematch (against the computer, another game at once).
 
 import { Board } from '../board.js';
 import { fmtDelta, fmtGameKind, fmtRating, h, plural, replace } from '../dom.js';
@@ -10,6 +10,7 @@ import {
   victims,
 } from '../game.js';
 import { play } from '../play.js';
+import { playAgainButton } from './computer.js';
 
 export function gameView(app, route) {
   const id = route.id;
@@ -239,7 +240,8 @@ function render(app, game, parts) {
     const s = seatState(game, seat);
     c.state.textContent = s.text;
     c.state.className = `seat-state ${s.cls}`;
-    c.rating.textContent = info.players[seat].guest ? 'guest' : fmtRating(info.players[seat].rating);
+    const player = info.players[seat];
+    c.rating.textContent = player.bot ? 'computer' : player.guest ? 'guest' : fmtRating(player.rating);
     c.card.classList.toggle('winner', game.result?.winner === seat);
   }
   renderClocks(game, parts);
@@ -387,7 +389,7 @@ function renderResult(app, game, parts) {
     game.seat && game.fromRecord ? h('a', { class: 'button primary', href: '#/lobby' }, 'Back to the lobby') : null,
     game.fromRecord ? null : game.seat
       ? h('div', { class: 'row wrap' },
-          h('button', {
+          playAgainButton(app, game) ?? h('button', {
             class: 'primary',
             disabled: game.rematchSent,
             onclick: async () => {

@@ -1,6 +1,8 @@
 // The lobby: quick pairing by variant and time control, open seeks, and challenges.
 
 import { fmtGameKind, fmtRating, fmtVariant, h, PRESETS, replace } from '../dom.js';
+import { computerCard } from './computer.js';
+import { lobbyCounts } from './counts.js';
 
 export const VARIANTS = [
   { label: 'Classic', number: 5, range: 2, distance: 3 },
@@ -86,6 +88,7 @@ export function lobbyView(app) {
   ratedBox.addEventListener('change', () => {
     prefs.rated = ratedBox.checked;
     savePrefs(prefs);
+    renderWaiting();
   });
   const ratedLabel = h('label', { class: 'check' }, ratedBox, ' Rated');
 
@@ -107,10 +110,24 @@ export function lobbyView(app) {
           h('span', { class: 'pool-tc' }, `${p.initial_ms / 60000}+${p.increment_ms / 1000}`),
           h('span', { class: 'pool-name' }, p.label),
           h('span', { class: 'sr-only' }, `, variant ${fmtVariant(v)}`),
+          h('span', { class: 'pool-waiting', hidden: true }),
         ),
       ),
     );
+    renderWaiting();
   };
+  // Only the counts change as they come: the buttons (and the focus on one) stay.
+  const renderWaiting = () => {
+    const v = readVariant();
+    for (const span of pools.querySelectorAll('.pool-waiting')) {
+      const preset = span.closest('.pool').dataset.preset;
+      const waiting = counts ? counts.waitingIn(v, preset, rated()) : 0;
+      const text = waiting ? `${waiting} waiting` : '';
+      if (span.textContent !== text) span.textContent = text;
+      span.hidden = !waiting;
+    }
+  };
+  let counts = null;
   const joinPool = async (preset) => {
     const variant = readVariant();
     const reply = await app.act({ type: 'join_pool', variant, time_control: preset, rated: rated() });
@@ -142,7 +159,9 @@ export function lobbyView(app) {
         others === 0
           ? h('p', { class: 'queue-alone', id: 'queue-alone' },
               `Or post this game as a seek: it stays listed for everyone who opens the lobby${q.rated ? '' : ', and anyone can take a casual seek'}.`,
-              ' ', h('button', { class: 'link', onclick: seekInstead }, 'Post a seek instead'))
+              ' ', h('button', { class: 'link', onclick: seekInstead }, 'Post a seek instead'),
+              ' Or play this game against the computer at once, unrated: ',
+              h('button', { class: 'link', id: 'bot-instead', onclick: () => botInstead(q) }, 'Play the computer instead'))
           : null,
       ),
       h('button', { onclick: leavePool }, 'Cancel'),
@@ -159,6 +178,8 @@ export function lobbyView(app) {
     refreshSeeks();
     app.refresh();
   };
+  // Starting the game takes the player out of the pool (the server withdraws them).
+  const botInstead = (q) => app.act({ type: 'play_bot', strength: 'medium', variant: q.variant, time_control: q.preset });
   const leavePool = async () => {
     await app.act({ type: 'leave_pool' });
     app.queue = null;
@@ -284,6 +305,7 @@ export function lobbyView(app) {
     replace(inGame, live ? h('a', { class: 'button primary', href: `#/game/${g.id}` }, 'You are in a game — return to it') : null);
   };
 
+  counts = lobbyCounts(app, () => renderWaiting());
   const el = h(
     'div',
     { class: 'lobby' },
@@ -294,11 +316,13 @@ export function lobbyView(app) {
       'section',
       { class: 'card', 'aria-labelledby': 'pair-title' },
       h('h2', { id: 'pair-title' }, 'Quick pairing'),
+      counts.el,
       h('div', { class: 'row wrap' }, select, ratedLabel),
       custom,
       pools,
       queuePanel,
     ),
+    computerCard(app, readVariant),
     h(
       'section',
       { class: 'card', 'aria-labelledby': 'seeks-title' },
@@ -328,5 +352,12 @@ export function lobbyView(app) {
   refreshSeeks();
   // Seeks are not pushed to everyone: poll while the lobby is open.
   const timer = setInterval(refreshSeeks, 4000);
-  return { el, update, destroy: () => clearInterval(timer) };
+  return {
+    el,
+    update,
+    destroy: () => {
+      clearInterval(timer);
+      counts.destroy();
+    },
+  };
 }

@@ -1,5 +1,5 @@
 use super::*;
-use elementals_protocol::rules::Board;
+use crate::rules::Board;
 
 fn view<'a>(variant: Variant, seat: Seat, positions: &'a [i16]) -> GameView<'a> {
     GameView {

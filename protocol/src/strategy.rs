@@ -22,13 +22,13 @@
 //!   strategy of that matrix game, which no opponent can exploit within one round.
 //! - [`Sequence`]: replays fixed picks; for tests and demonstrations.
 
-use elementals_protocol::messages::RoundRecord;
-use elementals_protocol::rules::outcome;
-use elementals_protocol::{Element, Seat, Variant};
+use crate::messages::RoundRecord;
+use crate::rules::outcome;
+use crate::{Element, Seat, Variant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::minimax;
+pub mod minimax;
 
 /// What a strategy may look at.
 #[derive(Debug, Clone, Copy)]
@@ -311,5 +311,4 @@ pub fn by_name(name: &str) -> Option<Box<dyn Strategy>> {
 }
 
 #[cfg(test)]
-#[path = "strategy_tests.rs"]
 mod tests;
