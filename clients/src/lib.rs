@@ -11,6 +11,7 @@
 //! - [`Player`]: commit–reveal every round until `game_over` and the rating update.
 //! - [`render`]: boards, clocks and results as text.
 //! - [`http`]: the JSON API (the leaderboard) over HTTP or HTTPS.
+//! - [`transcript`]: checking a finished game's signed transcript offline.
 //! - [`ServerUrl`]: one address gives both the WebSocket and the HTTP endpoint, plain or TLS.
 //! - [`TlsRoots`]: what `wss://` and `https://` trust: webpki's roots and any added.
 //!
@@ -27,6 +28,7 @@ mod player;
 pub mod render;
 mod state;
 mod tls;
+pub mod transcript;
 mod url;
 
 pub use client::{Client, Queued, Session};

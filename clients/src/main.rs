@@ -1,5 +1,5 @@
 //! `elementals`: command-line tools on the client library: bots that play rated games, a
-//! terminal player, a spectator view and the leaderboard. Each subcommand lives in
+//! terminal player, a spectator view, the leaderboard and a transcript checker. Each subcommand lives in
 //! `cli/`; this file only parses arguments and sets up logging.
 
 mod cli;
@@ -27,6 +27,9 @@ enum Command {
     Play(cli::play::PlayArgs),
     /// Print the leaderboard.
     Leaderboard(cli::ServerArg),
+    /// Check a finished game's signed transcript (a file, or its URL) offline: the
+    /// signature, every commitment, every round, the result and the rating change.
+    Verify(cli::verify::VerifyArgs),
 }
 
 #[tokio::main]
@@ -43,5 +46,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Watch(args) => cli::watch::run(args).await,
         Command::Play(args) => cli::play::run(args).await,
         Command::Leaderboard(args) => cli::leaderboard(args).await,
+        Command::Verify(args) => cli::verify::run(args).await,
     }
 }

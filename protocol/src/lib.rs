@@ -13,6 +13,7 @@
 //! - [`wire`]: bounded MessagePack encoding and decoding.
 //! - [`strategy`]: how a bot picks (random, greedy, minimax), for the client library's bots
 //!   and the server's computer opponents alike.
+//! - [`transcript`]: the envelope of a finished game's signed transcript.
 
 #![forbid(unsafe_code)]
 
@@ -24,6 +25,7 @@ pub mod rating;
 pub mod rules;
 pub mod strategy;
 pub mod time_control;
+pub mod transcript;
 pub mod wire;
 
 pub use error::ErrorCode;

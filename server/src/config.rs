@@ -177,6 +177,13 @@ pub struct Config {
         value_parser = clap::value_parser!(u32).range(1..=MAX_ROUNDS as i64)
     )]
     pub max_rounds: u32,
+
+    /// The file holding the Ed25519 key that signs finished games' transcripts (64 hex
+    /// characters; created, readable by its owner only, if missing). Default: beside a
+    /// SQLite database (`<database>-transcript-key`); with PostgreSQL, a key made at each
+    /// start (give the same file to every node, so that transcripts keep one key).
+    #[arg(long, env = "ELEMENTALS_TRANSCRIPT_KEY")]
+    pub transcript_key: Option<PathBuf>,
 }
 
 impl Config {

@@ -32,13 +32,20 @@ pub const MAX_LIST: u32 = 100;
 /// Rating changes a player page's history holds at most (and by default).
 pub const MAX_HISTORY: u32 = 200;
 
+/// Games a page of a player's games holds at most (and by default): each is one record
+/// read (its head only decoded).
+pub const MAX_GAMES: u32 = 50;
+
 pub fn router(state: Arc<AppState>) -> Router {
     // The JSON API is limited per address; health, metrics and the page's files are not.
     let api = Router::new()
         .route("/api/leaderboard", get(leaderboard))
         .route("/api/players/{name}", get(player))
+        .route("/api/players/{name}/games", get(player_games))
         .route("/api/games/live", get(live_games))
         .route("/api/games/{id}", get(game))
+        .route("/api/games/{id}/transcript", get(transcript))
+        .route("/api/transcript-key", get(transcript_key))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             api::limit_requests,
@@ -176,6 +183,22 @@ async fn player(
     }
 }
 
+async fn player_games(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    let page = match q.page(MAX_GAMES) {
+        Ok(page) => page,
+        Err(refused) => return refused.into_response(),
+    };
+    match state.db.player_games(name, page).await {
+        Ok(Some(games)) => Json(games).into_response(),
+        Ok(None) => (StatusCode::NOT_FOUND, "no such player").into_response(),
+        Err(e) => internal(e),
+    }
+}
+
 async fn live_games(State(state): State<Arc<AppState>>, Query(q): Query<PageQuery>) -> Response {
     let page = match q.page(MAX_LIST) {
         Ok(page) => page,
@@ -196,6 +219,22 @@ async fn game(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Res
         Ok(None) => (StatusCode::NOT_FOUND, "no finished game with that id").into_response(),
         Err(e) => internal(e),
     }
+}
+
+async fn transcript(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+    match state.db.stored_game(id).await {
+        Ok(Some(game)) => {
+            let mut record = game.record;
+            without_account_ids(&mut record);
+            Json(state.signing.sign(record, game.changes)).into_response()
+        }
+        Ok(None) => (StatusCode::NOT_FOUND, "no finished game with that id").into_response(),
+        Err(e) => internal(e),
+    }
+}
+
+async fn transcript_key(State(state): State<Arc<AppState>>) -> Response {
+    Json(state.signing.public()).into_response()
 }
 
 /// A stored record as PROTOCOL.md section 12 shows it: the players' database ids are the

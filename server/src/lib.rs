@@ -25,6 +25,7 @@ pub mod registry;
 mod security_md;
 pub mod server;
 pub mod session;
+pub mod transcript;
 pub mod web;
 pub mod ws;
 

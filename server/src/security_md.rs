@@ -315,6 +315,19 @@ fn pins() -> Vec<Pin> {
             d.max_sessions_per_account.to_string(),
             "--max-sessions-per-account",
         ),
+        flagged(
+            "the transcript key",
+            format!(
+                "Ed25519, from the CSPRNG at the first start, kept in a file readable by its \
+                 owner only (mode {:04o}), beside a SQLite database (`<database>{}`) unless a \
+                 file is named; never replaced once written; only its public half is served \
+                 (`GET /api/transcript-key`). With PostgreSQL and no file named, a key is made \
+                 for each run (logged as a warning)",
+                crate::transcript::KEY_FILE_MODE,
+                crate::transcript::KEY_FILE_SUFFIX
+            ),
+            "--transcript-key",
+        ),
         pin(
             "guest names",
             format!(
@@ -351,6 +364,10 @@ fn pins() -> Vec<Pin> {
         pin(
             "a page of a player's rating history (`?limit=`)",
             format!("{} entries", crate::http::MAX_HISTORY),
+        ),
+        pin(
+            "a page of a player's games (`?limit=`)",
+            format!("{} entries", crate::http::MAX_GAMES),
         ),
         pin("`?offset=` of a page", crate::api::MAX_OFFSET.to_string()),
         pin(

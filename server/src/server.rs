@@ -24,6 +24,7 @@ use crate::lobby::LobbyHandle;
 use crate::metrics::Metrics;
 use crate::pruning::PruneSettings;
 use crate::registry::Registry;
+use crate::transcript::{KeyError, Signing};
 
 /// What every connection and HTTP handler shares.
 pub struct AppState {
@@ -46,6 +47,8 @@ pub struct AppState {
     pub tasks: TaskTracker,
     /// The leaderboard's first page, read at most once per `--leaderboard-cache-ms`.
     pub leaderboard: LeaderboardCache,
+    /// Signs finished games' transcripts.
+    pub signing: Signing,
 }
 
 impl AppState {
@@ -80,6 +83,8 @@ pub enum ServerError {
          starting again replays it"
     )]
     LogBroken,
+    #[error(transparent)]
+    TranscriptKey(#[from] KeyError),
 }
 
 /// Restore the games in progress, serve on `listener` until `shutdown` completes, then
@@ -92,6 +97,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     crate::alloc::configure();
+    let signing = Signing::for_config(config.transcript_key.as_deref(), &config.database)?;
     let db = Db::open_with_sync_interval(
         &config.database,
         Duration::from_micros(config.game_log_sync_us),
@@ -147,6 +153,7 @@ pub async fn run(
         shutting_down,
         tasks: TaskTracker::new(),
         leaderboard: LeaderboardCache::new(leaderboard_ttl, crate::http::MAX_LIST),
+        signing,
     });
     let pruner = tokio::spawn(crate::pruning::run(
         db.clone(),

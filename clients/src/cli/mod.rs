@@ -2,6 +2,7 @@
 
 pub mod bot;
 pub mod play;
+pub mod verify;
 pub mod watch;
 
 use std::path::PathBuf;

@@ -15,6 +15,7 @@ import { gameView } from './views/game-view.js';
 import { watchView } from './views/watch.js';
 import { leaderboardView } from './views/leaderboard.js';
 import { playerView } from './views/player.js';
+import { replayView } from './views/replay.js';
 import { howView } from './views/how.js';
 
 const TOKEN_KEY = 'elementals.token';
@@ -148,6 +149,7 @@ export class App {
     switch (parts[0]) {
       case 'login': return { name: 'login' };
       case 'game': return { name: 'game', id: parts[1] };
+      case 'replay': return { name: 'replay', id: parts[1] };
       case 'watch': return { name: 'watch' };
       case 'leaderboard': return { name: 'leaderboard' };
       case 'player': return { name: 'player', player: parts[1] };
@@ -172,7 +174,7 @@ export class App {
     this.route = route;
     const views = {
       login: authView, lobby: lobbyView, game: gameView, watch: watchView,
-      leaderboard: leaderboardView, player: playerView, how: howView,
+      leaderboard: leaderboardView, player: playerView, how: howView, replay: replayView,
     };
     // Before the first connection has tried to resume, pages that need an account (or, for
     // a game, to know whether this is a player or a spectator) wait.

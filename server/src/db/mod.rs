@@ -16,6 +16,8 @@
 //!   commits, nor the writer behind them.
 //! - `accounts`: accounts, sessions, the leaderboard and player pages.
 //! - `games`: recording a finished game exactly once, with its rating changes.
+//! - `history`: a player's finished games, newest first, and a game's stored record with
+//!   its rating changes (for its signed transcript), on both backends.
 //! - `stored`: the stored form of a game's record (a versioned MessagePack BLOB).
 //! - `journal`: the live games' logs, in an append-only file of their own, on a thread of
 //!   their own: append (durable before it is answered), forget once recorded, compaction.
@@ -28,6 +30,7 @@
 mod accounts;
 mod checkpoint;
 mod games;
+mod history;
 mod journal;
 mod pg;
 mod reader;
@@ -37,6 +40,7 @@ mod stored;
 pub mod testing;
 mod writer;
 
+pub use history::{Opponent, PlayerGame, StoredGame};
 pub use journal::LogHealth;
 pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
 // For SECURITY.md's pins (`security_md.rs`).
@@ -485,6 +489,41 @@ impl Db {
         };
         if let Some(record) = read().await? {
             return Ok(Some(record));
+        }
+        self.call(|reply| Request::Flush { reply }).await?;
+        read().await
+    }
+
+    /// A page of a registered player's finished games, newest first, read on a reader's
+    /// connection; `None` for an unknown name or a guest.
+    pub async fn player_games(
+        &self,
+        name: String,
+        page: Page,
+    ) -> DbResult<Option<Vec<PlayerGame>>> {
+        call(&self.reads, |reply| reader::Read::PlayerGames {
+            name,
+            page,
+            reply,
+        })
+        .await
+    }
+
+    /// A finished game's stored record and rating changes, read on a reader's connection;
+    /// a miss is looked up again once the writer has committed what was queued before it,
+    /// as for [`Db::game_record`].
+    pub async fn stored_game(&self, game_id: String) -> DbResult<Option<StoredGame>> {
+        let Ok(game_id) = game_id.parse::<GameId>() else {
+            return Ok(None);
+        };
+        let read = || {
+            call(&self.reads, |reply| reader::Read::StoredGame {
+                game_id,
+                reply,
+            })
+        };
+        if let Some(game) = read().await? {
+            return Ok(Some(game));
         }
         self.call(|reply| Request::Flush { reply }).await?;
         read().await

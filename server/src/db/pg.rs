@@ -956,6 +956,12 @@ fn run_reader(mut client: Client, queue: &Mutex<mpsc::Receiver<Read>>) {
             Read::GameRecord { game_id, reply } => {
                 let _ = reply.send(stored_record(&mut client, &mut cache, &game_id));
             }
+            Read::PlayerGames { name, page, reply } => {
+                let _ = reply.send(super::history::player_games_pg(&mut client, &name, page));
+            }
+            Read::StoredGame { game_id, reply } => {
+                let _ = reply.send(super::history::stored_game_pg(&mut client, &game_id));
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ use elementals_protocol::messages::GameId;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
+use super::history::{self, PlayerGame, StoredGame};
 use super::{accounts, games, schema, DbError, DbResult, LeaderRow, Page, PlayerPage};
 
 /// Threads reading. Each page is a few index look-ups; two let a slow one (a large game
@@ -38,6 +39,15 @@ pub(super) enum Read {
     GameRecord {
         game_id: GameId,
         reply: Reply<Option<serde_json::Value>>,
+    },
+    PlayerGames {
+        name: String,
+        page: Page,
+        reply: Reply<Option<Vec<PlayerGame>>>,
+    },
+    StoredGame {
+        game_id: GameId,
+        reply: Reply<Option<StoredGame>>,
     },
 }
 
@@ -79,6 +89,12 @@ fn run(conn: &Connection, queue: &Mutex<mpsc::Receiver<Read>>) {
             }
             Read::GameRecord { game_id, reply } => {
                 let _ = reply.send(games::stored_record(conn, &game_id));
+            }
+            Read::PlayerGames { name, page, reply } => {
+                let _ = reply.send(history::player_games(conn, &name, page));
+            }
+            Read::StoredGame { game_id, reply } => {
+                let _ = reply.send(history::stored_game(conn, &game_id));
             }
         }
     }

@@ -12,11 +12,13 @@
 //!
 //! To change the format, add a version: keep decoding every version ever written.
 
-use elementals_protocol::messages::GameId;
+use elementals_protocol::messages::{GameId, GameResult, SeatPair};
+use elementals_protocol::rules::Variant;
+use elementals_protocol::TimeControl;
 use serde::Deserialize;
 
 use super::{DbError, DbResult};
-use crate::record::GameRecord;
+use crate::record::{GameRecord, RecordPlayer};
 
 /// The first byte of every stored BLOB: the format of what follows.
 const FORMAT_V1: u8 = 1;
@@ -63,4 +65,53 @@ pub(super) fn decode(bytes: &[u8]) -> Result<GameRecord, String> {
             "record format {version} is unknown to this server (it knows {FORMAT_V1})"
         )),
     }
+}
+
+/// A record's fields before and after its rounds: what a player's list of games shows.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct RecordHead {
+    pub variant: Variant,
+    pub time_control: TimeControl,
+    pub rated: bool,
+    pub players: SeatPair<RecordPlayer>,
+    pub started_at: u64,
+    pub ended_at: u64,
+    pub result: GameResult,
+}
+
+/// A stored BLOB's [`RecordHead`], its rounds skipped unread.
+pub(super) fn decode_head(bytes: &[u8]) -> Result<RecordHead, String> {
+    /// `GameRecord` with its rounds ignored: the same fields in the same order.
+    #[derive(Deserialize)]
+    struct Head {
+        _game_id: GameId,
+        variant: Variant,
+        time_control: TimeControl,
+        rated: bool,
+        players: SeatPair<RecordPlayer>,
+        started_at: u64,
+        ended_at: u64,
+        result: GameResult,
+        _rounds: serde::de::IgnoredAny,
+        _final_clocks_ms: SeatPair<u64>,
+    }
+    let Some((&version, mut body)) = bytes.split_first() else {
+        return Err("empty record".into());
+    };
+    if version != FORMAT_V1 {
+        return Err(format!(
+            "record format {version} is unknown to this server (it knows {FORMAT_V1})"
+        ));
+    }
+    let head = Head::deserialize(&mut rmp_serde::Deserializer::new(&mut body))
+        .map_err(|e| format!("corrupt record (format {version}): {e}"))?;
+    Ok(RecordHead {
+        variant: head.variant,
+        time_control: head.time_control,
+        rated: head.rated,
+        players: head.players,
+        started_at: head.started_at,
+        ended_at: head.ended_at,
+        result: head.result,
+    })
 }

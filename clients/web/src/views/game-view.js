@@ -400,6 +400,7 @@ function renderResult(app, game, parts) {
           }, offered ? 'Accept rematch' : game.rematchSent ? 'Rematch offered' : 'Rematch'),
           h('a', { class: 'button', href: '#/lobby' }, 'Back to the lobby'))
       : h('a', { class: 'button', href: '#/watch' }, 'More live games'),
+    h('p', { class: 'replay-note' }, h('a', { href: `#/replay/${game.id}`, class: 'replay-link' }, 'Replay this game'), ', round by round'),
   );
 }
 

@@ -1,10 +1,15 @@
-// The leaderboard, from the JSON API.
+// The leaderboard, from the JSON API, and the leader's latest games with their replays.
 
 import { fmtRating, h, replace } from '../dom.js';
+import { gamesTable } from '../games-list.js';
+import { fetchGames } from '../transcript.js';
+
+const LEADER_GAMES = 5;
 
 export function leaderboardView() {
   const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
-  const el = h('section', { class: 'card leaderboard' }, h('h1', {}, 'Leaderboard'), body);
+  const games = h('section', { class: 'leader-games', 'aria-labelledby': 'leader-games-title' });
+  const el = h('section', { class: 'card leaderboard' }, h('h1', {}, 'Leaderboard'), body, games);
   fetch('/api/leaderboard')
     .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`HTTP ${r.status}`))))
     .then((rows) => {
@@ -19,6 +24,10 @@ export function leaderboardView() {
           h('td', { class: 'num' }, String(row.wins)),
           h('td', { class: 'num' }, String(row.losses)),
           h('td', { class: 'num' }, String(row.draws)))))));
+      const leader = rows[0].name;
+      return fetchGames(leader, LEADER_GAMES).then((list) => list.length && replace(games,
+        h('h2', { id: 'leader-games-title' }, `${leader}'s latest games`),
+        gamesTable(list, `${leader}'s latest games, newest first`)));
     })
     .catch((e) => replace(body, h('p', { class: 'form-error' }, `Could not load the leaderboard: ${e.message}`)));
   return { el };

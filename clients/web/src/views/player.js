@@ -1,12 +1,22 @@
-// A player's page: record and rating history as a chart.
+// A player's page: record, rating history as a chart, and their latest games with replays.
 
 import { ratingChart } from '../chart.js';
 import { fmtDelta, fmtRating, h, replace } from '../dom.js';
+import { gamesTable } from '../games-list.js';
+import { fetchGames } from '../transcript.js';
+
+// Games listed on the page (the API's page size).
+const GAMES_SHOWN = 50;
 
 export function playerView(app, route) {
   const name = route.player ?? '';
   const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
-  const el = h('section', { class: 'card player-page' }, h('h1', {}, name), body);
+  const games = h('section', { class: 'player-games', 'aria-labelledby': 'player-games-title' });
+  const el = h('section', { class: 'card player-page' }, h('h1', {}, name), body, games);
+  fetchGames(name, GAMES_SHOWN)
+    .then((list) => replace(games, h('h2', { id: 'player-games-title' }, 'Games'),
+      list.length ? gamesTable(list, `${name}'s games, newest first`) : h('p', { class: 'muted' }, 'No finished games yet.')))
+    .catch((e) => replace(games, h('p', { class: 'form-error' }, `Could not load the games: ${e.message}`)));
   fetch(`/api/players/${encodeURIComponent(name)}`)
     .then((r) => {
       if (r.status === 404) throw new Error('No such player (guests have no page).');
