@@ -82,6 +82,10 @@ pub enum DbError {
     Postgres(String),
     #[error("the database writer has stopped")]
     Closed,
+    /// The database cannot be reached for now (its connection is lost and not yet made
+    /// again): the request changed nothing and may be retried.
+    #[error("the database cannot be reached: {0}")]
+    Unavailable(String),
     #[error("encoding {0}")]
     Encode(String),
     /// A read or write of the game log failed; the journal is left as it was before it.

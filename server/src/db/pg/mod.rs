@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use postgres::{Client, GenericClient, NoTls, Statement};
 use tokio::sync::{mpsc, watch};
 
+use self::conn::Conn;
 use self::readers::run_reader;
 use self::step_log::StepLog;
 use self::store::PgStore;
@@ -37,6 +38,7 @@ use super::writer::{self, Request};
 use super::{DbError, DbResult};
 
 mod accounts;
+mod conn;
 mod readers;
 mod record_one;
 mod records;
@@ -123,14 +125,11 @@ pub(super) fn open(url: &str) -> DbResult<Opened> {
         }
     })?;
 
-    let writer_client = on_thread("db-connect", {
+    let writer_conn = on_thread("db-connect", {
         let url = Arc::clone(&url);
-        move || connect(&url)
+        move || Conn::open(url, "writer", "")
     })?;
-    let requests = writer::spawn(PgStore {
-        client: writer_client,
-        cache: Cache::default(),
-    })?;
+    let requests = writer::spawn(PgStore { conn: writer_conn })?;
 
     let (health_tx, log_health) = watch::channel(LogHealth::Writable);
     let (journal, log_queue) = mpsc::channel(journal::REQUEST_QUEUE);
@@ -138,7 +137,7 @@ pub(super) fn open(url: &str) -> DbResult<Opened> {
     let log_url = Arc::clone(&url);
     std::thread::Builder::new()
         .name("game-log".into())
-        .spawn(move || match StepLog::open(&log_url, health_tx) {
+        .spawn(move || match StepLog::open(log_url, health_tx) {
             Ok(log) => {
                 let _ = ready.send(Ok(()));
                 log.run(log_queue);
@@ -159,14 +158,10 @@ pub(super) fn open(url: &str) -> DbResult<Opened> {
         std::thread::Builder::new()
             .name(format!("db-reader-{n}"))
             .spawn(move || {
-                let client = connect(&url).and_then(|mut c| {
-                    c.batch_execute("SET default_transaction_read_only = on")?;
-                    Ok(c)
-                });
-                match client {
-                    Ok(client) => {
+                match Conn::open(url, "reader", "SET default_transaction_read_only = on") {
+                    Ok(conn) => {
                         let _ = ready.send(Ok(()));
-                        run_reader(client, &queue);
+                        run_reader(conn, &queue);
                     }
                     Err(e) => {
                         let _ = ready.send(Err(e));

@@ -1,0 +1,100 @@
+//! A thread's connection that comes back: when PostgreSQL restarts or the connection
+//! drops, the next request finds it closed and connects again, no sooner than a backoff
+//! (50 ms doubling to 2 s) after the last failed attempt; meanwhile requests fail at once
+//! with [`DbError::Unavailable`], which the callers answer as they answer any failed write
+//! (moves `unavailable`, games stalled and retrying, HTTP reads 503). An outage is logged
+//! once when it starts and once when it ends.
+
+use std::time::{Duration, Instant};
+
+use postgres::Client;
+
+use super::{connect, Cache};
+use crate::db::{DbError, DbResult};
+
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// A connection, its prepared statements, and how it reconnects.
+pub(super) struct Conn {
+    url: std::sync::Arc<str>,
+    /// Which thread's, for the log.
+    what: &'static str,
+    /// Run on every new connection (a reader's read-only setting).
+    setup: &'static str,
+    client: Option<Client>,
+    /// Prepared statements belong to their connection: emptied when it is replaced.
+    cache: Cache,
+    /// The outage under way: when the next attempt may be made, and the pause after it.
+    down: Option<(Instant, Duration)>,
+}
+
+impl Conn {
+    /// Connects now: at startup an unreachable database is an error, not an outage.
+    pub(super) fn open(
+        url: std::sync::Arc<str>,
+        what: &'static str,
+        setup: &'static str,
+    ) -> DbResult<Conn> {
+        let client = connect_with(&url, setup)?;
+        Ok(Conn {
+            url,
+            what,
+            setup,
+            client: Some(client),
+            cache: Cache::default(),
+            down: None,
+        })
+    }
+
+    /// The connection, made again if it is closed and the backoff allows; else
+    /// `Unavailable`.
+    pub(super) fn get(&mut self) -> DbResult<(&mut Client, &mut Cache)> {
+        if self.client.as_ref().is_some_and(Client::is_closed) {
+            self.client = None;
+            self.cache = Cache::default();
+            tracing::warn!(connection = self.what, "the database connection is lost; reconnecting");
+            self.down = Some((Instant::now(), FIRST_BACKOFF));
+        }
+        if self.client.is_none() {
+            let (at, backoff) = self.down.unwrap_or((Instant::now(), FIRST_BACKOFF));
+            if Instant::now() < at {
+                return Err(unavailable("reconnecting"));
+            }
+            match connect_with(&self.url, self.setup) {
+                Ok(client) => {
+                    tracing::info!(connection = self.what, "the database connection is back");
+                    self.client = Some(client);
+                    self.down = None;
+                }
+                Err(e) => {
+                    self.down = Some((Instant::now() + backoff, (backoff * 2).min(MAX_BACKOFF)));
+                    return Err(unavailable(&e.to_string()));
+                }
+            }
+        }
+        match self.client.as_mut() {
+            Some(client) => Ok((client, &mut self.cache)),
+            None => Err(unavailable("reconnecting")),
+        }
+    }
+
+    pub(super) fn close(self) -> DbResult<()> {
+        if let Some(client) = self.client {
+            client.close()?;
+        }
+        Ok(())
+    }
+}
+
+fn connect_with(url: &str, setup: &str) -> DbResult<Client> {
+    let mut client = connect(url)?;
+    if !setup.is_empty() {
+        client.batch_execute(setup)?;
+    }
+    Ok(client)
+}
+
+fn unavailable(why: &str) -> DbError {
+    DbError::Unavailable(why.to_owned())
+}
