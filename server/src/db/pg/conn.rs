@@ -79,6 +79,16 @@ impl Conn {
         }
     }
 
+    /// `answer`, or `Unavailable` if it failed because the connection is lost.
+    pub(super) fn settle<T>(&self, answer: DbResult<T>) -> DbResult<T> {
+        match answer {
+            Err(error) if self.client.as_ref().is_some_and(Client::is_closed) => {
+                Err(unavailable(&error.to_string()))
+            }
+            answer => answer,
+        }
+    }
+
     pub(super) fn close(self) -> DbResult<()> {
         if let Some(client) = self.client {
             client.close()?;

@@ -21,7 +21,7 @@ pub(super) fn run_reader(mut conn: Conn, queue: &Mutex<mpsc::Receiver<Read>>) {
         let Some(read) = read else {
             return;
         };
-        // Unreachable, each read is answered `Unavailable`.
+        // While the database cannot be reached, each read is answered `Unavailable`.
         let (client, cache) = match conn.get() {
             Ok(connection) => connection,
             Err(error) => {
@@ -29,25 +29,27 @@ pub(super) fn run_reader(mut conn: Conn, queue: &Mutex<mpsc::Receiver<Read>>) {
                 continue;
             }
         };
+        // A read that fails because the connection is lost answers `Unavailable`.
         match read {
             Read::Leaderboard { page, reply } => {
-                let _ = reply.send(leaderboard(client, cache, page));
+                let answer = leaderboard(client, cache, page);
+                let _ = reply.send(conn.settle(answer));
             }
             Read::PlayerPage { name, page, reply } => {
-                let _ = reply.send(player_page(client, cache, &name, page));
+                let answer = player_page(client, cache, &name, page);
+                let _ = reply.send(conn.settle(answer));
             }
             Read::GameRecord { game_id, reply } => {
-                let _ = reply.send(stored_record(client, cache, &game_id));
+                let answer = stored_record(client, cache, &game_id);
+                let _ = reply.send(conn.settle(answer));
             }
             Read::PlayerGames { name, page, reply } => {
-                let _ = reply.send(crate::db::history::player_games_pg(
-                    client,
-                    &name,
-                    page,
-                ));
+                let answer = crate::db::history::player_games_pg(client, &name, page);
+                let _ = reply.send(conn.settle(answer));
             }
             Read::StoredGame { game_id, reply } => {
-                let _ = reply.send(crate::db::history::stored_game_pg(client, &game_id));
+                let answer = crate::db::history::stored_game_pg(client, &game_id);
+                let _ = reply.send(conn.settle(answer));
             }
         }
     }

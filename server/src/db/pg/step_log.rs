@@ -134,7 +134,12 @@ impl StepLog {
         if accepted.is_empty() {
             return;
         }
-        let outcome = self.write(&ids, &steps, &entries);
+        let outcome = match self.write(&ids, &steps, &entries) {
+            Err(error) if !matches!(error, DbError::LogBroken { .. }) => {
+                self.conn.settle(Err(error))
+            }
+            outcome => outcome,
+        };
         match &outcome {
             Ok(()) => {
                 self.next.extend(next);
