@@ -1,5 +1,5 @@
 //! A thread's connection that comes back: when PostgreSQL restarts or the connection
-//! drops, the next request finds it closed and connects again, no sooner than a backoff
+//! drops, the next request finds it closed (checked before each batch or read after a pause) and connects again, no sooner than a backoff
 //! (50 ms doubling to 2 s) after the last failed attempt; meanwhile requests fail at once
 //! with [`DbError::Unavailable`], which the callers answer as they answer any failed write
 //! (moves `unavailable`, games stalled and retrying, HTTP reads 503). An outage is logged
@@ -14,6 +14,11 @@ use crate::db::{DbError, DbResult};
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// A connection unused for this long is checked before use. Under load, batches follow
+/// each other closer than this, and a connection lost while in use is found closed by
+/// the request that failed on it.
+const IDLE_CHECK: Duration = Duration::from_millis(50);
+const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A connection, its prepared statements, and how it reconnects.
 pub(super) struct Conn {
@@ -27,6 +32,8 @@ pub(super) struct Conn {
     cache: Cache,
     /// The outage under way: when the next attempt may be made, and the pause after it.
     down: Option<(Instant, Duration)>,
+    /// When the connection was last asked for.
+    used: Instant,
 }
 
 impl Conn {
@@ -44,16 +51,26 @@ impl Conn {
             client: Some(client),
             cache: Cache::default(),
             down: None,
+            used: Instant::now(),
         })
     }
 
     /// The connection, made again if it is closed and the backoff allows; else
     /// `Unavailable`.
     pub(super) fn get(&mut self) -> DbResult<(&mut Client, &mut Cache)> {
-        if self.client.as_ref().is_some_and(Client::is_closed) {
+        let idle = self.used.elapsed();
+        self.used = Instant::now();
+        if self
+            .client
+            .as_mut()
+            .is_some_and(|client| !alive(client, idle))
+        {
             self.client = None;
             self.cache = Cache::default();
-            tracing::warn!(connection = self.what, "the database connection is lost; reconnecting");
+            tracing::warn!(
+                connection = self.what,
+                "the database connection is lost; reconnecting"
+            );
             self.down = Some((Instant::now(), FIRST_BACKOFF));
         }
         if self.client.is_none() {
@@ -95,6 +112,13 @@ impl Conn {
         }
         Ok(())
     }
+}
+
+/// Whether the connection is still there. The blocking client reads its socket only
+/// while it runs a request, so a connection that dropped while idle looks open until it
+/// is used: after a pause, it is asked (one round trip) before a request is sent on it.
+fn alive(client: &mut Client, idle: Duration) -> bool {
+    !client.is_closed() && (idle < IDLE_CHECK || client.is_valid(CHECK_TIMEOUT).is_ok())
 }
 
 fn connect_with(url: &str, setup: &str) -> DbResult<Client> {

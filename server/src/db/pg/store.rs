@@ -9,9 +9,9 @@ use super::accounts::{
     by_id, by_name, create_guest, insert_account, insert_session, prune_guests, prune_sessions,
     session,
 };
+use super::conn::Conn;
 use super::record_one::record_game;
 use super::records::{lock_rated_accounts, record_run, GameToRecord};
-use super::conn::Conn;
 use super::Cache;
 use crate::db::writer::{pending, Pending, Request, Store};
 use crate::db::{DbError, DbResult, PruneBatch, Pruned};
