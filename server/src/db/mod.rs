@@ -33,6 +33,8 @@ mod games;
 mod history;
 mod journal;
 mod pg;
+#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
+pub(crate) use pg::{FIRST_BACKOFF as PG_FIRST_BACKOFF, MAX_BACKOFF as PG_MAX_BACKOFF};
 mod reader;
 mod schema;
 mod stored;

@@ -12,8 +12,8 @@ use postgres::Client;
 use super::{connect, Cache};
 use crate::db::{DbError, DbResult};
 
-const FIRST_BACKOFF: Duration = Duration::from_millis(50);
-const MAX_BACKOFF: Duration = Duration::from_secs(2);
+pub(crate) const FIRST_BACKOFF: Duration = Duration::from_millis(50);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// A connection unused for this long is checked before use. Under load, batches follow
 /// each other closer than this, and a connection lost while in use is found closed by
 /// the request that failed on it.

@@ -15,10 +15,15 @@
 //!   batch has committed. Steps go in order: the thread checks each game's next step in
 //!   memory, and the key (game_id, step) refuses a step twice whatever process sends it.
 //!   A game's rows are deleted in the transaction that records it.
-//! - Failures: a batch of steps that fails before its commit is refused (the games stall
-//!   and retry, `LogHealth::Failing`); a commit whose outcome is unknown (the connection
-//!   lost during it) breaks the log for good, as a failed `fdatasync` does the file's:
-//!   the server stops, and the restart reads what was committed.
+//! - Failures: each thread's connection is made again when it is lost (`conn.rs`), and
+//!   requests fail `Unavailable` until it is. A batch of steps that fails before its
+//!   commit is refused (the games stall and retry, `LogHealth::Failing`); a commit whose
+//!   outcome is unknown (the connection lost during it) breaks the log for good, as a
+//!   failed `fdatasync` does the file's: the thread's next step for each game lives in
+//!   memory and would be wrong one way or the other, so the server stops, and the restart
+//!   reads what was committed. A writer's batch whose commit answer is lost is answered
+//!   as failed and not retried: a finished game it recorded has no log left, so no restart
+//!   records it again, and a record written twice inserts nothing and rates nobody.
 //! - The readers' connections are read-only (`default_transaction_read_only`).
 
 use std::collections::HashMap;
@@ -29,6 +34,8 @@ use postgres::{Client, GenericClient, NoTls, Statement};
 use tokio::sync::{mpsc, watch};
 
 use self::conn::Conn;
+#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
+pub(crate) use self::conn::{FIRST_BACKOFF, MAX_BACKOFF};
 use self::readers::run_reader;
 use self::step_log::StepLog;
 use self::store::PgStore;
