@@ -1,7 +1,8 @@
 //! A thread's connection that comes back: when PostgreSQL restarts or the connection
-//! drops, the next request finds it closed (checked before each batch or read after a pause) and connects again, no sooner than a backoff
-//! (50 ms doubling to 2 s) after the last failed attempt; meanwhile requests fail at once
-//! with [`DbError::Unavailable`], which the callers answer as they answer any failed write
+//! drops, the next request finds it closed (a connection idle for a while is checked
+//! before use) and connects again, then no sooner than a backoff (50 ms doubling to 2 s)
+//! after the last failed attempt; meanwhile requests fail at once with
+//! [`DbError::Unavailable`], which the callers answer as they answer any failed write
 //! (moves `unavailable`, games stalled and retrying, HTTP reads 503). An outage is logged
 //! once when it starts and once when it ends.
 
