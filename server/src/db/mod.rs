@@ -559,10 +559,13 @@ impl Db {
     #[cfg(test)]
     pub(crate) async fn hold_writer(&self) -> std::sync::mpsc::Sender<()> {
         let (release, until) = std::sync::mpsc::channel();
+        let (held, taken) = oneshot::channel();
         self.requests
-            .send(Request::Hold { until })
+            .send(Request::Hold { held, until })
             .await
             .expect("the writer runs");
+        // Taken off the queue: from here `queued_requests` counts only what follows it.
+        taken.await.expect("the writer holds");
         release
     }
 
