@@ -44,6 +44,9 @@ use crate::record::{AccountId, GameLog, GameRecord};
 mod embedded {
     refinery::embed_migrations!("src/db/migrations/postgres");
 }
+mod transcript_key;
+
+pub(crate) use transcript_key::shared_transcript_key;
 
 /// Reader threads, as for SQLite.
 const READERS: usize = 2;
