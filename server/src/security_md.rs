@@ -10,10 +10,9 @@ use elementals_protocol::rules::MAX_ROUNDS;
 use elementals_protocol::time_control::TimeControl;
 use elementals_protocol::wire::{MAX_CLIENT_MESSAGE_BYTES, MAX_DEPTH, MAX_SERVER_MESSAGE_BYTES};
 
+use crate::bus::MAX_RESYNC_ATTEMPTS;
 use crate::config::Config;
-use crate::game::{
-    GameSettings, GAME_CHANNEL_CAPACITY, MAX_RESYNC_ATTEMPTS, SPECTATOR_CHANNEL_CAPACITY,
-};
+use crate::game::{GameSettings, GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY};
 use crate::outbox::OUTBOX_CAPACITY;
 
 const SECURITY_MD: &str = include_str!("../../SECURITY.md");

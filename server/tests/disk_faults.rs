@@ -8,6 +8,10 @@
 //!
 //! And a failed `fdatasync` of the log (forced by a test hook): the server stops, with a
 //! non-zero exit, and starts again on what the log holds.
+//!
+//! The full disk is SQLite's alone: a PostgreSQL server's disk is not the test's to fill,
+//! nor is the shared test server the test's to stop. The failed sync runs on both backends
+//! (on PostgreSQL, a commit whose answer is lost).
 
 mod common;
 mod recovery_support;
@@ -143,6 +147,7 @@ async fn tie_until_refused(
     acknowledged
 }
 
+/// SQLite only (see the file's head).
 #[tokio::test]
 async fn on_a_full_disk_moves_are_refused_and_held_and_every_acknowledged_step_survives() {
     let disk = Tmpfs::mount();

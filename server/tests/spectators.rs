@@ -9,68 +9,70 @@ use elementals_protocol::ErrorCode;
 
 #[tokio::test]
 async fn a_spectator_joining_mid_game_gets_a_snapshot_then_every_event_in_order() {
-    let server = start_server().await;
-    let (mut one, mut two, game) = paired_players(&server, "rosa1", "sam01").await;
-    let g = game.game_id;
-    play_round(&mut one, &mut two, g, 1, (5, 2)).await;
+    for backend in BACKENDS {
+        let server = start_server_on(backend).await;
+        let (mut one, mut two, game) = paired_players(&server, "rosa1", "sam01").await;
+        let g = game.game_id;
+        play_round(&mut one, &mut two, g, 1, (5, 2)).await;
 
-    let mut watcher = TestClient::connect(&server).await;
-    let id = watcher.id();
-    let listed = watcher.request(ClientMsg::ListGames { id }).await;
-    let ServerMsg::LiveGames { games, .. } = listed else {
-        panic!("{listed:?}")
-    };
-    assert!(games.iter().any(|l| l.game_id == g));
-    let id = watcher.id();
-    let snapshot = match watcher.request(ClientMsg::Watch { id, game_id: g }).await {
-        ServerMsg::Snapshot { snapshot, seat, .. } => {
-            assert_eq!(seat, None);
-            snapshot
-        }
-        other => panic!("{other:?}"),
-    };
-    assert_eq!(snapshot.rounds.len(), 1);
-    assert_eq!(snapshot.round, 2);
-    assert_eq!(
-        snapshot.positions[1], -1,
-        "element 2 moved to -1 in round 1"
-    );
-    assert_eq!(snapshot.game.players.one.name, game.players.one.name);
-
-    // Round 2: the spectator sees commits and reveals by seat only, and the picks only
-    // in the round result.
-    let (n1, n2) = ([1u8; 32], [2u8; 32]);
-    assert_ok(&one.commit(g, 2, Seat::One, 1, n1).await);
-    assert_ok(&two.commit(g, 2, Seat::Two, 2, n2).await);
-    one.expect("reveal_phase", |m| {
-        matches!(m, ServerMsg::RevealPhase { .. })
-    })
-    .await;
-    assert_ok(&one.reveal(g, 2, 1, n1).await);
-    assert_ok(&two.reveal(g, 2, 2, n2).await);
-
-    let mut last_seq = snapshot.seq;
-    let mut saw_result = false;
-    while !saw_result {
-        let msg = watcher.recv().await;
-        if let Some(seq) = msg.seq() {
-            assert_eq!(
-                seq,
-                last_seq + 1,
-                "events arrive numbered and in order: {msg:?}"
-            );
-            last_seq = seq;
-        }
-        match msg {
-            ServerMsg::RoundResult { record, .. } => {
-                assert_eq!((record.picks.one, record.picks.two), (1, 2));
-                saw_result = true;
+        let mut watcher = TestClient::connect(&server).await;
+        let id = watcher.id();
+        let listed = watcher.request(ClientMsg::ListGames { id }).await;
+        let ServerMsg::LiveGames { games, .. } = listed else {
+            panic!("{listed:?}")
+        };
+        assert!(games.iter().any(|l| l.game_id == g));
+        let id = watcher.id();
+        let snapshot = match watcher.request(ClientMsg::Watch { id, game_id: g }).await {
+            ServerMsg::Snapshot { snapshot, seat, .. } => {
+                assert_eq!(seat, None);
+                snapshot
             }
-            ServerMsg::Committed { .. }
-            | ServerMsg::Revealed { .. }
-            | ServerMsg::RevealPhase { .. } => {}
-            other if other.seq().is_none() => {}
-            other => panic!("unexpected event before the result: {other:?}"),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(snapshot.rounds.len(), 1);
+        assert_eq!(snapshot.round, 2);
+        assert_eq!(
+            snapshot.positions[1], -1,
+            "element 2 moved to -1 in round 1"
+        );
+        assert_eq!(snapshot.game.players.one.name, game.players.one.name);
+
+        // Round 2: the spectator sees commits and reveals by seat only, and the picks only
+        // in the round result.
+        let (n1, n2) = ([1u8; 32], [2u8; 32]);
+        assert_ok(&one.commit(g, 2, Seat::One, 1, n1).await);
+        assert_ok(&two.commit(g, 2, Seat::Two, 2, n2).await);
+        one.expect("reveal_phase", |m| {
+            matches!(m, ServerMsg::RevealPhase { .. })
+        })
+        .await;
+        assert_ok(&one.reveal(g, 2, 1, n1).await);
+        assert_ok(&two.reveal(g, 2, 2, n2).await);
+
+        let mut last_seq = snapshot.seq;
+        let mut saw_result = false;
+        while !saw_result {
+            let msg = watcher.recv().await;
+            if let Some(seq) = msg.seq() {
+                assert_eq!(
+                    seq,
+                    last_seq + 1,
+                    "events arrive numbered and in order: {msg:?}"
+                );
+                last_seq = seq;
+            }
+            match msg {
+                ServerMsg::RoundResult { record, .. } => {
+                    assert_eq!((record.picks.one, record.picks.two), (1, 2));
+                    saw_result = true;
+                }
+                ServerMsg::Committed { .. }
+                | ServerMsg::Revealed { .. }
+                | ServerMsg::RevealPhase { .. } => {}
+                other if other.seq().is_none() => {}
+                other => panic!("unexpected event before the result: {other:?}"),
+            }
         }
     }
 }
@@ -103,29 +105,31 @@ async fn players_finish_a_game_while_a_spectator_reads_nothing() {
 
 #[tokio::test]
 async fn games_that_have_ended_do_not_count_against_the_watch_limit() {
-    let server = start_server().await;
-    let mut games = Vec::new();
-    for i in 0..17 {
-        games.push(paired_players(&server, &format!("wla{i:02}"), &format!("wlb{i:02}")).await);
-    }
-    let mut fan = TestClient::connect(&server).await;
-    for (_, _, game) in &games[..16] {
-        let r = watch(&mut fan, game.game_id).await;
+    for backend in BACKENDS {
+        let server = start_server_on(backend).await;
+        let mut games = Vec::new();
+        for i in 0..17 {
+            games.push(paired_players(&server, &format!("wla{i:02}"), &format!("wlb{i:02}")).await);
+        }
+        let mut fan = TestClient::connect(&server).await;
+        for (_, _, game) in &games[..16] {
+            let r = watch(&mut fan, game.game_id).await;
+            assert!(matches!(r, ServerMsg::Snapshot { .. }), "{r:?}");
+        }
+        let seventeenth = games[16].2.game_id;
+        let r = watch(&mut fan, seventeenth).await;
+        assert_error(&r, elementals_protocol::ErrorCode::TooManyRequests);
+
+        // The first game ends (its rating update comes after the registry has let it go).
+        let (one, two, first) = &mut games[0];
+        one.resign(first.game_id).await;
+        two.expect("rating_update", |m| {
+            matches!(m, ServerMsg::RatingUpdate { .. })
+        })
+        .await;
+        let r = watch(&mut fan, seventeenth).await;
         assert!(matches!(r, ServerMsg::Snapshot { .. }), "{r:?}");
     }
-    let seventeenth = games[16].2.game_id;
-    let r = watch(&mut fan, seventeenth).await;
-    assert_error(&r, elementals_protocol::ErrorCode::TooManyRequests);
-
-    // The first game ends (its rating update comes after the registry has let it go).
-    let (one, two, first) = &mut games[0];
-    one.resign(first.game_id).await;
-    two.expect("rating_update", |m| {
-        matches!(m, ServerMsg::RatingUpdate { .. })
-    })
-    .await;
-    let r = watch(&mut fan, seventeenth).await;
-    assert!(matches!(r, ServerMsg::Snapshot { .. }), "{r:?}");
 }
 
 async fn watch(client: &mut TestClient, game_id: GameId) -> ServerMsg {
@@ -138,70 +142,74 @@ async fn watch(client: &mut TestClient, game_id: GameId) -> ServerMsg {
 /// the result from `GET /api/games/{id}`. Anyone else is told the game is unknown.
 #[tokio::test]
 async fn sync_of_an_ended_game_answers_game_over_not_a_snapshot() {
-    let server = start_server().await;
-    let (mut one, mut two, game) = paired_players(&server, "endsy1", "endsy2").await;
-    let g = game.game_id;
-    // Watching needs no sign-in.
-    let mut watcher = TestClient::connect(&server).await;
-    let id = watcher.id();
-    let reply = watcher.request(ClientMsg::Watch { id, game_id: g }).await;
-    assert!(matches!(reply, ServerMsg::Snapshot { .. }), "{reply:?}");
-    let mut stranger = TestClient::connect(&server).await;
-    stranger.register("endsy3").await;
+    for backend in BACKENDS {
+        let server = start_server_on(backend).await;
+        let (mut one, mut two, game) = paired_players(&server, "endsy1", "endsy2").await;
+        let g = game.game_id;
+        // Watching needs no sign-in.
+        let mut watcher = TestClient::connect(&server).await;
+        let id = watcher.id();
+        let reply = watcher.request(ClientMsg::Watch { id, game_id: g }).await;
+        assert!(matches!(reply, ServerMsg::Snapshot { .. }), "{reply:?}");
+        let mut stranger = TestClient::connect(&server).await;
+        stranger.register("endsy3").await;
 
-    one.resign(g).await;
-    watcher
-        .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
-        .await;
-    // The game has left the live games (its task lingers a while after).
-    until_metric(&server, "elementals_live_games", 0).await;
+        one.resign(g).await;
+        watcher
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await;
+        // The game has left the live games (its task lingers a while after).
+        until_metric(&server, "elementals_live_games", 0).await;
 
-    for (who, client) in [("a spectator", &mut watcher), ("a player", &mut two)] {
-        let id = client.id();
-        match client.request(ClientMsg::Sync { id, game_id: g }).await {
-            ServerMsg::Error { code, .. } => assert_eq!(code, ErrorCode::GameOver, "{who}"),
-            other => panic!("{who}: {other:?}"),
+        for (who, client) in [("a spectator", &mut watcher), ("a player", &mut two)] {
+            let id = client.id();
+            match client.request(ClientMsg::Sync { id, game_id: g }).await {
+                ServerMsg::Error { code, .. } => assert_eq!(code, ErrorCode::GameOver, "{who}"),
+                other => panic!("{who}: {other:?}"),
+            }
         }
+        let id = stranger.id();
+        assert_error(
+            &stranger.request(ClientMsg::Sync { id, game_id: g }).await,
+            ErrorCode::UnknownGame,
+        );
+        // The result is where the error says it is, once stored (the rating update says so).
+        one.expect("rating_update", |m| {
+            matches!(m, ServerMsg::RatingUpdate { .. })
+        })
+        .await;
+        let (status, _) = server.http_get(&format!("/api/games/{g}")).await;
+        assert_eq!(status, 200);
     }
-    let id = stranger.id();
-    assert_error(
-        &stranger.request(ClientMsg::Sync { id, game_id: g }).await,
-        ErrorCode::UnknownGame,
-    );
-    // The result is where the error says it is, once stored (the rating update says so).
-    one.expect("rating_update", |m| {
-        matches!(m, ServerMsg::RatingUpdate { .. })
-    })
-    .await;
-    let (status, _) = server.http_get(&format!("/api/games/{g}")).await;
-    assert_eq!(status, 200);
 }
 
 #[tokio::test]
 async fn a_repeated_watch_changes_nothing_and_is_answered_ok() {
-    let server = start_server().await;
-    let (_one, _two, game) = paired_players(&server, "rwa01", "rwb01").await;
-    let mut fan = TestClient::connect(&server).await;
-    let first = watch(&mut fan, game.game_id).await;
-    let ServerMsg::Snapshot { snapshot, .. } = first else {
-        panic!("{first:?}")
-    };
-    assert_eq!(snapshot.spectators, 1);
-    for _ in 0..5 {
-        assert_ok(&watch(&mut fan, game.game_id).await);
+    for backend in BACKENDS {
+        let server = start_server_on(backend).await;
+        let (_one, _two, game) = paired_players(&server, "rwa01", "rwb01").await;
+        let mut fan = TestClient::connect(&server).await;
+        let first = watch(&mut fan, game.game_id).await;
+        let ServerMsg::Snapshot { snapshot, .. } = first else {
+            panic!("{first:?}")
+        };
+        assert_eq!(snapshot.spectators, 1);
+        for _ in 0..5 {
+            assert_ok(&watch(&mut fan, game.game_id).await);
+        }
+        // A spectator's `sync` is the way to a fresh snapshot; it is still one spectator.
+        let id = fan.id();
+        let synced = fan
+            .request(ClientMsg::Sync {
+                id,
+                game_id: game.game_id,
+            })
+            .await;
+        let ServerMsg::Snapshot { snapshot, .. } = synced else {
+            panic!("{synced:?}")
+        };
+        assert_eq!(snapshot.spectators, 1);
     }
-    // A spectator's `sync` is the way to a fresh snapshot; it is still one spectator.
-    let id = fan.id();
-    let synced = fan
-        .request(ClientMsg::Sync {
-            id,
-            game_id: game.game_id,
-        })
-        .await;
-    let ServerMsg::Snapshot { snapshot, .. } = synced else {
-        panic!("{synced:?}")
-    };
-    assert_eq!(snapshot.spectators, 1);
 }
 
 /// Fifty connections watching one game and asking for snapshots as fast as they are

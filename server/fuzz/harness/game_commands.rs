@@ -275,9 +275,7 @@ async fn act(player: &PlayerHandle, action: SeatAction, known: &Known) -> bool {
     let was_over = known.over;
     // Asked from a connection of its own (not the seat's): the answer comes there alone.
     let (outbox, mut answers) = Outbox::new(u64::MAX, 4);
-    let (answer, sent) = player.answer_to(&outbox, 1);
-    player.act(action, answer, tokio::time::Instant::now()).await;
-    sent.await.expect("the game answers every move");
+    player.act_from(&outbox, 1, action).await;
     let answer = answers.try_recv().expect("the answer is queued");
     let ok = match wire::decode_server(&answer.frames()[0]).expect("the answer decodes") {
         ServerMsg::Ok { id: 1 } => true,
@@ -327,10 +325,10 @@ pub fn run_input(input: Input) {
             ..Known::default()
         };
         for (i, player) in players.iter().enumerate() {
-            player
-                .attach(&views[i].outbox, None)
-                .await
-                .expect("a new game takes its players");
+            assert!(
+                player.attach_outbox(&views[i].outbox).await,
+                "a new game takes its players"
+            );
         }
         for cmd in input.cmds.into_iter().take(MAX_CMDS) {
             run(
@@ -477,7 +475,7 @@ async fn run(
         }
         Cmd::Attach(who) => {
             let outbox = &views[who.seat().index()].outbox;
-            let _ = player(who).attach(outbox, None).await;
+            player(who).attach_outbox(outbox).await;
         }
         Cmd::Detach(who) => {
             let view = &mut views[who.seat().index()];
@@ -486,7 +484,7 @@ async fn run(
             view.last_seq = None;
         }
         Cmd::Watch => {
-            let _ = spectator.watch(&views[2].outbox, None).await;
+            spectator.watch_outbox(&views[2].outbox).await;
         }
         Cmd::Unwatch => {
             spectator.unwatch(views[2].outbox.conn_id());

@@ -11,7 +11,7 @@ use elementals_protocol::wire;
 use tokio_util::sync::CancellationToken;
 
 use super::{Bot, BotConn};
-use crate::bus::Bus;
+use crate::bus::{Bus, ReplyTo};
 use crate::game::{PlayerHandle, SeatAction};
 use crate::outbox::{Other, Outbound};
 
@@ -49,7 +49,7 @@ impl Driver {
     pub(super) async fn run(mut self, mut conn: BotConn, stop: CancellationToken) {
         let conn_id = conn.conn_id();
         // A game that has gone (ended before its seating) has no seat to attach.
-        if self.seat.attach_conn(conn_id, None, None).await.is_ok() {
+        if self.seat.attach_outbox(&conn.outbox).await {
             'read: loop {
                 let item = tokio::select! {
                     () = stop.cancelled() => break,
@@ -88,10 +88,13 @@ impl Driver {
             return Go::On;
         }
         if seq > game.seq + 1 {
-            // A gap: ask for the game as it stands, as a client's `sync` would.
-            return match self.seat.snapshot().await {
-                Ok(snapshot) => self.replace(snapshot, conn).await,
-                Err(_) => Go::Over,
+            // A gap: ask for the game as it stands, as a client's `sync` would. The
+            // snapshot comes after what is queued already, which it covers.
+            self.game = None;
+            return if self.seat.attach_outbox(&conn.outbox).await {
+                Go::On
+            } else {
+                Go::Over
             };
         }
         game.seq = seq;
@@ -180,9 +183,13 @@ impl Driver {
     /// (and is read past, as the events tell the same).
     async fn send(&mut self, action: SeatAction, conn: &BotConn) {
         self.next_id = self.next_id.wrapping_add(1);
-        let (answer, _sent) = self.seat.answer_to(&conn.outbox, self.next_id);
+        let reply = ReplyTo {
+            conn: conn.conn_id(),
+            request_id: Some(self.next_id),
+            settle: false,
+        };
         self.seat
-            .act(action, answer, tokio::time::Instant::now())
+            .act(action, reply, tokio::time::Instant::now())
             .await;
     }
 }

@@ -1,9 +1,11 @@
 //! The game actor: one tokio task per game, owning all of its state.
 //!
-//! Commands arrive on the bounded channel behind [`GameHandle`]; the handling is synchronous
+//! Commands arrive by the bus (`Bus::to_game`) on the game's two bounded queues
+//! (`bus::GameInbox`: the players' and the spectators'); the handling is synchronous
 //! code around the pure [`GameState`], which decides everything. The actor adds only time
 //! (one `sleep_until` on the game's next deadline), durability, fan-out (each event encoded
-//! once, the bytes shared by every recipient, see `fanout`) and the end of the game: the
+//! once, the bytes shared by every recipient: the players through `players`, the spectators
+//! through the game's topic on the bus) and the end of the game: the
 //! registry is told at once so both players may queue again, then the record goes to the
 //! database while late `sync` and `watch` requests are still answered for a short while.
 //!
@@ -22,35 +24,31 @@
 //! A panic inside the actor is caught by its supervisor task (`supervisor`), which ends the
 //! game as its log says (its logged end, else `server_aborted`); other games never notice.
 
-mod fanout;
+mod commands;
+mod durable;
+mod players;
+mod publish;
 mod spawn;
 mod supervisor;
 #[cfg(test)]
 mod tests;
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use elementals_protocol::messages::{GameId, GameSnapshot, SeatPair, ServerMsg};
 use elementals_protocol::rating::RatingChange;
-use elementals_protocol::rules::Seat;
-use elementals_protocol::wire;
-use elementals_protocol::ErrorCode;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::{sleep_until, Instant};
 
 use super::state::GameState;
 use super::{crash_point, GameCmd, GameServices, GameSetup};
-use crate::bus::{Bus, ConnId};
-use crate::db::{DbError, DbResult};
-use crate::record::LogStep;
+use crate::bus::Bus;
+use crate::db::DbResult;
 use crate::registry::FinishedGame;
-use fanout::Answer;
-#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
-pub(crate) use fanout::MAX_RESYNC_ATTEMPTS;
+pub(in crate::game) use commands::AnswerTo;
+use durable::Stalled;
 pub(super) use spawn::{spawn, spawn_restored, timing};
 use supervisor::{lock, Shared};
 
@@ -58,63 +56,12 @@ use supervisor::{lock, Shared};
 /// be written) before its task ends.
 const LINGER: Duration = Duration::from_secs(10);
 
-/// Spectator counts go to the players at most this often.
-const SPECTATOR_BATCH: Duration = Duration::from_secs(1);
-
-/// How long events other than a round's result and the game's end may wait for the next
-/// ones before going to spectators, so that a round's reveals and its result (which follow
-/// each other within milliseconds) reach them as one write. Players never wait.
-const SPECTATOR_COALESCE: Duration = Duration::from_millis(50);
-
-/// How long the events that open a round's reveals (the second commit, `reveal_phase`) may
-/// wait for the reveals and the result. Players' clients reveal on their own as soon as they
-/// hear of the phase, so the result normally follows within one round trip of theirs; the
-/// spectators then get the round's second half in one write, not two passes of writes
-/// (a pass over ten thousand spectators takes tens of milliseconds, and a result that comes
-/// while the commit's pass is under way waits for it).
-const SPECTATOR_REVEAL_WAIT: Duration = Duration::from_millis(300);
-
-/// Spectators' sends this task makes between two looks at the game's commands. Each is a
-/// push onto the spectator's queue (its writer task writes to the socket), so a chunk
-/// costs the players' next command little waiting.
-const SPECTATOR_CHUNK: usize = 64;
-
-/// The first pause before a refused append is tried again; each failure doubles it, up to
-/// `RETRY_MAX`. A full disk is rarely freed within milliseconds, and every stalled game's
-/// retry is a write the journal must try.
-const RETRY_FIRST: Duration = Duration::from_millis(50);
-const RETRY_MAX: Duration = Duration::from_secs(2);
-
-/// A game whose log refused its steps (see the module).
-struct Stalled {
-    /// The steps to append, in order: the refused ones and any logged since.
-    steps: Vec<LogStep>,
-    /// The events waiting for them.
-    events: Vec<ServerMsg>,
-    /// When the command behind the first of them arrived.
-    received: Instant,
-    /// Requests answered with a snapshot, handled in order once the log has the steps.
-    deferred: VecDeque<GameCmd>,
-    retry_at: Instant,
-    pause: Duration,
-}
-
-/// What became of a command's events and answer (`Actor::emit_answering`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Emitted {
-    /// Published, the answer with them.
-    Answered,
-    /// Published; the answer is the caller's to send.
-    Published,
-    /// Kept for the log (the game is stalled); the caller answers `unavailable`.
-    Held,
-}
-
 struct Actor {
     game_id: GameId,
     state: GameState,
     rx: mpsc::Receiver<GameCmd>,
-    /// False once every handle is gone; the game then plays out on its clocks alone.
+    /// False once the queue's senders are gone (the bus held them: it is gone); the game
+    /// then plays out on its clocks alone.
     rx_open: bool,
     /// The spectators' commands, read only when no player's command waits.
     spectators: mpsc::Receiver<GameCmd>,
@@ -250,7 +197,7 @@ impl Actor {
             }
         }
         self.deliver_all();
-        let spectators = std::mem::take(&mut lock(&self.shared).fanout).spectator_count();
+        let spectators = self.bus.close_topic(self.game_id);
         spectators_left(&self.services, spectators);
     }
 
@@ -277,147 +224,6 @@ impl Actor {
         match cmd {
             Some(cmd) => self.on_cmd(Some(cmd)).await,
             None => self.spectators_open = false,
-        }
-    }
-
-    async fn on_cmd(&mut self, cmd: Option<GameCmd>) {
-        let Some(cmd) = cmd else {
-            self.rx_open = false;
-            return;
-        };
-        if let Some(stalled) = &mut self.stalled {
-            // A snapshot now would show steps the log does not have.
-            if matches!(
-                cmd,
-                GameCmd::Attach { .. } | GameCmd::Watch { .. } | GameCmd::Snapshot { .. }
-            ) {
-                stalled.deferred.push_back(cmd);
-                return;
-            }
-        }
-        let received = Instant::now();
-        // A move is judged at its arrival (see `judged`); everything else as it is handled.
-        let received = match &cmd {
-            GameCmd::Act { arrived, .. } => (*arrived).max(self.judged).min(received),
-            _ => received,
-        };
-        self.judged = self.judged.max(received);
-        let now = received.into_std();
-        let mut out = Vec::new();
-        match cmd {
-            GameCmd::Attach {
-                seat,
-                conn_id,
-                request_id,
-                prelude,
-                reply,
-            } => {
-                self.state.attach(seat, now, &mut out);
-                // The new connection learns of its own arrival from the snapshot it gets.
-                self.emit(out, received).await;
-                let snapshot = self.snapshot();
-                let bus = Arc::clone(&self.bus);
-                if let Some(frame) = prelude {
-                    let _ = bus.send(conn_id, frame);
-                }
-                queue_snapshot(&*bus, conn_id, request_id, &snapshot, Some(seat));
-                lock(&self.shared).fanout.set_player(seat, Some(conn_id));
-                let _ = reply.send(Ok(snapshot));
-            }
-            GameCmd::Detach { seat, conn_id } => {
-                {
-                    let mut shared = lock(&self.shared);
-                    if shared.fanout.player_conn(seat) != Some(conn_id) {
-                        return;
-                    }
-                    shared.fanout.set_player(seat, None);
-                }
-                self.state.detach(seat, now, &mut out);
-                let seated = 2 * self.services.registry.live_game_count();
-                if let Some(since) = self.services.incidents.dropped(received, seated) {
-                    self.state
-                        .hold_for_incident(since.into_std(), now, &mut out);
-                }
-                self.emit(out, received).await;
-            }
-            GameCmd::Act {
-                seat,
-                action,
-                answer,
-                arrived: _,
-            } => {
-                let was_over = self.state.result().is_some();
-                let result = self.state.act(seat, action, now, &mut out);
-                // Kept for the log, or refused only because of an end the log lacks.
-                let kept = match &result {
-                    Ok(()) => true,
-                    Err(e) => e.code == ErrorCode::GameOver,
-                };
-                let id = answer.request_id;
-                let frame = Bytes::from(wire::encode(&match result {
-                    Ok(()) => ServerMsg::Ok { id },
-                    Err(e) => ServerMsg::error(Some(id), e.code, e.message),
-                }));
-                let with_events = Answer {
-                    seat,
-                    conn_id: answer.conn_id,
-                    frame: frame.clone(),
-                };
-                let mut answer = Some(answer);
-                if !was_over && self.state.result().is_some() {
-                    // The game ended here: should the task die once the end is logged, the
-                    // supervisor sends this reply with the end (see `Shared::owed`).
-                    lock(&self.shared).owed = answer.take().map(|a| (a, frame.clone()));
-                }
-                let emitted = self.emit_answering(out, received, Some(with_events)).await;
-                let answer = answer.or_else(|| lock(&self.shared).owed.take().map(|(a, _)| a));
-                if let Some(answer) = answer {
-                    let frame = match emitted {
-                        Emitted::Answered => None,
-                        // Not the seat's connection (one being superseded): the reply alone.
-                        Emitted::Published => Some(frame),
-                        // Kept until the log takes it (a move the rules refused changed
-                        // nothing, and is answered as it was).
-                        Emitted::Held if kept => Some(Bytes::from(wire::encode(
-                            &ServerMsg::error(Some(id), ErrorCode::Unavailable, UNAVAILABLE),
-                        ))),
-                        Emitted::Held => Some(frame),
-                    };
-                    match frame {
-                        Some(frame) => answer.reply(frame),
-                        None => answer.sent(),
-                    }
-                }
-            }
-            GameCmd::Watch {
-                conn_id,
-                request_id,
-                reply,
-            } => {
-                self.state.tick(now, &mut out);
-                self.emit(out, received).await;
-                let added = lock(&self.shared).fanout.add_spectator(conn_id);
-                if added {
-                    self.services.metrics.spectators.fetch_add(1, Relaxed);
-                    self.spectators_changed();
-                }
-                let snapshot = self.snapshot();
-                queue_snapshot(&*self.bus, conn_id, request_id, &snapshot, None);
-                let _ = reply.send(Ok(snapshot));
-            }
-            GameCmd::Unwatch { conn_id } => {
-                if lock(&self.shared).fanout.remove_spectator(conn_id) {
-                    spectators_left(&self.services, 1);
-                    self.spectators_changed();
-                }
-            }
-            GameCmd::Snapshot { reply } => {
-                self.state.tick(now, &mut out);
-                self.emit(out, received).await;
-                let _ = reply.send(Ok(self.snapshot()));
-            }
-            #[cfg(any(test, feature = "test-hooks"))]
-            GameCmd::Panic => panic!("game {}: forced panic (test hook)", self.game_id),
         }
     }
 
@@ -449,277 +255,11 @@ impl Actor {
         self.emit(out, now).await;
     }
 
-    /// Makes what the state logged durable, then publishes `events`. Nothing is published
-    /// (and the caller answers nothing) before the steps behind it are in the log.
-    async fn emit(&mut self, events: Vec<ServerMsg>, received: Instant) {
-        self.emit_answering(events, received, None).await;
-    }
-
-    /// `emit`, with `answer` written to its player before the events (see
-    /// `Fanout::to_players`), unless the events are held for the log.
-    async fn emit_answering(
-        &mut self,
-        events: Vec<ServerMsg>,
-        received: Instant,
-        answer: Option<Answer>,
-    ) -> Emitted {
-        let steps = self.state.take_log();
-        if let Some(stalled) = &mut self.stalled {
-            // Behind the steps already waiting, in order.
-            stalled.steps.extend(steps);
-            stalled.events.extend(events);
-            return Emitted::Held;
-        }
-        if !steps.is_empty() {
-            let ends = steps.iter().any(|s| s.entry.is_end());
-            if ends {
-                crash_point("end_unlogged");
-            }
-            if let Err(error) = self.services.log.append(self.game_id, &steps).await {
-                self.stall(steps, events, received, &error);
-                return Emitted::Held;
-            }
-            if ends {
-                // Logged: should the task die before the end is published or recorded, the
-                // supervisor ends the game with this record, not as aborted.
-                {
-                    let mut shared = lock(&self.shared);
-                    shared.ended = self.state.record().cloned();
-                    shared.unpublished = Some(events.clone());
-                }
-                crash_point("end_logged");
-            }
-        }
-        if self.publish(events, received, answer) {
-            Emitted::Answered
-        } else {
-            Emitted::Published
-        }
-    }
-
-    /// The log refused `steps`: hold the clocks and keep them, with `events`, for a retry.
-    fn stall(
-        &mut self,
-        steps: Vec<LogStep>,
-        events: Vec<ServerMsg>,
-        received: Instant,
-        error: &DbError,
-    ) {
-        let game_id = self.game_id;
-        tracing::error!(%game_id, %error, "cannot log the game's steps: the game is held until the log takes them");
-        let now = Instant::now();
-        // No move is judged before the clocks stopped.
-        self.judged = self.judged.max(now);
-        self.state.stall(now.into_std());
-        self.stalled = Some(Stalled {
-            steps,
-            events,
-            received,
-            deferred: VecDeque::new(),
-            retry_at: now + RETRY_FIRST,
-            pause: RETRY_FIRST,
-        });
-    }
-
-    /// Appends the stalled game's steps again. Taken, they are published and the clocks
-    /// run again; the requests that waited are handled.
-    async fn retry_log(&mut self) {
-        let Some(stalled) = &mut self.stalled else {
-            return;
-        };
-        if let Err(error) = self.services.log.append(self.game_id, &stalled.steps).await {
-            stalled.pause = (stalled.pause * 2).min(RETRY_MAX);
-            stalled.retry_at = Instant::now() + stalled.pause;
-            let game_id = self.game_id;
-            tracing::warn!(%game_id, %error, "the game's steps still cannot be logged");
-            return;
-        }
-        let Some(Stalled {
-            steps,
-            mut events,
-            received,
-            deferred,
-            ..
-        }) = self.stalled.take()
-        else {
-            return;
-        };
-        if steps.iter().any(|s| s.entry.is_end()) {
-            // As in `emit_answering`: a logged end stands, whatever happens to the task.
-            {
-                let mut shared = lock(&self.shared);
-                shared.ended = self.state.record().cloned();
-                shared.unpublished = Some(events.clone());
-            }
-            crash_point("end_logged");
-        }
-        let game_id = self.game_id;
-        tracing::info!(%game_id, "the game's steps are logged: the game goes on");
-        let now = Instant::now();
-        self.judged = self.judged.max(now);
-        self.state.unstall(now.into_std(), &mut events);
-        self.publish(events, received, None);
-        for cmd in deferred {
-            self.on_cmd(Some(cmd)).await;
-        }
-    }
-
-    /// Encodes each event once and sends it to everyone (`answer` first, to its player);
-    /// `received` is when the command that caused them arrived (for the result-latency
-    /// histogram). Returns whether `answer` was sent.
-    fn publish(
-        &mut self,
-        events: Vec<ServerMsg>,
-        received: Instant,
-        answer: Option<Answer>,
-    ) -> bool {
-        if events.is_empty() {
-            return answer.is_some_and(|a| lock(&self.shared).fanout.to_players(&[], Some(a)));
-        }
-        let frames: Vec<Bytes> = events
-            .iter()
-            .map(|e| Bytes::from(wire::encode(e)))
-            .collect();
-        let now = Instant::now().into_std();
-        // (Frames are counted in `messages_out` as sent, by whoever writes them.)
-        let (spectators, backlog, answered) = {
-            let mut shared = lock(&self.shared);
-            let answered = shared.fanout.broadcast(&frames, answer);
-            shared.unpublished = None;
-            shared.mirror(&self.state, now);
-            let backlog = shared.fanout.has_backlog();
-            (shared.fanout.spectator_count(), backlog, answered)
-        };
-        let metrics = Arc::clone(&self.services.metrics);
-        if backlog {
-            let urgent = events.iter().any(|e| {
-                matches!(
-                    e,
-                    ServerMsg::RoundResult { .. } | ServerMsg::GameOver { .. }
-                )
-            });
-            if urgent {
-                self.start_delivery();
-            } else if !self.delivering {
-                let reveals_due = events
-                    .iter()
-                    .any(|e| matches!(e, ServerMsg::RevealPhase { .. }));
-                let wait = if reveals_due {
-                    SPECTATOR_REVEAL_WAIT
-                } else {
-                    SPECTATOR_COALESCE
-                };
-                let due = Instant::now() + wait;
-                // A wait already running is kept, unless the reveals just began: then what
-                // waits (the first commit too, if it came within the coalescing) waits on
-                // for them.
-                match self.deliver_at {
-                    Some(at) if !reveals_due || at >= due => {}
-                    _ => self.deliver_at = Some(due),
-                }
-            }
-        }
-        let resolved = events
-            .iter()
-            .filter(|e| matches!(e, ServerMsg::RoundResult { .. }))
-            .count() as u64;
-        if resolved > 0 {
-            metrics.rounds_resolved.fetch_add(resolved, Relaxed);
-            metrics.observe_result_latency(received.elapsed());
-            if self.state.result().is_none() {
-                let summary = self.state.summary(spectators);
-                self.services.registry.update_summary(summary);
-            }
-        }
-        answered
-    }
-
-    fn start_delivery(&mut self) {
-        self.deliver_at = None;
-        self.delivering = true;
-    }
-
-    /// Makes the next chunk of the spectators' sends, then lets other tasks run (the
-    /// connections just handed frames, and the players' next moves).
-    async fn deliver_chunk(&mut self) {
-        let delivery = self.deliver(SPECTATOR_CHUNK);
-        if delivery.done {
-            self.delivering = false;
-        } else {
-            tokio::task::yield_now().await;
-        }
-    }
-
-    /// Delivers the whole backlog at once (the game's task is ending).
-    fn deliver_all(&mut self) {
-        self.deliver(usize::MAX);
-        self.delivering = false;
-        self.deliver_at = None;
-    }
-
-    /// One delivery step of `chunk` sends, or of the whole backlog for `usize::MAX`.
-    fn deliver(&mut self, chunk: usize) -> fanout::Delivery {
-        let now = Instant::now().into_std();
-        let delivery = {
-            let mut shared = lock(&self.shared);
-            let count = shared.fanout.spectator_count();
-            let state = &self.state;
-            // A spectator that fell behind gets the game as it is now, which covers every
-            // frame of the backlog.
-            let resync = || {
-                Bytes::from(wire::encode(&ServerMsg::Snapshot {
-                    id: None,
-                    snapshot: state.snapshot(now, count),
-                    seat: None,
-                }))
-            };
-            if chunk == usize::MAX {
-                shared.fanout.deliver_all(resync)
-            } else {
-                shared.fanout.deliver(chunk, resync)
-            }
-        };
-        if delivery.removed > 0 {
-            spectators_left(&self.services, delivery.removed);
-            self.spectators_changed();
-        }
-        delivery
-    }
-
     fn snapshot(&self) -> GameSnapshot {
-        let spectators = lock(&self.shared).fanout.spectator_count();
+        let spectators = self.bus.subscribers(self.game_id);
         self.state.snapshot(Instant::now().into_std(), spectators)
     }
-
-    /// Schedules a spectator-count announcement, batching changes for a second.
-    fn spectators_changed(&mut self) {
-        if self.announce_at.is_none() {
-            self.announce_at = Some(Instant::now() + SPECTATOR_BATCH);
-        }
-    }
-
-    fn announce_spectators(&mut self) {
-        self.announce_at = None;
-        let shared = lock(&self.shared);
-        let count = shared.fanout.spectator_count();
-        if count == self.announced {
-            return;
-        }
-        self.announced = count;
-        let game_id = self.game_id;
-        let frame = Bytes::from(wire::encode(&ServerMsg::Spectators { game_id, count }));
-        shared.fanout.to_players(&[frame], None);
-        drop(shared);
-        if self.state.result().is_none() {
-            let summary = self.state.summary(count);
-            self.services.registry.update_summary(summary);
-        }
-    }
 }
-
-/// What a move kept for the log is answered (`ErrorCode::Unavailable`).
-const UNAVAILABLE: &str =
-    "the game's log cannot be written now: the move is kept and takes effect once it is";
 
 /// The next incident declaration: from when drops count as part of it. A receiver that fell
 /// behind treats that as a declaration; once the sender is gone it waits forever.
@@ -779,23 +319,4 @@ fn unix_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Queue a snapshot to one connection, in order with the events already queued to it. A
-/// full outbox means the client is not reading; it will be resynchronised or dropped.
-fn queue_snapshot(
-    bus: &dyn Bus,
-    conn_id: ConnId,
-    request_id: Option<elementals_protocol::messages::RequestId>,
-    snapshot: &GameSnapshot,
-    seat: Option<Seat>,
-) {
-    let _ = bus.send_msg(
-        conn_id,
-        &ServerMsg::Snapshot {
-            id: request_id,
-            snapshot: snapshot.clone(),
-            seat,
-        },
-    );
 }

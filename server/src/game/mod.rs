@@ -1,6 +1,7 @@
 //! Games: one actor (one tokio task) per game owns all of its state.
 //!
-//! - `handle`: the command channel and the seat-bound / watch-only handles.
+//! - `handle`: the commands (plain data, sent by the bus) and the seat-bound / watch-only
+//!   handles.
 //! - `actor`: the task: commands in, clocks, events out (encoded once, shared bytes),
 //!   each step made durable in the game's log before anyone hears of it.
 //! - `state`: the pure round state machine and clocks, driven with explicit instants; it
@@ -22,11 +23,9 @@ use elementals_protocol::rules::{Variant, MAX_ROUNDS};
 use elementals_protocol::TimeControl;
 use serde::{Deserialize, Serialize};
 
-#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
-pub(crate) use actor::MAX_RESYNC_ATTEMPTS;
-pub(crate) use handle::notify;
+pub use crate::bus::{Notice, ReplyTo};
 pub use handle::{
-    AnswerTo, GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
+    GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
     GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY,
 };
 pub use incident::Incidents;

@@ -7,20 +7,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use elementals_protocol::messages::{
-    Challenge, GameId, GameInfo, RequestId, SeatPair, Seek, ServerMsg,
-};
-use elementals_protocol::rules::{Seat, Variant};
+use elementals_protocol::messages::{Challenge, Seek, ServerMsg};
+use elementals_protocol::rules::Variant;
 use elementals_protocol::{ErrorCode, TimeControl};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 
+mod offers;
+mod start;
+
 use super::pairing::Pool;
 use super::{LobbyCmd, LobbyError, Member};
 use crate::bots::Bots;
-use crate::bus::Bus;
-use crate::game::{spawn_game, GameHandle, GameServices, GameSetup};
-use crate::record::{AccountId, RecordPlayer};
+use crate::bus::{Bus, ReplyTo};
+use crate::game::GameServices;
+use crate::record::AccountId;
 
 mod computer;
 mod counts;
@@ -100,55 +101,66 @@ type Result<T> = std::result::Result<T, LobbyError>;
 
 impl Lobby {
     fn handle(&mut self, cmd: LobbyCmd) {
-        match cmd {
-            LobbyCmd::JoinPool {
-                id,
+        use LobbyCmd as L;
+        let ok = |reply: ReplyTo| ServerMsg::Ok {
+            id: reply.request_id.unwrap_or_default(),
+        };
+        let (reply, answer): (ReplyTo, Result<ServerMsg>) = match cmd {
+            L::JoinPool {
                 member,
                 variant,
                 preset,
                 rated,
                 reply,
             } => {
-                let _ = reply.send(self.join_pool(id, member, variant, preset, rated));
+                // Answered `queued` by `join_pool` itself, when it joins.
+                let joined = self.join_pool(reply, member, variant, preset, rated);
+                match joined {
+                    Ok(()) => return self.bus.answered(reply, true),
+                    Err(e) => (reply, Err(e)),
+                }
             }
-            LobbyCmd::LeavePool { account, reply } => {
-                let left = self.leave_pool(account);
-                let _ = reply.send(if left {
-                    Ok(())
+            L::LeavePool { account, reply } => {
+                let left = if self.leave_pool(account) {
+                    Ok(ok(reply))
                 } else {
                     Err(LobbyError::new(
                         ErrorCode::NotQueued,
                         "not waiting in a pool",
                     ))
-                });
+                };
+                (reply, left)
             }
-            LobbyCmd::CreateSeek {
+            L::CreateSeek {
                 member,
                 variant,
                 time_control,
                 rated,
                 reply,
             } => {
-                let _ = reply.send(self.create_seek(member, variant, time_control, rated));
+                let seek = self.create_seek(member, variant, time_control, rated);
+                let id = reply.request_id.unwrap_or_default();
+                (reply, seek.map(|seek| ServerMsg::SeekCreated { id, seek }))
             }
-            LobbyCmd::CancelSeek {
+            L::CancelSeek {
                 account,
                 seek_id,
                 reply,
-            } => {
-                let _ = reply.send(self.cancel_seek(account, seek_id));
+            } => (
+                reply,
+                self.cancel_seek(account, seek_id).map(|()| ok(reply)),
+            ),
+            L::ListSeeks { reply } => {
+                let seeks = self.seeks.values().map(|s| s.seek.clone()).collect();
+                let id = reply.request_id.unwrap_or_default();
+                (reply, Ok(ServerMsg::Seeks { id, seeks }))
             }
-            LobbyCmd::ListSeeks { reply } => {
-                let _ = reply.send(Ok(self.seeks.values().map(|s| s.seek.clone()).collect()));
-            }
-            LobbyCmd::AcceptSeek {
+            L::AcceptSeek {
                 member,
                 seek_id,
                 reply,
-            } => {
-                let _ = reply.send(self.accept_seek(member, seek_id));
-            }
-            LobbyCmd::Challenge {
+            } => (reply, self.accept_seek(member, seek_id).map(|()| ok(reply))),
+            L::Challenge {
                 member,
                 opponent,
                 variant,
@@ -156,50 +168,68 @@ impl Lobby {
                 rated,
                 reply,
             } => {
-                let _ = reply.send(self.challenge(member, opponent, variant, time_control, rated));
+                let sent = self.challenge(member, opponent, variant, time_control, rated);
+                let id = reply.request_id.unwrap_or_default();
+                (
+                    reply,
+                    sent.map(|challenge| ServerMsg::ChallengeSent { id, challenge }),
+                )
             }
-            LobbyCmd::AcceptChallenge {
+            L::AcceptChallenge {
                 member,
                 challenge_id,
                 reply,
             } => {
-                let _ = reply.send(self.accept_challenge(member, challenge_id));
+                let accepted = self.accept_challenge(member, challenge_id);
+                (reply, accepted.map(|()| ok(reply)))
             }
-            LobbyCmd::DeclineChallenge {
+            L::DeclineChallenge {
                 account,
                 challenge_id,
                 reply,
             } => {
-                let _ = reply.send(self.decline_challenge(account, challenge_id));
+                let declined = self.decline_challenge(account, challenge_id);
+                (reply, declined.map(|()| ok(reply)))
             }
-            LobbyCmd::CancelChallenge {
+            L::CancelChallenge {
                 account,
                 challenge_id,
                 reply,
             } => {
-                let _ = reply.send(self.cancel_challenge(account, challenge_id));
+                let cancelled = self.cancel_challenge(account, challenge_id);
+                (reply, cancelled.map(|()| ok(reply)))
             }
-            LobbyCmd::OfferRematch {
+            L::OfferRematch {
                 member,
                 game_id,
                 reply,
-            } => {
-                let _ = reply.send(self.offer_rematch(member, game_id));
-            }
-            LobbyCmd::PlayBot {
+            } => (
+                reply,
+                self.offer_rematch(member, game_id).map(|()| ok(reply)),
+            ),
+            L::PlayBot {
                 member,
                 strength,
                 variant,
                 preset,
                 reply,
             } => {
-                let _ = reply.send(self.play_bot(member, &strength, variant, &preset));
+                let started = self.play_bot(member, &strength, variant, &preset);
+                (reply, started.map(|()| ok(reply)))
             }
-            LobbyCmd::Counts { account, reply } => {
-                let _ = reply.send(Ok(self.counts(account)));
+            L::Counts { account, reply } => {
+                let counts = self.counts(account);
+                let msg = ServerMsg::Counts {
+                    id: reply.request_id.unwrap_or_default(),
+                    online: counts.online,
+                    pools: counts.pools,
+                };
+                (reply, Ok(msg))
             }
-            LobbyCmd::Gone { account, conn_id } => self.gone(account, conn_id),
-        }
+            L::Gone { account, conn_id } => return self.gone(account, conn_id),
+        };
+        self.bus
+            .answer(reply, answer.map_err(|e| (e.code, e.message)));
     }
 
     fn next_id(&mut self) -> u64 {
@@ -245,7 +275,7 @@ impl Lobby {
 
     fn join_pool(
         &mut self,
-        id: RequestId,
+        reply: ReplyTo,
         member: Member,
         variant: Variant,
         preset: String,
@@ -281,9 +311,9 @@ impl Lobby {
         // Queued before a pairing below can send `game_start` (the seating runs in a task
         // of its own; had the session answered, its `queued` could have come second).
         let _ = self.bus.send_msg(
-            member.conn_id,
+            reply.conn,
             &ServerMsg::Queued {
-                id,
+                id: reply.request_id.unwrap_or_default(),
                 variant,
                 time_control: tc,
                 rated,
@@ -384,291 +414,6 @@ impl Lobby {
         self.take_counts();
     }
 
-    fn create_seek(
-        &mut self,
-        member: Member,
-        variant: Variant,
-        tc: TimeControl,
-        rated: bool,
-    ) -> Result<Seek> {
-        self.check_new_offer(&member, &variant, &tc, rated)?;
-        if self.queued.contains_key(&member.account) {
-            return Err(LobbyError::new(
-                ErrorCode::AlreadyQueued,
-                "already waiting in a pool: leave it first",
-            ));
-        }
-        let open = self
-            .seeks
-            .values()
-            .filter(|s| s.member.account == member.account)
-            .count();
-        if open >= MAX_OPEN_PER_ACCOUNT {
-            return Err(LobbyError::new(
-                ErrorCode::TooManyRequests,
-                "too many open seeks",
-            ));
-        }
-        let seek = Seek {
-            seek_id: self.next_id(),
-            by: member.info.clone(),
-            variant,
-            time_control: tc,
-            rated,
-        };
-        self.seeks.insert(
-            seek.seek_id,
-            OpenSeek {
-                seek: seek.clone(),
-                member,
-            },
-        );
-        Ok(seek)
-    }
-
-    fn cancel_seek(&mut self, account: AccountId, seek_id: u64) -> Result<()> {
-        match self.seeks.get(&seek_id) {
-            Some(s) if s.member.account == account => {
-                self.seeks.remove(&seek_id);
-                Ok(())
-            }
-            _ => Err(LobbyError::new(
-                ErrorCode::UnknownSeek,
-                "no such seek of yours",
-            )),
-        }
-    }
-
-    fn accept_seek(&mut self, member: Member, seek_id: u64) -> Result<()> {
-        let Some(open) = self.seeks.get(&seek_id) else {
-            return Err(LobbyError::new(ErrorCode::UnknownSeek, "no such open seek"));
-        };
-        if open.member.account == member.account {
-            return Err(LobbyError::new(
-                ErrorCode::OwnSeek,
-                "you cannot accept your own seek",
-            ));
-        }
-        if open.seek.rated && member.info.guest {
-            return Err(LobbyError::new(
-                ErrorCode::GuestNotAllowed,
-                "guests cannot accept rated seeks",
-            ));
-        }
-        self.ready_for_new_game(member.account)?;
-        if self.services.registry.is_seated(open.member.account)
-            || self.bus.is_closed(open.member.conn_id)
-        {
-            self.seeks.remove(&seek_id);
-            return Err(LobbyError::new(
-                ErrorCode::UnknownSeek,
-                "the seek is no longer open",
-            ));
-        }
-        let open = self.seeks.remove(&seek_id).expect("checked above");
-        let _ = self
-            .bus
-            .send_msg(open.member.conn_id, &ServerMsg::SeekRemoved { seek_id });
-        self.start_game(
-            open.member,
-            member,
-            open.seek.variant,
-            open.seek.time_control,
-            open.seek.rated,
-        )
-    }
-
-    fn challenge(
-        &mut self,
-        member: Member,
-        opponent: String,
-        variant: Variant,
-        tc: TimeControl,
-        rated: bool,
-    ) -> Result<Challenge> {
-        self.check_new_offer(&member, &variant, &tc, rated)?;
-        let Some((to, user)) = self.services.registry.online_by_name(&opponent) else {
-            return Err(LobbyError::new(
-                ErrorCode::UnknownPlayer,
-                format!("{opponent} is not online"),
-            ));
-        };
-        if to == member.account {
-            return Err(LobbyError::new(
-                ErrorCode::OwnSeek,
-                "you cannot challenge yourself",
-            ));
-        }
-        let open = self
-            .challenges
-            .values()
-            .filter(|c| c.from.account == member.account)
-            .count();
-        if open >= MAX_OPEN_PER_ACCOUNT {
-            return Err(LobbyError::new(
-                ErrorCode::TooManyRequests,
-                "too many open challenges",
-            ));
-        }
-        let challenge = Challenge {
-            challenge_id: self.next_id(),
-            from: member.info.clone(),
-            to: user.name.clone(),
-            variant,
-            time_control: tc,
-            rated,
-        };
-        let _ = self.bus.send_msg(
-            user.conn_id,
-            &ServerMsg::ChallengeReceived {
-                challenge: challenge.clone(),
-            },
-        );
-        self.challenges.insert(
-            challenge.challenge_id,
-            OpenChallenge {
-                challenge: challenge.clone(),
-                from: member,
-                to,
-            },
-        );
-        Ok(challenge)
-    }
-
-    fn accept_challenge(&mut self, member: Member, challenge_id: u64) -> Result<()> {
-        match self.challenges.get(&challenge_id) {
-            Some(c) if c.to == member.account => {}
-            _ => {
-                return Err(LobbyError::new(
-                    ErrorCode::UnknownChallenge,
-                    "no such challenge to you",
-                ))
-            }
-        }
-        if self.challenges[&challenge_id].challenge.rated && member.info.guest {
-            return Err(LobbyError::new(
-                ErrorCode::GuestNotAllowed,
-                "guests cannot play rated games",
-            ));
-        }
-        self.ready_for_new_game(member.account)?;
-        let open = self
-            .challenges
-            .remove(&challenge_id)
-            .expect("checked above");
-        if self.services.registry.is_seated(open.from.account)
-            || self.bus.is_closed(open.from.conn_id)
-        {
-            return Err(LobbyError::new(
-                ErrorCode::UnknownChallenge,
-                "the challenger is no longer available",
-            ));
-        }
-        let c = open.challenge;
-        self.start_game(open.from, member, c.variant, c.time_control, c.rated)
-    }
-
-    fn decline_challenge(&mut self, account: AccountId, challenge_id: u64) -> Result<()> {
-        match self.challenges.get(&challenge_id) {
-            Some(c) if c.to == account => {
-                let c = self
-                    .challenges
-                    .remove(&challenge_id)
-                    .expect("checked above");
-                let _ = self.bus.send_msg(
-                    c.from.conn_id,
-                    &ServerMsg::ChallengeDeclined { challenge_id },
-                );
-                Ok(())
-            }
-            _ => Err(LobbyError::new(
-                ErrorCode::UnknownChallenge,
-                "no such challenge to you",
-            )),
-        }
-    }
-
-    fn cancel_challenge(&mut self, account: AccountId, challenge_id: u64) -> Result<()> {
-        match self.challenges.get(&challenge_id) {
-            Some(c) if c.from.account == account => {
-                let c = self
-                    .challenges
-                    .remove(&challenge_id)
-                    .expect("checked above");
-                if let Some(user) = self.services.registry.online(c.to) {
-                    let _ = self.bus.send_msg(
-                        user.conn_id,
-                        &ServerMsg::ChallengeCancelled { challenge_id },
-                    );
-                }
-                Ok(())
-            }
-            _ => Err(LobbyError::new(
-                ErrorCode::UnknownChallenge,
-                "no such challenge from you",
-            )),
-        }
-    }
-
-    fn offer_rematch(&mut self, member: Member, game_id: GameId) -> Result<()> {
-        let registry = self.services.registry.clone();
-        let no = || {
-            LobbyError::new(
-                ErrorCode::NoRematch,
-                "no finished game of yours with that id",
-            )
-        };
-        let finished = registry.finished_game(&game_id).ok_or_else(no)?;
-        let seat = if finished.players.one == member.account {
-            Seat::One
-        } else if finished.players.two == member.account {
-            Seat::Two
-        } else {
-            return Err(no());
-        };
-        self.ready_for_new_game(member.account)?;
-        let now = registry.offer_rematch(&game_id, seat).ok_or_else(no)?;
-        let opponent = *now.players.get(seat.other());
-        let Some(user) = registry.online(opponent) else {
-            return Err(LobbyError::new(
-                ErrorCode::UnknownPlayer,
-                "your opponent is not online",
-            ));
-        };
-        if !*now.rematch_offers.get(seat.other()) {
-            let _ = self.bus.send_msg(
-                user.conn_id,
-                &ServerMsg::RematchOffered { game_id, by: seat },
-            );
-            return Ok(());
-        }
-        if registry.is_seated(opponent) {
-            return Err(LobbyError::new(
-                ErrorCode::AlreadyInGame,
-                "your opponent is in another game",
-            ));
-        }
-        registry.forget_finished(&game_id);
-        // Both carry their ratings as the game left them (the connection's own are as of
-        // its sign-in).
-        let mut member = member;
-        member.info.rating = *now.ratings.get(seat);
-        let mut info = user.info.clone();
-        info.rating = *now.ratings.get(seat.other());
-        let opp = Member {
-            account: opponent,
-            info,
-            conn_id: user.conn_id,
-        };
-        // Seats swap: the old seat two now plays seat one.
-        let (one, two) = match seat {
-            Seat::One => (opp, member),
-            Seat::Two => (member, opp),
-        };
-        self.start_game_seated(one, two, now.variant, now.time_control, now.rated)
-            .map(drop)
-    }
-
     fn gone(&mut self, account: AccountId, conn_id: u64) {
         let owned_by_conn = |m: &Member| m.account == account && m.conn_id == conn_id;
         if self
@@ -692,98 +437,6 @@ impl Lobby {
             }
             true
         });
-    }
-
-    /// Remove both players from everything they were waiting in, seat them at random and
-    /// start the game.
-    fn start_game(
-        &mut self,
-        a: Member,
-        b: Member,
-        variant: Variant,
-        tc: TimeControl,
-        rated: bool,
-    ) -> Result<()> {
-        let (one, two) = if rand::random::<bool>() {
-            (a, b)
-        } else {
-            (b, a)
-        };
-        self.start_game_seated(one, two, variant, tc, rated)
-            .map(drop)
-    }
-
-    fn start_game_seated(
-        &mut self,
-        one: Member,
-        two: Member,
-        variant: Variant,
-        tc: TimeControl,
-        rated: bool,
-    ) -> Result<GameHandle> {
-        // Every request that seats two members refuses one account twice before this; this
-        // is the one place games start, so no game of an account against itself can (its
-        // record could not be rated, nor its result mean anything).
-        if one.account == two.account {
-            return Err(LobbyError::new(
-                ErrorCode::OwnSeek,
-                "a player cannot play against themselves",
-            ));
-        }
-        for m in [&one, &two] {
-            self.leave_pool(m.account);
-            let account = m.account;
-            self.seeks.retain(|_, s| s.member.account != account);
-        }
-        let rated = rated && !one.info.guest && !two.info.guest;
-        let game_id = GameId::new_random_from(rand::random());
-        let players = SeatPair::new(&one, &two).map(|m| RecordPlayer {
-            account_id: m.account,
-            name: m.info.name.clone(),
-            guest: m.info.guest,
-            rating: m.info.rating,
-        });
-        let setup = GameSetup {
-            game_id,
-            variant,
-            time_control: tc,
-            rated,
-            players,
-        };
-        let handle = spawn_game(setup, self.services.clone());
-        let game = handle.clone();
-        let info = GameInfo {
-            game_id,
-            variant,
-            time_control: tc,
-            rated,
-            players: SeatPair::new(one.info.clone(), two.info.clone()),
-            started_at: crate::clock::unix_ms(),
-        };
-        // Seating waits on the game actor, so it runs in its own task: the lobby never waits.
-        let bus = Arc::clone(&self.bus);
-        tokio::spawn(async move {
-            for (seat, member) in [(Seat::One, one), (Seat::Two, two)] {
-                let _ = bus.send_msg(
-                    member.conn_id,
-                    &ServerMsg::GameStart {
-                        game: info.clone(),
-                        seat,
-                    },
-                );
-                // A bot's task attaches its seat itself, and so learns if the game has
-                // gone meanwhile.
-                if crate::bots::is_bot_conn(member.conn_id) {
-                    continue;
-                }
-                // The game queues the snapshot after `game_start`.
-                let _ = handle
-                    .player(seat)
-                    .attach_conn(member.conn_id, None, None)
-                    .await;
-            }
-        });
-        Ok(game)
     }
 }
 

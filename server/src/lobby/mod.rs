@@ -1,9 +1,10 @@
 //! The lobby: one actor that owns the pools, open seeks, challenges and rematch offers,
 //! and starts games.
 //!
-//! Connections talk to it through `LobbyHandle` (a bounded channel; requests carry a
-//! oneshot for the reply). The lobby never waits on a game or a connection: it starts a
-//! game with `spawn_game` and hands the seating to a short task of its own.
+//! Connections send it requests by the bus (`LobbyHandle`, `Bus::to_lobby`: a bounded
+//! queue), each saying where its answer goes; the lobby answers each to its connection
+//! itself. It never waits on a game or a connection: it starts a game with `spawn_game`
+//! and hands the seating to a short task of its own.
 
 mod actor;
 pub mod pairing;
@@ -14,13 +15,12 @@ pub(crate) use actor::MAX_OPEN_PER_ACCOUNT;
 
 use std::sync::Arc;
 
-use elementals_protocol::messages::{Challenge, GameId, PlayerInfo, PoolCount, RequestId, Seek};
+use elementals_protocol::messages::{GameId, PlayerInfo, PoolCount};
 use elementals_protocol::rules::Variant;
 use elementals_protocol::{ErrorCode, TimeControl};
-use tokio::sync::{mpsc, oneshot};
 
 use crate::bots::Bots;
-use crate::bus::ConnId;
+use crate::bus::{Bus, ConnId, ReplyTo};
 use crate::game::GameServices;
 use crate::record::AccountId;
 
@@ -52,8 +52,6 @@ impl LobbyError {
     }
 }
 
-pub type LobbyReply<T> = oneshot::Sender<Result<T, LobbyError>>;
-
 /// What `lobby_counts` answers.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Counts {
@@ -61,42 +59,43 @@ pub struct Counts {
     pub pools: Vec<PoolCount>,
 }
 
+/// A request to the lobby: plain data, sent by the bus (`Bus::to_lobby`). The lobby
+/// answers each itself, to `reply` (its connection and request), and tells the session
+/// (`Bus::answer`).
 #[derive(Debug)]
 pub enum LobbyCmd {
-    /// Answered `Ok` once the lobby has queued the `queued` frame (request `id`) to the
-    /// member's outbox itself, before any `game_start` of a pairing it makes at once: the
+    /// Answered `queued`, before any `game_start` of a pairing it makes at once: the
     /// client always hears `queued` first.
     JoinPool {
-        id: RequestId,
         member: Member,
         variant: Variant,
         preset: String,
         rated: bool,
-        reply: LobbyReply<()>,
+        reply: ReplyTo,
     },
     LeavePool {
         account: AccountId,
-        reply: LobbyReply<()>,
+        reply: ReplyTo,
     },
     CreateSeek {
         member: Member,
         variant: Variant,
         time_control: TimeControl,
         rated: bool,
-        reply: LobbyReply<Seek>,
+        reply: ReplyTo,
     },
     CancelSeek {
         account: AccountId,
         seek_id: u64,
-        reply: LobbyReply<()>,
+        reply: ReplyTo,
     },
     ListSeeks {
-        reply: LobbyReply<Vec<Seek>>,
+        reply: ReplyTo,
     },
     AcceptSeek {
         member: Member,
         seek_id: u64,
-        reply: LobbyReply<()>,
+        reply: ReplyTo,
     },
     Challenge {
         member: Member,
@@ -104,96 +103,129 @@ pub enum LobbyCmd {
         variant: Variant,
         time_control: TimeControl,
         rated: bool,
-        reply: LobbyReply<Challenge>,
+        reply: ReplyTo,
     },
     AcceptChallenge {
         member: Member,
         challenge_id: u64,
-        reply: LobbyReply<()>,
+        reply: ReplyTo,
     },
     DeclineChallenge {
         account: AccountId,
         challenge_id: u64,
-        reply: LobbyReply<()>,
+        reply: ReplyTo,
     },
     CancelChallenge {
         account: AccountId,
         challenge_id: u64,
-        reply: LobbyReply<()>,
+        reply: ReplyTo,
     },
     OfferRematch {
         member: Member,
         game_id: GameId,
-        reply: LobbyReply<()>,
+        reply: ReplyTo,
     },
-    /// Answered `Ok` once the game against the bot has started.
+    /// Answered `ok` once the game against the bot has started.
     PlayBot {
         member: Member,
         strength: String,
         variant: Variant,
         preset: String,
-        reply: LobbyReply<()>,
+        reply: ReplyTo,
     },
     /// The pools as the lobby counted them last, with `account`'s own pool counted now and
     /// without them; the players online now.
     Counts {
         account: AccountId,
-        reply: LobbyReply<Counts>,
+        reply: ReplyTo,
     },
     /// The account's connection closed: withdraw everything it had open.
     Gone {
         account: AccountId,
-        conn_id: u64,
+        conn_id: ConnId,
     },
 }
 
+impl LobbyCmd {
+    /// Where its answer goes, if it is owed one.
+    pub fn reply_to(&self) -> Option<ReplyTo> {
+        use LobbyCmd as L;
+        match self {
+            L::JoinPool { reply, .. }
+            | L::LeavePool { reply, .. }
+            | L::CreateSeek { reply, .. }
+            | L::CancelSeek { reply, .. }
+            | L::ListSeeks { reply }
+            | L::AcceptSeek { reply, .. }
+            | L::Challenge { reply, .. }
+            | L::AcceptChallenge { reply, .. }
+            | L::DeclineChallenge { reply, .. }
+            | L::CancelChallenge { reply, .. }
+            | L::OfferRematch { reply, .. }
+            | L::PlayBot { reply, .. }
+            | L::Counts { reply, .. } => Some(*reply),
+            L::Gone { .. } => None,
+        }
+    }
+}
+
+/// The lobby, reached by the bus.
 #[derive(Debug, Clone)]
 pub struct LobbyHandle {
-    tx: mpsc::Sender<LobbyCmd>,
+    bus: Arc<dyn Bus>,
 }
 
 impl LobbyHandle {
-    /// Start the lobby actor. It stops when every handle is dropped.
+    /// Starts the lobby actor, reading what the bus brings it.
     pub fn spawn(
         services: GameServices,
         bots: Arc<Bots>,
         shutting_down: Arc<std::sync::atomic::AtomicBool>,
     ) -> Self {
-        let (tx, rx) = mpsc::channel(LOBBY_CHANNEL_CAPACITY);
+        let bus = services.registry.bus();
+        let rx = bus.open_lobby();
         tokio::spawn(actor::run(rx, services, bots, shutting_down));
-        LobbyHandle { tx }
+        LobbyHandle { bus }
     }
 
-    /// Send a request built around a reply sender and wait for the answer.
-    pub async fn request<T>(
-        &self,
-        cmd: impl FnOnce(LobbyReply<T>) -> LobbyCmd,
-    ) -> Result<T, LobbyError> {
-        let (reply, rx) = oneshot::channel();
-        let closed = || LobbyError::new(ErrorCode::Internal, "the lobby has stopped");
-        self.tx.send(cmd(reply)).await.map_err(|_| closed())?;
-        rx.await.map_err(|_| closed())?
+    /// Sends a request; the lobby answers it to its connection (see `LobbyCmd`). Returns
+    /// once the lobby has it.
+    pub async fn request(&self, cmd: LobbyCmd) {
+        self.bus.to_lobby(cmd).await;
     }
 
-    /// Never lost, even with the lobby's queue full (see `notify`): a lost notice would
-    /// leave the connection's seeks and challenges open for others to accept.
-    pub fn gone(&self, account: AccountId, conn_id: u64) {
-        crate::game::notify(&self.tx, LobbyCmd::Gone { account, conn_id });
+    /// Never lost, even with the lobby's queue full (`Bus::notify_lobby`): a lost notice
+    /// would leave the connection's seeks and challenges open for others to accept.
+    pub fn gone(&self, account: AccountId, conn_id: ConnId) {
+        self.bus.notify_lobby(LobbyCmd::Gone { account, conn_id });
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bus::LocalBus;
 
     #[tokio::test]
     async fn a_gone_notice_waits_for_room_rather_than_being_lost() {
-        let (tx, mut rx) = mpsc::channel(1);
-        let lobby = LobbyHandle { tx };
-        lobby.gone(1, 10);
+        let bus: Arc<dyn Bus> = Arc::new(LocalBus::default());
+        let mut rx = bus.open_lobby();
+        let lobby = LobbyHandle { bus };
         // The queue is full now.
+        let reply = ReplyTo {
+            conn: 1,
+            request_id: None,
+            settle: false,
+        };
+        for _ in 0..LOBBY_CHANNEL_CAPACITY {
+            lobby.request(LobbyCmd::ListSeeks { reply }).await;
+        }
+        lobby.gone(1, 10);
         lobby.gone(2, 20);
         drop(lobby);
+        for _ in 0..LOBBY_CHANNEL_CAPACITY {
+            assert!(matches!(rx.recv().await, Some(LobbyCmd::ListSeeks { .. })));
+        }
         for expected in [(1, 10), (2, 20)] {
             match rx.recv().await {
                 Some(LobbyCmd::Gone { account, conn_id }) => {

@@ -44,11 +44,16 @@ pub const BACKENDS: [Backend; 2] = [Backend::Sqlite, Backend::Postgres];
 
 /// A server on a fresh database of `backend`.
 pub async fn start_server_on(backend: Backend) -> TestServer {
+    start_server_on_with(backend, |_| {}).await
+}
+
+/// A server on a fresh database of `backend`, its configuration changed by `tweak`.
+pub async fn start_server_on_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -> TestServer {
     match backend {
-        Backend::Sqlite => start_server().await,
+        Backend::Sqlite => start_server_with(tweak).await,
         Backend::Postgres => {
             let pg = TestPostgres::create();
-            let mut server = start_on(PathBuf::from(pg.url()), |_| {}).await;
+            let mut server = start_on(PathBuf::from(pg.url()), tweak).await;
             server.pg = Some(pg);
             server
         }
@@ -125,6 +130,31 @@ impl TestServer {
         next.dir = self.dir.take();
         next.pg = self.pg.take();
         next
+    }
+
+    /// Runs a statement on the stopped server's database: `sqlite` on SQLite, `postgres`
+    /// (the same statement in PostgreSQL's dialect) on PostgreSQL; returns the first
+    /// column of the first row, if it has one, as an integer.
+    pub fn sql(&self, sqlite: &str, postgres: &str) -> Option<i64> {
+        match &self.pg {
+            None => {
+                let conn = rusqlite::Connection::open(&self.db_path).unwrap();
+                let mut statement = conn.prepare(sqlite).unwrap();
+                let mut rows = statement.query([]).unwrap();
+                rows.next().unwrap().map(|row| row.get(0).unwrap())
+            }
+            Some(pg) => {
+                // On a thread of its own: the blocking client runs a runtime of its own.
+                let (url, sql) = (pg.url().to_owned(), postgres.to_owned());
+                std::thread::spawn(move || {
+                    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+                    let rows = client.query(&sql, &[]).unwrap();
+                    rows.first().map(|row| row.get(0))
+                })
+                .join()
+                .unwrap()
+            }
+        }
     }
 
     pub async fn http_get(&self, path: &str) -> (u16, String) {

@@ -228,3 +228,52 @@ async fn a_batch_with_a_game_thrice_and_a_bad_record_records_the_game_once() {
         assert_eq!(fetch(&t.db, &bob).await.losses, 1);
     }
 }
+
+/// One batch: a run of records that fails in bulk (a game naming no account), a request
+/// that ends the run, then a second run rating the same two accounts. The second run
+/// rates from what the first wrote, on each backend (on PostgreSQL, not from the ratings
+/// the batch read as it locked the accounts).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_after_a_failed_run_rates_from_what_the_failed_run_wrote() {
+    for t in open_both() {
+        let ann = register(&t.db, "ann").await;
+        let bob = register(&t.db, "bob").await;
+        let mut ghost = bob.clone();
+        ghost.id += 1_000;
+        let release = t.db.hold_writer().await;
+        let mut records = Vec::new();
+        let mut queued = 0;
+        for r in [
+            Some(won(&ann, &bob, Seat::One)),
+            Some(won(&ann, &ghost, Seat::Two)),
+            None,
+            Some(won(&ann, &bob, Seat::One)),
+        ] {
+            let db = t.db.clone();
+            match r {
+                Some(r) => records.push(tokio::spawn(async move { db.record_game(r).await })),
+                None => {
+                    tokio::spawn(async move { db.account_by_name("ann".into()).await });
+                }
+            }
+            // Queued one after another, in this order, behind the hold.
+            queued += 1;
+            while t.db.queued_requests() < queued {
+                tokio::task::yield_now().await;
+            }
+        }
+        drop(release);
+        let answers: Vec<_> = futures::future::join_all(records)
+            .await
+            .into_iter()
+            .map(|a| a.unwrap())
+            .collect();
+        assert!(answers[1].is_err(), "{:?}", answers[1]);
+        let first = answers[0].clone().unwrap().expect("rated");
+        let second = answers[2].clone().unwrap().expect("rated");
+        assert_eq!(second.one.before, first.one.after);
+        assert_eq!(second.two.before, first.two.after);
+        assert_eq!(fetch(&t.db, &ann).await.rating, second.one.after);
+        assert_eq!(fetch(&t.db, &ann).await.wins, 2);
+    }
+}

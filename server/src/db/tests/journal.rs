@@ -1,5 +1,9 @@
 //! The live games' logs: appended, read back at startup, dropped once the game is
-//! recorded, surviving torn writes, compaction and the move from the old table.
+//! recorded, surviving torn writes and compaction.
+//!
+//! SQLite's log file alone (its frames, torn tails and compaction): PostgreSQL's steps are
+//! rows of a table, whose writes and recovery the tests in `tests/recovery*.rs` and
+//! `tests/disk_faults.rs` run on both backends.
 
 use std::io::Write;
 use std::time::{Duration, Instant};

@@ -1,5 +1,7 @@
 //! The game log under bad input and faults: steps out of order or too large, damage
 //! before the end of the file, a failed sync, and opening without rewriting.
+//!
+//! SQLite's log file alone, as `journal.rs`.
 
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;

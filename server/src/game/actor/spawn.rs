@@ -6,15 +6,12 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
 use elementals_protocol::messages::{SeatPair, ServerMsg};
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::fanout::Fanout;
 use super::supervisor::{self, Shared};
 use super::{finished_game, unix_ms, Actor};
 use crate::game::state::{GameState, Timing};
 use crate::game::{GameHandle, GameServices, GameSetup};
-use crate::game::{GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY};
 
 /// The durations a game of `setup` runs under.
 pub(in crate::game) fn timing(services: &GameServices, setup: &GameSetup) -> Timing {
@@ -51,21 +48,16 @@ fn launch(
     services: GameServices,
     first: Vec<ServerMsg>,
 ) -> GameHandle {
-    // The capacities, and why they suffice, are documented at their constants.
-    let (tx, rx) = mpsc::channel(GAME_CHANNEL_CAPACITY);
-    let (spectators_tx, spectators) = mpsc::channel(SPECTATOR_CHANNEL_CAPACITY);
     let bus = services.registry.bus();
-    let handle = GameHandle::new(setup.game_id, tx, spectators_tx, Arc::clone(&bus));
+    let inbox = bus.open_game(setup.game_id);
+    let handle = GameHandle::new(setup.game_id, Arc::clone(&bus));
     let started_at = state.started_at();
     let seats = SeatPair::new(setup.players.one.account_id, setup.players.two.account_id);
     services
         .registry
         .insert_game(handle.clone(), state.summary(0), seats);
     services.metrics.live_games.fetch_add(1, Relaxed);
-    let mut shared = Shared {
-        fanout: Fanout::new(Arc::clone(&bus)),
-        ..Shared::default()
-    };
+    let mut shared = Shared::default();
     // A restored game's supervisor must know its rounds before anything is published.
     shared.mirror(&state, Instant::now().into_std());
     let shared = Arc::new(Mutex::new(shared));
@@ -73,9 +65,9 @@ fn launch(
     let actor = Actor {
         game_id: setup.game_id,
         state,
-        rx,
+        rx: inbox.players,
         rx_open: true,
-        spectators,
+        spectators: inbox.spectators,
         spectators_open: true,
         judged: Instant::now(),
         incidents: Some(services.incidents.subscribe()),

@@ -14,19 +14,22 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use bytes::Bytes;
-use elementals_protocol::messages::{Clocks, EndReason, GameResult, SeatPair, ServerMsg};
+use elementals_protocol::messages::{Clocks, EndReason, GameId, GameResult, SeatPair, ServerMsg};
 use elementals_protocol::wire;
 use tokio::task::JoinHandle;
 
-use super::fanout::Fanout;
+use super::players::Players;
+use super::AnswerTo;
 use super::{finished_game, spectators_left, unix_ms};
+use crate::bus::{self, Bus};
 use crate::game::state::GameState;
-use crate::game::{AnswerTo, GameServices, GameSetup};
+use crate::game::{GameServices, GameSetup};
 use crate::record::{GameRecord, RoundLog};
 
 #[derive(Debug, Default)]
 pub(in crate::game) struct Shared {
-    pub fanout: Fanout,
+    /// The seats' connections (the spectators are the game's topic's, on the bus).
+    pub players: Players,
     pub seq: u64,
     pub clocks_ms: SeatPair<u64>,
     pub rounds: Vec<RoundLog>,
@@ -79,7 +82,8 @@ pub(in crate::game) async fn supervise(
         return;
     }
     let game_id = setup.game_id;
-    let (already_finished, record, mut fanout, mut seq) = {
+    let bus = services.registry.bus();
+    let (already_finished, record, players, mut seq) = {
         let mut shared = lock(&shared);
         let already_finished = std::mem::replace(&mut shared.finished, true);
         let record = if already_finished {
@@ -96,15 +100,20 @@ pub(in crate::game) async fn supervise(
                     // First, as the game sends a move's reply before its events.
                     answer.reply(frame);
                 }
-                publish_end(&mut shared, &events);
+                publish_end(&*bus, game_id, &mut shared, &events);
             }
             Some(record)
         } else {
             tracing::error!(%game_id, "game task panicked; ending the game as server-aborted");
-            Some(Arc::new(server_aborted(&mut shared, &setup, started_at)))
+            Some(Arc::new(server_aborted(
+                &*bus,
+                &mut shared,
+                &setup,
+                started_at,
+            )))
         };
-        let fanout = std::mem::take(&mut shared.fanout);
-        (already_finished, record, fanout, shared.seq)
+        let players = std::mem::take(&mut shared.players);
+        (already_finished, record, players, shared.seq)
     };
     if !already_finished {
         services
@@ -124,18 +133,20 @@ pub(in crate::game) async fn supervise(
                     ratings,
                 };
                 let frame = Bytes::from(wire::encode(&update));
-                fanout.broadcast(std::slice::from_ref(&frame), None);
-                fanout.deliver_all(|| frame.clone());
+                let frames = std::slice::from_ref(&frame);
+                players.send(&*bus, frames, None);
+                bus.publish(game_id, frames);
+                bus::deliver_all(&*bus, game_id, || frame.clone());
             }
             Ok(None) => {}
             Err(error) => tracing::error!(%game_id, %error, "could not record the game"),
         }
     }
-    spectators_left(&services, fanout.spectator_count());
+    spectators_left(&services, bus.close_topic(game_id));
 }
 
 /// Sends the logged end's events (the last is its `game_over`) to everyone.
-fn publish_end(shared: &mut Shared, events: &[ServerMsg]) {
+fn publish_end(bus: &dyn Bus, game_id: GameId, shared: &mut Shared, events: &[ServerMsg]) {
     let frames: Vec<Bytes> = events
         .iter()
         .map(|e| Bytes::from(wire::encode(e)))
@@ -143,15 +154,21 @@ fn publish_end(shared: &mut Shared, events: &[ServerMsg]) {
     if let Some(seq) = events.iter().filter_map(ServerMsg::seq).max() {
         shared.seq = shared.seq.max(seq);
     }
-    shared.fanout.broadcast(&frames, None);
+    shared.players.send(bus, &frames, None);
+    bus.publish(game_id, &frames);
     if let Some(last) = frames.last() {
-        shared.fanout.deliver_all(|| last.clone());
+        bus::deliver_all(bus, game_id, || last.clone());
     }
 }
 
 /// Sends everyone a `game_over` (no winner, `server_aborted`, unrated) and returns the
 /// game's record from what `shared` knows of it.
-fn server_aborted(shared: &mut Shared, setup: &GameSetup, started_at: u64) -> GameRecord {
+fn server_aborted(
+    bus: &dyn Bus,
+    shared: &mut Shared,
+    setup: &GameSetup,
+    started_at: u64,
+) -> GameRecord {
     let result = GameResult {
         winner: None,
         reason: EndReason::ServerAborted,
@@ -171,8 +188,10 @@ fn server_aborted(shared: &mut Shared, setup: &GameSetup, started_at: u64) -> Ga
     let frame = Bytes::from(wire::encode(&over));
     // Spectators get what the game had left for them, then the end; a lagging one gets the
     // GameOver itself in place of a snapshot.
-    shared.fanout.broadcast(std::slice::from_ref(&frame), None);
-    shared.fanout.deliver_all(|| frame.clone());
+    let frames = std::slice::from_ref(&frame);
+    shared.players.send(bus, frames, None);
+    bus.publish(setup.game_id, frames);
+    bus::deliver_all(bus, setup.game_id, || frame.clone());
     GameRecord::new(
         setup,
         started_at,

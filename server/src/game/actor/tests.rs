@@ -26,10 +26,11 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use crate::bus::Bus;
 use crate::db::{AccountRow, Db};
 use crate::game::MemoryLog;
 use crate::game::{spawn_game, GameHandle, GameServices, GameSettings, GameSetup, LogStore};
-use crate::game::{PlayerHandle, SeatAction};
+use crate::game::{Notice, PlayerHandle, ReplyTo, SeatAction};
 use crate::metrics::Metrics;
 use crate::outbox::{Outbound, Outbox};
 use crate::record::RecordPlayer;
@@ -112,8 +113,35 @@ impl Inbox {
     }
 }
 
+/// Puts `outbox`'s connection on `bus` and opens its session's notices: where a game
+/// answers request `request_id` of it, and where the session hears that it is answered.
+fn asking(
+    bus: &dyn Bus,
+    outbox: &Outbox,
+    request_id: Option<u32>,
+) -> (ReplyTo, mpsc::UnboundedReceiver<Notice>) {
+    bus.connect(outbox);
+    let notices = bus.open_session(outbox.conn_id());
+    let reply = ReplyTo {
+        conn: outbox.conn_id(),
+        request_id,
+        settle: true,
+    };
+    (reply, notices)
+}
+
+/// Waits for the word that a request is answered; whether it took effect.
+async fn answered(notices: &mut mpsc::UnboundedReceiver<Notice>) -> bool {
+    match notices.recv().await {
+        Some(Notice::Answered { ok, .. }) => ok,
+        None => panic!("the session's notices ended unanswered"),
+    }
+}
+
 /// A player: its seat-bound handle and its connection's inbox.
 struct Player {
+    /// The bus its game is on.
+    bus: Arc<dyn Bus>,
     handle: PlayerHandle,
     inbox: Inbox,
     /// Another connection of the same player's, which `act` makes its moves from: the
@@ -142,9 +170,18 @@ impl Player {
     /// Makes a move as request `request_id` of the connection behind `outbox`, and waits
     /// until the game has answered it.
     async fn act_as(&self, action: SeatAction, outbox: &Outbox, request_id: u32) {
-        let (answer, sent) = self.handle.answer_to(outbox, request_id);
-        self.handle.act(action, answer, Instant::now()).await;
-        sent.await.expect("the game answers every move");
+        let (reply, mut notices) = asking(&*self.bus, outbox, Some(request_id));
+        self.handle.act(action, reply, Instant::now()).await;
+        // Answered either way; whether it took effect is in the answer.
+        answered(&mut notices).await;
+    }
+
+    /// Attaches `outbox`'s connection to the seat; the snapshot it was sent.
+    async fn attach(&self, outbox: &Outbox) -> GameSnapshot {
+        let (reply, mut notices) = asking(&*self.bus, outbox, None);
+        self.handle.attach(reply, None).await;
+        assert!(answered(&mut notices).await, "attached");
+        self.handle.snapshot().await.unwrap()
     }
 
     fn commitment(&self, round: u32, pick: Element) -> SeatAction {
@@ -231,6 +268,7 @@ impl Harness {
         };
         let handle = spawn_game(setup, self.services.clone());
         let seat = |seat| Player {
+            bus: self.services.registry.bus(),
             handle: handle.player(seat),
             inbox: Inbox::new(256),
             asker: tokio::sync::Mutex::new(Inbox::new(256)),
@@ -241,7 +279,7 @@ impl Harness {
             handle,
         };
         for p in [&game.one, &game.two] {
-            p.handle.attach(&p.inbox.outbox, None).await.unwrap();
+            p.attach(&p.inbox.outbox).await;
         }
         game.one.drain();
         game.two.drain();
@@ -268,13 +306,12 @@ impl Game {
         self.handle.snapshot().await.unwrap()
     }
 
-    /// Watches the game with `inbox`'s connection; the snapshot it was answered.
+    /// Watches the game with `inbox`'s connection; the game as it is once watched.
     async fn watch(&self, inbox: &Inbox) -> GameSnapshot {
-        self.handle
-            .spectator()
-            .watch(&inbox.outbox, None)
-            .await
-            .unwrap()
+        let (reply, mut notices) = asking(&*self.one.bus, &inbox.outbox, None);
+        self.handle.spectator().watch(reply).await;
+        assert!(answered(&mut notices).await, "watching");
+        self.snapshot().await
     }
 }
 

@@ -146,7 +146,7 @@ async fn a_returning_player_is_announced_and_gets_the_current_state() {
     game.one.handle.detach(game.one.inbox.outbox.conn_id());
     game.two.commit(1, 3).await.unwrap();
     let fresh = super::Inbox::new(256);
-    let snapshot = game.one.handle.attach(&fresh.outbox, None).await.unwrap();
+    let snapshot = game.one.attach(&fresh.outbox).await;
     assert_eq!(snapshot.phase, Phase::Reveal);
     assert!(snapshot.connected.one);
     let presence: Vec<bool> = game

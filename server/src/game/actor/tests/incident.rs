@@ -45,11 +45,7 @@ async fn many_players_dropping_at_once_holds_their_games_until_they_are_back() {
     // Both back: the round starts again with running clocks.
     a.one.drain();
     for player in [&a.one, &a.two] {
-        player
-            .handle
-            .attach(&player.inbox.outbox, None)
-            .await
-            .unwrap();
+        player.attach(&player.inbox.outbox).await;
     }
     let again = a.one.drain();
     match again.last() {

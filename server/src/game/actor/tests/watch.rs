@@ -9,7 +9,7 @@ use elementals_protocol::rules::{Element, Seat};
 use elementals_protocol::wire;
 use tokio::time::{advance, Instant};
 
-use super::super::{SPECTATOR_COALESCE, SPECTATOR_REVEAL_WAIT};
+use super::super::publish::{SPECTATOR_COALESCE, SPECTATOR_REVEAL_WAIT};
 use super::{seqs, Harness, Inbox, TC};
 
 /// Every frame queued to `inbox` so far, raw.

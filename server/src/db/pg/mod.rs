@@ -1,0 +1,205 @@
+//! The PostgreSQL backend (`--database postgres://USER@HOST:PORT/DB`): the same three
+//! request queues as SQLite's (the writer's, the step log's, the readers'), each served by
+//! OS threads that own a connection of their own, through the blocking `postgres` client.
+//!
+//! - The writer runs the same group-commit loop (`writer::run_with`): one transaction per
+//!   batch, each request in a savepoint.
+//! - Several server processes may share the database. A finished game is inserted with
+//!   `ON CONFLICT DO NOTHING` (the second writer waits on the first's key, then inserts
+//!   nothing: recorded exactly once); its ratings are updated under row locks taken at the
+//!   start of the batch on every account the batch rates, in id order, so that two
+//!   writers' batches never wait on each other in a cycle; counters are updated in place
+//!   (`wins = wins + 1`), never read and written back.
+//! - The live games' steps are rows of `game_log`, written by a thread of their own: one
+//!   transaction per batch of every game's queued steps, each step answered once its
+//!   batch has committed. Steps go in order: the thread checks each game's next step in
+//!   memory, and the key (game_id, step) refuses a step twice whatever process sends it.
+//!   A game's rows are deleted in the transaction that records it.
+//! - Failures: a batch of steps that fails before its commit is refused (the games stall
+//!   and retry, `LogHealth::Failing`); a commit whose outcome is unknown (the connection
+//!   lost during it) breaks the log for good, as a failed `fdatasync` does the file's:
+//!   the server stops, and the restart reads what was committed.
+//! - The readers' connections are read-only (`default_transaction_read_only`).
+
+use std::collections::HashMap;
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex};
+
+use postgres::{Client, GenericClient, NoTls, Statement};
+use tokio::sync::{mpsc, watch};
+
+use self::readers::run_reader;
+use self::step_log::StepLog;
+use self::store::PgStore;
+use super::journal::{self, LogHealth};
+use super::reader::Read;
+use super::writer::{self, Request};
+use super::{DbError, DbResult};
+
+mod accounts;
+mod readers;
+mod record_one;
+mod records;
+mod step_log;
+mod store;
+mod transcript_key;
+
+mod embedded {
+    refinery::embed_migrations!("src/db/migrations/postgres");
+}
+
+pub(crate) use transcript_key::shared_transcript_key;
+
+/// Reader threads, as for SQLite.
+const READERS: usize = 2;
+
+impl From<postgres::Error> for DbError {
+    fn from(e: postgres::Error) -> Self {
+        DbError::Postgres(e.to_string())
+    }
+}
+
+/// Prepared statements, by their SQL: prepared once per connection, each use is then one
+/// round trip rather than two.
+#[derive(Default)]
+struct Cache(HashMap<&'static str, Statement>);
+
+impl Cache {
+    fn get(&mut self, c: &mut impl GenericClient, sql: &'static str) -> DbResult<Statement> {
+        if let Some(statement) = self.0.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = c.prepare(sql)?;
+        self.0.insert(sql, statement.clone());
+        Ok(statement)
+    }
+}
+
+fn connect(url: &str) -> DbResult<Client> {
+    Client::connect(url, NoTls)
+        .map_err(|e| DbError::Postgres(format!("cannot connect to {}: {e}", redact(url))))
+}
+
+/// The URL without its password, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let user = &url[scheme + 3..at];
+            let user = user.split(':').next().unwrap_or("");
+            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// What `Db` holds for a PostgreSQL database.
+pub(super) struct Opened {
+    pub requests: mpsc::Sender<Request>,
+    pub journal: mpsc::Sender<journal::Request>,
+    pub reads: mpsc::Sender<Read>,
+    pub log_health: watch::Receiver<LogHealth>,
+}
+
+/// Connects, migrates, and starts the writer, the step log and the readers. Connections
+/// are made on the threads that own them (the blocking client runs a runtime of its own,
+/// which cannot start inside the caller's).
+pub(super) fn open(url: &str) -> DbResult<Opened> {
+    let url: Arc<str> = Arc::from(url);
+    // Migrate first, alone.
+    on_thread("db-migrate", {
+        let url = Arc::clone(&url);
+        move || {
+            let mut client = connect(&url)?;
+            let report = embedded::migrations::runner()
+                .set_abort_divergent(true)
+                .set_abort_missing(true)
+                .run(&mut client)
+                .map_err(|e| DbError::Postgres(format!("migrating the database: {e}")))?;
+            for migration in report.applied_migrations() {
+                tracing::info!(
+                    version = migration.version(),
+                    name = migration.name(),
+                    "database migrated"
+                );
+            }
+            Ok(())
+        }
+    })?;
+
+    let writer_client = on_thread("db-connect", {
+        let url = Arc::clone(&url);
+        move || connect(&url)
+    })?;
+    let requests = writer::spawn(PgStore {
+        client: writer_client,
+        cache: Cache::default(),
+    })?;
+
+    let (health_tx, log_health) = watch::channel(LogHealth::Writable);
+    let (journal, log_queue) = mpsc::channel(journal::REQUEST_QUEUE);
+    let (ready, started) = std_mpsc::channel();
+    let log_url = Arc::clone(&url);
+    std::thread::Builder::new()
+        .name("game-log".into())
+        .spawn(move || match StepLog::open(&log_url, health_tx) {
+            Ok(log) => {
+                let _ = ready.send(Ok(()));
+                log.run(log_queue);
+            }
+            Err(e) => {
+                let _ = ready.send(Err(e));
+            }
+        })
+        .map_err(|e| DbError::Postgres(format!("cannot start the game log thread: {e}")))?;
+    started.recv().map_err(|_| DbError::Closed)??;
+
+    let (reads, read_queue) = mpsc::channel(super::reader::READ_QUEUE);
+    let read_queue = Arc::new(Mutex::new(read_queue));
+    for n in 0..READERS {
+        let (ready, started) = std_mpsc::channel();
+        let url = Arc::clone(&url);
+        let queue = Arc::clone(&read_queue);
+        std::thread::Builder::new()
+            .name(format!("db-reader-{n}"))
+            .spawn(move || {
+                let client = connect(&url).and_then(|mut c| {
+                    c.batch_execute("SET default_transaction_read_only = on")?;
+                    Ok(c)
+                });
+                match client {
+                    Ok(client) => {
+                        let _ = ready.send(Ok(()));
+                        run_reader(client, &queue);
+                    }
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                    }
+                }
+            })
+            .map_err(|e| DbError::Postgres(format!("cannot start a reader thread: {e}")))?;
+        started.recv().map_err(|_| DbError::Closed)??;
+    }
+    Ok(Opened {
+        requests,
+        journal,
+        reads,
+        log_health,
+    })
+}
+
+/// Runs `f` on a thread of its own and returns what it returns.
+fn on_thread<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> DbResult<T> + Send + 'static,
+) -> DbResult<T> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map_err(|e| DbError::Postgres(format!("cannot start a thread: {e}")))?
+        .join()
+        .map_err(|_| DbError::Postgres("a database thread panicked".into()))?
+}
+
+pub(super) fn ms(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,120 @@
+//! The readers: leaderboard, player pages and stored records, on read-only connections.
+
+use std::sync::{Mutex, PoisonError};
+
+use elementals_protocol::messages::GameId;
+use postgres::Client;
+use tokio::sync::mpsc;
+
+use super::accounts::by_name;
+use super::Cache;
+use crate::db::reader::Read;
+use crate::db::{stored, DbResult, HistoryRow, LeaderRow, Page, PlayerPage};
+
+pub(super) fn run_reader(mut client: Client, queue: &Mutex<mpsc::Receiver<Read>>) {
+    let mut cache = Cache::default();
+    loop {
+        let read = queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .blocking_recv();
+        let Some(read) = read else {
+            return;
+        };
+        match read {
+            Read::Leaderboard { page, reply } => {
+                let _ = reply.send(leaderboard(&mut client, &mut cache, page));
+            }
+            Read::PlayerPage { name, page, reply } => {
+                let _ = reply.send(player_page(&mut client, &mut cache, &name, page));
+            }
+            Read::GameRecord { game_id, reply } => {
+                let _ = reply.send(stored_record(&mut client, &mut cache, &game_id));
+            }
+            Read::PlayerGames { name, page, reply } => {
+                let _ = reply.send(crate::db::history::player_games_pg(
+                    &mut client,
+                    &name,
+                    page,
+                ));
+            }
+            Read::StoredGame { game_id, reply } => {
+                let _ = reply.send(crate::db::history::stored_game_pg(&mut client, &game_id));
+            }
+        }
+    }
+}
+
+pub(super) fn leaderboard(c: &mut Client, k: &mut Cache, page: Page) -> DbResult<Vec<LeaderRow>> {
+    // Ties by name whatever its case, as SQLite's NOCASE column orders them. The
+    // computer's accounts (`bots`) play unrated only: not listed.
+    let select = k.get(
+        c,
+        "SELECT name, rating, wins, losses, draws FROM accounts
+         WHERE NOT guest AND lower(name) NOT LIKE 'bot-%'
+         ORDER BY rating DESC, lower(name), name LIMIT $1 OFFSET $2",
+    )?;
+    let count =
+        |row: &postgres::Row, i: usize| u32::try_from(row.get::<_, i64>(i)).unwrap_or(u32::MAX);
+    Ok(
+        c.query(&select, &[&i64::from(page.limit), &i64::from(page.offset)])?
+            .iter()
+            .map(|row| LeaderRow {
+                name: row.get(0),
+                rating: row.get(1),
+                wins: count(row, 2),
+                losses: count(row, 3),
+                draws: count(row, 4),
+            })
+            .collect(),
+    )
+}
+
+pub(super) fn player_page(
+    c: &mut Client,
+    k: &mut Cache,
+    name: &str,
+    page: Page,
+) -> DbResult<Option<PlayerPage>> {
+    let Some(account) = by_name(c, k, name)?.filter(|a| !a.guest) else {
+        return Ok(None);
+    };
+    let select = k.get(
+        c,
+        r#"SELECT game_id, "before", "after", at FROM rating_history
+           WHERE account_id = $1 ORDER BY at DESC, game_id DESC LIMIT $2 OFFSET $3"#,
+    )?;
+    let history = c
+        .query(
+            &select,
+            &[&account.id, &i64::from(page.limit), &i64::from(page.offset)],
+        )?
+        .iter()
+        .map(|row| HistoryRow {
+            game_id: row.get(0),
+            before: row.get(1),
+            after: row.get(2),
+            at: row.get::<_, i64>(3).max(0) as u64,
+        })
+        .collect();
+    Ok(Some(PlayerPage {
+        name: account.name,
+        rating: account.rating,
+        wins: account.wins,
+        losses: account.losses,
+        draws: account.draws,
+        history,
+    }))
+}
+
+pub(super) fn stored_record(
+    c: &mut Client,
+    k: &mut Cache,
+    game_id: &GameId,
+) -> DbResult<Option<serde_json::Value>> {
+    let select = k.get(c, "SELECT record FROM games WHERE id = $1")?;
+    match c.query_opt(&select, &[&game_id.to_string()])? {
+        Some(row) => stored::to_json(game_id, row.get::<_, &[u8]>(0)).map(Some),
+        None => Ok(None),
+    }
+}

@@ -1,0 +1,154 @@
+//! The writer's connection: the storage interface's write side (`writer::Store`), each
+//! request of a batch in a savepoint of the batch's transaction.
+
+use std::collections::HashMap;
+
+use postgres::{Client, Transaction};
+
+use super::accounts::{
+    by_id, by_name, create_guest, insert_account, insert_session, prune_guests, prune_sessions,
+    session,
+};
+use super::record_one::record_game;
+use super::records::{lock_rated_accounts, record_run, GameToRecord};
+use super::Cache;
+use crate::db::writer::{pending, Pending, Request, Store};
+use crate::db::{DbError, DbResult, PruneBatch, Pruned};
+use crate::record::AccountId;
+
+/// The writer's connection.
+pub(super) struct PgStore {
+    pub(super) client: Client,
+    pub(super) cache: Cache,
+}
+
+impl Store for PgStore {
+    fn run_batch(&mut self, batch: Vec<Request>, records: bool) -> bool {
+        let mut answers: Vec<Pending> = Vec::with_capacity(batch.len());
+        let cache = &mut self.cache;
+        // The ratings of the accounts the batch rates, read as they are locked; each run
+        // of records leaves its ratings here for the next.
+        let mut ratings: HashMap<AccountId, f64> = HashMap::new();
+        let committed = (|| -> DbResult<()> {
+            let mut tx = self.client.transaction()?;
+            if records {
+                ratings = lock_rated_accounts(&mut tx, cache, &batch)?;
+            }
+            // Runs of finished games are written in bulk, everything else one by one, in
+            // the batch's order.
+            let mut run: Vec<GameToRecord> = Vec::new();
+            for request in batch {
+                match request {
+                    Request::RecordGame {
+                        record,
+                        stored,
+                        reply,
+                    } => run.push((record, stored, reply)),
+                    other => {
+                        record_run(
+                            &mut tx,
+                            cache,
+                            &mut ratings,
+                            std::mem::take(&mut run),
+                            &mut answers,
+                        );
+                        answers.push(execute(&mut tx, cache, other));
+                    }
+                }
+            }
+            record_run(&mut tx, cache, &mut ratings, run, &mut answers);
+            if records {
+                crate::game::crash_point("record_uncommitted");
+            }
+            tx.commit()?;
+            Ok(())
+        })()
+        .map_err(|e| e.to_string());
+        for answer in answers {
+            answer(&committed);
+        }
+        committed.is_ok()
+    }
+
+    fn prune(&mut self, batch: &PruneBatch) -> DbResult<Pruned> {
+        let cache = &mut self.cache;
+        let mut tx = self.client.transaction()?;
+        let sessions = prune_sessions(&mut tx, cache, batch.sessions_before, batch.limit)?;
+        let guests = prune_guests(&mut tx, cache, batch, batch.after)?;
+        tx.commit()?;
+        Ok(Pruned { sessions, ..guests })
+    }
+
+    fn close(self) -> DbResult<()> {
+        self.client.close()?;
+        Ok(())
+    }
+}
+
+pub(super) fn execute(tx: &mut Transaction<'_>, cache: &mut Cache, request: Request) -> Pending {
+    match request {
+        Request::CreateAccount {
+            name,
+            password_hash,
+            reply,
+        } => pending(
+            reply,
+            in_savepoint(tx, cache, |c, k| {
+                insert_account(c, k, &name, Some(&password_hash))
+            }),
+        ),
+        Request::CreateGuest { reply } => pending(reply, create_guest(tx, cache)),
+        Request::AccountByName { name, reply } => pending(reply, by_name(tx, cache, &name)),
+        Request::AccountById { id, reply } => pending(reply, by_id(tx, cache, id)),
+        Request::InsertSession {
+            token_hash,
+            account,
+            expires_at,
+            max_sessions,
+            reply,
+        } => pending(
+            reply,
+            in_savepoint(tx, cache, |c, k| {
+                insert_session(c, k, &token_hash, account, expires_at, max_sessions)
+            }),
+        ),
+        Request::Session {
+            token_hash,
+            now,
+            reply,
+        } => pending(reply, session(tx, cache, &token_hash, now)),
+        Request::RevokeSession { token_hash, reply } => pending(
+            reply,
+            in_savepoint(tx, cache, |c, k| {
+                let delete = k.get(c, "DELETE FROM sessions WHERE token_hash = $1")?;
+                c.execute(&delete, &[&&token_hash[..]])?;
+                Ok(())
+            }),
+        ),
+        Request::RecordGame {
+            record,
+            stored,
+            reply,
+        } => pending(
+            reply,
+            in_savepoint(tx, cache, |c, k| record_game(c, k, &record, &stored)),
+        ),
+        Request::Flush { reply } | Request::Shutdown { reply } => pending(reply, Ok(())),
+        Request::Prune { reply, .. } => pending(reply, Err(DbError::Closed)),
+        #[cfg(test)]
+        Request::Hold { .. } => Box::new(|_| {}),
+    }
+}
+
+/// One write in its own savepoint: on error it is rolled back alone (a failed statement
+/// would otherwise abort the whole transaction).
+pub(super) fn in_savepoint<T>(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    write: impl FnOnce(&mut Transaction<'_>, &mut Cache) -> DbResult<T>,
+) -> DbResult<T> {
+    let mut savepoint = tx.savepoint("request")?;
+    let answer = write(&mut savepoint, cache)?;
+    savepoint.commit()?;
+    Ok(answer)
+}

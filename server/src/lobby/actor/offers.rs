@@ -1,0 +1,300 @@
+//! Seeks, challenges and rematch offers: what one player opens and another accepts.
+
+use elementals_protocol::messages::{Challenge, GameId, Seek, ServerMsg};
+use elementals_protocol::rules::{Seat, Variant};
+use elementals_protocol::{ErrorCode, TimeControl};
+
+use super::{Lobby, OpenChallenge, OpenSeek, Result, MAX_OPEN_PER_ACCOUNT};
+use crate::lobby::{LobbyError, Member};
+use crate::record::AccountId;
+
+impl Lobby {
+    pub(super) fn create_seek(
+        &mut self,
+        member: Member,
+        variant: Variant,
+        tc: TimeControl,
+        rated: bool,
+    ) -> Result<Seek> {
+        self.check_new_offer(&member, &variant, &tc, rated)?;
+        if self.queued.contains_key(&member.account) {
+            return Err(LobbyError::new(
+                ErrorCode::AlreadyQueued,
+                "already waiting in a pool: leave it first",
+            ));
+        }
+        let open = self
+            .seeks
+            .values()
+            .filter(|s| s.member.account == member.account)
+            .count();
+        if open >= MAX_OPEN_PER_ACCOUNT {
+            return Err(LobbyError::new(
+                ErrorCode::TooManyRequests,
+                "too many open seeks",
+            ));
+        }
+        let seek = Seek {
+            seek_id: self.next_id(),
+            by: member.info.clone(),
+            variant,
+            time_control: tc,
+            rated,
+        };
+        self.seeks.insert(
+            seek.seek_id,
+            OpenSeek {
+                seek: seek.clone(),
+                member,
+            },
+        );
+        Ok(seek)
+    }
+
+    pub(super) fn cancel_seek(&mut self, account: AccountId, seek_id: u64) -> Result<()> {
+        match self.seeks.get(&seek_id) {
+            Some(s) if s.member.account == account => {
+                self.seeks.remove(&seek_id);
+                Ok(())
+            }
+            _ => Err(LobbyError::new(
+                ErrorCode::UnknownSeek,
+                "no such seek of yours",
+            )),
+        }
+    }
+
+    pub(super) fn accept_seek(&mut self, member: Member, seek_id: u64) -> Result<()> {
+        let Some(open) = self.seeks.get(&seek_id) else {
+            return Err(LobbyError::new(ErrorCode::UnknownSeek, "no such open seek"));
+        };
+        if open.member.account == member.account {
+            return Err(LobbyError::new(
+                ErrorCode::OwnSeek,
+                "you cannot accept your own seek",
+            ));
+        }
+        if open.seek.rated && member.info.guest {
+            return Err(LobbyError::new(
+                ErrorCode::GuestNotAllowed,
+                "guests cannot accept rated seeks",
+            ));
+        }
+        self.ready_for_new_game(member.account)?;
+        if self.services.registry.is_seated(open.member.account)
+            || self.bus.is_closed(open.member.conn_id)
+        {
+            self.seeks.remove(&seek_id);
+            return Err(LobbyError::new(
+                ErrorCode::UnknownSeek,
+                "the seek is no longer open",
+            ));
+        }
+        let open = self.seeks.remove(&seek_id).expect("checked above");
+        let _ = self
+            .bus
+            .send_msg(open.member.conn_id, &ServerMsg::SeekRemoved { seek_id });
+        self.start_game(
+            open.member,
+            member,
+            open.seek.variant,
+            open.seek.time_control,
+            open.seek.rated,
+        )
+    }
+
+    pub(super) fn challenge(
+        &mut self,
+        member: Member,
+        opponent: String,
+        variant: Variant,
+        tc: TimeControl,
+        rated: bool,
+    ) -> Result<Challenge> {
+        self.check_new_offer(&member, &variant, &tc, rated)?;
+        let Some((to, user)) = self.services.registry.online_by_name(&opponent) else {
+            return Err(LobbyError::new(
+                ErrorCode::UnknownPlayer,
+                format!("{opponent} is not online"),
+            ));
+        };
+        if to == member.account {
+            return Err(LobbyError::new(
+                ErrorCode::OwnSeek,
+                "you cannot challenge yourself",
+            ));
+        }
+        let open = self
+            .challenges
+            .values()
+            .filter(|c| c.from.account == member.account)
+            .count();
+        if open >= MAX_OPEN_PER_ACCOUNT {
+            return Err(LobbyError::new(
+                ErrorCode::TooManyRequests,
+                "too many open challenges",
+            ));
+        }
+        let challenge = Challenge {
+            challenge_id: self.next_id(),
+            from: member.info.clone(),
+            to: user.name.clone(),
+            variant,
+            time_control: tc,
+            rated,
+        };
+        let _ = self.bus.send_msg(
+            user.conn_id,
+            &ServerMsg::ChallengeReceived {
+                challenge: challenge.clone(),
+            },
+        );
+        self.challenges.insert(
+            challenge.challenge_id,
+            OpenChallenge {
+                challenge: challenge.clone(),
+                from: member,
+                to,
+            },
+        );
+        Ok(challenge)
+    }
+
+    pub(super) fn accept_challenge(&mut self, member: Member, challenge_id: u64) -> Result<()> {
+        match self.challenges.get(&challenge_id) {
+            Some(c) if c.to == member.account => {}
+            _ => {
+                return Err(LobbyError::new(
+                    ErrorCode::UnknownChallenge,
+                    "no such challenge to you",
+                ))
+            }
+        }
+        if self.challenges[&challenge_id].challenge.rated && member.info.guest {
+            return Err(LobbyError::new(
+                ErrorCode::GuestNotAllowed,
+                "guests cannot play rated games",
+            ));
+        }
+        self.ready_for_new_game(member.account)?;
+        let open = self
+            .challenges
+            .remove(&challenge_id)
+            .expect("checked above");
+        if self.services.registry.is_seated(open.from.account)
+            || self.bus.is_closed(open.from.conn_id)
+        {
+            return Err(LobbyError::new(
+                ErrorCode::UnknownChallenge,
+                "the challenger is no longer available",
+            ));
+        }
+        let c = open.challenge;
+        self.start_game(open.from, member, c.variant, c.time_control, c.rated)
+    }
+
+    pub(super) fn decline_challenge(
+        &mut self,
+        account: AccountId,
+        challenge_id: u64,
+    ) -> Result<()> {
+        match self.challenges.get(&challenge_id) {
+            Some(c) if c.to == account => {
+                let c = self
+                    .challenges
+                    .remove(&challenge_id)
+                    .expect("checked above");
+                let _ = self.bus.send_msg(
+                    c.from.conn_id,
+                    &ServerMsg::ChallengeDeclined { challenge_id },
+                );
+                Ok(())
+            }
+            _ => Err(LobbyError::new(
+                ErrorCode::UnknownChallenge,
+                "no such challenge to you",
+            )),
+        }
+    }
+
+    pub(super) fn cancel_challenge(&mut self, account: AccountId, challenge_id: u64) -> Result<()> {
+        match self.challenges.get(&challenge_id) {
+            Some(c) if c.from.account == account => {
+                let c = self
+                    .challenges
+                    .remove(&challenge_id)
+                    .expect("checked above");
+                if let Some(user) = self.services.registry.online(c.to) {
+                    let _ = self.bus.send_msg(
+                        user.conn_id,
+                        &ServerMsg::ChallengeCancelled { challenge_id },
+                    );
+                }
+                Ok(())
+            }
+            _ => Err(LobbyError::new(
+                ErrorCode::UnknownChallenge,
+                "no such challenge from you",
+            )),
+        }
+    }
+
+    pub(super) fn offer_rematch(&mut self, member: Member, game_id: GameId) -> Result<()> {
+        let registry = self.services.registry.clone();
+        let no = || {
+            LobbyError::new(
+                ErrorCode::NoRematch,
+                "no finished game of yours with that id",
+            )
+        };
+        let finished = registry.finished_game(&game_id).ok_or_else(no)?;
+        let seat = if finished.players.one == member.account {
+            Seat::One
+        } else if finished.players.two == member.account {
+            Seat::Two
+        } else {
+            return Err(no());
+        };
+        self.ready_for_new_game(member.account)?;
+        let now = registry.offer_rematch(&game_id, seat).ok_or_else(no)?;
+        let opponent = *now.players.get(seat.other());
+        let Some(user) = registry.online(opponent) else {
+            return Err(LobbyError::new(
+                ErrorCode::UnknownPlayer,
+                "your opponent is not online",
+            ));
+        };
+        if !*now.rematch_offers.get(seat.other()) {
+            let _ = self.bus.send_msg(
+                user.conn_id,
+                &ServerMsg::RematchOffered { game_id, by: seat },
+            );
+            return Ok(());
+        }
+        if registry.is_seated(opponent) {
+            return Err(LobbyError::new(
+                ErrorCode::AlreadyInGame,
+                "your opponent is in another game",
+            ));
+        }
+        registry.forget_finished(&game_id);
+        // Both carry their ratings as the game left them (the connection's own are as of
+        // its sign-in).
+        let mut member = member;
+        member.info.rating = *now.ratings.get(seat);
+        let mut info = user.info.clone();
+        info.rating = *now.ratings.get(seat.other());
+        let opp = Member {
+            account: opponent,
+            info,
+            conn_id: user.conn_id,
+        };
+        // Seats swap: the old seat two now plays seat one.
+        let (one, two) = match seat {
+            Seat::One => (opp, member),
+            Seat::Two => (member, opp),
+        };
+        self.start_game_seated(one, two, now.variant, now.time_control, now.rated)
+            .map(drop)
+    }
+}
