@@ -102,6 +102,21 @@ impl Inbox {
         decode(&self.pending.pop_front().expect("a frame"))
     }
 
+    /// Every frame up to and including the game's `GameOver`, waiting for it. (What follows
+    /// it, the durable `RatingUpdate`, may already be queued or not: the database's thread
+    /// runs on its own.)
+    async fn until_game_over(&mut self) -> Vec<ServerMsg> {
+        let mut msgs = Vec::new();
+        loop {
+            let msg = self.next().await;
+            let over = matches!(msg, ServerMsg::GameOver { .. });
+            msgs.push(msg);
+            if over {
+                return msgs;
+            }
+        }
+    }
+
     /// Waits for the game's end, skipping other frames.
     async fn game_over(&mut self) -> ServerMsg {
         loop {

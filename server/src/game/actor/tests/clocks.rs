@@ -133,7 +133,7 @@ async fn presence_is_announced_and_a_win_claimable_after_the_grace_period() {
     );
     advance(MS).await;
     game.one.act(SeatAction::ClaimWin).await.unwrap();
-    let msg = game.one.drain().pop().unwrap();
+    let msg = game.one.inbox.until_game_over().await.pop().unwrap();
     assert_eq!(over(&msg), (Some(Seat::One), EndReason::Abandoned, true));
     assert_eq!(game.snapshot().await.phase, Phase::Over);
 }

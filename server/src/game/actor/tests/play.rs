@@ -17,8 +17,8 @@ async fn the_seed_game_ends_at_the_edge_and_is_rated_once_recorded() {
     for (i, (one, two)) in picks.into_iter().enumerate() {
         game.play(i as u32 + 1, one, two).await;
     }
-    let one = game.one.drain();
-    let two = game.two.drain();
+    let one = game.one.inbox.until_game_over().await;
+    let two = game.two.inbox.until_game_over().await;
     // Both players saw the same numbered stream, with no gaps.
     assert_eq!(seqs(&one), seqs(&two));
     let expected: Vec<u64> = (seqs(&one)[0]..).take(one.len()).collect();
