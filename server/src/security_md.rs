@@ -392,6 +392,15 @@ fn pins() -> Vec<Pin> {
             ),
             "--http-requests-per-ip",
         ),
+        pin(
+            "PostgreSQL: a lost connection made again (each of the writer's, the step log's, \
+             the readers')",
+            format!(
+                "at its next request, then after {} ms, doubling to {} s, between attempts",
+                crate::db::PG_FIRST_BACKOFF.as_millis(),
+                crate::db::PG_MAX_BACKOFF.as_secs()
+            ),
+        ),
         // Queues
         pin(
             "reads for the database readers (threads with read-only connections of their own)",

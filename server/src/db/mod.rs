@@ -33,6 +33,8 @@ mod games;
 mod history;
 mod journal;
 mod pg;
+#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
+pub(crate) use pg::{FIRST_BACKOFF as PG_FIRST_BACKOFF, MAX_BACKOFF as PG_MAX_BACKOFF};
 mod reader;
 mod schema;
 mod stored;
@@ -83,6 +85,10 @@ pub enum DbError {
     Postgres(String),
     #[error("the database writer has stopped")]
     Closed,
+    /// The database cannot be reached for now (its connection is lost and not yet made
+    /// again): the request changed nothing and may be retried.
+    #[error("the database cannot be reached: {0}")]
+    Unavailable(String),
     #[error("encoding {0}")]
     Encode(String),
     /// A read or write of the game log failed; the journal is left as it was before it.
@@ -554,10 +560,13 @@ impl Db {
     #[cfg(test)]
     pub(crate) async fn hold_writer(&self) -> std::sync::mpsc::Sender<()> {
         let (release, until) = std::sync::mpsc::channel();
+        let (held, taken) = oneshot::channel();
         self.requests
-            .send(Request::Hold { until })
+            .send(Request::Hold { held, until })
             .await
             .expect("the writer runs");
+        // Taken off the queue: from here `queued_requests` counts only what follows it.
+        taken.await.expect("the writer holds");
         release
     }
 

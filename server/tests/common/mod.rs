@@ -60,6 +60,14 @@ pub async fn start_server_on_with(backend: Backend, tweak: impl FnOnce(&mut Conf
     }
 }
 
+/// A server on the test's PostgreSQL database `pg`, reached at `url` (through a proxy of
+/// the test's, say); the database is dropped with the server.
+pub async fn start_server_via(pg: TestPostgres, url: String) -> TestServer {
+    let mut server = start_on(PathBuf::from(url), |_| {}).await;
+    server.pg = Some(pg);
+    server
+}
+
 pub fn test_config(db_path: PathBuf) -> Config {
     let mut config = Config::with_database(db_path);
     // The same argon2id, at its smallest memory cost, so tests stay fast.
