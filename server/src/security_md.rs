@@ -320,8 +320,9 @@ fn pins() -> Vec<Pin> {
                 "Ed25519, from the CSPRNG at the first start, kept in a file readable by its \
                  owner only (mode {:04o}), beside a SQLite database (`<database>{}`) unless a \
                  file is named; never replaced once written; only its public half is served \
-                 (`GET /api/transcript-key`). With PostgreSQL and no file named, a key is made \
-                 for each run (logged as a warning)",
+                 (`GET /api/transcript-key`). With PostgreSQL and no file named, it is kept in \
+                 the database (table `transcript_key`), made by the first process to start and \
+                 used by every node on it",
                 crate::transcript::KEY_FILE_MODE,
                 crate::transcript::KEY_FILE_SUFFIX
             ),

@@ -45,6 +45,7 @@ mod writer;
 pub use history::{Opponent, PlayerGame, StoredGame};
 pub use journal::LogHealth;
 pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
+pub(crate) use pg::shared_transcript_key;
 // For SECURITY.md's pins (`security_md.rs`).
 #[cfg(test)]
 pub(crate) use accounts::GUEST_SYMBOLS;

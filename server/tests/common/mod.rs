@@ -395,7 +395,7 @@ impl TestClient {
         self.send(&msg).await;
         loop {
             let reply = self.recv_wire().await;
-            if reply_id(&reply) == Some(id) {
+            if reply.reply_id() == Some(id) {
                 return reply;
             }
             self.pending.push_back(reply);
@@ -534,24 +534,6 @@ impl TestClient {
 
     pub async fn close(mut self) {
         let _ = self.ws.close(None).await;
-    }
-}
-
-pub fn reply_id(msg: &ServerMsg) -> Option<RequestId> {
-    use ServerMsg::*;
-    match msg {
-        Welcome { id, .. }
-        | Pong { id }
-        | Ok { id }
-        | Authenticated { id, .. }
-        | Queued { id, .. }
-        | SeekCreated { id, .. }
-        | Seeks { id, .. }
-        | ChallengeSent { id, .. }
-        | LiveGames { id, .. }
-        | Counts { id, .. } => Some(*id),
-        Error { id, .. } | Snapshot { id, .. } => *id,
-        _ => None,
     }
 }
 

@@ -51,10 +51,13 @@ mod record_one;
 mod records;
 mod step_log;
 mod store;
+mod transcript_key;
 
 mod embedded {
     refinery::embed_migrations!("src/db/migrations/postgres");
 }
+
+pub(crate) use transcript_key::shared_transcript_key;
 
 /// Reader threads, as for SQLite.
 const READERS: usize = 2;
