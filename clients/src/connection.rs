@@ -267,25 +267,6 @@ impl Drop for Connection {
     }
 }
 
-/// The id a reply echoes, or `None` for pushes and game events.
-pub(crate) fn reply_id(msg: &ServerMsg) -> Option<RequestId> {
-    use ServerMsg::*;
-    match msg {
-        Welcome { id, .. }
-        | Pong { id }
-        | Ok { id }
-        | Authenticated { id, .. }
-        | Queued { id, .. }
-        | SeekCreated { id, .. }
-        | Seeks { id, .. }
-        | ChallengeSent { id, .. }
-        | LiveGames { id, .. }
-        | Counts { id, .. } => Some(*id),
-        Error { id, .. } | Snapshot { id, .. } => *id,
-        _ => None,
-    }
-}
-
 async fn read_frames<S>(mut stream: S, pending: Pending, events: mpsc::Sender<ServerMsg>)
 where
     S: futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
@@ -312,7 +293,7 @@ where
                 continue;
             }
         };
-        if let Some(id) = reply_id(&msg) {
+        if let Some(id) = msg.reply_id() {
             let waiter = pending
                 .lock()
                 .expect("pending lock")
@@ -344,29 +325,4 @@ where
         }
     }
     let _ = sink.send(Message::Close(None)).await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use elementals_protocol::messages::GameId;
-    use elementals_protocol::ErrorCode;
-
-    #[test]
-    fn replies_are_routed_by_id_and_pushes_are_not() {
-        assert_eq!(reply_id(&ServerMsg::Ok { id: 7 }), Some(7));
-        assert_eq!(
-            reply_id(&ServerMsg::error(Some(3), ErrorCode::WrongRound, "x")),
-            Some(3)
-        );
-        assert_eq!(
-            reply_id(&ServerMsg::error(None, ErrorCode::BadMessage, "x")),
-            None
-        );
-        let push = ServerMsg::Spectators {
-            game_id: GameId::new_random_from([1; 16]),
-            count: 2,
-        };
-        assert_eq!(reply_id(&push), None);
-    }
 }

@@ -200,7 +200,7 @@ impl Conn {
                 Ok(msg) => msg?,
                 Err(_) => return Err(ConnError::Timeout),
             };
-            if reply_id(&msg) == Some(id) {
+            if msg.reply_id() == Some(id) {
                 break msg;
             }
             self.stashed.push_back(msg);
@@ -258,24 +258,6 @@ pub async fn upgrade(
         .await
         .map_err(|e| ConnError::Handshake(Box::new(e)))?;
     Ok(ws)
-}
-
-/// The id a reply echoes; `None` for pushes and game events.
-pub fn reply_id(msg: &ServerMsg) -> Option<RequestId> {
-    use ServerMsg::*;
-    match msg {
-        Welcome { id, .. }
-        | Pong { id }
-        | Ok { id }
-        | Authenticated { id, .. }
-        | Queued { id, .. }
-        | SeekCreated { id, .. }
-        | Seeks { id, .. }
-        | ChallengeSent { id, .. }
-        | LiveGames { id, .. } => Some(*id),
-        Error { id, .. } | Snapshot { id, .. } => *id,
-        _ => None,
-    }
 }
 
 /// The share of the server's announced rate limit a simulated connection uses.

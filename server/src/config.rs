@@ -180,8 +180,8 @@ pub struct Config {
 
     /// The file holding the Ed25519 key that signs finished games' transcripts (64 hex
     /// characters; created, readable by its owner only, if missing). Default: beside a
-    /// SQLite database (`<database>-transcript-key`); with PostgreSQL, a key made at each
-    /// start (give the same file to every node, so that transcripts keep one key).
+    /// SQLite database (`<database>-transcript-key`); with PostgreSQL, in the database
+    /// (made by the first process to start, shared by every node on it).
     #[arg(long, env = "ELEMENTALS_TRANSCRIPT_KEY")]
     pub transcript_key: Option<PathBuf>,
 }

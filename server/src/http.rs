@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use crate::api::{self, PageQuery};
-use crate::db::LogHealth;
+use crate::db::{DbError, LogHealth};
 use crate::server::AppState;
 use crate::{admission, ws};
 
@@ -151,7 +151,12 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 
-fn internal(e: impl std::fmt::Display) -> Response {
+/// A failed read: 503 while the database cannot be reached (the read may be retried),
+/// else 500.
+fn internal(e: DbError) -> Response {
+    if let DbError::Unavailable(_) = e {
+        return (StatusCode::SERVICE_UNAVAILABLE, "database unavailable").into_response();
+    }
     tracing::error!(error = %e, "api error");
     (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
 }

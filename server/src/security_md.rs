@@ -320,8 +320,9 @@ fn pins() -> Vec<Pin> {
                 "Ed25519, from the CSPRNG at the first start, kept in a file readable by its \
                  owner only (mode {:04o}), beside a SQLite database (`<database>{}`) unless a \
                  file is named; never replaced once written; only its public half is served \
-                 (`GET /api/transcript-key`). With PostgreSQL and no file named, a key is made \
-                 for each run (logged as a warning)",
+                 (`GET /api/transcript-key`). With PostgreSQL and no file named, it is kept in \
+                 the database (table `transcript_key`), made by the first process to start and \
+                 used by every node on it",
                 crate::transcript::KEY_FILE_MODE,
                 crate::transcript::KEY_FILE_SUFFIX
             ),
@@ -390,6 +391,15 @@ fn pins() -> Vec<Pin> {
                 2 * d.http_requests_per_ip
             ),
             "--http-requests-per-ip",
+        ),
+        pin(
+            "PostgreSQL: a lost connection made again (each of the writer's, the step log's, \
+             the readers')",
+            format!(
+                "at its next request, then after {} ms, doubling to {} s, between attempts",
+                crate::db::PG_FIRST_BACKOFF.as_millis(),
+                crate::db::PG_MAX_BACKOFF.as_secs()
+            ),
         ),
         // Queues
         pin(

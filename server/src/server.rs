@@ -97,11 +97,12 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     crate::alloc::configure();
-    let signing = Signing::for_config(config.transcript_key.as_deref(), &config.database)?;
     let db = Db::open_with_sync_interval(
         &config.database,
         Duration::from_micros(config.game_log_sync_us),
     )?;
+    // After opening: a PostgreSQL database keeps the key in a table its migrations make.
+    let signing = Signing::for_config(config.transcript_key.as_deref(), &config.database)?;
     let registry = Arc::new(Registry::new());
     let metrics = Arc::new(Metrics::default());
     let settings = GameSettings {

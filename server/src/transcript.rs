@@ -1,6 +1,7 @@
-//! Signed transcripts of finished games: the server's Ed25519 key (read from its file, or
-//! made and written there at the first start), and the signing of a game's stored record
-//! with the rating changes it made, in the format of PROTOCOL.md section 12.
+//! Signed transcripts of finished games: the server's Ed25519 key (read from its file or
+//! its PostgreSQL database, or made and written there at the first start), and the signing
+//! of a game's stored record with the rating changes it made, in the format of PROTOCOL.md
+//! section 12.
 //!
 //! The signed bytes are a JSON object made once per request and sent as they are (base64),
 //! so a verifier checks exactly those bytes and no canonical form of JSON is needed.
@@ -34,6 +35,8 @@ pub enum KeyError {
     },
     #[error("transcript key {}: not 64 hex characters (an Ed25519 secret key)", path.display())]
     Malformed { path: PathBuf },
+    #[error("transcript key in the database: {0}")]
+    Db(#[from] crate::db::DbError),
 }
 
 /// The server's signing key.
@@ -43,18 +46,16 @@ pub struct Signing {
 }
 
 impl Signing {
-    /// The key `--transcript-key` names, or the one beside a SQLite database, or (with
-    /// PostgreSQL and no file given) one made for this run.
+    /// The key `--transcript-key` names, or the one beside a SQLite database, or the one
+    /// in a PostgreSQL database (made by the first process to start on it). The database
+    /// is migrated first: `Db::open` comes before.
     pub fn for_config(file: Option<&Path>, database: &Path) -> Result<Signing, KeyError> {
         match (file, Location::of(database)) {
             (Some(file), _) => Signing::from_file(file),
             (None, Location::Sqlite(path)) => Signing::from_file(&default_path(path)),
-            (None, Location::Postgres(_)) => {
-                tracing::warn!(
-                    "no --transcript-key with PostgreSQL: transcripts are signed with a key \
-                     made for this run; give every node the same key file to keep one key"
-                );
-                Ok(Signing::new(SigningKey::from_bytes(&rand::random())))
+            (None, Location::Postgres(url)) => {
+                let secret = crate::db::shared_transcript_key(url, rand::random())?;
+                Ok(Signing::new(SigningKey::from_bytes(&secret)))
             }
         }
     }

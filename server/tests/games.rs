@@ -577,7 +577,7 @@ async fn replies_to_moves_and_other_requests_sent_back_to_back_come_in_order() {
         let mut replies = Vec::new();
         while replies.len() < burst.len() {
             let msg = one.recv().await;
-            if let Some(id) = reply_id(&msg) {
+            if let Some(id) = msg.reply_id() {
                 replies.push((id, msg));
             }
         }

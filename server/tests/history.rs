@@ -191,9 +191,36 @@ async fn a_finished_games_transcript_is_signed_with_the_published_key() {
 
 #[tokio::test]
 async fn the_transcript_key_survives_a_restart() {
-    let server = start_server().await;
-    let (_, before) = server.http_get("/api/transcript-key").await;
-    let server = server.restart().await;
-    let (_, after) = server.http_get("/api/transcript-key").await;
-    assert_eq!(json(&before), json(&after));
+    for backend in BACKENDS {
+        let server = start_server_on(backend).await;
+        let ([first, _], _) = two_games(&server).await;
+        let (_, before) = server.http_get("/api/transcript-key").await;
+        let (_, signed) = server
+            .http_get(&format!("/api/games/{first}/transcript"))
+            .await;
+        let server = server.restart().await;
+        let (_, after) = server.http_get("/api/transcript-key").await;
+        assert_eq!(json(&before), json(&after), "{backend:?}");
+        // The transcript signed before the restart checks with the key served after it.
+        let (signed, key) = (json(&signed), json(&after));
+        let public: [u8; 32] = BASE64
+            .decode(key["public_key"].as_str().unwrap())
+            .unwrap()
+            .try_into()
+            .unwrap();
+        let signature: [u8; 64] = BASE64
+            .decode(signed["signature"].as_str().unwrap())
+            .unwrap()
+            .try_into()
+            .unwrap();
+        let bytes = BASE64
+            .decode(signed["transcript"].as_str().unwrap())
+            .unwrap();
+        let public = ed25519_dalek::VerifyingKey::from_bytes(&public).unwrap();
+        let signature = ed25519_dalek::Signature::from_bytes(&signature);
+        assert!(
+            public.verify_strict(&bytes, &signature).is_ok(),
+            "{backend:?}"
+        );
+    }
 }

@@ -566,12 +566,12 @@ async fn a_frame_whose_rest_arrives_after_a_read_emptied_the_socket_is_answered(
         .await
         .unwrap();
     let reply = raw_server_frame(&mut stream).await;
-    assert_eq!(reply_id(&reply), Some(1), "{reply:?}");
+    assert_eq!(reply.reply_id(), Some(1), "{reply:?}");
 
     // The rest arrives later, and wakes the reader.
     stream.write_all(rest).await.unwrap();
     let reply = tokio::time::timeout(Duration::from_secs(10), raw_server_frame(&mut stream))
         .await
         .expect("the second frame's rest woke the server's reader");
-    assert_eq!(reply_id(&reply), Some(2), "{reply:?}");
+    assert_eq!(reply.reply_id(), Some(2), "{reply:?}");
 }

@@ -7,16 +7,10 @@ import { Connection, ProtocolError, wsUrl } from './connection.js';
 import { applyEvent, canPick, describeResult, describeRound, fromSnapshot, owesReveal } from './game.js';
 import { h, replace } from './dom.js';
 import { plainMessage } from './errors.js';
+import { buildShell, renderShell } from './shell.js';
 import { play } from './play.js';
 import { fetchRecord } from './record.js';
-import { authView } from './views/auth.js';
-import { lobbyView } from './views/lobby.js';
-import { gameView } from './views/game-view.js';
-import { watchView } from './views/watch.js';
-import { leaderboardView } from './views/leaderboard.js';
-import { playerView } from './views/player.js';
-import { replayView } from './views/replay.js';
-import { howView } from './views/how.js';
+import { parseRoute, VIEWS } from './routes.js';
 
 const TOKEN_KEY = 'elementals.token';
 
@@ -68,67 +62,11 @@ export class App {
   // ---- shell ----
 
   buildShell() {
-    this.nav = h('nav', { class: 'nav', 'aria-label': 'Main' },
-      h('a', { href: '#/lobby' }, 'Play'),
-      h('a', { href: '#/watch' }, 'Watch'),
-      h('a', { href: '#/leaderboard' }, 'Leaderboard'),
-      h('a', { href: '#/how' }, 'How to play'),
-    );
-    this.me = h('div', { class: 'me' });
-    const alertsBox = h('input', { type: 'checkbox', id: 'alerts', checked: this.alerts.on, 'aria-describedby': 'alerts-help' });
-    alertsBox.addEventListener('change', () => {
-      this.alerts.set(alertsBox.checked);
-      this.refresh();
-    });
-    this.alertsToggle = h('label', { class: 'alerts check' }, alertsBox, ' Alerts',
-      h('span', { class: 'sr-only', id: 'alerts-help' }, ': a sound, and the tab title, when a round starts for you or your game ends'));
-    this.banner = h('div', { class: 'banner', role: 'status', 'aria-live': 'polite' });
-    this.toasts = h('div', { class: 'toasts', role: 'alert', 'aria-live': 'assertive' });
-    this.announcer = h('div', { class: 'sr-only', 'aria-live': 'polite', id: 'announcer' });
-    this.main = h('main', { id: 'view', tabindex: '-1' });
-    replace(
-      this.root,
-      h('header', { class: 'topbar' }, h('a', { class: 'brand', href: '#/lobby' }, 'Elementals'), this.nav, this.alertsToggle, this.me),
-      this.banner,
-      this.main,
-      this.toasts,
-      this.announcer,
-    );
+    buildShell(this);
   }
 
   renderShell() {
-    const a = this.account;
-    replace(
-      this.me,
-      a
-        ? [
-            // A guest has no player page.
-            a.guest
-              ? h('span', { class: 'me-name' }, a.name)
-              : h('a', { href: `#/player/${encodeURIComponent(a.name)}`, class: 'me-name' }, a.name),
-            a.guest ? h('span', { class: 'tag' }, 'guest') : h('span', { class: 'rating', 'aria-label': `rating ${a.rating.toFixed(2)}` }, a.rating.toFixed(2)),
-            h('button', { class: 'link', onclick: () => this.logout() }, 'Log out'),
-          ]
-        : h('a', { href: '#/login' }, 'Sign in'),
-    );
-    const text = this.quietReconnect ? '' : {
-      connecting: 'Connecting…',
-      reconnecting: 'Connection lost. Reconnecting…',
-      superseded: 'This account signed in somewhere else.',
-      online: '',
-    }[this.status];
-    replace(
-      this.banner,
-      text
-        ? [text, this.status === 'superseded' ? h('button', { onclick: () => this.connect() }, 'Play here') : null]
-        : null,
-    );
-    this.banner.hidden = !text;
-    for (const link of this.nav.querySelectorAll('a')) {
-      const current = (this.route?.name === 'lobby' && link.hash === '#/lobby') || location.hash === link.hash;
-      if (current) link.setAttribute('aria-current', 'page');
-      else link.removeAttribute('aria-current');
-    }
+    renderShell(this);
   }
 
   toast(text, kind = 'info') {
@@ -145,17 +83,7 @@ export class App {
   // ---- routing ----
 
   parseRoute() {
-    const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
-    switch (parts[0]) {
-      case 'login': return { name: 'login' };
-      case 'game': return { name: 'game', id: parts[1] };
-      case 'replay': return { name: 'replay', id: parts[1] };
-      case 'watch': return { name: 'watch' };
-      case 'leaderboard': return { name: 'leaderboard' };
-      case 'player': return { name: 'player', player: parts[1] };
-      case 'how': return { name: 'how' };
-      default: return { name: 'lobby' };
-    }
+    return parseRoute(location.hash);
   }
 
   go(hash) {
@@ -172,14 +100,10 @@ export class App {
     if (same && this.view) return this.refresh();
     this.view?.destroy?.();
     this.route = route;
-    const views = {
-      login: authView, lobby: lobbyView, game: gameView, watch: watchView,
-      leaderboard: leaderboardView, player: playerView, how: howView, replay: replayView,
-    };
     // Before the first connection has tried to resume, pages that need an account (or, for
     // a game, to know whether this is a player or a spectator) wait.
     const needsWait = (needsAccount || route.name === 'game') && !this.account && this.status === 'connecting';
-    this.view = needsWait ? { el: h('p', { class: 'loading' }, 'Connecting…') } : views[route.name](this, route);
+    this.view = needsWait ? { el: h('p', { class: 'loading' }, 'Connecting…') } : VIEWS[route.name](this, route);
     replace(this.main, this.view.el);
     this.renderShell();
   }

@@ -14,7 +14,6 @@ use elementals_client::protocol::{ClientMsg, ErrorCode, ServerMsg};
 use mio::net::TcpStream;
 use tokio::time::Instant;
 
-use crate::conn::reply_id;
 use crate::ctx::Ctx;
 use crate::spectator::{GAME_OVER_LINGER, NO_GAME_BACKOFF};
 use crate::stats::{Gauge, Stats};
@@ -106,7 +105,7 @@ impl Watcher {
         ctx: &Ctx,
         read_at: Instant,
     ) -> Result<(), &'static str> {
-        match (self.state, reply_id(&msg)) {
+        match (self.state, msg.reply_id()) {
             (State::Listing(id), Some(got)) if got == id => {
                 let ServerMsg::LiveGames { games, .. } = msg else {
                     return Err("spectating: unexpected reply");

@@ -353,7 +353,7 @@ impl Player {
         pending: &mut Vec<(RequestId, Pending)>,
     ) -> Result<(), ConnError> {
         let stats = &self.ctx.stats;
-        let id = crate::conn::reply_id(&msg);
+        let id = msg.reply_id();
         let waiting = id.and_then(|id| {
             let at = pending.iter().position(|(p, _)| *p == id)?;
             Some(pending.swap_remove(at).1)

@@ -117,45 +117,44 @@ pub(super) mod tests {
         }
     }
 
-    /// A child that opens `extra` descriptors, says so, then sleeps: its count is read once
-    /// it has said so. bash, since dash cannot name a descriptor above 9.
-    fn child_with(extra: &str) -> std::process::Child {
-        use std::io::BufRead;
-        let script = format!("{extra} echo ready; exec sleep 30");
-        let mut child = std::process::Command::new("bash")
-            .args(["-c", &script])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("bash runs");
+    /// Reads one line the child writes and checks it is `expected`.
+    fn hear(out: &mut impl std::io::BufRead, expected: &str) {
         let mut line = String::new();
-        let out = child.stdout.as_mut().expect("piped");
-        std::io::BufReader::new(out)
-            .read_line(&mut line)
-            .expect("the child says it is ready");
-        assert_eq!(line.trim(), "ready");
-        child
+        out.read_line(&mut line).expect("the child answers");
+        assert_eq!(line.trim(), expected);
     }
 
     #[test]
     fn open_fds_counts_another_process_s_descriptors() {
-        // Children of their own: this test process's descriptors come and go with the
-        // other tests running beside it. Both children inherit the same descriptors; the
-        // second opens five more.
-        let mut plain = child_with("");
-        let mut five =
-            child_with("exec 50</dev/null 51</dev/null 52</dev/null 53</dev/null 54</dev/null;");
-        let counts = (open_fds(plain.id()), open_fds(five.id()));
-        for child in [&mut plain, &mut five] {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let (Some(plain), Some(five)) = counts else {
-            panic!("/proc/PID/fd is readable: {counts:?}")
+        use std::io::Write;
+        // A child of its own (this test process's descriptors come and go with the other
+        // tests running beside it), counted twice: before and after it opens five more.
+        // bash, since dash cannot name a descriptor above 9.
+        let script = "echo ready; read -r _; \
+            exec 50</dev/null 51</dev/null 52</dev/null 53</dev/null 54</dev/null; \
+            echo opened; read -r _";
+        let mut child = std::process::Command::new("bash")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("bash runs");
+        let mut input = child.stdin.take().expect("piped");
+        let mut out = std::io::BufReader::new(child.stdout.take().expect("piped"));
+        hear(&mut out, "ready");
+        let before = open_fds(child.id());
+        writeln!(input, "go").expect("the child reads");
+        hear(&mut out, "opened");
+        let after = open_fds(child.id());
+        drop(input);
+        let _ = child.kill();
+        let _ = child.wait();
+        let (Some(before), Some(after)) = (before, after) else {
+            panic!("/proc/PID/fd is readable: {before:?}, {after:?}")
         };
-        assert!(plain >= 3, "stdin, stdout and stderr at least: {plain}");
-        assert_eq!(five, plain + 5, "{plain} then {five}");
+        assert!(before >= 3, "stdin, stdout and stderr at least: {before}");
+        assert_eq!(after, before + 5, "{before} then {after}");
         assert_eq!(open_fds(u32::MAX), None, "no such process");
     }
 

@@ -236,6 +236,45 @@ impl ServerMsg {
         }
     }
 
+    /// The id of the request this message answers: `None` for pushes, game events,
+    /// notices, and an error or snapshot that answers no request. Every variant is named,
+    /// so that a new reply cannot be left out of the clients' routing of replies.
+    pub fn reply_id(&self) -> Option<RequestId> {
+        use ServerMsg::*;
+        match self {
+            Welcome { id, .. }
+            | Pong { id }
+            | Ok { id }
+            | Authenticated { id, .. }
+            | Queued { id, .. }
+            | SeekCreated { id, .. }
+            | Seeks { id, .. }
+            | ChallengeSent { id, .. }
+            | LiveGames { id, .. }
+            | Counts { id, .. } => Some(*id),
+            Error { id, .. } | Snapshot { id, .. } => *id,
+            QueueStatus { .. }
+            | ChallengeReceived { .. }
+            | ChallengeDeclined { .. }
+            | ChallengeCancelled { .. }
+            | SeekRemoved { .. }
+            | RematchOffered { .. }
+            | GameStart { .. }
+            | Spectators { .. }
+            | RoundStart { .. }
+            | Committed { .. }
+            | RevealPhase { .. }
+            | Revealed { .. }
+            | RoundResult { .. }
+            | DrawOffered { .. }
+            | DrawDeclined { .. }
+            | Presence { .. }
+            | GameOver { .. }
+            | RatingUpdate { .. }
+            | Notice { .. } => None,
+        }
+    }
+
     pub fn error(id: Option<RequestId>, code: ErrorCode, message: impl Into<String>) -> Self {
         ServerMsg::Error {
             id,

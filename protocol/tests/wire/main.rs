@@ -9,11 +9,13 @@
 //! - `fields`: what the typed decoding refuses, and the request id read past a refusal.
 //! - `panics`: no input panics (proptest).
 //! - `protocol_md`: PROTOCOL.md documents every message, field, code and limit.
+//! - `replies`: the request id each reply answers (`ServerMsg::reply_id`).
 
 mod examples;
 mod fields;
 mod helpers;
 mod panics;
 mod protocol_md;
+mod replies;
 mod round_trip;
 mod structure;

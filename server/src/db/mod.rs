@@ -29,20 +29,30 @@
 
 mod accounts;
 mod checkpoint;
+mod error;
 mod games;
 mod history;
 mod journal;
 mod pg;
+#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
+pub(crate) use pg::{FIRST_BACKOFF as PG_FIRST_BACKOFF, MAX_BACKOFF as PG_MAX_BACKOFF};
 mod reader;
+mod rows;
 mod schema;
 mod stored;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;
 mod writer;
 
+pub use error::DbError;
 pub use history::{Opponent, PlayerGame, StoredGame};
 pub use journal::LogHealth;
 pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
+pub(crate) use pg::shared_transcript_key;
+pub use rows::{
+    AccountRow, GuestCursor, HistoryRow, LeaderRow, Page, PlayerPage, PruneBatch, Pruned,
+    SessionRow,
+};
 // For SECURITY.md's pins (`security_md.rs`).
 #[cfg(test)]
 pub(crate) use accounts::GUEST_SYMBOLS;
@@ -60,9 +70,6 @@ mod accounts_tests;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashSet;
-use std::io;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use elementals_protocol::messages::{GameId, SeatPair};
@@ -71,162 +78,6 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::record::{AccountId, GameLog, GameRecord, LogStep};
 use writer::Request;
-
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum DbError {
-    #[error("name already taken")]
-    NameTaken,
-    #[error("database: {0}")]
-    Sqlite(String),
-    #[error("postgresql: {0}")]
-    Postgres(String),
-    #[error("the database writer has stopped")]
-    Closed,
-    #[error("encoding {0}")]
-    Encode(String),
-    /// A read or write of the game log failed; the journal is left as it was before it.
-    #[error("game log {}: {what}: {message}", path.display())]
-    Io {
-        what: &'static str,
-        path: PathBuf,
-        kind: io::ErrorKind,
-        message: String,
-    },
-    /// The game log can no longer be written safely (a failed `fdatasync`): nothing more
-    /// is appended, and the server stops; the restart replays what is on disk.
-    #[error("game log {}: {what}: {message}; nothing more can be made durable", path.display())]
-    LogBroken {
-        what: &'static str,
-        path: PathBuf,
-        kind: io::ErrorKind,
-        message: String,
-    },
-    /// Bad frames with whole ones after them: not a torn tail. The file is left as it is.
-    #[error(
-        "game log {}: damaged at byte {offset}, with whole frames after the damage; \
-         refusing to start rather than drop them (a copy: {})",
-        path.display(),
-        copy.as_ref().map_or("none could be made".into(), |c| c.display().to_string())
-    )]
-    LogDamaged {
-        path: PathBuf,
-        offset: u64,
-        copy: Option<PathBuf>,
-    },
-    #[error("game log {}: another server is using this database", path.display())]
-    Locked { path: PathBuf },
-    #[error("game {game_id}: step {step} refused: the log expects step {expected}")]
-    StepOutOfOrder {
-        game_id: GameId,
-        step: u64,
-        expected: u64,
-    },
-    #[error("game {game_id}: step {step} is {bytes} bytes, over the log's limit of {limit}")]
-    StepTooLarge {
-        game_id: GameId,
-        step: u64,
-        bytes: usize,
-        limit: usize,
-    },
-}
-
-impl From<rusqlite::Error> for DbError {
-    fn from(e: rusqlite::Error) -> Self {
-        DbError::Sqlite(e.to_string())
-    }
-}
-
-/// An account row.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AccountRow {
-    pub id: AccountId,
-    pub name: String,
-    /// argon2id PHC string; `None` for guests.
-    pub password_hash: Option<String>,
-    pub guest: bool,
-    pub rating: f64,
-    pub wins: u32,
-    pub losses: u32,
-    pub draws: u32,
-}
-
-/// One line of the leaderboard (registered accounts only, best first).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct LeaderRow {
-    pub name: String,
-    pub rating: f64,
-    pub wins: u32,
-    pub losses: u32,
-    pub draws: u32,
-}
-
-/// One rating change in a player's history.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct HistoryRow {
-    pub game_id: String,
-    pub before: f64,
-    pub after: f64,
-    /// Unix milliseconds.
-    pub at: u64,
-}
-
-/// `GET /api/players/{name}`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct PlayerPage {
-    pub name: String,
-    pub rating: f64,
-    pub wins: u32,
-    pub losses: u32,
-    pub draws: u32,
-    pub history: Vec<HistoryRow>,
-}
-
-/// A valid session.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SessionRow {
-    pub account: AccountRow,
-    /// Unix milliseconds.
-    pub expires_at: u64,
-}
-
-/// A page of a list: at most `limit` entries after the first `offset`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Page {
-    pub limit: u32,
-    pub offset: u32,
-}
-
-/// Where a pruning pass over the guests stands: the last guest looked at, as
-/// (created_at, id); the pass goes on after it.
-pub type GuestCursor = (i64, AccountId);
-
-/// What one pruning batch did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Pruned {
-    /// Expired sessions deleted.
-    pub sessions: usize,
-    /// Guest accounts deleted.
-    pub guests: usize,
-    /// Where the next batch of the pass goes on; `None` when every guest was looked at.
-    pub next: Option<GuestCursor>,
-}
-
-/// One pruning batch's inputs (times in Unix milliseconds).
-#[derive(Debug, Clone)]
-pub struct PruneBatch {
-    /// Sessions that expired before this are deleted.
-    pub sessions_before: u64,
-    /// Guests created before this may be deleted...
-    pub guests_created_before: u64,
-    /// ...if none of their sessions is alive after this,
-    pub sessions_after: u64,
-    /// ...and they are not among these (online, seated, or just out of a game).
-    pub keep: HashSet<AccountId>,
-    /// Where the pass over the guests stands.
-    pub after: GuestCursor,
-    /// At most this many sessions deleted, and guests looked at.
-    pub limit: u32,
-}
 
 /// A cloneable handle to the writer thread; the thread ends when the last handle drops
 /// or after [`Db::shutdown`].
@@ -553,10 +404,13 @@ impl Db {
     #[cfg(test)]
     pub(crate) async fn hold_writer(&self) -> std::sync::mpsc::Sender<()> {
         let (release, until) = std::sync::mpsc::channel();
+        let (held, taken) = oneshot::channel();
         self.requests
-            .send(Request::Hold { until })
+            .send(Request::Hold { held, until })
             .await
             .expect("the writer runs");
+        // Taken off the queue: from here `queued_requests` counts only what follows it.
+        taken.await.expect("the writer holds");
         release
     }
 

@@ -51,6 +51,19 @@ pub(super) enum Read {
     },
 }
 
+impl Read {
+    /// Answers the read with `error`.
+    pub(super) fn refuse(self, error: DbError) {
+        match self {
+            Read::Leaderboard { reply, .. } => drop(reply.send(Err(error))),
+            Read::PlayerPage { reply, .. } => drop(reply.send(Err(error))),
+            Read::GameRecord { reply, .. } => drop(reply.send(Err(error))),
+            Read::PlayerGames { reply, .. } => drop(reply.send(Err(error))),
+            Read::StoredGame { reply, .. } => drop(reply.send(Err(error))),
+        }
+    }
+}
+
 /// Opens the readers' connections to `path` (already created and migrated by the writer)
 /// and starts their threads; they end when every sender is dropped.
 pub(super) fn spawn(path: &Path) -> DbResult<mpsc::Sender<Read>> {

@@ -91,6 +91,8 @@ pub(super) enum Request {
     /// Holds the writer until the sender is dropped: tests show what does not wait on it.
     #[cfg(test)]
     Hold {
+        /// Fired once the writer has taken the hold (nothing queued after it is handled).
+        held: oneshot::Sender<()>,
         until: std::sync::mpsc::Receiver<()>,
     },
     /// Answered once everything queued before it is committed.
@@ -202,7 +204,8 @@ pub(super) fn run_with(mut store: impl Store, mut queue: mpsc::Receiver<Request>
                 let _ = reply.send(store.prune(&batch));
             }
             #[cfg(test)]
-            Request::Hold { until } => {
+            Request::Hold { held, until } => {
+                let _ = held.send(());
                 let _ = until.recv();
             }
             first => {

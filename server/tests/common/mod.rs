@@ -60,6 +60,14 @@ pub async fn start_server_on_with(backend: Backend, tweak: impl FnOnce(&mut Conf
     }
 }
 
+/// A server on the test's PostgreSQL database `pg`, reached at `url` (through a proxy of
+/// the test's, say); the database is dropped with the server.
+pub async fn start_server_via(pg: TestPostgres, url: String) -> TestServer {
+    let mut server = start_on(PathBuf::from(url), |_| {}).await;
+    server.pg = Some(pg);
+    server
+}
+
 pub fn test_config(db_path: PathBuf) -> Config {
     let mut config = Config::with_database(db_path);
     // The same argon2id, at its smallest memory cost, so tests stay fast.
@@ -387,7 +395,7 @@ impl TestClient {
         self.send(&msg).await;
         loop {
             let reply = self.recv_wire().await;
-            if reply_id(&reply) == Some(id) {
+            if reply.reply_id() == Some(id) {
                 return reply;
             }
             self.pending.push_back(reply);
@@ -526,24 +534,6 @@ impl TestClient {
 
     pub async fn close(mut self) {
         let _ = self.ws.close(None).await;
-    }
-}
-
-pub fn reply_id(msg: &ServerMsg) -> Option<RequestId> {
-    use ServerMsg::*;
-    match msg {
-        Welcome { id, .. }
-        | Pong { id }
-        | Ok { id }
-        | Authenticated { id, .. }
-        | Queued { id, .. }
-        | SeekCreated { id, .. }
-        | Seeks { id, .. }
-        | ChallengeSent { id, .. }
-        | LiveGames { id, .. }
-        | Counts { id, .. } => Some(*id),
-        Error { id, .. } | Snapshot { id, .. } => *id,
-        _ => None,
     }
 }
 

@@ -15,10 +15,15 @@
 //!   batch has committed. Steps go in order: the thread checks each game's next step in
 //!   memory, and the key (game_id, step) refuses a step twice whatever process sends it.
 //!   A game's rows are deleted in the transaction that records it.
-//! - Failures: a batch of steps that fails before its commit is refused (the games stall
-//!   and retry, `LogHealth::Failing`); a commit whose outcome is unknown (the connection
-//!   lost during it) breaks the log for good, as a failed `fdatasync` does the file's:
-//!   the server stops, and the restart reads what was committed.
+//! - Failures: each thread's connection is made again when it is lost (`conn.rs`), and
+//!   requests fail `Unavailable` until it is. A batch of steps that fails before its
+//!   commit is refused (the games stall and retry, `LogHealth::Failing`); a commit whose
+//!   outcome is unknown (the connection lost during it) breaks the log for good, as a
+//!   failed `fdatasync` does the file's: the thread's next step for each game lives in
+//!   memory and would be wrong one way or the other, so the server stops, and the restart
+//!   reads what was committed. A writer's batch whose commit answer is lost is answered
+//!   as failed and not retried: a finished game it recorded has no log left, so no restart
+//!   records it again, and a record written twice inserts nothing and rates nobody.
 //! - The readers' connections are read-only (`default_transaction_read_only`).
 
 use std::collections::HashMap;
@@ -28,6 +33,9 @@ use std::sync::{Arc, Mutex};
 use postgres::{Client, GenericClient, NoTls, Statement};
 use tokio::sync::{mpsc, watch};
 
+use self::conn::Conn;
+#[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
+pub(crate) use self::conn::{FIRST_BACKOFF, MAX_BACKOFF};
 use self::readers::run_reader;
 use self::step_log::StepLog;
 use self::store::PgStore;
@@ -37,15 +45,19 @@ use super::writer::{self, Request};
 use super::{DbError, DbResult};
 
 mod accounts;
+mod conn;
 mod readers;
 mod record_one;
 mod records;
 mod step_log;
 mod store;
+mod transcript_key;
 
 mod embedded {
     refinery::embed_migrations!("src/db/migrations/postgres");
 }
+
+pub(crate) use transcript_key::shared_transcript_key;
 
 /// Reader threads, as for SQLite.
 const READERS: usize = 2;
@@ -123,14 +135,11 @@ pub(super) fn open(url: &str) -> DbResult<Opened> {
         }
     })?;
 
-    let writer_client = on_thread("db-connect", {
+    let writer_conn = on_thread("db-connect", {
         let url = Arc::clone(&url);
-        move || connect(&url)
+        move || Conn::open(url, "writer", "")
     })?;
-    let requests = writer::spawn(PgStore {
-        client: writer_client,
-        cache: Cache::default(),
-    })?;
+    let requests = writer::spawn(PgStore { conn: writer_conn })?;
 
     let (health_tx, log_health) = watch::channel(LogHealth::Writable);
     let (journal, log_queue) = mpsc::channel(journal::REQUEST_QUEUE);
@@ -138,7 +147,7 @@ pub(super) fn open(url: &str) -> DbResult<Opened> {
     let log_url = Arc::clone(&url);
     std::thread::Builder::new()
         .name("game-log".into())
-        .spawn(move || match StepLog::open(&log_url, health_tx) {
+        .spawn(move || match StepLog::open(log_url, health_tx) {
             Ok(log) => {
                 let _ = ready.send(Ok(()));
                 log.run(log_queue);
@@ -159,14 +168,10 @@ pub(super) fn open(url: &str) -> DbResult<Opened> {
         std::thread::Builder::new()
             .name(format!("db-reader-{n}"))
             .spawn(move || {
-                let client = connect(&url).and_then(|mut c| {
-                    c.batch_execute("SET default_transaction_read_only = on")?;
-                    Ok(c)
-                });
-                match client {
-                    Ok(client) => {
+                match Conn::open(url, "reader", "SET default_transaction_read_only = on") {
+                    Ok(conn) => {
                         let _ = ready.send(Ok(()));
-                        run_reader(client, &queue);
+                        run_reader(conn, &queue);
                     }
                     Err(e) => {
                         let _ = ready.send(Err(e));

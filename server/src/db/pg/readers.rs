@@ -7,12 +7,12 @@ use postgres::Client;
 use tokio::sync::mpsc;
 
 use super::accounts::by_name;
+use super::conn::Conn;
 use super::Cache;
 use crate::db::reader::Read;
 use crate::db::{stored, DbResult, HistoryRow, LeaderRow, Page, PlayerPage};
 
-pub(super) fn run_reader(mut client: Client, queue: &Mutex<mpsc::Receiver<Read>>) {
-    let mut cache = Cache::default();
+pub(super) fn run_reader(mut conn: Conn, queue: &Mutex<mpsc::Receiver<Read>>) {
     loop {
         let read = queue
             .lock()
@@ -21,25 +21,35 @@ pub(super) fn run_reader(mut client: Client, queue: &Mutex<mpsc::Receiver<Read>>
         let Some(read) = read else {
             return;
         };
+        // While the database cannot be reached, each read is answered `Unavailable`.
+        let (client, cache) = match conn.get() {
+            Ok(connection) => connection,
+            Err(error) => {
+                read.refuse(error);
+                continue;
+            }
+        };
+        // A read that fails because the connection is lost answers `Unavailable`.
         match read {
             Read::Leaderboard { page, reply } => {
-                let _ = reply.send(leaderboard(&mut client, &mut cache, page));
+                let answer = leaderboard(client, cache, page);
+                let _ = reply.send(conn.settle(answer));
             }
             Read::PlayerPage { name, page, reply } => {
-                let _ = reply.send(player_page(&mut client, &mut cache, &name, page));
+                let answer = player_page(client, cache, &name, page);
+                let _ = reply.send(conn.settle(answer));
             }
             Read::GameRecord { game_id, reply } => {
-                let _ = reply.send(stored_record(&mut client, &mut cache, &game_id));
+                let answer = stored_record(client, cache, &game_id);
+                let _ = reply.send(conn.settle(answer));
             }
             Read::PlayerGames { name, page, reply } => {
-                let _ = reply.send(crate::db::history::player_games_pg(
-                    &mut client,
-                    &name,
-                    page,
-                ));
+                let answer = crate::db::history::player_games_pg(client, &name, page);
+                let _ = reply.send(conn.settle(answer));
             }
             Read::StoredGame { game_id, reply } => {
-                let _ = reply.send(crate::db::history::stored_game_pg(&mut client, &game_id));
+                let answer = crate::db::history::stored_game_pg(client, &game_id);
+                let _ = reply.send(conn.settle(answer));
             }
         }
     }

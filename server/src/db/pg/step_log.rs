@@ -3,10 +3,11 @@
 use std::collections::HashMap;
 
 use elementals_protocol::messages::GameId;
-use postgres::{Client, Statement};
+use std::sync::Arc;
+
 use tokio::sync::{mpsc, watch};
 
-use super::connect;
+use super::conn::Conn;
 use crate::db::journal::{self, LogHealth, Row};
 use crate::db::writer;
 use crate::db::{DbError, DbResult};
@@ -14,8 +15,7 @@ use crate::record::GameLog;
 
 /// The live games' step log in `game_log`.
 pub(super) struct StepLog {
-    client: Client,
-    insert: Statement,
+    conn: Conn,
     /// Each live game's next step.
     next: HashMap<GameId, u64>,
     health: watch::Sender<LogHealth>,
@@ -27,13 +27,11 @@ pub(super) struct StepLog {
 }
 
 impl StepLog {
-    pub(super) fn open(url: &str, health: watch::Sender<LogHealth>) -> DbResult<StepLog> {
-        let mut client = connect(url)?;
-        let insert = client.prepare(
-            "INSERT INTO game_log (game_id, step, entry)
-             SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bytea[])",
-        )?;
-        let next = client
+    pub(super) fn open(url: Arc<str>, health: watch::Sender<LogHealth>) -> DbResult<StepLog> {
+        let mut conn = Conn::open(url, "game log", "")?;
+        let next = conn
+            .get()?
+            .0
             .query(
                 "SELECT game_id, MAX(step) + 1 FROM game_log GROUP BY game_id",
                 &[],
@@ -46,8 +44,7 @@ impl StepLog {
             })
             .collect();
         Ok(StepLog {
-            client,
-            insert,
+            conn,
             next,
             health,
             broken: None,
@@ -102,7 +99,7 @@ impl StepLog {
                 }
             }
         }
-        let _ = self.client.close();
+        let _ = self.conn.close();
     }
 
     /// One transaction for every append of the batch that is in order.
@@ -137,7 +134,12 @@ impl StepLog {
         if accepted.is_empty() {
             return;
         }
-        let outcome = self.write(&ids, &steps, &entries);
+        let outcome = match self.write(&ids, &steps, &entries) {
+            Err(error) if !matches!(error, DbError::LogBroken { .. }) => {
+                self.conn.settle(Err(error))
+            }
+            outcome => outcome,
+        };
         match &outcome {
             Ok(()) => {
                 self.next.extend(next);
@@ -166,8 +168,16 @@ impl StepLog {
     }
 
     fn write(&mut self, ids: &[String], steps: &[i64], entries: &[Vec<u8>]) -> DbResult<()> {
-        let mut tx = self.client.transaction()?;
-        tx.execute(&self.insert, &[&ids, &steps, &entries])?;
+        // Before the commit, a failure (the connection lost, say) leaves nothing written:
+        // the batch is refused and its games retry.
+        let (client, cache) = self.conn.get()?;
+        let insert = cache.get(
+            client,
+            "INSERT INTO game_log (game_id, step, entry)
+             SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bytea[])",
+        )?;
+        let mut tx = client.transaction()?;
+        tx.execute(&insert, &[&ids, &steps, &entries])?;
         #[cfg(any(test, feature = "test-hooks"))]
         let fail = self.fail_commits;
         #[cfg(not(any(test, feature = "test-hooks")))]
@@ -198,7 +208,7 @@ impl StepLog {
 
     /// The logs of every game with no record, in step order.
     fn load(&mut self) -> DbResult<Vec<GameLog>> {
-        let rows = self.client.query(
+        let rows = self.conn.get()?.0.query(
             "SELECT l.game_id, l.entry FROM game_log l
              WHERE NOT EXISTS (SELECT 1 FROM games g WHERE g.id = l.game_id)
              ORDER BY l.game_id, l.step",

@@ -3,12 +3,13 @@
 
 use std::collections::HashMap;
 
-use postgres::{Client, Transaction};
+use postgres::Transaction;
 
 use super::accounts::{
     by_id, by_name, create_guest, insert_account, insert_session, prune_guests, prune_sessions,
     session,
 };
+use super::conn::Conn;
 use super::record_one::record_game;
 use super::records::{lock_rated_accounts, record_run, GameToRecord};
 use super::Cache;
@@ -18,19 +19,36 @@ use crate::record::AccountId;
 
 /// The writer's connection.
 pub(super) struct PgStore {
-    pub(super) client: Client,
-    pub(super) cache: Cache,
+    pub(super) conn: Conn,
 }
 
 impl Store for PgStore {
     fn run_batch(&mut self, batch: Vec<Request>, records: bool) -> bool {
+        let (client, cache) = match self.conn.get() {
+            Ok(connection) => connection,
+            Err(error) => {
+                for request in batch {
+                    refuse(request, &error);
+                }
+                return false;
+            }
+        };
         let mut answers: Vec<Pending> = Vec::with_capacity(batch.len());
-        let cache = &mut self.cache;
         // The ratings of the accounts the batch rates, read as they are locked; each run
         // of records leaves its ratings here for the next.
         let mut ratings: HashMap<AccountId, f64> = HashMap::new();
+        // A batch whose transaction cannot begin is refused whole, each request answered.
+        let mut tx = match client.transaction() {
+            Ok(tx) => tx,
+            Err(error) => {
+                let error = DbError::from(error);
+                for request in batch {
+                    refuse(request, &error);
+                }
+                return false;
+            }
+        };
         let committed = (|| -> DbResult<()> {
-            let mut tx = self.client.transaction()?;
             if records {
                 ratings = lock_rated_accounts(&mut tx, cache, &batch)?;
             }
@@ -71,8 +89,8 @@ impl Store for PgStore {
     }
 
     fn prune(&mut self, batch: &PruneBatch) -> DbResult<Pruned> {
-        let cache = &mut self.cache;
-        let mut tx = self.client.transaction()?;
+        let (client, cache) = self.conn.get()?;
+        let mut tx = client.transaction()?;
         let sessions = prune_sessions(&mut tx, cache, batch.sessions_before, batch.limit)?;
         let guests = prune_guests(&mut tx, cache, batch, batch.after)?;
         tx.commit()?;
@@ -80,9 +98,30 @@ impl Store for PgStore {
     }
 
     fn close(self) -> DbResult<()> {
-        self.client.close()?;
-        Ok(())
+        self.conn.close()
     }
+}
+
+/// Answers a request with `error`, having done nothing.
+fn refuse(request: Request, error: &DbError) {
+    let answer: Pending = match request {
+        Request::CreateAccount { reply, .. } | Request::CreateGuest { reply } => {
+            pending(reply, Err(error.clone()))
+        }
+        Request::AccountByName { reply, .. } | Request::AccountById { reply, .. } => {
+            pending(reply, Err(error.clone()))
+        }
+        Request::InsertSession { reply, .. }
+        | Request::RevokeSession { reply, .. }
+        | Request::Flush { reply }
+        | Request::Shutdown { reply } => pending(reply, Err(error.clone())),
+        Request::Session { reply, .. } => pending(reply, Err(error.clone())),
+        Request::RecordGame { reply, .. } => pending(reply, Err(error.clone())),
+        Request::Prune { reply, .. } => pending(reply, Err(error.clone())),
+        #[cfg(test)]
+        Request::Hold { .. } => Box::new(|_| {}),
+    };
+    answer(&Ok(()));
 }
 
 pub(super) fn execute(tx: &mut Transaction<'_>, cache: &mut Cache, request: Request) -> Pending {

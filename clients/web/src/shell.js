@@ -1,0 +1,70 @@
+// The page's frame around the views: the top bar (navigation, the alerts switch, who is
+// signed in), the connection banner, the toasts and the screen reader's announcer. The
+// elements are kept on the app, which fills them (`toast`, `announce`) and redraws the
+// frame on every refresh.
+
+import { h, replace } from './dom.js';
+
+export function buildShell(app) {
+  app.nav = h('nav', { class: 'nav', 'aria-label': 'Main' },
+    h('a', { href: '#/lobby' }, 'Play'),
+    h('a', { href: '#/watch' }, 'Watch'),
+    h('a', { href: '#/leaderboard' }, 'Leaderboard'),
+    h('a', { href: '#/how' }, 'How to play'),
+  );
+  app.me = h('div', { class: 'me' });
+  const alertsBox = h('input', { type: 'checkbox', id: 'alerts', checked: app.alerts.on, 'aria-describedby': 'alerts-help' });
+  alertsBox.addEventListener('change', () => {
+    app.alerts.set(alertsBox.checked);
+    app.refresh();
+  });
+  app.alertsToggle = h('label', { class: 'alerts check' }, alertsBox, ' Alerts',
+    h('span', { class: 'sr-only', id: 'alerts-help' }, ': a sound, and the tab title, when a round starts for you or your game ends'));
+  app.banner = h('div', { class: 'banner', role: 'status', 'aria-live': 'polite' });
+  app.toasts = h('div', { class: 'toasts', role: 'alert', 'aria-live': 'assertive' });
+  app.announcer = h('div', { class: 'sr-only', 'aria-live': 'polite', id: 'announcer' });
+  app.main = h('main', { id: 'view', tabindex: '-1' });
+  replace(
+    app.root,
+    h('header', { class: 'topbar' }, h('a', { class: 'brand', href: '#/lobby' }, 'Elementals'), app.nav, app.alertsToggle, app.me),
+    app.banner,
+    app.main,
+    app.toasts,
+    app.announcer,
+  );
+}
+
+export function renderShell(app) {
+  const a = app.account;
+  replace(
+    app.me,
+    a
+      ? [
+          // A guest has no player page.
+          a.guest
+            ? h('span', { class: 'me-name' }, a.name)
+            : h('a', { href: `#/player/${encodeURIComponent(a.name)}`, class: 'me-name' }, a.name),
+          a.guest ? h('span', { class: 'tag' }, 'guest') : h('span', { class: 'rating', 'aria-label': `rating ${a.rating.toFixed(2)}` }, a.rating.toFixed(2)),
+          h('button', { class: 'link', onclick: () => app.logout() }, 'Log out'),
+        ]
+      : h('a', { href: '#/login' }, 'Sign in'),
+  );
+  const text = app.quietReconnect ? '' : {
+    connecting: 'Connecting…',
+    reconnecting: 'Connection lost. Reconnecting…',
+    superseded: 'This account signed in somewhere else.',
+    online: '',
+  }[app.status];
+  replace(
+    app.banner,
+    text
+      ? [text, app.status === 'superseded' ? h('button', { onclick: () => app.connect() }, 'Play here') : null]
+      : null,
+  );
+  app.banner.hidden = !text;
+  for (const link of app.nav.querySelectorAll('a')) {
+    const current = (app.route?.name === 'lobby' && link.hash === '#/lobby') || location.hash === link.hash;
+    if (current) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+}
