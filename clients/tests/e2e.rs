@@ -11,56 +11,13 @@ use elementals_client::{
     apply_or_resync, http, play_game, wait_for_game_start, wait_for_rating, Client, GameStart,
     GameState, Greedy, Random, ServerUrl,
 };
-use elementals_server::Config;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::sync::oneshot;
+mod real_server;
+
+use real_server::{queued_bot, start_server, TestServer};
 
 /// How long any step may take before the test fails (a guard, not a synchronisation).
 const WAIT: Duration = Duration::from_secs(30);
-
-struct TestServer {
-    url: String,
-    stop: Option<oneshot::Sender<()>>,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-async fn start_server() -> TestServer {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::with_database(dir.path().join("e2e.db"));
-    // The same argon2id at its smallest cost, so that signing in is fast.
-    config.argon2_memory_kib = 8;
-    config.message_rate = 1000;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("ws://{}/ws", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(elementals_server::run(listener, config, async move {
-        let _ = stopped.await;
-    }));
-    TestServer {
-        url,
-        stop: Some(stop),
-        _dir: dir,
-    }
-}
-
-/// A signed-in client waiting in the rated blitz pool for the classic variant.
-async fn queued_bot(server: &TestServer, name: &str) -> Client {
-    let client = Client::connect(&server.url).await.unwrap();
-    client.register_or_login(name, "password-1").await.unwrap();
-    client
-        .join_pool(Variant::CLASSIC, "blitz", true)
-        .await
-        .unwrap();
-    client
-}
 
 async fn paired(
     server: &TestServer,

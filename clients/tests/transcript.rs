@@ -12,57 +12,13 @@ use ed25519_dalek::{Signer, SigningKey};
 use elementals_client::http::Http;
 use elementals_client::protocol::messages::GameId;
 use elementals_client::protocol::transcript::{self, SignedTranscript, TranscriptKey};
-use elementals_client::protocol::Variant;
 use elementals_client::transcript::{parse_public_key, verify, VerifyError};
-use elementals_client::{
-    play_game, wait_for_game_start, Client, Greedy, Random, ServerUrl, TlsRoots,
-};
-use elementals_server::Config;
-use tokio::sync::oneshot;
+use elementals_client::{play_game, wait_for_game_start, Greedy, Random, TlsRoots};
+mod real_server;
+
+use real_server::{queued_bot, start_server, TestServer};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-struct TestServer {
-    url: ServerUrl,
-    stop: Option<oneshot::Sender<()>>,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-async fn start_server() -> TestServer {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::with_database(dir.path().join("t.db"));
-    config.argon2_memory_kib = 8;
-    config.message_rate = 1000;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = ServerUrl::parse(&format!("ws://{}/ws", listener.local_addr().unwrap())).unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(elementals_server::run(listener, config, async move {
-        let _ = stopped.await;
-    }));
-    TestServer {
-        url,
-        stop: Some(stop),
-        _dir: dir,
-    }
-}
-
-async fn queued_bot(server: &TestServer, name: &str) -> Client {
-    let client = Client::connect(&server.url.ws_url()).await.unwrap();
-    client.register_or_login(name, "password-1").await.unwrap();
-    client
-        .join_pool(Variant::CLASSIC, "blitz", true)
-        .await
-        .unwrap();
-    client
-}
 
 /// Two bots play a rated game to its end; returns its id once its ratings are stored.
 async fn rated_game(server: &TestServer) -> GameId {
@@ -92,7 +48,7 @@ async fn rated_game(server: &TestServer) -> GameId {
 }
 
 async fn get(server: &TestServer, path: &str) -> Vec<u8> {
-    let response = Http::new(&server.url, &TlsRoots::default())
+    let response = Http::new(&server.server_url(), &TlsRoots::default())
         .unwrap()
         .get(path)
         .await
@@ -174,7 +130,7 @@ async fn a_real_games_transcript_verifies_and_changed_ones_are_refused() {
         "{stdout}"
     );
     assert!(stdout.contains(&key.key_id), "{stdout}");
-    let url = format!("{}{path}", server.url.http_base());
+    let url = format!("{}{path}", server.server_url().http_base());
     let (ok, stdout, stderr) = run_verify(&[&url, "--key", &key.public_key]).await;
     assert!(ok, "{stdout}{stderr}");
 
