@@ -13,17 +13,8 @@ async fn a_game_reaching_max_rounds_ends_drawn_unrated_and_welcome_says_where() 
     for backend in BACKENDS {
         let server = start_server_on_with(backend, |config| config.max_rounds = 2).await;
 
-        let mut client = TestClient::connect_raw(&server).await;
-        let id = client.id();
-        let hello = ClientMsg::Hello {
-            id,
-            protocol_version: 1,
-            client: None,
-        };
-        match client.request(hello).await {
-            ServerMsg::Welcome { limits, .. } => assert_eq!(limits.max_rounds, 2),
-            other => panic!("{other:?}"),
-        }
+        let limits = TestClient::welcome_limits(&server).await;
+        assert_eq!(limits.max_rounds, 2);
 
         let (mut one, mut two, game) = paired_players(&server, "long1", "long2").await;
         assert!(game.rated);

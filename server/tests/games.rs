@@ -465,17 +465,8 @@ async fn a_player_whose_bank_runs_out_loses_on_time() {
 async fn nobody_committing_in_round_one_aborts_unrated_as_welcome_announces() {
     for backend in BACKENDS {
         let server = start_server_on_with(backend, |c| c.first_commit_secs = 1).await;
-        let mut client = TestClient::connect_raw(&server).await;
-        let id = client.id();
-        let hello = ClientMsg::Hello {
-            id,
-            protocol_version: 1,
-            client: None,
-        };
-        match client.request(hello).await {
-            ServerMsg::Welcome { limits, .. } => assert_eq!(limits.first_commit_ms, 1_000),
-            other => panic!("{other:?}"),
-        }
+        let limits = TestClient::welcome_limits(&server).await;
+        assert_eq!(limits.first_commit_ms, 1_000);
         let (mut one, _two, _game) = paired_players(&server, "paula", "quinn").await;
         match one
             .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use elementals_protocol::commitment;
-use elementals_protocol::messages::{ClientMsg, GameId, GameInfo, RequestId, ServerMsg};
+use elementals_protocol::messages::{ClientMsg, GameId, GameInfo, Limits, RequestId, ServerMsg};
 use elementals_protocol::rules::{Element, Seat, Variant};
 use elementals_protocol::wire;
 use elementals_server::db::testing::TestPostgres;
@@ -276,6 +276,21 @@ impl TestClient {
             other => panic!("expected welcome, got {other:?}"),
         }
         client
+    }
+
+    /// The `limits` a new connection's `welcome` announces.
+    pub async fn welcome_limits(server: &TestServer) -> Limits {
+        let mut client = TestClient::connect_raw(server).await;
+        let id = client.id();
+        let hello = ClientMsg::Hello {
+            id,
+            protocol_version: 1,
+            client: None,
+        };
+        match client.request(hello).await {
+            ServerMsg::Welcome { limits, .. } => limits,
+            other => panic!("expected welcome, got {other:?}"),
+        }
     }
 
     pub async fn connect_raw(server: &TestServer) -> TestClient {
