@@ -300,21 +300,50 @@ pub(super) fn pending<T: Send + 'static>(reply: Reply<T>, answer: DbResult<T>) -
 /// Returns whether it committed.
 fn run_batch(conn: &mut Connection, batch: Vec<Request>, records: bool) -> bool {
     let mut answers: Vec<Pending> = Vec::with_capacity(batch.len());
-    let committed = (|| -> rusqlite::Result<()> {
-        let mut tx = conn.transaction()?;
-        for request in batch {
-            answers.push(execute(&mut tx, request));
+    // A batch whose transaction cannot begin is refused whole, each request answered.
+    let mut tx = match conn.transaction() {
+        Ok(tx) => tx,
+        Err(error) => {
+            let error = DbError::from(error);
+            for request in batch {
+                refuse(request, &error);
+            }
+            return false;
         }
-        if records {
-            crate::game::crash_point("record_uncommitted");
-        }
-        tx.commit()
-    })()
-    .map_err(|e| e.to_string());
+    };
+    for request in batch {
+        answers.push(execute(&mut tx, request));
+    }
+    if records {
+        crate::game::crash_point("record_uncommitted");
+    }
+    let committed = tx.commit().map_err(|e| e.to_string());
     for answer in answers {
         answer(&committed);
     }
     committed.is_ok()
+}
+
+/// Answers a request with `error`, having done nothing.
+pub(super) fn refuse(request: Request, error: &DbError) {
+    let answer: Pending = match request {
+        Request::CreateAccount { reply, .. } | Request::CreateGuest { reply } => {
+            pending(reply, Err(error.clone()))
+        }
+        Request::AccountByName { reply, .. } | Request::AccountById { reply, .. } => {
+            pending(reply, Err(error.clone()))
+        }
+        Request::InsertSession { reply, .. }
+        | Request::RevokeSession { reply, .. }
+        | Request::Flush { reply }
+        | Request::Shutdown { reply } => pending(reply, Err(error.clone())),
+        Request::Session { reply, .. } => pending(reply, Err(error.clone())),
+        Request::RecordGame { reply, .. } => pending(reply, Err(error.clone())),
+        Request::Prune { reply, .. } => pending(reply, Err(error.clone())),
+        #[cfg(test)]
+        Request::Hold { .. } => Box::new(|_| {}),
+    };
+    answer(&Ok(()));
 }
 
 /// One request in its own savepoint: if it fails it is rolled back alone.

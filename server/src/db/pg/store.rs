@@ -13,7 +13,7 @@ use super::conn::Conn;
 use super::record_one::record_game;
 use super::records::{lock_rated_accounts, record_run, GameToRecord};
 use super::Cache;
-use crate::db::writer::{pending, Pending, Request, Store};
+use crate::db::writer::{pending, refuse, Pending, Request, Store};
 use crate::db::{DbError, DbResult, PruneBatch, Pruned};
 use crate::record::AccountId;
 
@@ -100,28 +100,6 @@ impl Store for PgStore {
     fn close(self) -> DbResult<()> {
         self.conn.close()
     }
-}
-
-/// Answers a request with `error`, having done nothing.
-fn refuse(request: Request, error: &DbError) {
-    let answer: Pending = match request {
-        Request::CreateAccount { reply, .. } | Request::CreateGuest { reply } => {
-            pending(reply, Err(error.clone()))
-        }
-        Request::AccountByName { reply, .. } | Request::AccountById { reply, .. } => {
-            pending(reply, Err(error.clone()))
-        }
-        Request::InsertSession { reply, .. }
-        | Request::RevokeSession { reply, .. }
-        | Request::Flush { reply }
-        | Request::Shutdown { reply } => pending(reply, Err(error.clone())),
-        Request::Session { reply, .. } => pending(reply, Err(error.clone())),
-        Request::RecordGame { reply, .. } => pending(reply, Err(error.clone())),
-        Request::Prune { reply, .. } => pending(reply, Err(error.clone())),
-        #[cfg(test)]
-        Request::Hold { .. } => Box::new(|_| {}),
-    };
-    answer(&Ok(()));
 }
 
 pub(super) fn execute(tx: &mut Transaction<'_>, cache: &mut Cache, request: Request) -> Pending {
