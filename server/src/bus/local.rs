@@ -54,6 +54,12 @@ impl LocalBus {
         Some(f(&mut state))
     }
 
+    /// The subscribers of `topic` that have fallen behind (for a node that fans out
+    /// another node's game: `RedisBus`).
+    pub(super) fn lagging(&self, topic: GameId) -> Vec<ConnId> {
+        self.topic(topic, |t| t.lagging()).unwrap_or_default()
+    }
+
     /// `f` on connection `to`'s outbox, or `Closed` if it is gone. (The map's guard lives
     /// only for the call, which touches no other entry.)
     fn with<T>(

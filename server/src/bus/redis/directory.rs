@@ -1,0 +1,229 @@
+//! The cluster's directory as this node sees it: which node runs each live game (with its
+//! seats and summary), which nodes are alive and how many users each has online.
+//!
+//! The truth is in Redis (the hash `{cluster}:games`, game → `DirEntry`, and the hashes
+//! `{cluster}:online:{node}`, account → name, which expire unless their node refreshes
+//! them); each node keeps a mirror of the other nodes' games, filled from the hash at start
+//! and kept by the cluster channel's `ClusterMsg`s, so that the registry's lookups (a
+//! player's seat, a game by id, the live games list) stay synchronous and cost no round
+//! trip. A node that has not said it is alive for `NODE_TIMEOUT` is taken for dead: its
+//! games leave the live list and its users the online count, and commands still waiting
+//! for its answer are answered (see `RedisBus::sweep`).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use elementals_protocol::messages::{GameId, LiveGame, SeatPair};
+use elementals_protocol::rules::Seat;
+use tokio::time::Instant;
+
+use super::link::Link;
+use super::wire::{ClusterMsg, DirEntry};
+use crate::record::AccountId;
+
+/// How often a node says it is alive (and refreshes its presence's expiry).
+pub const HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// How long a node may stay silent before the others take it for dead. Several
+/// heartbeats, so that one late message is no death.
+pub const NODE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a node's presence hash outlives its last refresh in Redis.
+pub const PRESENCE_TTL: Duration = Duration::from_secs(15);
+
+#[derive(Debug)]
+pub struct Directory {
+    pub node: u16,
+    link: Link,
+    /// The other nodes' live games.
+    remote: DashMap<GameId, DirEntry>,
+    /// The seats of the other nodes' games.
+    seats: DashMap<AccountId, (GameId, Seat)>,
+    /// This node's live games, as written to the hash.
+    own: DashMap<GameId, DirEntry>,
+    /// Summaries changed since the last flush (`flush`).
+    dirty: Mutex<HashMap<GameId, LiveGame>>,
+    /// When each other node was last heard, and its online count then.
+    nodes: DashMap<u16, (Instant, u32)>,
+}
+
+impl Directory {
+    pub fn new(node: u16, link: Link) -> Directory {
+        Directory {
+            node,
+            link,
+            remote: DashMap::new(),
+            seats: DashMap::new(),
+            own: DashMap::new(),
+            dirty: Mutex::new(HashMap::new()),
+            nodes: DashMap::new(),
+        }
+    }
+
+    /// Fills the mirror from the hash (at start).
+    pub fn load(&self, entries: Vec<(GameId, DirEntry)>) {
+        for (game, entry) in entries {
+            if entry.node != self.node {
+                self.put_remote(game, entry);
+            }
+        }
+    }
+
+    // --- this node's games and users (called by the registry) ---
+
+    pub fn game_opened(&self, game: GameId, seats: SeatPair<AccountId>, summary: LiveGame) {
+        let entry = DirEntry {
+            node: self.node,
+            seats,
+            summary,
+        };
+        self.own.insert(game, entry.clone());
+        self.drop_remote(game);
+        self.link.hset_game(game, &entry);
+        self.link.cluster(&ClusterMsg::Opened { game, entry });
+    }
+
+    pub fn summary_changed(&self, summary: LiveGame) {
+        let game = summary.game_id;
+        if let Some(mut entry) = self.own.get_mut(&game) {
+            entry.summary = summary.clone();
+        } else {
+            return;
+        }
+        lock(&self.dirty).insert(game, summary);
+    }
+
+    pub fn game_ended(&self, game: GameId) {
+        if self.own.remove(&game).is_none() {
+            return;
+        }
+        lock(&self.dirty).remove(&game);
+        self.link.hdel_game(game);
+        self.link.cluster(&ClusterMsg::Ended {
+            game,
+            node: self.node,
+        });
+    }
+
+    pub fn user_online(&self, account: AccountId, name: &str) {
+        self.link.presence_set(account, name);
+    }
+
+    pub fn user_offline(&self, account: AccountId) {
+        self.link.presence_del(account);
+    }
+
+    /// Writes the summaries changed since the last call, and tells the other nodes (one
+    /// message for them all).
+    pub fn flush(&self) {
+        let changed: Vec<(GameId, LiveGame)> = lock(&self.dirty).drain().collect();
+        if changed.is_empty() {
+            return;
+        }
+        for (game, _) in &changed {
+            if let Some(entry) = self.own.get(game).map(|e| e.clone()) {
+                self.link.hset_game(*game, &entry);
+            }
+        }
+        self.link.cluster(&ClusterMsg::Summaries {
+            node: self.node,
+            summaries: changed,
+        });
+    }
+
+    // --- what the other nodes say ---
+
+    pub fn heard(&self, msg: ClusterMsg) {
+        match msg {
+            ClusterMsg::Opened { game, entry } => {
+                if entry.node == self.node {
+                    return;
+                }
+                // A game another node took over is no longer this node's to announce.
+                self.own.remove(&game);
+                self.put_remote(game, entry);
+            }
+            ClusterMsg::Ended { game, node } => {
+                if self.remote.get(&game).is_some_and(|e| e.node == node) {
+                    self.drop_remote(game);
+                }
+            }
+            ClusterMsg::Summaries { node, summaries } => {
+                for (game, summary) in summaries {
+                    if let Some(mut entry) = self.remote.get_mut(&game) {
+                        if entry.node == node {
+                            entry.summary = summary;
+                        }
+                    }
+                }
+            }
+            ClusterMsg::Alive { node, online } => {
+                if node != self.node {
+                    self.nodes.insert(node, (Instant::now(), online));
+                }
+            }
+            ClusterMsg::Gone { node } => {
+                self.nodes.remove(&node);
+            }
+        }
+    }
+
+    /// Whether `node` has been heard from within `NODE_TIMEOUT` (this node always is).
+    pub fn is_alive(&self, node: u16) -> bool {
+        node == self.node
+            || self
+                .nodes
+                .get(&node)
+                .is_some_and(|n| n.0.elapsed() < NODE_TIMEOUT)
+    }
+
+    // --- lookups (the registry's, for games of other nodes) ---
+
+    /// The node running `game`, if another node does.
+    pub fn node_of(&self, game: GameId) -> Option<u16> {
+        self.remote.get(&game).map(|e| e.node)
+    }
+
+    pub fn seat_of(&self, account: AccountId) -> Option<(GameId, Seat)> {
+        self.seats.get(&account).map(|s| *s)
+    }
+
+    /// The other nodes' live games, on nodes alive.
+    pub fn remote_games(&self) -> Vec<LiveGame> {
+        self.remote
+            .iter()
+            .filter(|e| self.is_alive(e.node))
+            .map(|e| e.summary.clone())
+            .collect()
+    }
+
+    /// Users online on the other nodes alive.
+    pub fn remote_online(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| n.0.elapsed() < NODE_TIMEOUT)
+            .map(|n| n.1 as usize)
+            .sum()
+    }
+
+    fn put_remote(&self, game: GameId, entry: DirEntry) {
+        self.drop_remote(game);
+        self.seats.insert(entry.seats.one, (game, Seat::One));
+        self.seats.insert(entry.seats.two, (game, Seat::Two));
+        self.remote.insert(game, entry);
+    }
+
+    fn drop_remote(&self, game: GameId) {
+        if let Some((_, entry)) = self.remote.remove(&game) {
+            for account in [entry.seats.one, entry.seats.two] {
+                self.seats.remove_if(&account, |_, (g, _)| *g == game);
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

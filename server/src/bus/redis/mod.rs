@@ -1,0 +1,458 @@
+//! `RedisBus`: the bus across the nodes of a cluster (issue 26), over Redis pub/sub.
+//!
+//! It wraps a `LocalBus`, which does everything for this node's connections and topics;
+//! what is addressed elsewhere crosses Redis as plain data (`wire`), in order (`link`):
+//! - a connection's id carries its node's number (`NODE_SHIFT`), taken from Redis at
+//!   start, so frames, closes, kills and notices for another node's connection go to
+//!   that node's channel and its `LocalBus` applies them;
+//! - a game is found by the directory (`directory`): a command for a game another node
+//!   runs goes to that node's channel, where it is queued to the game; one for a game
+//!   nobody runs is refused `unknown_game` as in one process;
+//! - a game's events go to its topic channel once, encoded once; each node with
+//!   spectators of it has subscribed to that channel (before its first `watch` went to
+//!   the game, so it misses nothing after the snapshot) and fans it out to them through
+//!   its local topic, with the local topic's lag semantics (a spectator that lags is
+//!   offered a fresh snapshot by the game: `resync`);
+//! - the lobby stays each node's own.
+//!
+//! Where one process relies on a queue's drop to answer what a dead game owed, a remote
+//! game's node may die instead: a command no node heard (PUBLISH reached nobody) is
+//! answered at once, and one owed by a node that then falls silent for
+//! `directory::NODE_TIMEOUT` is answered by `sweep`; both `unknown_game` ("the game's
+//! node is gone"): the client reconnects and resumes, and finds the game where another
+//! node took it over.
+
+mod directory;
+mod link;
+mod wire;
+
+pub use directory::Directory;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::redis::aio::PubSubSink;
+use futures::StreamExt;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::config::ClusterConfig;
+use link::{Keys, Link, Owed};
+use wire::{ClusterMsg, NodeMsg, TopicMsg, WireCmd};
+
+/// A connection id's bits from here up to `NODE_MASK` are its node's number; 0 is a
+/// connection of this process that no other node addresses (a bot's seat, whose id has
+/// bit 62 set: `bots::FIRST_BOT_CONN`).
+pub const NODE_SHIFT: u32 = 48;
+const NODE_MASK: u64 = (1 << 14) - 1;
+
+/// How often the node says it is alive, flushes its games' summaries and sweeps for
+/// answers owed by nodes that died.
+const TICK: Duration = directory::HEARTBEAT;
+
+/// Consecutive resyncs a remote spectator may need within `RESYNC_WINDOW` before it is
+/// dropped (as `MAX_RESYNC_ATTEMPTS` in one process).
+const RESYNC_WINDOW: Duration = Duration::from_secs(10);
+
+/// The node of connection `conn` (0: this process's own, see `NODE_SHIFT`).
+pub fn node_of(conn: ConnId) -> u16 {
+    ((conn >> NODE_SHIFT) & NODE_MASK) as u16
+}
+
+#[derive(Debug)]
+pub struct RedisBus {
+    local: LocalBus,
+    node: u16,
+    link: Link,
+    pub directory: Arc<Directory>,
+    /// This node's games' command queues (not the `LocalBus`'s: a command refused here
+    /// is answered through this bus, which reaches other nodes' connections).
+    games: DashMap<GameId, (mpsc::Sender<GameCmd>, mpsc::Sender<GameCmd>)>,
+    /// Other nodes' connections subscribed to this node's games' topics.
+    remote_subscribers: DashMap<GameId, HashSet<ConnId>>,
+    /// Topics of other nodes' games whose channel this node has subscribed to.
+    watched: DashMap<GameId, ()>,
+    sink: tokio::sync::Mutex<PubSubSink>,
+    /// Commands forwarded to another node whose session waits for the answer, by
+    /// connection (each has at most one request in flight).
+    owed: DashMap<ConnId, Owed>,
+    /// Resyncs of this node's spectators of remote games: (count, first) by (game, conn).
+    resyncs: DashMap<(GameId, ConnId), (u8, Instant)>,
+}
+
+/// Why cluster mode could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("Redis ({url}): {error}")]
+pub struct RedisError {
+    url: String,
+    error: ::redis::RedisError,
+}
+
+impl RedisBus {
+    /// Connects to the cluster's Redis, takes a node number, subscribes to this node's
+    /// and the cluster's channels, loads the directory, and starts listening until
+    /// `stop`.
+    pub async fn start(
+        config: &ClusterConfig,
+        stop: CancellationToken,
+    ) -> Result<Arc<RedisBus>, RedisError> {
+        let fail = |error| RedisError {
+            url: config.redis_url.clone(),
+            error,
+        };
+        let client = ::redis::Client::open(config.redis_url.as_str()).map_err(fail)?;
+        let mut con = client
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(fail)?;
+        let seq: u64 = ::redis::cmd("INCR")
+            .arg(Keys::node_seq(&config.name))
+            .query_async(&mut con)
+            .await
+            .map_err(fail)?;
+        let node = (seq % NODE_MASK) as u16 + 1;
+        let keys = Keys::new(&config.name, node);
+        let (mut sink, stream) = client.get_async_pubsub().await.map_err(fail)?.split();
+        sink.subscribe(&[keys.own_channel(), keys.cluster_channel()])
+            .await
+            .map_err(fail)?;
+        let entries: Vec<(String, Vec<u8>)> = ::redis::cmd("HGETALL")
+            .arg(keys.games_hash())
+            .query_async(&mut con)
+            .await
+            .map_err(fail)?;
+        let (unheard_tx, unheard) = mpsc::unbounded_channel();
+        let link = Link::start(client, con, keys, unheard_tx);
+        let directory = Arc::new(Directory::new(node, link.clone()));
+        directory.load(
+            entries
+                .into_iter()
+                .filter_map(|(game, entry)| Some((game.parse().ok()?, wire::decode(&entry)?)))
+                .collect(),
+        );
+        tracing::info!(node, node_id = %config.node_id, cluster = %config.name, "joined the cluster");
+        let bus = Arc::new(RedisBus {
+            local: LocalBus::default(),
+            node,
+            link,
+            directory,
+            games: DashMap::new(),
+            remote_subscribers: DashMap::new(),
+            watched: DashMap::new(),
+            sink: tokio::sync::Mutex::new(sink),
+            owed: DashMap::new(),
+            resyncs: DashMap::new(),
+        });
+        tokio::spawn(listen(bus.clone(), stream, unheard, stop));
+        Ok(bus)
+    }
+
+    /// This node's number in the cluster.
+    pub fn node(&self) -> u16 {
+        self.node
+    }
+
+    /// The first connection id of this node (see `NODE_SHIFT`).
+    pub fn first_conn_id(&self) -> ConnId {
+        (u64::from(self.node) << NODE_SHIFT) | 1
+    }
+
+    /// Says this node is alive with `online` users, flushes its games' summaries, and
+    /// answers what nodes that died owed (`sweep`). Every `TICK`.
+    pub fn tick(&self, online: usize) {
+        self.link.cluster(&ClusterMsg::Alive {
+            node: self.node,
+            online: u32::try_from(online).unwrap_or(u32::MAX),
+        });
+        self.link.expire_presence();
+        self.directory.flush();
+        self.sweep();
+    }
+
+    /// Calls `tick` every `TICK` until `stop`.
+    pub fn spawn_ticks(
+        self: &Arc<Self>,
+        registry: Arc<crate::registry::Registry>,
+        stop: CancellationToken,
+    ) {
+        let bus = self.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(TICK);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = every.tick() => bus.tick(registry.online_count()),
+                    () = stop.cancelled() => return,
+                }
+            }
+        });
+    }
+
+    /// The node is stopping: the others stop waiting for it at once.
+    pub fn leave(&self) {
+        self.link.cluster(&ClusterMsg::Gone { node: self.node });
+    }
+
+    fn is_local(&self, conn: ConnId) -> bool {
+        let node = node_of(conn);
+        node == 0 || node == self.node
+    }
+
+    /// Answers commands owed by nodes that have fallen silent.
+    fn sweep(&self) {
+        let dead: Vec<Owed> = self
+            .owed
+            .iter()
+            .filter(|o| !self.directory.is_alive(o.node))
+            .map(|o| *o)
+            .collect();
+        for o in dead {
+            self.unheard(o);
+        }
+    }
+
+    /// A command `o` that no node will answer: answered here, once.
+    fn unheard(&self, o: Owed) {
+        if o.reply.settle
+            && self
+                .owed
+                .remove_if(&o.reply.conn, |_, w| w.game == o.game)
+                .is_none()
+        {
+            return;
+        }
+        let gone = GameError::new(ErrorCode::UnknownGame, "the game's node is gone");
+        refused(self, o.reply, gone.code, &gone.message);
+    }
+
+    fn queue_for(&self, game: GameId, cmd: &GameCmd) -> Option<mpsc::Sender<GameCmd>> {
+        self.games.get(&game).map(|q| {
+            if cmd.is_spectators() {
+                q.1.clone()
+            } else {
+                q.0.clone()
+            }
+        })
+    }
+
+    /// Sends `cmd` to game `game` on node `node`.
+    fn forward(&self, node: u16, game: GameId, cmd: GameCmd) {
+        let reply = cmd.reply_to();
+        let cmd = match WireCmd::of(cmd) {
+            Ok(cmd) => cmd,
+            // The test hooks' commands carry a channel: not across nodes.
+            Err(cmd) => return self.refuse(game, &cmd),
+        };
+        let owed = reply.map(|reply| Owed { game, node, reply });
+        if let Some(o) = owed.filter(|o| o.reply.settle) {
+            self.owed.insert(o.reply.conn, o);
+        }
+        self.link.node(node, &NodeMsg::ToGame { game, cmd }, owed);
+    }
+
+    /// Subscribes this node to game `game`'s topic channel, if it has not yet.
+    async fn watch_topic(&self, game: GameId) {
+        if self.watched.contains_key(&game) {
+            return;
+        }
+        let channel = self.link.keys.topic_channel(game);
+        let mut sink = self.sink.lock().await;
+        if self.watched.contains_key(&game) {
+            return;
+        }
+        match sink.subscribe(&channel).await {
+            Ok(()) => {
+                self.watched.insert(game, ());
+            }
+            Err(error) => tracing::error!(%error, %game, "subscribing to a game's topic failed"),
+        }
+    }
+
+    async fn unwatch_topic(&self, game: GameId) {
+        if self.watched.remove(&game).is_some() {
+            let channel = self.link.keys.topic_channel(game);
+            let _ = self.sink.lock().await.unsubscribe(&channel).await;
+        }
+    }
+
+    /// A command for one of this node's games, from another node: queued in order
+    /// (waiting for room in a task of its own only if the queue is full).
+    fn take_cmd(self: &Arc<Self>, game: GameId, cmd: GameCmd) {
+        let Some(queue) = self.queue_for(game, &cmd) else {
+            return self.refuse(game, &cmd);
+        };
+        match queue.try_send(cmd) {
+            Ok(()) => {}
+            Err(TrySendError::Closed(cmd)) => self.refuse(game, &cmd),
+            Err(TrySendError::Full(cmd)) => {
+                let bus = self.clone();
+                tokio::spawn(async move {
+                    if let Err(mpsc::error::SendError(cmd)) = queue.send(cmd).await {
+                        bus.refuse(game, &cmd);
+                    }
+                });
+            }
+        }
+    }
+
+    /// Applies a message from another node.
+    fn apply(self: &Arc<Self>, msg: NodeMsg) {
+        match msg {
+            NodeMsg::Send {
+                conn,
+                frame,
+                kill_if_full,
+            } => {
+                if kill_if_full {
+                    self.local.send_or_kill(conn, frame);
+                } else {
+                    let _ = self.local.send(conn, frame);
+                }
+            }
+            NodeMsg::SendFramed {
+                conn,
+                frames,
+                kill_if_full,
+            } => {
+                let framed = Arc::new(Framed::new(frames.into()));
+                if kill_if_full {
+                    self.local.send_framed_or_kill(conn, &framed, 0);
+                } else {
+                    let _ = self.local.send_framed(conn, &framed, 0);
+                }
+            }
+            NodeMsg::Kill { conn } => self.local.kill(conn),
+            NodeMsg::Close { conn, code, reason } => self.local.close(conn, code, intern(reason)),
+            NodeMsg::Answered { conn, ok } => {
+                self.owed.remove(&conn);
+                self.local.notify_session(conn, Notice::Answered { ok });
+            }
+            NodeMsg::ToGame { game, cmd } => self.take_cmd(game, cmd.into_cmd()),
+            NodeMsg::Subscribe { topic, conn } => {
+                self.local.subscribe(topic, conn);
+            }
+            NodeMsg::Unsubscribe { topic, conn } => {
+                self.local.unsubscribe(topic, conn);
+            }
+        }
+    }
+
+    /// Events of a remote game this node's spectators watch.
+    async fn on_topic(self: &Arc<Self>, game: GameId, msg: TopicMsg) {
+        match msg {
+            TopicMsg::Frames { frames } => {
+                self.local.publish(game, &frames);
+                self.fan_out(game);
+            }
+            TopicMsg::Closed => {
+                self.local.close_topic(game);
+                self.resyncs.retain(|(g, _), _| *g != game);
+                self.unwatch_topic(game).await;
+            }
+        }
+    }
+
+    /// Delivers a remote game's backlog to this node's spectators. One that lags leaves
+    /// the local topic and the game is asked to `watch` again for it (a fresh snapshot,
+    /// then the events from there), at most `MAX_RESYNC_ATTEMPTS` times in
+    /// `RESYNC_WINDOW`; past that it is dropped.
+    fn fan_out(&self, game: GameId) {
+        loop {
+            let delivery = self.local.deliver(game, usize::MAX);
+            if !delivery.lagging {
+                return;
+            }
+            for conn in self.local.lagging(game) {
+                self.local.unsubscribe(game, conn);
+                let mut entry = self
+                    .resyncs
+                    .entry((game, conn))
+                    .or_insert((0, Instant::now()));
+                if entry.1.elapsed() > RESYNC_WINDOW {
+                    *entry = (0, Instant::now());
+                }
+                entry.0 += 1;
+                let attempts = entry.0;
+                drop(entry);
+                if attempts > super::topic::MAX_RESYNC_ATTEMPTS {
+                    self.resyncs.remove(&(game, conn));
+                    self.local.kill(conn);
+                    continue;
+                }
+                let reply = ReplyTo {
+                    conn,
+                    request_id: None,
+                    settle: false,
+                };
+                self.notify_game(game, GameCmd::Watch { reply });
+            }
+        }
+    }
+
+    /// A message on one of this node's channels.
+    async fn on_message(self: &Arc<Self>, msg: ::redis::Msg) {
+        let channel = msg.get_channel_name();
+        let payload = msg.get_payload_bytes();
+        if channel == self.link.keys.own_channel() {
+            if let Some(msg) = wire::decode(payload) {
+                self.apply(msg);
+            }
+        } else if channel == self.link.keys.cluster_channel() {
+            if let Some(msg) = wire::decode(payload) {
+                self.directory.heard(msg);
+            }
+        } else if let Some(game) = self.link.keys.topic_of(channel) {
+            if let Some(msg) = wire::decode(payload) {
+                self.on_topic(game, msg).await;
+            }
+        }
+    }
+}
+
+/// The node's listening task: messages from Redis, and commands no node heard.
+async fn listen(
+    bus: Arc<RedisBus>,
+    mut stream: ::redis::aio::PubSubStream,
+    mut unheard: mpsc::UnboundedReceiver<Owed>,
+    stop: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            msg = stream.next() => match msg {
+                Some(msg) => bus.on_message(msg).await,
+                None => {
+                    tracing::error!("the subscription to Redis is lost: this node hears no other");
+                    return;
+                }
+            },
+            Some(o) = unheard.recv() => bus.unheard(o),
+            () = stop.cancelled() => {
+                bus.leave();
+                return;
+            }
+        }
+    }
+}
+
+/// A close reason from another node as the `&'static str` the outbox takes: each
+/// distinct reason is kept once (the server's reasons are a few fixed strings).
+fn intern(reason: String) -> &'static str {
+    static KNOWN: std::sync::OnceLock<Mutex<HashSet<&'static str>>> = std::sync::OnceLock::new();
+    let mut known = KNOWN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(r) = known.get(reason.as_str()) {
+        return r;
+    }
+    if known.len() >= 64 {
+        return "closed";
+    }
+    let r: &'static str = Box::leak(reason.into_boxed_str());
+    known.insert(r);
+    r
+}
+
+mod bus_impl;

@@ -1,0 +1,150 @@
+//! Cluster mode (issue 26, the bus across nodes): real `elementals-server` processes on
+//! one PostgreSQL database and Redis, clients on different nodes than their games.
+
+mod cluster_support;
+mod common;
+mod recovery_support;
+
+use cluster_support::*;
+use common::*;
+use elementals_protocol::messages::{ClientMsg, ServerMsg};
+use elementals_protocol::rules::Seat;
+use elementals_protocol::ErrorCode;
+use recovery_support::{resume_at, watch_at};
+
+/// Seat two's 2 beats seat one's 5 and moves one square towards -3: three such rounds win.
+const TWO_WINS: (u16, u16) = (5, 2);
+
+/// Reads `client`'s numbered events up to and including `game_over`.
+async fn events_until_over(client: &mut TestClient) -> Vec<ServerMsg> {
+    let mut events = Vec::new();
+    loop {
+        let msg = tokio::time::timeout(WAIT, client.recv())
+            .await
+            .expect("the game's events arrive");
+        let over = matches!(msg, ServerMsg::GameOver { .. });
+        if msg.seq().is_some() {
+            events.push(msg);
+        }
+        if over {
+            return events;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spectator_on_another_node_gets_every_event_in_order() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (mut one, mut two, game) = paired_at(a.addr, "ann", "bob").await;
+    b.until_listed(&[game.game_id]).await;
+    let (mut spectator, snapshot) = watch_at(b.addr, game.game_id).await;
+    assert_eq!(snapshot.game.game_id, game.game_id);
+    for round in 1..=3 {
+        play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
+    }
+    let seen = events_until_over(&mut spectator).await;
+    // Every event after the snapshot, once and in order, up to the game's end.
+    let seqs: Vec<u64> = seen.iter().filter_map(ServerMsg::seq).collect();
+    let expected: Vec<u64> = (snapshot.seq + 1..=snapshot.seq + seqs.len() as u64).collect();
+    assert_eq!(seqs, expected, "{seen:?}");
+    let results = seen
+        .iter()
+        .filter(|m| matches!(m, ServerMsg::RoundResult { .. }))
+        .count();
+    assert_eq!(results, 3, "{seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_player_resumes_through_another_node_and_finishes_the_game_rated_once() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (mut one, two, game) = paired_at(a.addr, "ann", "bob").await;
+    let token = two.token.clone().unwrap();
+    let mut two = two;
+    play_round(&mut one, &mut two, game.game_id, 1, TWO_WINS).await;
+    two.close().await;
+    b.until_listed(&[game.game_id]).await;
+    let (mut two, snapshot) = resume_at(b.addr, &token).await;
+    let snapshot = snapshot.expect("the game's snapshot, from node A, through node B");
+    assert_eq!(snapshot.game.game_id, game.game_id);
+    for round in 2..=3 {
+        play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
+    }
+    for client in [&mut one, &mut two] {
+        match client
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await
+        {
+            ServerMsg::GameOver { result, .. } => assert_eq!(result.winner, Some(Seat::Two)),
+            _ => unreachable!(),
+        }
+        client
+            .expect("rating_update", |m| {
+                matches!(m, ServerMsg::RatingUpdate { .. })
+            })
+            .await;
+    }
+    // Once, whichever node is asked.
+    let (loser, winner) = (&game.players.one.name, &game.players.two.name);
+    for node in [&a, &b] {
+        let won = node.player(winner).await;
+        let lost = node.player(loser).await;
+        assert_eq!(won["rating"], 1.5, "{won}");
+        assert_eq!(won["history"].as_array().unwrap().len(), 1, "{won}");
+        assert_eq!(lost["rating"], 1.0, "{lost}");
+        assert_eq!(lost["history"].as_array().unwrap().len(), 1, "{lost}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_games_and_the_online_count_cover_every_node() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (_one, _two, on_a) = paired_at(a.addr, "ann", "bob").await;
+    let (mut three, _four, on_b) = paired_at(b.addr, "cid", "dee").await;
+    let both = [on_a.game_id, on_b.game_id];
+    a.until_listed(&both).await;
+    b.until_listed(&both).await;
+    // Each node counts the other's users once it has said it is alive (every second).
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let id = three.id();
+        match three.request(ClientMsg::LobbyCounts { id }).await {
+            ServerMsg::Counts { online: 4, .. } => break,
+            ServerMsg::Counts { online, .. } => assert!(
+                tokio::time::Instant::now() < deadline,
+                "{online} online, not 4"
+            ),
+            other => panic!("{other:?}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_to_a_game_whose_node_is_gone_is_answered() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (_one, two, game) = paired_at(a.addr, "ann", "bob").await;
+    let token = two.token.clone().unwrap();
+    two.close().await;
+    b.until_listed(&[game.game_id]).await;
+    let (mut two, snapshot) = resume_at(b.addr, &token).await;
+    assert!(snapshot.is_some());
+    a.kill().await;
+    let answer = tokio::time::timeout(WAIT, two.commit(game.game_id, 1, Seat::Two, 2, [7; 32]))
+        .await
+        .expect("answered, not left waiting");
+    assert_error(&answer, ErrorCode::UnknownGame);
+    // And the node still serves: a ping is answered.
+    let id = two.id();
+    assert!(matches!(
+        two.request(ClientMsg::Ping { id }).await,
+        ServerMsg::Pong { .. }
+    ));
+}
