@@ -148,3 +148,70 @@ async fn a_command_to_a_game_whose_node_is_gone_is_answered() {
         ServerMsg::Pong { .. }
     ));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_lost_and_back_empty_loses_no_game_and_no_spectator() {
+    let proxy = Proxy::start().await;
+    let cluster = Cluster::through(&proxy);
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (mut one, two, game) = paired_at(a.addr, "ann", "bob").await;
+    let token = two.token.clone().unwrap();
+    two.close().await;
+    b.until_listed(&[game.game_id]).await;
+    let (mut two, _) = resume_at(b.addr, &token).await;
+    let (mut spectator, _) = watch_at(b.addr, game.game_id).await;
+    play_round(&mut one, &mut two, game.game_id, 1, TWO_WINS).await;
+
+    // Redis out of reach, and back without anything it held.
+    proxy.cut();
+    cluster.forget_keys();
+    proxy.restore();
+    // Node B, subscribed again, has the spectator watch again: a fresh snapshot.
+    let snapshot = match spectator
+        .expect("a fresh snapshot", |m| {
+            matches!(m, ServerMsg::Snapshot { id: None, .. })
+        })
+        .await
+    {
+        ServerMsg::Snapshot { snapshot, .. } => snapshot,
+        _ => unreachable!(),
+    };
+    assert_eq!(snapshot.round, 2);
+    // Node A wrote its game back into the directory.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let hash = format!("{}:games", cluster.name);
+    while !redis::cmd("HEXISTS")
+        .arg(&hash)
+        .arg(game.game_id.to_string())
+        .query::<bool>(&mut cluster.redis())
+        .unwrap()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the game is not in {hash} again"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    for round in 2..=3 {
+        play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
+    }
+    let seen = events_until_over(&mut spectator).await;
+    let after: Vec<u64> = seen
+        .iter()
+        .filter_map(ServerMsg::seq)
+        .filter(|s| *s > snapshot.seq)
+        .collect();
+    let expected: Vec<u64> = (snapshot.seq + 1..=snapshot.seq + after.len() as u64).collect();
+    assert_eq!(after, expected, "{seen:?}");
+    let (loser, winner) = (&game.players.one.name, &game.players.two.name);
+    two.expect("rating_update", |m| {
+        matches!(m, ServerMsg::RatingUpdate { .. })
+    })
+    .await;
+    assert_eq!(b.player(winner).await["rating"], 1.5);
+    assert_eq!(
+        a.player(loser).await["history"].as_array().unwrap().len(),
+        1
+    );
+}

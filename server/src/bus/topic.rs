@@ -83,6 +83,10 @@ impl Topic {
         true
     }
 
+    pub fn subscribed(&self) -> Vec<ConnId> {
+        self.subscribers.iter().map(|s| s.conn).collect()
+    }
+
     /// The subscribers that have fallen behind.
     pub fn lagging(&self) -> Vec<ConnId> {
         self.subscribers

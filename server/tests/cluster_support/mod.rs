@@ -26,6 +26,8 @@ const LIST_POLL: Duration = Duration::from_millis(200);
 pub struct Cluster {
     pub name: String,
     pg: TestPostgres,
+    /// The Redis URL the nodes are given: Redis itself, or a proxy of the test's.
+    redis: String,
 }
 
 pub struct Node {
@@ -50,6 +52,34 @@ impl Cluster {
         Cluster {
             name: format!("test-{}-{:08x}", std::process::id(), rand::random::<u32>()),
             pg: TestPostgres::create(),
+            redis: REDIS.to_owned(),
+        }
+    }
+
+    /// A cluster whose nodes reach Redis through `proxy`.
+    pub fn through(proxy: &Proxy) -> Cluster {
+        let mut cluster = Cluster::new();
+        cluster.redis = format!("redis://{}", proxy.addr);
+        cluster
+    }
+
+    /// A connection to Redis itself, for the test's own looks and changes.
+    pub fn redis(&self) -> redis::Connection {
+        redis::Client::open(REDIS)
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    /// Deletes every key of the cluster, as a Redis restarted empty would have lost them.
+    pub fn forget_keys(&self) {
+        let mut con = self.redis();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}:*", self.name))
+            .query(&mut con)
+            .unwrap();
+        if !keys.is_empty() {
+            redis::cmd("DEL").arg(keys).query::<()>(&mut con).unwrap();
         }
     }
 
@@ -66,7 +96,7 @@ impl Cluster {
             .arg("--database")
             .arg(self.pg.url())
             .arg("--redis")
-            .arg(REDIS)
+            .arg(&self.redis)
             .arg("--cluster")
             .arg(&self.name)
             .arg("--node-id")
@@ -183,4 +213,57 @@ async fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)>
     let text = String::from_utf8_lossy(&buf);
     let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
     Ok((status, text.to_string()))
+}
+
+/// A TCP proxy to Redis: forwards every connection while up; cut, it closes every
+/// connection and refuses new ones (Redis itself, shared, is never stopped).
+pub struct Proxy {
+    pub addr: SocketAddr,
+    up: tokio::sync::watch::Sender<bool>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    pub async fn start() -> Proxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (up, _) = tokio::sync::watch::channel(true);
+        let accept = tokio::spawn({
+            let up = up.clone();
+            async move {
+                while let Ok((client, _)) = listener.accept().await {
+                    if !*up.borrow() {
+                        continue;
+                    }
+                    let mut down = up.subscribe();
+                    tokio::spawn(async move {
+                        let Ok(server) = tokio::net::TcpStream::connect("127.0.0.1:6379").await
+                        else {
+                            return;
+                        };
+                        let (mut client, mut server) = (client, server);
+                        tokio::select! {
+                            _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                            _ = down.wait_for(|up| !*up) => {}
+                        }
+                    });
+                }
+            }
+        });
+        Proxy { addr, up, accept }
+    }
+
+    pub fn cut(&self) {
+        self.up.send_replace(false);
+    }
+
+    pub fn restore(&self) {
+        self.up.send_replace(true);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
 }

@@ -47,6 +47,8 @@ pub struct Directory {
     dirty: Mutex<HashMap<GameId, LiveGame>>,
     /// When each other node was last heard, and its online count then.
     nodes: DashMap<u16, (Instant, u32)>,
+    /// This node's users online, as written to its presence hash.
+    online: DashMap<AccountId, String>,
 }
 
 impl Directory {
@@ -59,6 +61,7 @@ impl Directory {
             own: DashMap::new(),
             dirty: Mutex::new(HashMap::new()),
             nodes: DashMap::new(),
+            online: DashMap::new(),
         }
     }
 
@@ -108,11 +111,35 @@ impl Directory {
     }
 
     pub fn user_online(&self, account: AccountId, name: &str) {
+        self.online.insert(account, name.to_owned());
         self.link.presence_set(account, name);
     }
 
     pub fn user_offline(&self, account: AccountId) {
+        self.online.remove(&account);
         self.link.presence_del(account);
+    }
+
+    /// Writes and announces again every game and user of this node (Redis may have
+    /// restarted empty).
+    pub fn announce_all(&self) {
+        let games: Vec<(GameId, DirEntry)> = self
+            .own
+            .iter()
+            .map(|e| (*e.key(), e.value().clone()))
+            .collect();
+        for (game, entry) in games {
+            self.link.hset_game(game, &entry);
+            self.link.cluster(&ClusterMsg::Opened { game, entry });
+        }
+        let users: Vec<(AccountId, String)> = self
+            .online
+            .iter()
+            .map(|e| (*e.key(), e.value().clone()))
+            .collect();
+        for (account, name) in users {
+            self.link.presence_set(account, &name);
+        }
     }
 
     /// Writes the summaries changed since the last call, and tells the other nodes (one

@@ -53,8 +53,10 @@ impl RedisBus {
             NodeMsg::Kill { conn } => self.local.kill(conn),
             NodeMsg::Close { conn, code, reason } => self.local.close(conn, code, intern(reason)),
             NodeMsg::Answered { conn, ok } => {
-                self.owed.remove(&conn);
-                self.local.notify_session(conn, Notice::Answered { ok });
+                // Owed nothing: answered here already (see `owed`).
+                if self.owed.remove(&conn).is_some() {
+                    self.local.notify_session(conn, Notice::Answered { ok });
+                }
             }
             NodeMsg::ToGame { game, cmd } => self.take_cmd(game, cmd.into_cmd()),
             NodeMsg::Subscribe { topic, conn } => {
@@ -150,14 +152,77 @@ pub(super) async fn listen(
             msg = stream.next() => match msg {
                 Some(msg) => bus.on_message(msg).await,
                 None => {
-                    tracing::error!("the subscription to Redis is lost: this node hears no other");
-                    return;
+                    tracing::error!("the subscription to Redis is lost: joining the cluster again");
+                    match bus.rejoin(&stop).await {
+                        Some(again) => stream = again,
+                        None => return bus.leave(),
+                    }
                 }
             },
             Some(o) = unheard.recv() => bus.unheard(o),
             () = stop.cancelled() => {
                 bus.leave();
                 return;
+            }
+        }
+    }
+}
+
+/// Between two attempts to reach Redis again: from `REJOIN_FIRST`, doubling to
+/// `REJOIN_MAX`.
+const REJOIN_FIRST: Duration = Duration::from_millis(50);
+const REJOIN_MAX: Duration = Duration::from_secs(2);
+
+impl RedisBus {
+    /// Subscribes again (this node's channel, the cluster's, the topics it watches), then
+    /// says again what a Redis restarted empty has lost (`Directory::announce_all`) and
+    /// gives this node's spectators of other nodes' games a fresh snapshot (events were
+    /// lost meanwhile). Tries until it succeeds or the node stops (`None`).
+    async fn rejoin(&self, stop: &CancellationToken) -> Option<::redis::aio::PubSubStream> {
+        let mut wait = REJOIN_FIRST;
+        loop {
+            match self.subscribe_again().await {
+                Ok(stream) => {
+                    tracing::info!(node = self.node, "joined the cluster again");
+                    self.directory.announce_all();
+                    self.resync_all();
+                    return Some(stream);
+                }
+                Err(error) => tracing::warn!(%error, "Redis is still out of reach"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = stop.cancelled() => return None,
+            }
+            wait = (wait * 2).min(REJOIN_MAX);
+        }
+    }
+
+    async fn subscribe_again(&self) -> ::redis::RedisResult<::redis::aio::PubSubStream> {
+        let (mut sink, stream) = self.client.get_async_pubsub().await?.split();
+        let mut channels = vec![
+            self.link.keys.own_channel(),
+            self.link.keys.cluster_channel(),
+        ];
+        let topics: Vec<GameId> = self.watched.iter().map(|t| *t.key()).collect();
+        channels.extend(topics.iter().map(|t| self.link.keys.topic_channel(*t)));
+        sink.subscribe(&channels).await?;
+        *self.sink.lock().await = sink;
+        Ok(stream)
+    }
+
+    /// Every spectator of another node's game here is watched again: a fresh snapshot.
+    fn resync_all(&self) {
+        let topics: Vec<GameId> = self.watched.iter().map(|t| *t.key()).collect();
+        for game in topics {
+            for conn in self.local.subscribed(game) {
+                self.local.unsubscribe(game, conn);
+                let reply = ReplyTo {
+                    conn,
+                    request_id: None,
+                    settle: false,
+                };
+                self.notify_game(game, GameCmd::Watch { reply });
             }
         }
     }

@@ -22,14 +22,21 @@ const PIPELINE: usize = 512;
 pub struct Keys {
     prefix: String,
     node: u16,
+    node_id: String,
 }
 
 impl Keys {
-    pub fn new(prefix: &str, node: u16) -> Keys {
+    pub fn new(prefix: &str, node: u16, node_id: &str) -> Keys {
         Keys {
             prefix: prefix.to_owned(),
             node,
+            node_id: node_id.to_owned(),
         }
+    }
+
+    /// Who holds node number `node` (its `--node-id`); expires unless refreshed.
+    pub fn number_owner(prefix: &str, node: u16) -> String {
+        format!("{prefix}:node-owner:{node}")
     }
 
     /// The counter that numbers the nodes as they start.
@@ -173,6 +180,16 @@ impl Link {
         self.out(Out::Cmd(cmd));
     }
 
+    /// Holds this node's number (see `claim_number`) for another `PRESENCE_TTL`.
+    pub fn claim_number(&self) {
+        let mut cmd = ::redis::cmd("SET");
+        cmd.arg(Keys::number_owner(&self.keys.prefix, self.keys.node))
+            .arg(&self.keys.node_id)
+            .arg("PX")
+            .arg(super::directory::PRESENCE_TTL.as_millis() as u64);
+        self.out(Out::Cmd(cmd));
+    }
+
     /// Refreshes the expiry of this node's presence.
     pub fn expire_presence(&self) {
         let mut cmd = ::redis::cmd("PEXPIRE");
@@ -182,9 +199,9 @@ impl Link {
     }
 }
 
-/// The writing task: drains the queue into pipelines, in order. A failed pipeline is
-/// logged and its commands dropped (answering those owed an answer: `unheard`), and the
-/// connection is made again.
+/// The writing task: drains the queue into pipelines, in order. A pipeline that fails
+/// for a lost connection is sent again on a new one; one that fails again (or otherwise)
+/// is logged and its commands dropped (answering those owed an answer: `unheard`).
 async fn write(
     client: ::redis::Client,
     mut con: MultiplexedConnection,
@@ -211,7 +228,18 @@ async fn write(
                 }
             }
         }
-        match pipe.query_async::<Vec<::redis::Value>>(&mut con).await {
+        let mut result = pipe.query_async::<Vec<::redis::Value>>(&mut con).await;
+        if let Err(error) = &result {
+            // A connection that was lost (Redis restarted, say) sent nothing: made again,
+            // the same pipeline is sent once more.
+            if error.is_connection_dropped() || error.is_io_error() {
+                if let Ok(again) = client.get_multiplexed_async_connection().await {
+                    con = again;
+                    result = pipe.query_async(&mut con).await;
+                }
+            }
+        }
+        match result {
             Ok(values) => {
                 for (o, value) in owed.into_iter().zip(values) {
                     // PUBLISH answers how many subscribers heard it: none means the

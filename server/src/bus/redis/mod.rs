@@ -54,6 +54,11 @@ const NODE_MASK: u64 = (1 << 14) - 1;
 /// answers owed by nodes that died.
 const TICK: Duration = directory::HEARTBEAT;
 
+/// How long a command forwarded to a live node may wait for its answer before it is
+/// answered here: far past any game's answer (a game answers between two commands), so
+/// only an answer lost on its way waits this long.
+const OWED_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Consecutive resyncs a remote spectator may need within `RESYNC_WINDOW` before it is
 /// dropped (as `MAX_RESYNC_ATTEMPTS` in one process).
 const RESYNC_WINDOW: Duration = Duration::from_secs(10);
@@ -66,6 +71,7 @@ pub fn node_of(conn: ConnId) -> u16 {
 #[derive(Debug)]
 pub struct RedisBus {
     local: LocalBus,
+    client: ::redis::Client,
     node: u16,
     link: Link,
     pub directory: Arc<Directory>,
@@ -78,8 +84,10 @@ pub struct RedisBus {
     watched: DashMap<GameId, ()>,
     sink: tokio::sync::Mutex<PubSubSink>,
     /// Commands forwarded to another node whose session waits for the answer, by
-    /// connection (each has at most one request in flight).
-    owed: DashMap<ConnId, Owed>,
+    /// connection (each has at most one request in flight), and since when. An
+    /// `Answered` from another node for a connection owed nothing here has been
+    /// answered already (`unheard`) and is dropped, so a session hears one per request.
+    owed: DashMap<ConnId, (Owed, Instant)>,
     /// Resyncs of this node's spectators of remote games: (count, first) by (game, conn).
     resyncs: DashMap<(GameId, ConnId), (u8, Instant)>,
 }
@@ -109,13 +117,10 @@ impl RedisBus {
             .get_multiplexed_async_connection()
             .await
             .map_err(fail)?;
-        let seq: u64 = ::redis::cmd("INCR")
-            .arg(Keys::node_seq(&config.name))
-            .query_async(&mut con)
+        let node = claim_number(&mut con, &config.name, &config.node_id)
             .await
             .map_err(fail)?;
-        let node = (seq % NODE_MASK) as u16 + 1;
-        let keys = Keys::new(&config.name, node);
+        let keys = Keys::new(&config.name, node, &config.node_id);
         let (mut sink, stream) = client.get_async_pubsub().await.map_err(fail)?.split();
         sink.subscribe(&[keys.own_channel(), keys.cluster_channel()])
             .await
@@ -126,7 +131,7 @@ impl RedisBus {
             .await
             .map_err(fail)?;
         let (unheard_tx, unheard) = mpsc::unbounded_channel();
-        let link = Link::start(client, con, keys, unheard_tx);
+        let link = Link::start(client.clone(), con, keys, unheard_tx);
         let directory = Arc::new(Directory::new(node, link.clone()));
         directory.load(
             entries
@@ -137,6 +142,7 @@ impl RedisBus {
         tracing::info!(node, node_id = %config.node_id, cluster = %config.name, "joined the cluster");
         let bus = Arc::new(RedisBus {
             local: LocalBus::default(),
+            client,
             node,
             link,
             directory,
@@ -149,6 +155,11 @@ impl RedisBus {
         });
         tokio::spawn(inbound::listen(bus.clone(), stream, unheard, stop));
         Ok(bus)
+    }
+
+    /// The node's number, and the name that owns it: refreshed by `tick`.
+    fn refresh_number(&self) {
+        self.link.claim_number();
     }
 
     /// This node's number in the cluster.
@@ -169,6 +180,7 @@ impl RedisBus {
             online: u32::try_from(online).unwrap_or(u32::MAX),
         });
         self.link.expire_presence();
+        self.refresh_number();
         self.directory.flush();
         self.sweep();
     }
@@ -202,13 +214,14 @@ impl RedisBus {
         node == 0 || node == self.node
     }
 
-    /// Answers commands owed by nodes that have fallen silent.
+    /// Answers commands owed by nodes that have fallen silent, or owed for longer than
+    /// `OWED_TIMEOUT` (an answer lost on its way: a write to Redis that failed).
     fn sweep(&self) {
         let dead: Vec<Owed> = self
             .owed
             .iter()
-            .filter(|o| !self.directory.is_alive(o.node))
-            .map(|o| *o)
+            .filter(|o| !self.directory.is_alive(o.0.node) || o.1.elapsed() > OWED_TIMEOUT)
+            .map(|o| o.0)
             .collect();
         for o in dead {
             self.unheard(o);
@@ -220,7 +233,7 @@ impl RedisBus {
         if o.reply.settle
             && self
                 .owed
-                .remove_if(&o.reply.conn, |_, w| w.game == o.game)
+                .remove_if(&o.reply.conn, |_, w| w.0.game == o.game)
                 .is_none()
         {
             return;
@@ -249,7 +262,7 @@ impl RedisBus {
         };
         let owed = reply.map(|reply| Owed { game, node, reply });
         if let Some(o) = owed.filter(|o| o.reply.settle) {
-            self.owed.insert(o.reply.conn, o);
+            self.owed.insert(o.reply.conn, (o, Instant::now()));
         }
         self.link.node(node, &NodeMsg::ToGame { game, cmd }, owed);
     }
@@ -278,6 +291,39 @@ impl RedisBus {
             let _ = self.sink.lock().await.unsubscribe(&channel).await;
         }
     }
+}
+
+/// Takes the next free node number: `INCR` of the cluster's counter, then the number's
+/// owner key, set only if no live node holds it (a Redis restarted empty starts the
+/// counter over, while live nodes keep their numbers and set their keys again within a
+/// `TICK`).
+async fn claim_number(
+    con: &mut ::redis::aio::MultiplexedConnection,
+    cluster: &str,
+    node_id: &str,
+) -> ::redis::RedisResult<u16> {
+    for _ in 0..NODE_MASK {
+        let seq: u64 = ::redis::cmd("INCR")
+            .arg(Keys::node_seq(cluster))
+            .query_async(con)
+            .await?;
+        let node = (seq % NODE_MASK) as u16 + 1;
+        let taken: Option<String> = ::redis::cmd("SET")
+            .arg(Keys::number_owner(cluster, node))
+            .arg(node_id)
+            .arg("NX")
+            .arg("PX")
+            .arg(directory::PRESENCE_TTL.as_millis() as u64)
+            .query_async(con)
+            .await?;
+        if taken.is_some() {
+            return Ok(node);
+        }
+    }
+    Err(::redis::RedisError::from((
+        ::redis::ErrorKind::Client,
+        "every node number of the cluster is taken",
+    )))
 }
 
 #[cfg(test)]
