@@ -279,7 +279,7 @@ impl Registry {
     pub fn set_online(&self, account: AccountId, user: OnlineUser) -> Option<OnlineUser> {
         self.by_name.insert(user.name.to_lowercase(), account);
         if let Some(cluster) = &self.cluster {
-            cluster.user_online(account, &user.name);
+            cluster.user_online(account, &user.name, user.conn_id);
         }
         self.online.insert(account, user)
     }
@@ -289,7 +289,7 @@ impl Registry {
         let removed = self.online.remove_if(&account, |_, u| u.conn_id == conn_id);
         if let Some((_, user)) = removed {
             if let Some(cluster) = &self.cluster {
-                cluster.user_offline(account);
+                cluster.user_offline(account, conn_id);
             }
             self.by_name
                 .remove_if(&user.name.to_lowercase(), |_, a| *a == account);

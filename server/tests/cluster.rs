@@ -65,10 +65,17 @@ async fn a_player_resumes_through_another_node_and_finishes_the_game_rated_once(
     let token = two.token.clone().unwrap();
     let mut two = two;
     play_round(&mut one, &mut two, game.game_id, 1, TWO_WINS).await;
-    two.close().await;
     b.until_listed(&[game.game_id]).await;
-    let (mut two, snapshot) = resume_at(b.addr, &token).await;
+    // Signed in on B while still connected to A: one connection per account, across nodes.
+    let (on_b, snapshot) = resume_at(b.addr, &token).await;
     let snapshot = snapshot.expect("the game's snapshot, from node A, through node B");
+    two.expect(
+        "superseded",
+        |m| matches!(m, ServerMsg::Notice { code, .. } if code == "superseded"),
+    )
+    .await;
+    assert_eq!(two.closed_with().await, Some(4000));
+    let mut two = on_b;
     assert_eq!(snapshot.game.game_id, game.game_id);
     for round in 2..=3 {
         play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;

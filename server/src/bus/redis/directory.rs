@@ -21,6 +21,7 @@ use tokio::time::Instant;
 
 use super::link::Link;
 use super::wire::{ClusterMsg, DirEntry};
+use crate::bus::ConnId;
 use crate::record::AccountId;
 
 /// How often a node says it is alive (and refreshes its presence's expiry).
@@ -47,8 +48,8 @@ pub struct Directory {
     dirty: Mutex<HashMap<GameId, LiveGame>>,
     /// When each other node was last heard, and its online count then.
     nodes: DashMap<u16, (Instant, u32)>,
-    /// This node's users online, as written to its presence hash.
-    online: DashMap<AccountId, String>,
+    /// This node's users online (name, connection), as written to its presence hash.
+    online: DashMap<AccountId, (String, ConnId)>,
 }
 
 impl Directory {
@@ -110,14 +111,26 @@ impl Directory {
         });
     }
 
-    pub fn user_online(&self, account: AccountId, name: &str) {
-        self.online.insert(account, name.to_owned());
+    /// `account` signed in on this node's connection `conn`: any other node closes its
+    /// connection of the account (one connection per account, cluster-wide).
+    pub fn user_online(&self, account: AccountId, name: &str, conn: ConnId) {
+        self.online.insert(account, (name.to_owned(), conn));
         self.link.presence_set(account, name);
+        self.link.cluster(&ClusterMsg::SignedIn {
+            account,
+            node: self.node,
+        });
     }
 
-    pub fn user_offline(&self, account: AccountId) {
-        self.online.remove(&account);
-        self.link.presence_del(account);
+    /// `account`'s connection `conn` has ended (nothing changes if a newer one took over).
+    pub fn user_offline(&self, account: AccountId, conn: ConnId) {
+        if self
+            .online
+            .remove_if(&account, |_, (_, c)| *c == conn)
+            .is_some()
+        {
+            self.link.presence_del(account);
+        }
     }
 
     /// Writes and announces again every game and user of this node (Redis may have
@@ -135,7 +148,7 @@ impl Directory {
         let users: Vec<(AccountId, String)> = self
             .online
             .iter()
-            .map(|e| (*e.key(), e.value().clone()))
+            .map(|e| (*e.key(), e.value().0.clone()))
             .collect();
         for (account, name) in users {
             self.link.presence_set(account, &name);
@@ -162,11 +175,13 @@ impl Directory {
 
     // --- what the other nodes say ---
 
-    pub fn heard(&self, msg: ClusterMsg) {
+    /// Takes in what another node says; returns a connection of this node to supersede
+    /// (its account signed in on another node).
+    pub fn heard(&self, msg: ClusterMsg) -> Option<ConnId> {
         match msg {
             ClusterMsg::Opened { game, entry } => {
                 if entry.node == self.node {
-                    return;
+                    return None;
                 }
                 // A game another node took over is no longer this node's to announce.
                 self.own.remove(&game);
@@ -194,7 +209,16 @@ impl Directory {
             ClusterMsg::Gone { node } => {
                 self.nodes.remove(&node);
             }
+            ClusterMsg::SignedIn { account, node } if node != self.node => {
+                // Its presence here goes with it; the registry's entry goes when the
+                // connection ends.
+                let (_, (_, conn)) = self.online.remove(&account)?;
+                self.link.presence_del(account);
+                return Some(conn);
+            }
+            ClusterMsg::SignedIn { .. } => {}
         }
+        None
     }
 
     /// Whether `node` has been heard from within `NODE_TIMEOUT` (this node always is).

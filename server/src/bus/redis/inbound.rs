@@ -129,8 +129,8 @@ impl RedisBus {
                 self.apply(msg);
             }
         } else if channel == self.link.keys.cluster_channel() {
-            if let Some(msg) = wire::decode(payload) {
-                self.directory.heard(msg);
+            if let Some(conn) = wire::decode(payload).and_then(|m| self.directory.heard(m)) {
+                crate::connection::supersede(&**self, conn);
             }
         } else if let Some(game) = self.link.keys.topic_of(channel) {
             if let Some(msg) = wire::decode(payload) {

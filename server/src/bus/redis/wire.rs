@@ -84,6 +84,8 @@ pub enum ClusterMsg {
     Alive { node: u16, online: u32 },
     /// `node` is stopping.
     Gone { node: u16 },
+    /// `account` signed in on `node`: its connections on other nodes are superseded.
+    SignedIn { account: AccountId, node: u16 },
 }
 
 /// A live game in the cluster's directory (the Redis hash, and each node's mirror).
