@@ -25,7 +25,7 @@ impl RedisBus {
     }
 
     /// Applies a message from another node.
-    fn apply(self: &Arc<Self>, msg: NodeMsg) {
+    pub(super) fn apply(self: &Arc<Self>, msg: NodeMsg) {
         match msg {
             NodeMsg::Send {
                 conn,
@@ -69,7 +69,7 @@ impl RedisBus {
     }
 
     /// Events of a remote game this node's spectators watch.
-    async fn on_topic(self: &Arc<Self>, game: GameId, msg: TopicMsg) {
+    pub(super) async fn on_topic(self: &Arc<Self>, game: GameId, msg: TopicMsg) {
         match msg {
             TopicMsg::Frames { frames } => {
                 self.local.publish(game, &frames);
