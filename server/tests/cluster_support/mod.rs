@@ -146,6 +146,11 @@ impl Drop for Cluster {
 }
 
 impl Node {
+    /// The node's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
     /// `kill -9`.
     pub async fn kill(mut self) {
         self.child.kill().await.unwrap();
