@@ -305,6 +305,11 @@ impl Registry {
         self.online(account).map(|u| (account, u))
     }
 
+    /// Whether this node hears the cluster's Redis (always, outside cluster mode).
+    pub fn reaches_cluster(&self) -> bool {
+        self.cluster.as_ref().is_none_or(|c| c.reaches_redis())
+    }
+
     /// Users online on this node (`cluster_online_count`: on every node).
     pub fn online_count(&self) -> usize {
         self.online.len()

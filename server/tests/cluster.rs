@@ -172,8 +172,11 @@ async fn redis_lost_and_back_empty_loses_no_game_and_no_spectator() {
 
     // Redis out of reach, and back without anything it held.
     proxy.cut();
+    // A node that hears no Redis says so to its load balancer, until it hears it again.
+    b.until_health(503).await;
     cluster.forget_keys();
     proxy.restore();
+    b.until_health(200).await;
     // Node B, subscribed again, has the spectator watch again: a fresh snapshot.
     let snapshot = match spectator
         .expect("a fresh snapshot", |m| {
@@ -221,4 +224,68 @@ async fn redis_lost_and_back_empty_loses_no_game_and_no_spectator() {
         a.player(loser).await["history"].as_array().unwrap().len(),
         1
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_restarted_on_another_node_keeps_its_players_and_spectators_elsewhere() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (mut one, two, game) = paired_at(a.addr, "ann", "bob").await;
+    let (one_token, two_token) = (one.token.clone().unwrap(), two.token.clone().unwrap());
+    b.until_listed(&[game.game_id]).await;
+    let (mut two, _) = resume_at(b.addr, &two_token).await;
+    let (mut spectator, _) = watch_at(b.addr, game.game_id).await;
+    play_round(&mut one, &mut two, game.game_id, 1, TWO_WINS).await;
+
+    // Node A dies; a new node on the same database restores the game from its log.
+    a.kill().await;
+    drop(one);
+    let a2 = cluster.node("a2").await;
+    // B's spectator now watches it there: a fresh snapshot from the game's new node.
+    let snapshot = match spectator
+        .expect("a fresh snapshot", |m| {
+            matches!(m, ServerMsg::Snapshot { id: None, .. })
+        })
+        .await
+    {
+        ServerMsg::Snapshot { snapshot, .. } => snapshot,
+        _ => unreachable!(),
+    };
+    assert_eq!(snapshot.round, 2);
+    // Player one comes back on the new node, player two (still on B) asks for the game.
+    let (mut one, resumed) = resume_at(a2.addr, &one_token).await;
+    assert_eq!(resumed.expect("seated").game.game_id, game.game_id);
+    let id = two.id();
+    match two
+        .request(ClientMsg::Sync {
+            id,
+            game_id: game.game_id,
+        })
+        .await
+    {
+        ServerMsg::Snapshot { snapshot, .. } => assert_eq!(snapshot.round, 2),
+        other => panic!("{other:?}"),
+    }
+    for round in 2..=3 {
+        play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
+    }
+    let seen = events_until_over(&mut spectator).await;
+    let after: Vec<u64> = seen
+        .iter()
+        .filter_map(ServerMsg::seq)
+        .filter(|s| *s > snapshot.seq)
+        .collect();
+    let expected: Vec<u64> = (snapshot.seq + 1..=snapshot.seq + after.len() as u64).collect();
+    assert_eq!(after, expected, "{seen:?}");
+    two.expect("rating_update", |m| {
+        matches!(m, ServerMsg::RatingUpdate { .. })
+    })
+    .await;
+    let (loser, winner) = (&game.players.one.name, &game.players.two.name);
+    let won = b.player(winner).await;
+    assert_eq!(won["rating"], 1.5, "{won}");
+    assert_eq!(won["history"].as_array().unwrap().len(), 1, "{won}");
+    let lost = a2.player(loser).await;
+    assert_eq!(lost["history"].as_array().unwrap().len(), 1, "{lost}");
 }

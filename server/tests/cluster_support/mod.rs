@@ -199,6 +199,22 @@ impl Node {
         }
     }
 
+    /// Waits until `/healthz` answers `status`.
+    pub async fn until_health(&self, status: u16) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let (now, body) = self.http_get("/healthz").await;
+            if now == status {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "/healthz still {now} ({body}), not {status}"
+            );
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
     /// `GET /api/players/{name}` as JSON.
     pub async fn player(&self, name: &str) -> serde_json::Value {
         let (status, body) = self.http_get(&format!("/api/players/{name}")).await;

@@ -11,6 +11,7 @@
 //! for its answer are answered (see `RedisBus::sweep`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -50,6 +51,8 @@ pub struct Directory {
     nodes: DashMap<u16, (Instant, u32)>,
     /// This node's users online (name, connection), as written to its presence hash.
     online: DashMap<AccountId, (String, ConnId)>,
+    /// Whether the node hears Redis (its subscription is up): `/healthz`.
+    reached: AtomicBool,
 }
 
 impl Directory {
@@ -63,6 +66,7 @@ impl Directory {
             dirty: Mutex::new(HashMap::new()),
             nodes: DashMap::new(),
             online: DashMap::new(),
+            reached: AtomicBool::new(true),
         }
     }
 
@@ -219,6 +223,15 @@ impl Directory {
             ClusterMsg::SignedIn { .. } => {}
         }
         None
+    }
+
+    /// Whether this node hears Redis (its subscription is up).
+    pub fn reaches_redis(&self) -> bool {
+        self.reached.load(Ordering::Relaxed)
+    }
+
+    pub fn set_reaches_redis(&self, reached: bool) {
+        self.reached.store(reached, Ordering::Relaxed);
     }
 
     /// Whether `node` has been heard from within `NODE_TIMEOUT` (this node always is).

@@ -129,8 +129,25 @@ impl RedisBus {
                 self.apply(msg);
             }
         } else if channel == self.link.keys.cluster_channel() {
-            if let Some(conn) = wire::decode(payload).and_then(|m| self.directory.heard(m)) {
+            let Some(msg) = wire::decode::<ClusterMsg>(payload) else {
+                return;
+            };
+            // A game watched here that another node took over (its node died): its
+            // spectators here watch it again there, which counts them and sends them its
+            // events.
+            let moved = match &msg {
+                ClusterMsg::Opened { game, entry } => self
+                    .directory
+                    .node_of(*game)
+                    .is_some_and(|was| was != entry.node && self.watched.contains_key(game))
+                    .then_some(*game),
+                _ => None,
+            };
+            if let Some(conn) = self.directory.heard(msg) {
                 crate::connection::supersede(&**self, conn);
+            }
+            if let Some(game) = moved {
+                self.resync_topic(game);
             }
         } else if let Some(game) = self.link.keys.topic_of(channel) {
             if let Some(msg) = wire::decode(payload) {
@@ -153,6 +170,7 @@ pub(super) async fn listen(
                 Some(msg) => bus.on_message(msg).await,
                 None => {
                     tracing::error!("the subscription to Redis is lost: joining the cluster again");
+                    bus.directory.set_reaches_redis(false);
                     match bus.rejoin(&stop).await {
                         Some(again) => stream = again,
                         None => return bus.leave(),
@@ -184,6 +202,7 @@ impl RedisBus {
             match self.subscribe_again().await {
                 Ok(stream) => {
                     tracing::info!(node = self.node, "joined the cluster again");
+                    self.directory.set_reaches_redis(true);
                     self.directory.announce_all();
                     self.resync_all();
                     return Some(stream);
@@ -215,15 +234,21 @@ impl RedisBus {
     fn resync_all(&self) {
         let topics: Vec<GameId> = self.watched.iter().map(|t| *t.key()).collect();
         for game in topics {
-            for conn in self.local.subscribed(game) {
-                self.local.unsubscribe(game, conn);
-                let reply = ReplyTo {
-                    conn,
-                    request_id: None,
-                    settle: false,
-                };
-                self.notify_game(game, GameCmd::Watch { reply });
-            }
+            self.resync_topic(game);
+        }
+    }
+
+    /// This node's spectators of `game` (another node's) watch it again, from the node
+    /// that runs it now: a fresh snapshot, then its events.
+    fn resync_topic(&self, game: GameId) {
+        for conn in self.local.subscribed(game) {
+            self.local.unsubscribe(game, conn);
+            let reply = ReplyTo {
+                conn,
+                request_id: None,
+                settle: false,
+            };
+            self.notify_game(game, GameCmd::Watch { reply });
         }
     }
 }
