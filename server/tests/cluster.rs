@@ -289,3 +289,21 @@ async fn a_game_restarted_on_another_node_keeps_its_players_and_spectators_elsew
     let lost = a2.player(loser).await;
     assert_eq!(lost["history"].as_array().unwrap().len(), 1, "{lost}");
 }
+
+#[tokio::test]
+async fn a_cluster_node_refuses_to_start_without_postgresql_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_elementals-server"))
+        .arg("--listen=127.0.0.1:0")
+        .arg("--database")
+        .arg(dir.path().join("node.db"))
+        .arg(format!("--redis={REDIS}"))
+        .env("RUST_LOG", "off")
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("needs a PostgreSQL database"), "{said}");
+    assert!(!dir.path().join("node.db").exists(), "nothing was opened");
+}
