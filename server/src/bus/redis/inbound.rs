@@ -141,6 +141,12 @@ impl RedisBus {
                     .node_of(*game)
                     .is_some_and(|was| was != entry.node && self.watched.contains_key(game))
                     .then_some(*game),
+                // A game watched here that ended with nobody here watching it any more
+                // (so its node sent no `Closed`): its channel is left too.
+                ClusterMsg::Ended { game, .. } if self.watched.contains_key(game) => {
+                    self.on_topic(*game, TopicMsg::Closed).await;
+                    None
+                }
                 _ => None,
             };
             if let Some(conn) = self.directory.heard(msg) {
