@@ -133,17 +133,21 @@ impl Bus for RedisBus {
             .saturating_add(u32::try_from(remote).unwrap_or(u32::MAX))
     }
 
-    /// Once to the topic's channel, if another node has subscribers.
-    fn publish(&self, topic: GameId, frames: &[Bytes]) {
-        self.local.publish(topic, frames);
-        if self.remote_subscribers.contains_key(&topic) {
+    /// Once to the topic's channel, if another node has subscribers (their nodes deliver
+    /// to them: the backlog is this node's alone).
+    fn publish(&self, topic: GameId, frames: &[Bytes]) -> Published {
+        let local = self.local.publish(topic, frames);
+        let remote = self.remote_subscribers.get(&topic).map_or(0, |s| s.len());
+        if remote > 0 {
             let frames = frames.to_vec();
             self.link.topic(topic, &TopicMsg::Frames { frames });
         }
-    }
-
-    fn has_backlog(&self, topic: GameId) -> bool {
-        self.local.has_backlog(topic)
+        Published {
+            subscribers: local
+                .subscribers
+                .saturating_add(u32::try_from(remote).unwrap_or(u32::MAX)),
+            backlog: local.backlog,
+        }
     }
 
     fn deliver(&self, topic: GameId, chunk: usize) -> Delivery {
