@@ -53,6 +53,9 @@ pub struct Directory {
     online: DashMap<AccountId, (String, ConnId)>,
     /// Whether the node hears Redis (its subscription is up): `/healthz`.
     reached: AtomicBool,
+    /// When this node joined: until `NODE_TIMEOUT` after, a node not yet heard from is
+    /// taken to be alive (it has not had the time to say so).
+    joined: Instant,
 }
 
 impl Directory {
@@ -67,6 +70,7 @@ impl Directory {
             nodes: DashMap::new(),
             online: DashMap::new(),
             reached: AtomicBool::new(true),
+            joined: Instant::now(),
         }
     }
 
@@ -211,7 +215,11 @@ impl Directory {
                 }
             }
             ClusterMsg::Gone { node } => {
-                self.nodes.remove(&node);
+                // Heard from long ago: dead from now on.
+                let long_ago = Instant::now()
+                    .checked_sub(NODE_TIMEOUT)
+                    .unwrap_or_else(Instant::now);
+                self.nodes.insert(node, (long_ago, 0));
             }
             ClusterMsg::SignedIn { account, node } if node != self.node => {
                 // Its presence here goes with it; the registry's entry goes when the
@@ -234,13 +242,16 @@ impl Directory {
         self.reached.store(reached, Ordering::Relaxed);
     }
 
-    /// Whether `node` has been heard from within `NODE_TIMEOUT` (this node always is).
+    /// Whether `node` has been heard from within `NODE_TIMEOUT` (this node always is; one
+    /// never heard from is, in this node's first `NODE_TIMEOUT`).
     pub fn is_alive(&self, node: u16) -> bool {
-        node == self.node
-            || self
-                .nodes
-                .get(&node)
-                .is_some_and(|n| n.0.elapsed() < NODE_TIMEOUT)
+        if node == self.node {
+            return true;
+        }
+        match self.nodes.get(&node) {
+            Some(n) => n.0.elapsed() < NODE_TIMEOUT,
+            None => self.joined.elapsed() < NODE_TIMEOUT,
+        }
     }
 
     // --- lookups (the registry's, for games of other nodes) ---
