@@ -11,16 +11,18 @@
 //! - a game's events go to its topic channel once, encoded once; each node with
 //!   spectators of it has subscribed to that channel (before its first `watch` went to
 //!   the game, so it misses nothing after the snapshot) and fans it out to them through
-//!   its local topic, with the local topic's lag semantics (a spectator that lags is
-//!   offered a fresh snapshot by the game: `resync`);
+//!   its local topic, with the local topic's lag semantics (a spectator that lags there
+//!   watches again, so the game sends it a fresh snapshot, at most
+//!   `MAX_RESYNC_ATTEMPTS` times in `RESYNC_WINDOW`, then it is dropped: `fan_out`);
 //! - the lobby stays each node's own.
 //!
 //! Where one process relies on a queue's drop to answer what a dead game owed, a remote
 //! game's node may die instead: a command no node heard (PUBLISH reached nobody) is
 //! answered at once, and one owed by a node that then falls silent for
-//! `directory::NODE_TIMEOUT` is answered by `sweep`; both `unknown_game` ("the game's
-//! node is gone"): the client reconnects and resumes, and finds the game where another
-//! node took it over.
+//! `directory::NODE_TIMEOUT` (or owed for `OWED_TIMEOUT`) is answered by `sweep`; all
+//! `unknown_game` ("the game's node is gone"): the client reconnects and resumes, and
+//! finds the game where another node took it over. A node that loses Redis joins again
+//! by itself (`inbound`).
 
 mod bus_impl;
 mod directory;
