@@ -150,7 +150,8 @@ async fn ws_upgrade(
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
-    let body = state.metrics.render();
+    let mut body = state.metrics.render();
+    body.push_str(&state.registry.cluster_metrics());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 

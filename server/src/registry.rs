@@ -305,6 +305,14 @@ impl Registry {
         self.online(account).map(|u| (account, u))
     }
 
+    /// The cluster's gauges for `/metrics` (none outside cluster mode).
+    pub fn cluster_metrics(&self) -> String {
+        self.cluster
+            .as_ref()
+            .map(|c| c.render_metrics())
+            .unwrap_or_default()
+    }
+
     /// Whether this node hears the cluster's Redis (always, outside cluster mode).
     pub fn reaches_cluster(&self) -> bool {
         self.cluster.as_ref().is_none_or(|c| c.reaches_redis())

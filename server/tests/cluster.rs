@@ -116,6 +116,24 @@ async fn the_live_games_and_the_online_count_cover_every_node() {
     let both = [on_a.game_id, on_b.game_id];
     a.until_listed(&both).await;
     b.until_listed(&both).await;
+    // Each node's /metrics says so too, once it has heard the other's heartbeat.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    for node in [&a, &b] {
+        loop {
+            let (_, metrics) = node.http_get("/metrics").await;
+            let expected = [
+                "elementals_cluster_games_owned 1",
+                "elementals_cluster_remote_games 1",
+                "elementals_cluster_nodes_alive 2",
+                "elementals_cluster_redis_up 1",
+            ];
+            if expected.iter().all(|line| metrics.contains(line)) {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{metrics}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
     // Each node counts the other's users once it has said it is alive (every second).
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {

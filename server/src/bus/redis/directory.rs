@@ -11,7 +11,7 @@
 //! for its answer are answered (see `RedisBus::sweep`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -53,6 +53,8 @@ pub struct Directory {
     online: DashMap<AccountId, (String, ConnId)>,
     /// Whether the node hears Redis (its subscription is up): `/healthz`.
     reached: AtomicBool,
+    /// How late the last other node's heartbeat came, in milliseconds (`/metrics`).
+    lag_ms: AtomicU64,
     /// When this node joined: until `NODE_TIMEOUT` after, a node not yet heard from is
     /// taken to be alive (it has not had the time to say so).
     joined: Instant,
@@ -71,6 +73,7 @@ impl Directory {
             online: DashMap::new(),
             reached: AtomicBool::new(true),
             joined: Instant::now(),
+            lag_ms: AtomicU64::new(0),
         }
     }
 
@@ -209,9 +212,15 @@ impl Directory {
                     }
                 }
             }
-            ClusterMsg::Alive { node, online } => {
+            ClusterMsg::Alive {
+                node,
+                online,
+                sent_ms,
+            } => {
                 if node != self.node {
                     self.nodes.insert(node, (Instant::now(), online));
+                    let lag = crate::clock::unix_ms().saturating_sub(sent_ms);
+                    self.lag_ms.store(lag, Ordering::Relaxed);
                 }
             }
             ClusterMsg::Gone { node } => {
@@ -231,6 +240,54 @@ impl Directory {
             ClusterMsg::SignedIn { .. } => {}
         }
         None
+    }
+
+    /// The node's view of the cluster, in the Prometheus text format (`/metrics`).
+    pub fn render_metrics(&self) -> String {
+        let alive = 1 + self
+            .nodes
+            .iter()
+            .filter(|n| n.0.elapsed() < NODE_TIMEOUT)
+            .count();
+        let gauges = [
+            (
+                "elementals_cluster_node",
+                "This node's number.",
+                u64::from(self.node),
+            ),
+            (
+                "elementals_cluster_nodes_alive",
+                "Nodes heard from lately, this one too.",
+                alive as u64,
+            ),
+            (
+                "elementals_cluster_games_owned",
+                "Games this node runs.",
+                self.own.len() as u64,
+            ),
+            (
+                "elementals_cluster_remote_games",
+                "Games other nodes run.",
+                self.remote.len() as u64,
+            ),
+            (
+                "elementals_cluster_bus_lag_ms",
+                "How late the last heartbeat of another node came.",
+                self.lag_ms.load(Ordering::Relaxed),
+            ),
+            (
+                "elementals_cluster_redis_up",
+                "Whether this node hears Redis.",
+                u64::from(self.reaches_redis()),
+            ),
+        ];
+        let mut out = String::new();
+        for (name, help, value) in gauges {
+            out.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"
+            ));
+        }
+        out
     }
 
     /// Whether this node hears Redis (its subscription is up).

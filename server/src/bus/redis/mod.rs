@@ -178,6 +178,7 @@ impl RedisBus {
     /// answers what nodes that died owed (`sweep`). Every `TICK`.
     pub fn tick(&self, online: usize) {
         self.link.cluster(&ClusterMsg::Alive {
+            sent_ms: crate::clock::unix_ms(),
             node: self.node,
             online: u32::try_from(online).unwrap_or(u32::MAX),
         });

@@ -80,8 +80,13 @@ pub enum ClusterMsg {
         node: u16,
         summaries: Vec<(GameId, LiveGame)>,
     },
-    /// `node` is alive, with `online` users signed in (every `HEARTBEAT`).
-    Alive { node: u16, online: u32 },
+    /// `node` is alive, with `online` users signed in (every `HEARTBEAT`), as of
+    /// `sent_ms` (Unix milliseconds: the bus's lag, where the nodes share a clock).
+    Alive {
+        node: u16,
+        online: u32,
+        sent_ms: u64,
+    },
     /// `node` is stopping.
     Gone { node: u16 },
     /// `account` signed in on `node`: its connections on other nodes are superseded.
