@@ -49,8 +49,9 @@ pub struct Directory {
     dirty: Mutex<HashMap<GameId, LiveGame>>,
     /// When each other node was last heard, and its online count then.
     nodes: DashMap<u16, (Instant, u32)>,
-    /// This node's users online (name, connection), as written to its presence hash.
-    online: DashMap<AccountId, (String, ConnId)>,
+    /// This node's users online (name, connection, when it signed in), as written to its
+    /// presence hash.
+    online: DashMap<AccountId, (String, ConnId, SignInAt)>,
     /// Whether the node hears Redis (its subscription is up): `/healthz`.
     reached: AtomicBool,
     /// How late the last other node's heartbeat came, in milliseconds (`/metrics`).
@@ -123,13 +124,16 @@ impl Directory {
     }
 
     /// `account` signed in on this node's connection `conn`: any other node closes its
-    /// connection of the account (one connection per account, cluster-wide).
+    /// connection of the account if it signed in earlier (one connection per account,
+    /// cluster-wide).
     pub fn user_online(&self, account: AccountId, name: &str, conn: ConnId) {
-        self.online.insert(account, (name.to_owned(), conn));
+        let at = (crate::clock::unix_ms(), self.node);
+        self.online.insert(account, (name.to_owned(), conn, at));
         self.link.presence_set(account, name);
         self.link.cluster(&ClusterMsg::SignedIn {
             account,
             node: self.node,
+            at_ms: at.0,
         });
     }
 
@@ -137,7 +141,7 @@ impl Directory {
     pub fn user_offline(&self, account: AccountId, conn: ConnId) {
         if self
             .online
-            .remove_if(&account, |_, (_, c)| *c == conn)
+            .remove_if(&account, |_, (_, c, _)| *c == conn)
             .is_some()
         {
             self.link.presence_del(account);
@@ -230,10 +234,18 @@ impl Directory {
                     .unwrap_or_else(Instant::now);
                 self.nodes.insert(node, (long_ago, 0));
             }
-            ClusterMsg::SignedIn { account, node } if node != self.node => {
-                // Its presence here goes with it; the registry's entry goes when the
-                // connection ends.
-                let (_, (_, conn)) = self.online.remove(&account)?;
+            ClusterMsg::SignedIn {
+                account,
+                node,
+                at_ms,
+            } if node != self.node => {
+                // Only an earlier sign-in here gives way: a later one (the message was
+                // slow to come) stands, and the other node's will be superseded by
+                // this node's own message. Its presence goes with it; the registry's
+                // entry goes when the connection ends.
+                let (_, (_, conn, _)) = self
+                    .online
+                    .remove_if(&account, |_, (_, _, here)| *here < (at_ms, node))?;
                 self.link.presence_del(account);
                 return Some(conn);
             }
@@ -355,6 +367,11 @@ impl Directory {
         }
     }
 }
+
+/// When an account signed in, in a cluster-wide order: Unix milliseconds (the nodes'
+/// clocks, kept in step by NTP: two sign-ins of one account on two nodes closer than
+/// their skew may both stand until one ends), then the node's number.
+type SignInAt = (u64, u16);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)

@@ -126,6 +126,16 @@ impl Link {
         }
     }
 
+    /// Test-only: a link whose writes go nowhere.
+    #[cfg(test)]
+    pub fn nowhere(keys: Keys) -> Link {
+        let (tx, _) = mpsc::unbounded_channel();
+        Link {
+            tx,
+            keys: Arc::new(keys),
+        }
+    }
+
     fn out(&self, out: Out) {
         // Closed only once the writer has stopped, with the node.
         let _ = self.tx.send(out);

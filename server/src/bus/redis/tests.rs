@@ -213,3 +213,31 @@ async fn a_spectator_lagging_on_another_node_is_watched_again_three_times_then_d
     stop.cancel();
     forget(&name);
 }
+
+#[test]
+fn a_sign_in_elsewhere_supersedes_an_earlier_one_here_not_a_later_one() {
+    use super::directory::Directory;
+    use super::link::{Keys, Link};
+    use super::wire::ClusterMsg;
+    let dir = Directory::new(1, Link::nowhere(Keys::new("t", 1, "n")));
+    let conn = (1 << NODE_SHIFT) | 5;
+    dir.user_online(7, "ann", conn);
+    let now = crate::clock::unix_ms();
+    let elsewhere = |at_ms| ClusterMsg::SignedIn {
+        account: 7,
+        node: 2,
+        at_ms,
+    };
+    // A message slow to come, of a sign-in before this one: this one stands.
+    assert_eq!(dir.heard(elsewhere(now - 1_000)), None);
+    // Another account's sign-in changes nothing here.
+    let other = ClusterMsg::SignedIn {
+        account: 8,
+        node: 2,
+        at_ms: now + 1_000,
+    };
+    assert_eq!(dir.heard(other), None);
+    // A later one supersedes it, once.
+    assert_eq!(dir.heard(elsewhere(now + 1_000)), Some(conn));
+    assert_eq!(dir.heard(elsewhere(now + 2_000)), None);
+}

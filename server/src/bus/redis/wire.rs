@@ -89,8 +89,13 @@ pub enum ClusterMsg {
     },
     /// `node` is stopping.
     Gone { node: u16 },
-    /// `account` signed in on `node`: its connections on other nodes are superseded.
-    SignedIn { account: AccountId, node: u16 },
+    /// `account` signed in on `node` at `at_ms` (Unix milliseconds): its connections on
+    /// other nodes that signed in earlier are superseded.
+    SignedIn {
+        account: AccountId,
+        node: u16,
+        at_ms: u64,
+    },
 }
 
 /// A live game in the cluster's directory (the Redis hash, and each node's mirror).
