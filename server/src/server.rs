@@ -110,8 +110,9 @@ pub async fn run(
     // After opening: a PostgreSQL database keeps the key in a table its migrations make.
     let signing = Signing::for_config(config.transcript_key.as_deref(), &config.database)?;
     // Cluster mode: the bus over Redis, joined before any game is restored (each is
-    // announced to the cluster as it opens). Stopped last, once the games have stopped.
+    // announced to the cluster as it opens). Left as `run` returns, however it does.
     let cluster_stop = CancellationToken::new();
+    let _leave_cluster = cluster_stop.clone().drop_guard();
     let (registry, first_conn_id) = match &cluster {
         Some(cluster) => {
             let bus = crate::bus::RedisBus::start(cluster, cluster_stop.clone()).await?;
@@ -228,7 +229,6 @@ pub async fn run(
     let _ = pruner.await;
     // Everything the games and connections sent is committed before this returns.
     db.shutdown().await?;
-    cluster_stop.cancel();
     if log_broken.load(Ordering::SeqCst) {
         return Err(ServerError::LogBroken);
     }
