@@ -33,14 +33,24 @@ async fn events_until_over(client: &mut TestClient) -> Vec<ServerMsg> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_spectator_on_another_node_gets_every_event_in_order() {
+async fn a_spectator_on_a_third_node_gets_every_event_in_order() {
     let cluster = Cluster::new();
     let a = cluster.node("a").await;
     let b = cluster.node("b").await;
-    let (mut one, mut two, game) = paired_at(a.addr, "ann", "bob").await;
+    let c = cluster.node("c").await;
+    // The game on A, its players on A and B, its spectator on C.
+    let (mut one, two, game) = paired_at(a.addr, "ann", "bob").await;
+    let token = two.token.clone().unwrap();
+    two.close().await;
     b.until_listed(&[game.game_id]).await;
-    let (mut spectator, snapshot) = watch_at(b.addr, game.game_id).await;
+    let (mut two, _) = resume_at(b.addr, &token).await;
+    c.until_listed(&[game.game_id]).await;
+    let (mut spectator, snapshot) = watch_at(c.addr, game.game_id).await;
     assert_eq!(snapshot.game.game_id, game.game_id);
+    // The game's node counts the spectator C serves, and every node's list says so.
+    for node in [&a, &b, &c] {
+        node.until_spectators(game.game_id, 1).await;
+    }
     for round in 1..=3 {
         play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
     }

@@ -199,6 +199,37 @@ impl Node {
         }
     }
 
+    /// Waits until `/api/games/live` lists `game` with `count` spectators.
+    pub async fn until_spectators(&self, game: GameId, count: u64) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let (status, body) = self.http_get("/api/games/live").await;
+            if status == 200 {
+                let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+                let games = json
+                    .get("games")
+                    .unwrap_or(&json)
+                    .as_array()
+                    .unwrap()
+                    .clone();
+                let id = game.to_string();
+                let now = games
+                    .iter()
+                    .find(|g| g["game_id"] == id.as_str())
+                    .and_then(|g| g["spectators"].as_u64());
+                if now == Some(count) {
+                    return;
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{game} not listed with {count} spectators by {}: {body}",
+                self.addr
+            );
+            tokio::time::sleep(LIST_POLL).await;
+        }
+    }
+
     /// Waits until `/healthz` answers `status`.
     pub async fn until_health(&self, status: u16) {
         let deadline = tokio::time::Instant::now() + WAIT;
