@@ -184,6 +184,12 @@ pub struct Config {
     /// (made by the first process to start, shared by every node on it).
     #[arg(long, env = "ELEMENTALS_TRANSCRIPT_KEY")]
     pub transcript_key: Option<PathBuf>,
+
+    /// Cluster mode's game leases, under this node id, on a PostgreSQL database: each game
+    /// runs on one node at a time and is claimed by another when its node dies
+    /// (`cluster`). Hidden: the leases alone, for tests; cluster mode's flags turn them on.
+    #[arg(long, env = "ELEMENTALS_LEASE_NODE_ID", hide = true)]
+    pub lease_node_id: Option<String>,
 }
 
 impl Config {

@@ -133,6 +133,15 @@ impl Registry {
         self.finished.insert(game_id, finished);
     }
 
+    /// Cluster mode: the game runs on another node now; it is forgotten here, its seats
+    /// freed, and nothing is kept for a rematch.
+    pub fn remove_game(&self, game_id: GameId, seats: SeatPair<AccountId>) {
+        self.games.remove(&game_id);
+        for account in [seats.one, seats.two] {
+            self.seated.remove_if(&account, |_, (g, _)| *g == game_id);
+        }
+    }
+
     pub fn game(&self, game_id: &GameId) -> Option<GameHandle> {
         self.games.get(game_id).map(|e| e.handle.clone())
     }

@@ -97,10 +97,13 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     crate::alloc::configure();
-    let db = Db::open_with_sync_interval(
-        &config.database,
-        Duration::from_micros(config.game_log_sync_us),
-    )?;
+    let sync_interval = Duration::from_micros(config.game_log_sync_us);
+    let lease_node = crate::cluster::lease_node(&config);
+    let db = match &lease_node {
+        // Cluster mode: the games this node loads below are those it claims.
+        Some(node) => Db::open_leased(&config.database, sync_interval, node.clone())?,
+        None => Db::open_with_sync_interval(&config.database, sync_interval)?,
+    };
     // After opening: a PostgreSQL database keeps the key in a table its migrations make.
     let signing = Signing::for_config(config.transcript_key.as_deref(), &config.database)?;
     let registry = Arc::new(Registry::new());
@@ -131,6 +134,10 @@ pub async fn run(
     let bots_resumed = bots.resume_games(&registry);
     tracing::info!(bots_resumed, "the computer's games resumed");
     let games = services.clone();
+    if let Some(node_id) = lease_node {
+        tracing::info!(%node_id, "cluster mode: renewing this node's game leases, claiming lapsed ones");
+        crate::cluster::start(services.clone(), bots.clone());
+    }
     let shutting_down = Arc::new(AtomicBool::new(false));
     let lobby = LobbyHandle::spawn(services, bots, shutting_down.clone());
     let auth = Auth {

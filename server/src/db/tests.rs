@@ -548,3 +548,6 @@ mod journal;
 
 /// The game log under bad input and faults.
 mod journal_faults;
+
+#[cfg(test)]
+mod leases;

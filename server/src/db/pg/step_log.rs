@@ -1,13 +1,16 @@
 //! The live games' step log in `game_log`, on a connection and a thread of its own.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use elementals_protocol::messages::GameId;
-use std::sync::Arc;
+use postgres::Transaction;
 
 use tokio::sync::{mpsc, watch};
 
 use super::conn::Conn;
+use super::lease::{self, Claim, Leases};
+use super::Cache;
 use crate::db::journal::{self, LogHealth, Row};
 use crate::db::writer;
 use crate::db::{DbError, DbResult};
@@ -20,6 +23,8 @@ pub(super) struct StepLog {
     next: HashMap<GameId, u64>,
     health: watch::Sender<LogHealth>,
     broken: Option<DbError>,
+    /// Cluster mode: the leases this process holds; every batch is fenced by them.
+    leases: Option<Arc<Leases>>,
     /// Makes every commit's answer lost (the commit done), for the tests of a broken log (with the
     /// `test-hooks` feature, set by the `ELEMENTALS_FAIL_SYNC` environment variable).
     #[cfg(any(test, feature = "test-hooks"))]
@@ -27,7 +32,11 @@ pub(super) struct StepLog {
 }
 
 impl StepLog {
-    pub(super) fn open(url: Arc<str>, health: watch::Sender<LogHealth>) -> DbResult<StepLog> {
+    pub(super) fn open(
+        url: Arc<str>,
+        health: watch::Sender<LogHealth>,
+        leases: Option<Arc<Leases>>,
+    ) -> DbResult<StepLog> {
         let mut conn = Conn::open(url, "game log", "")?;
         let next = conn
             .get()?
@@ -48,6 +57,7 @@ impl StepLog {
             next,
             health,
             broken: None,
+            leases,
             #[cfg(any(test, feature = "test-hooks"))]
             fail_commits: std::env::var_os("ELEMENTALS_FAIL_SYNC").is_some(),
         })
@@ -83,11 +93,25 @@ impl StepLog {
                     self.append(batch);
                 }
                 journal::Request::Forget { game_id } => {
-                    // Its rows went with the transaction that recorded it.
+                    // Its rows went with the transaction that recorded it (or, for a game
+                    // whose lease was lost, they are another node's now).
                     self.next.remove(&game_id);
+                    if let Some(leases) = &self.leases {
+                        leases.forget(&game_id);
+                    }
                 }
                 journal::Request::Load { reply } => {
-                    let _ = reply.send(self.load());
+                    let loaded = match self.leases.is_some() {
+                        true => self.claim(Claim::Startup),
+                        false => self.load(),
+                    };
+                    let _ = reply.send(loaded);
+                }
+                journal::Request::Renew { reply } => {
+                    let _ = reply.send(self.renew());
+                }
+                journal::Request::Claim { reply } => {
+                    let _ = reply.send(self.claim(Claim::Lapsed));
                 }
                 // Every append before it was answered after its commit.
                 journal::Request::Flush { reply } => {
@@ -102,11 +126,12 @@ impl StepLog {
         let _ = self.conn.close();
     }
 
-    /// One transaction for every append of the batch that is in order.
+    /// One transaction for every append of the batch that is in order (and, in cluster
+    /// mode, whose game's lease this process holds).
     fn append(&mut self, batch: Vec<(GameId, Vec<Row>, writer::Reply<()>)>) {
         let mut next = HashMap::new();
         let mut accepted = Vec::with_capacity(batch.len());
-        let (mut ids, mut steps, mut entries) = (Vec::new(), Vec::new(), Vec::new());
+        let mut games = Vec::with_capacity(batch.len());
         for (game_id, rows, reply) in batch {
             if let Some(error) = &self.broken {
                 let _ = reply.send(Err(error.clone()));
@@ -123,25 +148,21 @@ impl StepLog {
                 continue;
             }
             next.insert(game_id, after);
-            let id = game_id.to_string();
-            for (step, bytes) in rows {
-                ids.push(id.clone());
-                steps.push(step as i64);
-                entries.push(bytes);
-            }
-            accepted.push(reply);
+            games.push((game_id, rows));
+            accepted.push((game_id, reply));
         }
         if accepted.is_empty() {
             return;
         }
-        let outcome = match self.write(&ids, &steps, &entries) {
+        let outcome = match self.write(games) {
             Err(error) if !matches!(error, DbError::LogBroken { .. }) => {
                 self.conn.settle(Err(error))
             }
             outcome => outcome,
         };
         match &outcome {
-            Ok(()) => {
+            Ok(refused) => {
+                next.retain(|game_id, _| !refused.contains(game_id));
                 self.next.extend(next);
                 self.health.send_if_modified(|h| {
                     let recovered = *h == LogHealth::Failing;
@@ -162,12 +183,19 @@ impl StepLog {
                 });
             }
         }
-        for reply in accepted {
-            let _ = reply.send(outcome.clone());
+        for (game_id, reply) in accepted {
+            let answer = match &outcome {
+                Ok(refused) if refused.contains(&game_id) => Err(DbError::LeaseLost { game_id }),
+                Ok(_) => Ok(()),
+                Err(error) => Err(error.clone()),
+            };
+            let _ = reply.send(answer);
         }
     }
 
-    fn write(&mut self, ids: &[String], steps: &[i64], entries: &[Vec<u8>]) -> DbResult<()> {
+    /// Writes the games' rows in one transaction; returns the games refused for want of
+    /// their lease (cluster mode), of which nothing is written.
+    fn write(&mut self, games: Vec<(GameId, Vec<Row>)>) -> DbResult<HashSet<GameId>> {
         // Before the commit, a failure (the connection lost, say) leaves nothing written:
         // the batch is refused and its games retry.
         let (client, cache) = self.conn.get()?;
@@ -177,7 +205,25 @@ impl StepLog {
              SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bytea[])",
         )?;
         let mut tx = client.transaction()?;
-        tx.execute(&insert, &[&ids, &steps, &entries])?;
+        let (refused, taken) = match &self.leases {
+            Some(leases) => fence(&mut tx, cache, leases, &games)?,
+            None => Default::default(),
+        };
+        let (mut ids, mut steps, mut entries) = (Vec::new(), Vec::new(), Vec::new());
+        for (game_id, rows) in games {
+            if refused.contains(&game_id) {
+                continue;
+            }
+            let id = game_id.to_string();
+            for (step, bytes) in rows {
+                ids.push(id.clone());
+                steps.push(step as i64);
+                entries.push(bytes);
+            }
+        }
+        if !ids.is_empty() {
+            tx.execute(&insert, &[&ids, &steps, &entries])?;
+        }
         #[cfg(any(test, feature = "test-hooks"))]
         let fail = self.fail_commits;
         #[cfg(not(any(test, feature = "test-hooks")))]
@@ -191,7 +237,7 @@ impl StepLog {
                 Ok(())
             }
         });
-        committed.map_err(|message| {
+        if let Err(message) = committed {
             // The commit may or may not have happened: nothing after it is trusted.
             let error = DbError::LogBroken {
                 what: "cannot commit",
@@ -202,8 +248,74 @@ impl StepLog {
             tracing::error!(%error, "the game log is broken: no more moves can be made durable; the server stops");
             self.broken = Some(error.clone());
             self.health.send_replace(LogHealth::Broken);
-            error
-        })
+            return Err(error);
+        }
+        if let Some(leases) = &self.leases {
+            // Held from the commit on: a batch rolled back takes them again at its retry.
+            for game_id in taken {
+                leases.hold(game_id, 1);
+            }
+            for game_id in &refused {
+                tracing::warn!(%game_id, "the game's lease is another node's: the game stops here");
+                leases.lose(*game_id);
+            }
+        }
+        Ok(refused)
+    }
+
+    /// Renews this node's leases (see `lease::renew`).
+    fn renew(&mut self) -> DbResult<Vec<GameId>> {
+        let Some(leases) = self.leases.clone() else {
+            return Ok(Vec::new());
+        };
+        let (client, cache) = self.conn.get()?;
+        let lost = lease::renew(client, cache, &leases);
+        self.conn.settle(lost)
+    }
+
+    /// Claims leases (`which`) and reads the claimed games' logs in the same transaction:
+    /// whatever their last node committed is in them, and it can commit nothing more.
+    fn claim(&mut self, which: Claim) -> DbResult<Vec<GameLog>> {
+        let Some(leases) = self.leases.clone() else {
+            return Ok(Vec::new());
+        };
+        let claimed = (|| {
+            let (client, cache) = self.conn.get()?;
+            let mut tx = client.transaction()?;
+            let taken = lease::claim(&mut tx, cache, &leases, which)?;
+            // A game already running here (its lease lapsed while renewals failed) goes
+            // on with the new token; the others are to be restored.
+            let (running, restore): (Vec<_>, Vec<_>) = taken.into_iter().partition(|(id, _)| {
+                id.parse::<GameId>()
+                    .is_ok_and(|game_id| leases.token(&game_id).is_some())
+            });
+            let ids: Vec<&str> = restore.iter().map(|(id, _)| id.as_str()).collect();
+            let logs = if ids.is_empty() {
+                Vec::new()
+            } else {
+                let select = cache.get(
+                    &mut tx,
+                    "SELECT game_id, entry FROM game_log WHERE game_id = ANY($1)
+                     ORDER BY game_id, step",
+                )?;
+                decode_logs(tx.query(&select, &[&ids])?)
+            };
+            tx.commit()?;
+            Ok((running, restore, logs))
+        })();
+        let (running, restore, logs) = self.conn.settle(claimed)?;
+        // Held from the commit on (a claim whose commit failed leaves leases nobody
+        // renews: they lapse again and are claimed again).
+        for (id, token) in running.into_iter().chain(restore) {
+            if let Ok(game_id) = id.parse::<GameId>() {
+                leases.hold(game_id, token);
+            }
+        }
+        for log in &logs {
+            let after = log.steps.last().map_or(0, |s| s.step + 1);
+            self.next.insert(log.game_id, after);
+        }
+        Ok(logs)
     }
 
     /// The logs of every game with no record, in step order.
@@ -214,37 +326,91 @@ impl StepLog {
              ORDER BY l.game_id, l.step",
             &[],
         )?;
-        let mut logs: Vec<GameLog> = Vec::new();
-        let mut skipping: Option<String> = None;
-        for row in rows {
-            let id: String = row.get(0);
-            if skipping.as_deref() == Some(id.as_str()) {
-                continue;
-            }
-            let decoded = id
-                .parse::<GameId>()
-                .map_err(|e| e.to_string())
-                .and_then(|game_id| {
-                    journal::decode_step(row.get::<_, &[u8]>(1)).map(|step| (game_id, step))
-                });
-            match decoded {
-                Ok((game_id, step)) => match logs.last_mut() {
-                    Some(log) if log.game_id == game_id => log.steps.push(step),
-                    _ => logs.push(GameLog {
-                        game_id,
-                        steps: vec![step],
-                    }),
-                },
-                Err(error) => {
-                    tracing::error!(game_id = %id, %error, "cannot decode a game's log; skipping the game");
-                    if logs.last().is_some_and(|l| l.game_id.to_string() == id) {
-                        logs.pop();
-                    }
-                    skipping = Some(id);
+        Ok(decode_logs(rows))
+    }
+}
+
+/// Cluster mode: takes the leases of the batch's new games (those whose first step is 0),
+/// then locks and checks those of the others. Returns the games refused (their lease not
+/// this process's) and the new games whose lease this transaction takes.
+fn fence(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    leases: &Leases,
+    games: &[(GameId, Vec<Row>)],
+) -> DbResult<(HashSet<GameId>, Vec<GameId>)> {
+    let is_new = |game_id: &GameId, rows: &[Row]| {
+        rows.first().is_some_and(|(step, _)| *step == 0) && leases.token(game_id).is_none()
+    };
+    let new: Vec<String> = games
+        .iter()
+        .filter(|(game_id, rows)| is_new(game_id, rows))
+        .map(|(game_id, _)| game_id.to_string())
+        .collect();
+    let fresh = if new.is_empty() {
+        HashSet::new()
+    } else {
+        lease::take_new(tx, cache, &leases.node_id, &new)?
+    };
+    let (mut ids, mut tokens) = (Vec::new(), Vec::new());
+    for (game_id, _) in games {
+        let id = game_id.to_string();
+        if let (false, Some(token)) = (fresh.contains(&id), leases.token(game_id)) {
+            ids.push(id);
+            tokens.push(token);
+        }
+    }
+    let held = if ids.is_empty() {
+        HashSet::new()
+    } else {
+        lease::held(tx, cache, &leases.node_id, &ids, &tokens)?
+    };
+    let mut refused = HashSet::new();
+    let mut taken = Vec::new();
+    for (game_id, _) in games {
+        let id = game_id.to_string();
+        if fresh.contains(&id) {
+            taken.push(*game_id);
+        } else if !held.contains(&id) {
+            refused.insert(*game_id);
+        }
+    }
+    Ok((refused, taken))
+}
+
+/// Rows of (game id, entry) in game and step order, as logs; a game whose log cannot be
+/// decoded is left out (and logged).
+fn decode_logs(rows: Vec<postgres::Row>) -> Vec<GameLog> {
+    let mut logs: Vec<GameLog> = Vec::new();
+    let mut skipping: Option<String> = None;
+    for row in rows {
+        let id: String = row.get(0);
+        if skipping.as_deref() == Some(id.as_str()) {
+            continue;
+        }
+        let decoded = id
+            .parse::<GameId>()
+            .map_err(|e| e.to_string())
+            .and_then(|game_id| {
+                journal::decode_step(row.get::<_, &[u8]>(1)).map(|step| (game_id, step))
+            });
+        match decoded {
+            Ok((game_id, step)) => match logs.last_mut() {
+                Some(log) if log.game_id == game_id => log.steps.push(step),
+                _ => logs.push(GameLog {
+                    game_id,
+                    steps: vec![step],
+                }),
+            },
+            Err(error) => {
+                tracing::error!(game_id = %id, %error, "cannot decode a game's log; skipping the game");
+                if logs.last().is_some_and(|l| l.game_id.to_string() == id) {
+                    logs.pop();
                 }
+                skipping = Some(id);
             }
         }
-        logs.sort_by_key(|l| l.game_id.0);
-        Ok(logs)
     }
+    logs.sort_by_key(|l| l.game_id.0);
+    logs
 }

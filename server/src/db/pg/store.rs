@@ -1,7 +1,8 @@
 //! The writer's connection: the storage interface's write side (`writer::Store`), each
 //! request of a batch in a savepoint of the batch's transaction.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use postgres::Transaction;
 
@@ -10,6 +11,7 @@ use super::accounts::{
     session,
 };
 use super::conn::Conn;
+use super::lease::{self, Leases};
 use super::record_one::record_game;
 use super::records::{lock_rated_accounts, record_run, GameToRecord};
 use super::Cache;
@@ -20,6 +22,8 @@ use crate::record::AccountId;
 /// The writer's connection.
 pub(super) struct PgStore {
     pub(super) conn: Conn,
+    /// Cluster mode: a game is recorded only under its lease (see `fence_records`).
+    pub(super) leases: Option<Arc<Leases>>,
 }
 
 impl Store for PgStore {
@@ -52,6 +56,12 @@ impl Store for PgStore {
             if records {
                 ratings = lock_rated_accounts(&mut tx, cache, &batch)?;
             }
+            let batch = match &self.leases {
+                Some(leases) if records => {
+                    fence_records(&mut tx, cache, leases, batch, &mut answers)?
+                }
+                _ => batch,
+            };
             // Runs of finished games are written in bulk, everything else one by one, in
             // the batch's order.
             let mut run: Vec<GameToRecord> = Vec::new();
@@ -100,6 +110,63 @@ impl Store for PgStore {
     fn close(self) -> DbResult<()> {
         self.conn.close()
     }
+}
+
+/// Cluster mode: the batch's records of games whose lease this process does not hold
+/// (with its token) are refused `LeaseLost` and taken out of the batch; those it holds
+/// stay locked until the commit, which deletes them. A game recorded already is not
+/// refused: recording it again inserts nothing and answers its first record's changes.
+fn fence_records(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    leases: &Leases,
+    batch: Vec<Request>,
+    answers: &mut Vec<Pending>,
+) -> DbResult<Vec<Request>> {
+    let (mut ids, mut tokens, mut unheld) = (Vec::new(), Vec::new(), Vec::new());
+    for request in &batch {
+        if let Request::RecordGame { record, .. } = request {
+            let id = record.game_id.to_string();
+            match leases.token(&record.game_id) {
+                Some(token) => {
+                    ids.push(id);
+                    tokens.push(token);
+                }
+                None => unheld.push(id),
+            }
+        }
+    }
+    if ids.is_empty() && unheld.is_empty() {
+        return Ok(batch);
+    }
+    let held = if ids.is_empty() {
+        HashSet::new()
+    } else {
+        lease::held_for_record(tx, cache, &leases.node_id, &ids, &tokens)?
+    };
+    unheld.extend(ids.into_iter().filter(|id| !held.contains(id)));
+    let recorded = if unheld.is_empty() {
+        HashSet::new()
+    } else {
+        lease::recorded(tx, cache, &unheld)?
+    };
+    let mut kept = Vec::with_capacity(batch.len());
+    for request in batch {
+        match request {
+            Request::RecordGame { record, reply, .. }
+                if {
+                    let id = record.game_id.to_string();
+                    !held.contains(&id) && !recorded.contains(&id)
+                } =>
+            {
+                let game_id = record.game_id;
+                tracing::warn!(%game_id, "not recording the game: its lease is another node's");
+                answers.push(pending(reply, Err(DbError::LeaseLost { game_id })));
+            }
+            other => kept.push(other),
+        }
+    }
+    Ok(kept)
 }
 
 pub(super) fn execute(tx: &mut Transaction<'_>, cache: &mut Cache, request: Request) -> Pending {
