@@ -31,6 +31,12 @@ pub struct Config {
     #[arg(long, env = "ELEMENTALS_LOG_JSON")]
     pub log_json: bool,
 
+    /// Cluster mode's game leases, under this node id, on a PostgreSQL database: each game
+    /// runs on one node at a time and is claimed by another when its node dies
+    /// (`cluster`). Hidden: the leases alone, for tests; cluster mode's flags turn them on.
+    #[arg(long, env = "ELEMENTALS_LEASE_NODE_ID", hide = true)]
+    pub lease_node_id: Option<String>,
+
     /// Most connections open at once; more are refused with 503 before the upgrade.
     #[arg(long, env = "ELEMENTALS_MAX_CONNECTIONS", default_value_t = 19_000)]
     pub max_connections: usize,
@@ -184,12 +190,6 @@ pub struct Config {
     /// (made by the first process to start, shared by every node on it).
     #[arg(long, env = "ELEMENTALS_TRANSCRIPT_KEY")]
     pub transcript_key: Option<PathBuf>,
-
-    /// Cluster mode's game leases, under this node id, on a PostgreSQL database: each game
-    /// runs on one node at a time and is claimed by another when its node dies
-    /// (`cluster`). Hidden: the leases alone, for tests; cluster mode's flags turn them on.
-    #[arg(long, env = "ELEMENTALS_LEASE_NODE_ID", hide = true)]
-    pub lease_node_id: Option<String>,
 }
 
 impl Config {

@@ -241,6 +241,26 @@ pub(super) fn renew(
     Ok(lost)
 }
 
+/// At shutdown, once the games have stopped: this process's leases lapse now, so that
+/// other nodes claim its games at their next claim rather than a lease later.
+pub(super) fn give_up(
+    c: &mut impl GenericClient,
+    cache: &mut Cache,
+    leases: &Leases,
+) -> DbResult<u64> {
+    let (ids, tokens) = leases.columns();
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let update = cache.get(
+        c,
+        "UPDATE game_leases l SET expires_at = now() - interval '1 millisecond'
+         FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
+         WHERE l.game_id = h.game_id AND l.token = h.token AND l.node_id = $3",
+    )?;
+    Ok(c.execute(&update, &[&ids, &tokens, &leases.node_id])?)
+}
+
 /// Which leases a claim takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Claim {

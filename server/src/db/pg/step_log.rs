@@ -118,6 +118,7 @@ impl StepLog {
                     let _ = reply.send(Ok(()));
                 }
                 journal::Request::Shutdown { reply } => {
+                    self.give_up_leases();
                     let _ = reply.send(Ok(()));
                     break;
                 }
@@ -261,6 +262,25 @@ impl StepLog {
             }
         }
         Ok(refused)
+    }
+
+    /// At shutdown (the games stopped, every step they acknowledged committed): the
+    /// leases lapse now for other nodes to claim. A game that has not stopped and writes
+    /// again is fenced like any other; should this fail, the leases lapse on their own.
+    fn give_up_leases(&mut self) {
+        let Some(leases) = self.leases.clone() else {
+            return;
+        };
+        let given = self
+            .conn
+            .get()
+            .and_then(|(client, cache)| lease::give_up(client, cache, &leases));
+        match given {
+            Ok(games) => tracing::info!(games, "this node's game leases lapse now"),
+            Err(error) => {
+                tracing::warn!(%error, "cannot give up the game leases; they lapse on their own")
+            }
+        }
     }
 
     /// Renews this node's leases (see `lease::renew`).

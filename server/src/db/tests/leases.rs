@@ -259,3 +259,17 @@ async fn at_startup_a_node_claims_its_own_leases_and_games_logged_without_one() 
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_node_that_shuts_down_lets_its_leases_lapse_for_the_others_at_once() {
+    let cluster = Cluster::new();
+    let (a, b) = (cluster.node("a"), cluster.node("b"));
+    let (setup, _, _) = game_on(&a).await;
+    assert!(b.claim_lapsed().await.unwrap().is_empty());
+    a.shutdown().await.unwrap();
+    let claimed = b.claim_lapsed().await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].game_id, setup.game_id);
+    assert_eq!(cluster.lease(setup.game_id), Some(("b".into(), 2)));
+    b.shutdown().await.unwrap();
+}
