@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use elementals_protocol::messages::GameId;
 use postgres::Transaction;
 
 use super::accounts::{
@@ -52,13 +53,17 @@ impl Store for PgStore {
                 return false;
             }
         };
+        // The games whose leases the batch's records delete.
+        let mut released: Vec<GameId> = Vec::new();
         let committed = (|| -> DbResult<()> {
             if records {
                 ratings = lock_rated_accounts(&mut tx, cache, &batch)?;
             }
             let batch = match &self.leases {
                 Some(leases) if records => {
-                    fence_records(&mut tx, cache, leases, batch, &mut answers)?
+                    let (kept, held) = fence_records(&mut tx, cache, leases, batch, &mut answers)?;
+                    released = held;
+                    kept
                 }
                 _ => batch,
             };
@@ -92,6 +97,12 @@ impl Store for PgStore {
             Ok(())
         })()
         .map_err(|e| e.to_string());
+        if let (Ok(()), Some(leases)) = (&committed, &self.leases) {
+            // Recorded: no longer this node's to renew.
+            for game_id in &released {
+                leases.forget(game_id);
+            }
+        }
         for answer in answers {
             answer(&committed);
         }
@@ -114,7 +125,7 @@ impl Store for PgStore {
 
 /// Cluster mode: the batch's records of games whose lease this process does not hold
 /// (with its token) are refused `LeaseLost` and taken out of the batch; those it holds
-/// stay locked until the commit, which deletes them. A game recorded already is not
+/// stay locked until the commit, which deletes them, and are returned. A game recorded already is not
 /// refused: recording it again inserts nothing and answers its first record's changes.
 fn fence_records(
     tx: &mut Transaction<'_>,
@@ -122,7 +133,7 @@ fn fence_records(
     leases: &Leases,
     batch: Vec<Request>,
     answers: &mut Vec<Pending>,
-) -> DbResult<Vec<Request>> {
+) -> DbResult<(Vec<Request>, Vec<GameId>)> {
     let (mut ids, mut tokens, mut unheld) = (Vec::new(), Vec::new(), Vec::new());
     for request in &batch {
         if let Request::RecordGame { record, .. } = request {
@@ -137,7 +148,7 @@ fn fence_records(
         }
     }
     if ids.is_empty() && unheld.is_empty() {
-        return Ok(batch);
+        return Ok((batch, Vec::new()));
     }
     let held = if ids.is_empty() {
         HashSet::new()
@@ -151,6 +162,7 @@ fn fence_records(
         lease::recorded(tx, cache, &unheld)?
     };
     let mut kept = Vec::with_capacity(batch.len());
+    let mut released = Vec::new();
     for request in batch {
         match request {
             Request::RecordGame { record, reply, .. }
@@ -163,10 +175,17 @@ fn fence_records(
                 tracing::warn!(%game_id, "not recording the game: its lease is another node's");
                 answers.push(pending(reply, Err(DbError::LeaseLost { game_id })));
             }
-            other => kept.push(other),
+            other => {
+                if let Request::RecordGame { record, .. } = &other {
+                    if held.contains(&record.game_id.to_string()) {
+                        released.push(record.game_id);
+                    }
+                }
+                kept.push(other);
+            }
         }
     }
-    Ok(kept)
+    Ok((kept, released))
 }
 
 pub(super) fn execute(tx: &mut Transaction<'_>, cache: &mut Cache, request: Request) -> Pending {

@@ -120,6 +120,8 @@ async fn a_games_first_step_takes_its_lease_and_its_record_lets_it_go() {
         .is_some());
     assert_eq!(cluster.lease(setup.game_id), None);
     assert_eq!(cluster.steps_of(setup.game_id), 0);
+    // Recorded, so no longer held: not reported lost by the next renewal.
+    assert_eq!(a.renew_leases().await.unwrap(), []);
     a.shutdown().await.unwrap();
 }
 
