@@ -275,3 +275,57 @@ async fn a_node_that_shuts_down_lets_its_leases_lapse_for_the_others_at_once() {
     assert_eq!(cluster.lease(setup.game_id), Some(("b".into(), 2)));
     b.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_lease_locked_by_a_write_in_flight_is_claimed_only_after_it_with_its_steps() {
+    let cluster = Cluster::new();
+    let (a, b) = (cluster.node("a"), cluster.node("b"));
+    let (setup, _, _) = game_on(&a).await;
+    a.shutdown().await.unwrap();
+    cluster.lapse();
+    // Node a's last batch, in flight: its lease locked and checked, a step written, not
+    // yet committed (on a connection of the test's, as the step log's thread does it).
+    let (go, commit) = std::sync::mpsc::channel::<()>();
+    let (locked_tx, locked) = tokio::sync::oneshot::channel();
+    let url = cluster.path.to_str().unwrap().to_owned();
+    let game = setup.game_id.to_string();
+    let step = crate::db::journal::encode(&steps(&setup, 3, 4))
+        .unwrap()
+        .remove(0)
+        .1;
+    let writer = std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let mut tx = client.transaction().unwrap();
+        let held = tx
+            .query(
+                "SELECT game_id FROM game_leases WHERE game_id = $1 AND node_id = 'a'
+                 AND token = 1 FOR SHARE",
+                &[&game],
+            )
+            .unwrap();
+        assert_eq!(held.len(), 1);
+        tx.execute(
+            "INSERT INTO game_log (game_id, step, entry) VALUES ($1, 3, $2)",
+            &[&game, &step],
+        )
+        .unwrap();
+        locked_tx.send(()).unwrap();
+        commit.recv().unwrap();
+        tx.commit().unwrap();
+    });
+    locked.await.unwrap();
+    assert!(b.claim_lapsed().await.unwrap().is_empty());
+    assert_eq!(cluster.lease(setup.game_id), Some(("a".into(), 1)));
+
+    go.send(()).unwrap();
+    tokio::task::spawn_blocking(move || writer.join().unwrap())
+        .await
+        .unwrap();
+    let claimed = b.claim_lapsed().await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].steps.len(), 4, "the committed write is replayed");
+    b.append_log(setup.game_id, &steps(&setup, 4, 5))
+        .await
+        .unwrap();
+    b.shutdown().await.unwrap();
+}
