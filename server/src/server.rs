@@ -85,6 +85,8 @@ pub enum ServerError {
     LogBroken,
     #[error(transparent)]
     TranscriptKey(#[from] KeyError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
 }
 
 /// Restore the games in progress, serve on `listener` until `shutdown` completes, then
@@ -97,8 +99,10 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     crate::alloc::configure();
+    // Before anything is opened: a cluster node on the wrong database must not start.
+    let cluster = config.cluster()?;
     let sync_interval = Duration::from_micros(config.game_log_sync_us);
-    let lease_node = crate::cluster::lease_node(&config);
+    let lease_node = crate::cluster::lease_node(cluster.as_ref());
     let db = match &lease_node {
         // Cluster mode: the games this node loads below are those it claims.
         Some(node) => Db::open_leased(&config.database, sync_interval, node.clone())?,

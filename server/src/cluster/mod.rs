@@ -19,12 +19,13 @@ use tokio_util::sync::CancellationToken;
 pub use lease::{LeaseStore, Schedule};
 
 use crate::bots::Bots;
-use crate::config::Config;
+use crate::config::ClusterConfig;
 use crate::game::GameServices;
 
-/// The node id this process holds its games' leases under, if it runs in cluster mode.
-pub fn lease_node(config: &Config) -> Option<String> {
-    config.lease_node_id.clone()
+/// The node id this process holds its games' leases under: in cluster mode (`--redis`),
+/// its `--node-id`.
+pub fn lease_node(cluster: Option<&ClusterConfig>) -> Option<String> {
+    cluster.map(|cluster| cluster.node_id.clone())
 }
 
 /// Starts the node's lease loop (renewals and claims) until `services.stop` fires.

@@ -78,6 +78,13 @@ impl Database {
         .unwrap()
     }
 
+    /// A cluster name of this database's own (its name), so that tests sharing one Redis
+    /// never share keys.
+    pub fn cluster_name(&self) -> String {
+        let url = self.pg.as_ref().expect("a PostgreSQL database").url();
+        url.rsplit('/').next().unwrap_or("test").to_owned()
+    }
+
     /// What `--database` gets: the file's path, or the PostgreSQL URL.
     pub fn path(&self) -> PathBuf {
         match &self.pg {
@@ -98,13 +105,16 @@ impl ServerProcess {
         Self::start_crashing_at(db, None).await
     }
 
-    /// Starts a node of a cluster on `db` (PostgreSQL): its games' leases held under
-    /// `node_id` (`--lease-node-id`, cluster mode's leases without its Redis bus).
+    /// Starts node `node_id` of `db`'s cluster (`--redis`, `--cluster`, `--node-id`): the
+    /// database is PostgreSQL, the cluster named after it, on the Redis at 127.0.0.1:6379.
     pub async fn start_node(db: &Database, node_id: &str) -> ServerProcess {
-        Self::spawn(db, &[("ELEMENTALS_LEASE_NODE_ID", node_id)], |status| {
-            status == 200
-        })
-        .await
+        let cluster = db.cluster_name();
+        let env = [
+            ("ELEMENTALS_REDIS", "redis://127.0.0.1:6379"),
+            ("ELEMENTALS_CLUSTER", cluster.as_str()),
+            ("ELEMENTALS_NODE_ID", node_id),
+        ];
+        Self::spawn(db, &env, |status| status == 200).await
     }
 
     /// Starts the server with `ELEMENTALS_CRASH_AT` set to `step` (see `game::crash_point`).
@@ -145,7 +155,9 @@ impl ServerProcess {
             .env("ELEMENTALS_MESSAGE_RATE", "1000")
             .env_remove("ELEMENTALS_CRASH_AT")
             .env_remove("ELEMENTALS_FAIL_SYNC")
-            .env_remove("ELEMENTALS_LEASE_NODE_ID")
+            .env_remove("ELEMENTALS_REDIS")
+            .env_remove("ELEMENTALS_CLUSTER")
+            .env_remove("ELEMENTALS_NODE_ID")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .kill_on_drop(true);
