@@ -23,6 +23,7 @@ use elementals_protocol::messages::GameId;
 use postgres::{GenericClient, Transaction};
 
 use super::Cache;
+use crate::db::journal::Row;
 use crate::db::DbResult;
 
 /// How long a lease lasts from its last renewal.
@@ -102,6 +103,54 @@ impl Leases {
     fn lost_ids(&self) -> Vec<String> {
         self.state().lost.iter().map(GameId::to_string).collect()
     }
+}
+
+/// Cluster mode: takes the leases of the batch's new games (those whose first step is 0),
+/// then locks and checks those of the others. Returns the games refused (their lease not
+/// this process's) and the new games whose lease this transaction takes.
+pub(super) fn fence(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    leases: &Leases,
+    games: &[(GameId, Vec<Row>)],
+) -> DbResult<(HashSet<GameId>, Vec<GameId>)> {
+    let is_new = |game_id: &GameId, rows: &[Row]| {
+        rows.first().is_some_and(|(step, _)| *step == 0) && leases.token(game_id).is_none()
+    };
+    let new: Vec<String> = games
+        .iter()
+        .filter(|(game_id, rows)| is_new(game_id, rows))
+        .map(|(game_id, _)| game_id.to_string())
+        .collect();
+    let fresh = if new.is_empty() {
+        HashSet::new()
+    } else {
+        take_new(tx, cache, &leases.node_id, &new)?
+    };
+    let (mut ids, mut tokens) = (Vec::new(), Vec::new());
+    for (game_id, _) in games {
+        let id = game_id.to_string();
+        if let (false, Some(token)) = (fresh.contains(&id), leases.token(game_id)) {
+            ids.push(id);
+            tokens.push(token);
+        }
+    }
+    let held = if ids.is_empty() {
+        HashSet::new()
+    } else {
+        held(tx, cache, &leases.node_id, &ids, &tokens)?
+    };
+    let mut refused = HashSet::new();
+    let mut taken = Vec::new();
+    for (game_id, _) in games {
+        let id = game_id.to_string();
+        if fresh.contains(&id) {
+            taken.push(*game_id);
+        } else if !held.contains(&id) {
+            refused.insert(*game_id);
+        }
+    }
+    Ok((refused, taken))
 }
 
 /// Inserts the leases of new games (token 1); returns the ids it inserted (a game id

@@ -4,13 +4,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use elementals_protocol::messages::GameId;
-use postgres::Transaction;
 
 use tokio::sync::{mpsc, watch};
 
 use super::conn::Conn;
 use super::lease::{self, Claim, Leases};
-use super::Cache;
 use crate::db::journal::{self, LogHealth, Row};
 use crate::db::writer;
 use crate::db::{DbError, DbResult};
@@ -207,7 +205,7 @@ impl StepLog {
         )?;
         let mut tx = client.transaction()?;
         let (refused, taken) = match &self.leases {
-            Some(leases) => fence(&mut tx, cache, leases, &games)?,
+            Some(leases) => lease::fence(&mut tx, cache, leases, &games)?,
             None => Default::default(),
         };
         let (mut ids, mut steps, mut entries) = (Vec::new(), Vec::new(), Vec::new());
@@ -348,54 +346,6 @@ impl StepLog {
         )?;
         Ok(decode_logs(rows))
     }
-}
-
-/// Cluster mode: takes the leases of the batch's new games (those whose first step is 0),
-/// then locks and checks those of the others. Returns the games refused (their lease not
-/// this process's) and the new games whose lease this transaction takes.
-fn fence(
-    tx: &mut Transaction<'_>,
-    cache: &mut Cache,
-    leases: &Leases,
-    games: &[(GameId, Vec<Row>)],
-) -> DbResult<(HashSet<GameId>, Vec<GameId>)> {
-    let is_new = |game_id: &GameId, rows: &[Row]| {
-        rows.first().is_some_and(|(step, _)| *step == 0) && leases.token(game_id).is_none()
-    };
-    let new: Vec<String> = games
-        .iter()
-        .filter(|(game_id, rows)| is_new(game_id, rows))
-        .map(|(game_id, _)| game_id.to_string())
-        .collect();
-    let fresh = if new.is_empty() {
-        HashSet::new()
-    } else {
-        lease::take_new(tx, cache, &leases.node_id, &new)?
-    };
-    let (mut ids, mut tokens) = (Vec::new(), Vec::new());
-    for (game_id, _) in games {
-        let id = game_id.to_string();
-        if let (false, Some(token)) = (fresh.contains(&id), leases.token(game_id)) {
-            ids.push(id);
-            tokens.push(token);
-        }
-    }
-    let held = if ids.is_empty() {
-        HashSet::new()
-    } else {
-        lease::held(tx, cache, &leases.node_id, &ids, &tokens)?
-    };
-    let mut refused = HashSet::new();
-    let mut taken = Vec::new();
-    for (game_id, _) in games {
-        let id = game_id.to_string();
-        if fresh.contains(&id) {
-            taken.push(*game_id);
-        } else if !held.contains(&id) {
-            refused.insert(*game_id);
-        }
-    }
-    Ok((refused, taken))
 }
 
 /// Rows of (game id, entry) in game and step order, as logs; a game whose log cannot be
