@@ -237,16 +237,12 @@ pub(super) fn recorded(
         .collect())
 }
 
-/// Deletes the leases of games being recorded, in the transaction that records them.
-pub(super) fn release(
-    c: &mut impl GenericClient,
-    cache: &mut Cache,
-    ids: &[String],
-) -> DbResult<()> {
-    let delete = cache.get(c, "DELETE FROM game_leases WHERE game_id = ANY($1)")?;
-    c.execute(&delete, &[&ids])?;
-    Ok(())
-}
+/// Deletes recorded games' logs and leases (`$1`, their ids), in the transaction that
+/// records them: one statement, whether or not leases are in use (without cluster mode the
+/// table is empty).
+pub(super) const FORGET_GAMES: &str =
+    "WITH leases AS (DELETE FROM game_leases WHERE game_id = ANY($1))
+     DELETE FROM game_log WHERE game_id = ANY($1)";
 
 /// Renews every lease this process holds, in one statement; the games whose lease is
 /// no longer this process's (claimed by another node, or its token moved on) are marked

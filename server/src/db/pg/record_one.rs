@@ -78,9 +78,8 @@ pub(super) fn record_game(
         return recorded_changes(c, k, &game_id);
     }
     // Its live log (and lease) is of no use once the record commits, and goes with it.
-    let forget = k.get(c, "DELETE FROM game_log WHERE game_id = $1")?;
-    c.execute(&forget, &[&game_id])?;
-    lease::release(c, k, std::slice::from_ref(&game_id))?;
+    let forget = k.get(c, lease::FORGET_GAMES)?;
+    c.execute(&forget, &[&std::slice::from_ref(&game_id)])?;
     let played = k.get(c, "UPDATE accounts SET played = TRUE WHERE id = $1")?;
     for player in [&record.players.one, &record.players.two] {
         if player.guest {

@@ -257,9 +257,8 @@ pub(super) fn record_in_bulk(
     if !forget.is_empty() {
         // Their live logs (and leases) are of no use once the records commit, and go
         // with them.
-        let delete = k.get(c, "DELETE FROM game_log WHERE game_id = ANY($1)")?;
+        let delete = k.get(c, lease::FORGET_GAMES)?;
         c.execute(&delete, &[&forget])?;
-        lease::release(c, k, &forget)?;
     }
     Ok(answers)
 }
