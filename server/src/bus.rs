@@ -57,6 +57,15 @@ pub struct Delivery {
     pub lagging: bool,
 }
 
+/// A topic after a `publish`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Published {
+    /// How many connections the topic has.
+    pub subscribers: u32,
+    /// Whether some subscriber still lacks some frame (a delivery is owed).
+    pub backlog: bool,
+}
+
 /// A connection's identity on the bus (unique for the server's life).
 pub type ConnId = u64;
 
@@ -96,11 +105,10 @@ pub trait Bus: Send + Sync + Debug {
     /// How many connections `topic` has.
     fn subscribers(&self, topic: GameId) -> u32;
 
-    /// Appends a batch of `topic`'s numbered events, each encoded once, to its stream.
-    fn publish(&self, topic: GameId, frames: &[Bytes]);
-
-    /// Whether some subscriber of `topic` still lacks some frame.
-    fn has_backlog(&self, topic: GameId) -> bool;
+    /// Appends a batch of `topic`'s numbered events, each encoded once, to its stream,
+    /// and says what the topic now has to deliver (in the same look-up: the game asks at
+    /// every event).
+    fn publish(&self, topic: GameId, frames: &[Bytes]) -> Published;
 
     /// Makes up to `chunk` more sends of `topic`'s delivery, each bringing a subscriber up
     /// to the end of the stream (one item per subscriber: its part of the frames, framed

@@ -54,6 +54,12 @@ impl LocalBus {
         Some(f(&mut state))
     }
 
+    /// Test-only: whether some subscriber of `topic` still lacks some frame.
+    #[cfg(test)]
+    pub(super) fn has_backlog(&self, topic: GameId) -> bool {
+        self.topic(topic, |t| t.has_backlog()).unwrap_or(false)
+    }
+
     /// `f` on connection `to`'s outbox, or `Closed` if it is gone. (The map's guard lives
     /// only for the call, which touches no other entry.)
     fn with<T>(
@@ -130,12 +136,15 @@ impl Bus for LocalBus {
         self.topic(topic, |t| t.count()).unwrap_or(0)
     }
 
-    fn publish(&self, topic: GameId, frames: &[Bytes]) {
-        self.topic(topic, |t| t.publish(frames));
-    }
-
-    fn has_backlog(&self, topic: GameId) -> bool {
-        self.topic(topic, |t| t.has_backlog()).unwrap_or(false)
+    fn publish(&self, topic: GameId, frames: &[Bytes]) -> Published {
+        self.topic(topic, |t| {
+            t.publish(frames);
+            Published {
+                subscribers: t.count(),
+                backlog: t.has_backlog(),
+            }
+        })
+        .unwrap_or_default()
     }
 
     fn deliver(&self, topic: GameId, chunk: usize) -> Delivery {

@@ -2,7 +2,7 @@ use bytes::Bytes;
 use elementals_protocol::messages::GameId;
 use tokio::sync::mpsc;
 
-use crate::bus::{Bus, Delivery, LocalBus};
+use crate::bus::{Bus, Delivery, LocalBus, Published};
 use crate::outbox::{Outbound, Outbox};
 
 /// One game's topic on a bus of its own.
@@ -19,8 +19,8 @@ impl Fanout {
         }
     }
 
-    fn broadcast(&mut self, frames: &[Bytes]) {
-        self.bus.publish(self.topic, frames);
+    fn broadcast(&mut self, frames: &[Bytes]) -> Published {
+        self.bus.publish(self.topic, frames)
     }
 
     fn deliver(&mut self, chunk: usize, resync: impl FnOnce() -> Bytes) -> Delivery {
@@ -76,7 +76,14 @@ fn no_resync() -> Bytes {
 fn batches_arriving_mid_pass_reach_every_spectator_once_and_in_order() {
     let mut fanout = Fanout::default();
     let mut rxs: Vec<_> = (0..5).map(|id| spectator(&mut fanout, id)).collect();
-    fanout.broadcast(&[frame(1)]);
+    let published = fanout.broadcast(&[frame(1)]);
+    assert_eq!(
+        published,
+        Published {
+            subscribers: 5,
+            backlog: true
+        }
+    );
     // Two spectators get frame 1; then frame 2 comes.
     assert!(!fanout.deliver(2, no_resync).done);
     fanout.broadcast(&[frame(2), frame(3)]);
@@ -336,4 +343,18 @@ fn the_topic_asks_for_a_snapshot_only_when_it_reaches_a_subscriber_that_lags() {
     // A snapshot serves one delivery: the next one asks again if it must.
     assert_eq!(fanout.bus.close_topic(fanout.topic), 2);
     assert_eq!(fanout.spectator_count(), 0);
+}
+
+#[test]
+fn a_topic_nobody_watches_keeps_no_backlog() {
+    let mut fanout = Fanout::default();
+    assert_eq!(fanout.broadcast(&[frame(1)]), Published::default());
+    let mut rx = spectator(&mut fanout, 1);
+    // The new subscriber had a snapshot: it needs only what comes after it.
+    let published = fanout.broadcast(&[frame(2)]);
+    assert_eq!((published.subscribers, published.backlog), (1, true));
+    assert!(fanout.deliver_all(no_resync).done);
+    assert_eq!(received(&mut rx), [2]);
+    assert!(fanout.remove_spectator(1));
+    assert_eq!(fanout.broadcast(&[frame(3)]), Published::default());
 }

@@ -60,11 +60,10 @@ impl Actor {
         let (spectators, backlog, answered) = {
             let mut shared = lock(&self.shared);
             let answered = shared.players.send(&*self.bus, &frames, answer);
-            self.bus.publish(self.game_id, &frames);
+            let published = self.bus.publish(self.game_id, &frames);
             shared.unpublished = None;
             shared.mirror(&self.state, now);
-            let backlog = self.bus.has_backlog(self.game_id);
-            (self.bus.subscribers(self.game_id), backlog, answered)
+            (published.subscribers, published.backlog, answered)
         };
         let metrics = Arc::clone(&self.services.metrics);
         if backlog {
@@ -138,14 +137,13 @@ impl Actor {
         let now = Instant::now().into_std();
         let delivery = {
             let (bus, topic) = (&*self.bus, self.game_id);
-            let count = bus.subscribers(topic);
             let state = &self.state;
             // A spectator that fell behind gets the game as it is now, which covers every
             // frame of the backlog.
             let resync = || {
                 Bytes::from(wire::encode(&ServerMsg::Snapshot {
                     id: None,
-                    snapshot: state.snapshot(now, count),
+                    snapshot: state.snapshot(now, bus.subscribers(topic)),
                     seat: None,
                 }))
             };
