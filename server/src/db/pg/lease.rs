@@ -1,6 +1,6 @@
 //! Leases on live games, in cluster mode: a game runs on exactly one node at a time.
 //!
-//! Each live game has a row in `game_leases` (migration V4): the node that runs it, a
+//! Each live game has a row in `game_leases` (migration V6): the node that runs it, a
 //! token, and an expiry on the database's clock. The node takes the row with the game's
 //! first step (token 1), renews all its rows in one statement every `RENEW`, and the row
 //! goes in the transaction that records the game. Once a row has expired, any node may
