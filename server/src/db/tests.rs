@@ -247,5 +247,5 @@ mod journal;
 /// The game log under bad input and faults.
 mod journal_faults;
 
-#[cfg(test)]
+/// Cluster mode's leases on PostgreSQL: taken, fenced, renewed, claimed, given up.
 mod leases;
