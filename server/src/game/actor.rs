@@ -21,11 +21,15 @@
 //! wait. Then the events go out and the clocks run again, as after an incident. Each game
 //! retries on its own timer, so one stalled game holds up no other beyond the shared disk.
 //!
+//! Cluster mode: an append refused because another node has claimed the game's lease
+//! stops the game here, recording nothing; its players are told it moved (`moved`).
+//!
 //! A panic inside the actor is caught by its supervisor task (`supervisor`), which ends the
 //! game as its log says (its logged end, else `server_aborted`); other games never notice.
 
 mod commands;
 mod durable;
+mod moved;
 mod players;
 mod publish;
 mod spawn;
@@ -89,12 +93,17 @@ struct Actor {
     delivering: bool,
     /// Set while the log refuses the game's steps.
     stalled: Option<Stalled>,
+    /// Cluster mode: the log refused a step for the game's lease, which another node now
+    /// holds; the game stops here (`moved.rs`).
+    moved: bool,
 }
 
 impl Actor {
     async fn run(mut self, first: Vec<ServerMsg>) {
         if self.play(first).await {
             self.after_game().await;
+        } else if self.moved {
+            self.move_away().await;
         }
     }
 
@@ -115,6 +124,9 @@ impl Actor {
         self.emit(first, Instant::now()).await;
         // A game that ended while stalled plays on until its end is logged.
         while self.state.result().is_none() || self.stalled.is_some() {
+            if self.moved {
+                return false;
+            }
             let deadline = self.state.next_deadline().map(Instant::from_std);
             if deadline != armed {
                 if let Some(at) = deadline {
@@ -150,7 +162,8 @@ impl Actor {
                 }
             }
         }
-        true
+        // An end refused for the lease is not this node's to record.
+        !self.moved
     }
 
     /// The game is over: free the seats now, then record it while still answering.
