@@ -184,6 +184,52 @@ pub struct Config {
     /// (made by the first process to start, shared by every node on it).
     #[arg(long, env = "ELEMENTALS_TRANSCRIPT_KEY")]
     pub transcript_key: Option<PathBuf>,
+
+    /// Cluster mode: the Redis server (`redis://HOST:PORT`) that the nodes of one cluster
+    /// share for their bus, presence and game directory. Requires a PostgreSQL
+    /// `--database` shared by every node. Without it the server is one node on its own.
+    #[arg(long, env = "ELEMENTALS_REDIS")]
+    pub redis: Option<String>,
+
+    /// Cluster mode: the cluster's name, prefixing every Redis key and channel, so that
+    /// several clusters (and tests) share one Redis. Nodes with the same database, Redis
+    /// and name form one cluster.
+    #[arg(
+        long = "cluster",
+        env = "ELEMENTALS_CLUSTER",
+        default_value = "elementals"
+    )]
+    pub cluster_name: String,
+
+    /// Cluster mode: this node's name, in logs and in the cluster's presence. Default:
+    /// unique per process (the host's name, the process id and a random suffix).
+    #[arg(long, env = "ELEMENTALS_NODE_ID")]
+    pub node_id: Option<String>,
+}
+
+/// Cluster mode's settings (`--redis`, `--cluster`, `--node-id`): see `Config::cluster`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// `redis://HOST:PORT`.
+    pub redis_url: String,
+    /// Prefixes every Redis key and channel.
+    pub name: String,
+    /// This node's name, unique in the cluster.
+    pub node_id: String,
+}
+
+/// Why the options cannot start a server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "cluster mode (--redis) needs a PostgreSQL database shared by every node: \
+         --database postgres://USER@HOST:PORT/DB"
+    )]
+    ClusterNeedsPostgres,
+    #[error("--cluster must be 1 to 64 characters of letters, digits, '-', '_' or '.'")]
+    BadClusterName,
+    #[error("--redis must be a redis:// URL")]
+    BadRedisUrl,
 }
 
 impl Config {
@@ -236,6 +282,54 @@ impl Config {
     pub fn leaderboard_cache(&self) -> Duration {
         Duration::from_millis(self.leaderboard_cache_ms)
     }
+
+    /// Cluster mode's settings, if `--redis` is given (checked: see `ConfigError`). Without
+    /// `--node-id`, the node id is the process's own (the same at every call).
+    pub fn cluster(&self) -> Result<Option<ClusterConfig>, ConfigError> {
+        let Some(redis_url) = &self.redis else {
+            return Ok(None);
+        };
+        if !redis_url.starts_with("redis://") {
+            return Err(ConfigError::BadRedisUrl);
+        }
+        if !matches!(
+            crate::db::Location::of(&self.database),
+            crate::db::Location::Postgres(_)
+        ) {
+            return Err(ConfigError::ClusterNeedsPostgres);
+        }
+        let name = &self.cluster_name;
+        let name_ok = (1..=64).contains(&name.len())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !name_ok {
+            return Err(ConfigError::BadClusterName);
+        }
+        let node_id = self.node_id.clone().unwrap_or_else(default_node_id);
+        Ok(Some(ClusterConfig {
+            redis_url: redis_url.clone(),
+            name: name.clone(),
+            node_id,
+        }))
+    }
+}
+
+/// A node id unique per process: the host, the process id and a random suffix (a
+/// restarted process may get the same pid). Made once, so every reader agrees.
+fn default_node_id() -> String {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(make_node_id).clone()
+}
+
+fn make_node_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "node".to_owned());
+    let suffix = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    format!("{host}-{}-{suffix}", std::process::id())
 }
 
 #[cfg(test)]
@@ -309,6 +403,45 @@ mod tests {
             assert!(message.contains("--max-rounds"), "{message}");
             assert!(message.contains("1..=1000"), "{message}");
         }
+    }
+
+    #[test]
+    fn cluster_mode_is_off_without_redis_and_needs_postgres_with_it() {
+        let config = Config::parse_from(["elementals-server"]);
+        assert_eq!(config.cluster(), Ok(None));
+        let config = Config::parse_from(["x", "--redis", "redis://127.0.0.1:6379"]);
+        assert_eq!(config.cluster(), Err(ConfigError::ClusterNeedsPostgres));
+        let pg = "--database=postgres://postgres@127.0.0.1:5432/e";
+        let config = Config::parse_from(["x", pg, "--redis=redis://127.0.0.1:6379"]);
+        let cluster = config.cluster().unwrap().unwrap();
+        assert_eq!(cluster.name, "elementals");
+        assert_eq!(cluster.redis_url, "redis://127.0.0.1:6379");
+        // The process's own without --node-id, the same at every call.
+        assert_eq!(cluster.node_id, config.cluster().unwrap().unwrap().node_id);
+        assert!(cluster.node_id.contains(&std::process::id().to_string()));
+        let config = Config::parse_from([
+            "x",
+            pg,
+            "--redis=redis://127.0.0.1:6379",
+            "--cluster=test-1",
+            "--node-id=a",
+        ]);
+        let cluster = config.cluster().unwrap().unwrap();
+        assert_eq!(
+            (cluster.name.as_str(), cluster.node_id.as_str()),
+            ("test-1", "a")
+        );
+        for bad in ["", "a b", "x:y", "é"] {
+            let flag = format!("--cluster={bad}");
+            let config = Config::parse_from(["x", pg, "--redis=redis://h:1", flag.as_str()]);
+            assert_eq!(
+                config.cluster(),
+                Err(ConfigError::BadClusterName),
+                "{bad:?}"
+            );
+        }
+        let config = Config::parse_from(["x", pg, "--redis=http://h:1"]);
+        assert_eq!(config.cluster(), Err(ConfigError::BadRedisUrl));
     }
 
     #[test]

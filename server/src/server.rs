@@ -85,6 +85,8 @@ pub enum ServerError {
     LogBroken,
     #[error(transparent)]
     TranscriptKey(#[from] KeyError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
 }
 
 /// Restore the games in progress, serve on `listener` until `shutdown` completes, then
@@ -97,6 +99,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     crate::alloc::configure();
+    // Before anything is opened: a cluster node on the wrong database must not start.
+    let _cluster = config.cluster()?;
     let db = Db::open_with_sync_interval(
         &config.database,
         Duration::from_micros(config.game_log_sync_us),
