@@ -336,6 +336,21 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_outbox_within_the_shutdown_token_is_killed_by_it_alone() {
+        let shutdown = CancellationToken::new();
+        let (one, _one_rx) = Outbox::within(1, 4, &shutdown);
+        let (two, _two_rx) = Outbox::within(2, 4, &shutdown);
+        // A kill is the connection's own ...
+        one.kill();
+        assert!(one.is_closed());
+        assert!(!two.is_closed() && !shutdown.is_cancelled());
+        // ... and shutdown reaches every connection through its own token.
+        shutdown.cancel();
+        assert!(two.kill_token().is_cancelled());
+        assert!(!two.flush_requested());
+    }
+
     #[tokio::test]
     async fn a_close_is_queued_behind_the_frames() {
         let (outbox, mut rx) = Outbox::new(7, 4);
