@@ -39,7 +39,7 @@ mod tests;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use elementals_protocol::messages::{GameId, GameSnapshot, SeatPair, ServerMsg};
 use elementals_protocol::rating::RatingChange;
@@ -55,10 +55,6 @@ pub(in crate::game) use commands::AnswerTo;
 use durable::Stalled;
 pub(super) use spawn::{spawn, spawn_restored, timing};
 use supervisor::{lock, Shared};
-
-/// How long a finished game keeps answering `sync` and `watch` (and waits for its record to
-/// be written) before its task ends.
-const LINGER: Duration = Duration::from_secs(10);
 
 struct Actor {
     game_id: GameId,
@@ -166,7 +162,14 @@ impl Actor {
         !self.moved
     }
 
-    /// The game is over: free the seats now, then record it while still answering.
+    /// The game is over: free the seats now, then record it while still answering, and
+    /// end once it is recorded and nothing waits in its queues.
+    ///
+    /// It need not wait longer: the registry forgot the game as it ended, so no session
+    /// sends it anything new (`sync` and `watch` of an ended game are answered by the
+    /// session, `seat` finds no seat), and a command that raced the end and comes after the
+    /// task is answered `unknown_game` by the bus, or by the actor's `Drop` if queued
+    /// meanwhile; an attach at sign-in so answered makes the session say `game_id: nil`.
     async fn after_game(mut self) {
         self.services
             .registry
@@ -188,8 +191,6 @@ impl Actor {
         };
         tokio::pin!(write);
         let mut written = false;
-        let linger_until = Instant::now() + LINGER;
-        let stop = self.services.stop.clone();
         while !written || self.rx_open {
             tokio::select! {
                 biased;
@@ -197,8 +198,6 @@ impl Actor {
                     written = true;
                     self.on_recorded(outcome).await;
                 }
-                // At shutdown, stop lingering once the record is written.
-                () = stop.cancelled(), if written => break,
                 cmd = self.rx.recv(), if self.rx_open => self.on_cmd(cmd).await,
                 () = std::future::ready(()), if self.delivering => self.deliver_chunk().await,
                 () = sleep_until_some(self.deliver_at) => self.start_delivery(),
@@ -206,7 +205,9 @@ impl Actor {
                 cmd = self.spectators.recv(), if self.spectators_open => {
                     self.on_spectator_cmd(cmd).await;
                 }
-                () = sleep_until(linger_until), if written => break,
+                // Recorded, and nothing above is ready: the spectators' last delivery
+                // goes below, at once.
+                () = std::future::ready(()), if written => break,
             }
         }
         self.deliver_all();
