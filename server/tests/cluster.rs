@@ -270,9 +270,11 @@ async fn a_game_restarted_on_another_node_keeps_its_players_and_spectators_elsew
     a.kill().await;
     drop(one);
     let a2 = cluster.node("a2").await;
-    // B's spectator now watches it there: a fresh snapshot from the game's new node.
+    // B's spectator now watches it there: a fresh snapshot from the game's new node, which
+    // takes the game once A's lease lapses (6 s) at its next claim (each second): longer
+    // than `WAIT` on a loaded machine.
     let snapshot = match spectator
-        .expect("a fresh snapshot", |m| {
+        .expect_within("a fresh snapshot", 3 * WAIT, |m| {
             matches!(m, ServerMsg::Snapshot { id: None, .. })
         })
         .await

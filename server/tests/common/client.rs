@@ -151,8 +151,13 @@ impl TestClient {
     }
 
     async fn recv_wire(&mut self) -> ServerMsg {
+        self.recv_wire_within(WAIT).await
+    }
+
+    /// The next message from the wire, failing if none comes within `within`.
+    async fn recv_wire_within(&mut self, within: Duration) -> ServerMsg {
         loop {
-            let frame = tokio::time::timeout(WAIT, self.ws.next())
+            let frame = tokio::time::timeout(within, self.ws.next())
                 .await
                 .expect("a message arrives in time")
                 .expect("connection open")
@@ -221,6 +226,27 @@ impl TestClient {
             let msg = tokio::time::timeout(WAIT, self.recv())
                 .await
                 .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
+            if pred(&msg) {
+                return msg;
+            }
+        }
+    }
+
+    /// `expect`, for an event that may take longer than `WAIT` to come (a takeover that
+    /// waits for a dead node's lease to lapse): each message may take up to `within`.
+    pub async fn expect_within(
+        &mut self,
+        what: &str,
+        within: Duration,
+        pred: impl Fn(&ServerMsg) -> bool,
+    ) -> ServerMsg {
+        loop {
+            let msg = match self.pending.pop_front() {
+                Some(msg) => msg,
+                None => tokio::time::timeout(within, self.recv_wire_within(within))
+                    .await
+                    .unwrap_or_else(|_| panic!("timed out waiting for {what}")),
+            };
             if pred(&msg) {
                 return msg;
             }
