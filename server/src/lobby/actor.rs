@@ -23,8 +23,11 @@ use crate::bus::{Bus, ReplyTo};
 use crate::game::GameServices;
 use crate::record::AccountId;
 
+mod cluster;
 mod computer;
 mod counts;
+
+use super::shared::SharedPools;
 
 /// Open seeks and outgoing challenges one account may have at once.
 pub(crate) const MAX_OPEN_PER_ACCOUNT: usize = 5;
@@ -64,6 +67,15 @@ struct Lobby {
     /// The fullest pools, as the last tick counted them (so that `lobby_counts` costs a
     /// copy, however often it is asked).
     counted: Vec<(PoolKey, u32)>,
+    /// The cluster's pools, in cluster mode: `pools` stays empty, and `queued` holds this
+    /// node's members waiting there (see `shared`).
+    shared: Option<SharedPools>,
+    /// When this node's members joined the cluster's pools: they are paired longest-waiting
+    /// first.
+    shared_since: HashMap<AccountId, Instant>,
+    /// Members this node's lobby has withdrawn from the cluster's pools, to be removed
+    /// there before the next request or tick.
+    shared_leaves: Vec<(PoolKey, AccountId)>,
 }
 
 pub(super) async fn run(
@@ -71,6 +83,7 @@ pub(super) async fn run(
     services: GameServices,
     bots: Arc<Bots>,
     shutting_down: Arc<AtomicBool>,
+    shared: Option<SharedPools>,
 ) {
     let mut lobby = Lobby {
         bus: services.registry.bus(),
@@ -83,16 +96,23 @@ pub(super) async fn run(
         next_id: 1,
         bots,
         counted: Vec::new(),
+        shared,
+        shared_since: HashMap::new(),
+        shared_leaves: Vec::new(),
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             cmd = rx.recv() => match cmd {
+                Some(cmd) if lobby.shared.is_some() => lobby.handle_shared(cmd).await,
                 Some(cmd) => lobby.handle(cmd),
                 None => break,
             },
-            _ = tick.tick() => lobby.tick(),
+            _ = tick.tick() => {
+                lobby.tick();
+                lobby.tick_shared().await;
+            }
         }
     }
 }
@@ -273,14 +293,14 @@ impl Lobby {
         Ok(())
     }
 
-    fn join_pool(
-        &mut self,
-        reply: ReplyTo,
-        member: Member,
+    /// What joining a pool requires; the pool and its time control.
+    fn check_join(
+        &self,
+        member: &Member,
         variant: Variant,
         preset: String,
         rated: bool,
-    ) -> Result<()> {
+    ) -> Result<(PoolKey, TimeControl)> {
         variant
             .validate()
             .map_err(|e| LobbyError::new(ErrorCode::InvalidVariant, e.to_string()))?;
@@ -308,15 +328,27 @@ impl Lobby {
             preset,
             rated,
         };
+        Ok((key, tc))
+    }
+
+    fn join_pool(
+        &mut self,
+        reply: ReplyTo,
+        member: Member,
+        variant: Variant,
+        preset: String,
+        rated: bool,
+    ) -> Result<()> {
+        let (key, tc) = self.check_join(&member, variant, preset, rated)?;
         // Queued before a pairing below can send `game_start` (the seating runs in a task
         // of its own; had the session answered, its `queued` could have come second).
         let _ = self.bus.send_msg(
             reply.conn,
             &ServerMsg::Queued {
                 id: reply.request_id.unwrap_or_default(),
-                variant,
+                variant: key.variant,
                 time_control: tc,
-                rated,
+                rated: key.rated,
             },
         );
         let now = Instant::now().into_std();
@@ -339,6 +371,12 @@ impl Lobby {
         let Some((key, member)) = self.queued.remove(&account) else {
             return false;
         };
+        if self.shared.is_some() {
+            self.shared_since.remove(&account);
+            self.shared_leaves.push((key, account));
+            self.update_queued_metric();
+            return true;
+        }
         if let Some(pool) = self.pools.get_mut(&key) {
             pool.remove(account as u64, member.info.rating);
             if pool.is_empty() {
