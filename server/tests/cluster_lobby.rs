@@ -1,0 +1,131 @@
+//! Cluster mode (issue 26), the lobby across nodes: real `elementals-server` processes on
+//! one PostgreSQL database and Redis, players waiting on different nodes.
+
+mod cluster_support;
+mod common;
+
+use cluster_support::*;
+use common::*;
+use elementals_protocol::messages::{ClientMsg, ServerMsg};
+use elementals_protocol::rules::{Seat, Variant};
+use elementals_protocol::ErrorCode;
+
+/// Seat two's 2 beats seat one's 5 and moves one square towards -3: three such rounds win.
+const TWO_WINS: (u16, u16) = (5, 2);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn players_queued_on_two_nodes_are_paired_and_play_a_rated_game_rated_once() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let mut on_a = TestClient::connect_at(a.addr).await;
+    on_a.register("ann").await;
+    let mut on_b = TestClient::connect_at(b.addr).await;
+    on_b.register("bob").await;
+    on_a.join_pool(Variant::CLASSIC, "blitz").await;
+    on_b.join_pool(Variant::CLASSIC, "blitz").await;
+    let (game, seat_a) = on_a.game_start().await;
+    let (game_b, seat_b) = on_b.game_start().await;
+    assert_eq!(game.game_id, game_b.game_id);
+    assert_ne!(seat_a, seat_b);
+    assert!(game.rated);
+    let (mut one, mut two) = if seat_a == Seat::One {
+        (on_a, on_b)
+    } else {
+        (on_b, on_a)
+    };
+    for round in 1..=3 {
+        play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
+    }
+    for client in [&mut one, &mut two] {
+        match client
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await
+        {
+            ServerMsg::GameOver { result, .. } => assert_eq!(result.winner, Some(Seat::Two)),
+            _ => unreachable!(),
+        }
+        client
+            .expect("rating_update", |m| {
+                matches!(m, ServerMsg::RatingUpdate { .. })
+            })
+            .await;
+    }
+    // Once, whichever node is asked.
+    let (loser, winner) = (&game.players.one.name, &game.players.two.name);
+    for node in [&a, &b] {
+        let won = node.player(winner).await;
+        let lost = node.player(loser).await;
+        assert_eq!(won["rating"], 1.5, "{won}");
+        assert_eq!(won["history"].as_array().unwrap().len(), 1, "{won}");
+        assert_eq!(lost["rating"], 1.0, "{lost}");
+        assert_eq!(lost["history"].as_array().unwrap().len(), 1, "{lost}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_player_who_left_or_disconnected_on_one_node_is_not_paired_from_another() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let mut left = TestClient::connect_at(a.addr).await;
+    left.register("ann").await;
+    left.join_pool(Variant::CLASSIC, "blitz").await;
+    let id = left.id();
+    assert_ok(&left.request(ClientMsg::LeavePool { id }).await);
+    let id = left.id();
+    assert_error(
+        &left.request(ClientMsg::LeavePool { id }).await,
+        ErrorCode::NotQueued,
+    );
+    let mut gone = TestClient::connect_at(a.addr).await;
+    gone.register("cid").await;
+    gone.join_pool(Variant::CLASSIC, "blitz").await;
+    gone.close().await;
+    // Counted on B once A has withdrawn it: nobody else waits in the pool.
+    let mut waiting = TestClient::connect_at(b.addr).await;
+    waiting.register("bob").await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let id = waiting.id();
+        match waiting.request(ClientMsg::LobbyCounts { id }).await {
+            ServerMsg::Counts { pools, .. } if pools.is_empty() => break,
+            ServerMsg::Counts { pools, .. } => {
+                assert!(tokio::time::Instant::now() < deadline, "{pools:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    waiting.join_pool(Variant::CLASSIC, "blitz").await;
+    // B's lobby ticks it through the pool: it waits there alone, unpaired.
+    match waiting
+        .expect("queue_status", |m| {
+            matches!(
+                m,
+                ServerMsg::QueueStatus { .. } | ServerMsg::GameStart { .. }
+            )
+        })
+        .await
+    {
+        ServerMsg::QueueStatus {
+            players_waiting, ..
+        } => assert_eq!(players_waiting, 1),
+        other => panic!("paired with a player who had gone: {other:?}"),
+    }
+    // And A's players see B's in the cluster's counts.
+    let mut counter = TestClient::connect_at(a.addr).await;
+    counter.register("dee").await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let id = counter.id();
+        match counter.request(ClientMsg::LobbyCounts { id }).await {
+            ServerMsg::Counts { pools, .. } if pools.iter().any(|p| p.waiting == 1) => break,
+            ServerMsg::Counts { pools, .. } => {
+                assert!(tokio::time::Instant::now() < deadline, "{pools:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
