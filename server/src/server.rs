@@ -155,7 +155,10 @@ pub async fn run(
     let shutting_down = Arc::new(AtomicBool::new(false));
     // Cluster mode: the pools are the cluster's, in Redis.
     let shared_pools = match &cluster {
-        Some(c) => Some(SharedPools::connect(&c.redis_url, &c.name).await?),
+        Some(c) => {
+            let node = crate::bus::redis::node_of(first_conn_id);
+            Some(SharedPools::connect(&c.redis_url, &c.name, node).await?)
+        }
         None => None,
     };
     let lobby = LobbyHandle::spawn(services, bots, shutting_down.clone(), shared_pools);

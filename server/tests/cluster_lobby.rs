@@ -6,9 +6,9 @@ mod common;
 
 use cluster_support::*;
 use common::*;
-use elementals_protocol::messages::{ClientMsg, ServerMsg};
+use elementals_protocol::messages::{ClientMsg, Seek, ServerMsg};
 use elementals_protocol::rules::{Seat, Variant};
-use elementals_protocol::ErrorCode;
+use elementals_protocol::{ErrorCode, TimeControl};
 
 /// Seat two's 2 beats seat one's 5 and moves one square towards -3: three such rounds win.
 const TWO_WINS: (u16, u16) = (5, 2);
@@ -127,5 +127,114 @@ async fn a_player_who_left_or_disconnected_on_one_node_is_not_paired_from_anothe
             other => panic!("{other:?}"),
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+async fn seek_at(client: &mut TestClient) -> Seek {
+    let id = client.id();
+    match client
+        .request(ClientMsg::CreateSeek {
+            id,
+            variant: Variant::CLASSIC,
+            time_control: TimeControl::preset("blitz").unwrap(),
+            rated: true,
+        })
+        .await
+    {
+        ServerMsg::SeekCreated { seek, .. } => seek,
+        other => panic!("{other:?}"),
+    }
+}
+
+async fn seeks_at(client: &mut TestClient) -> Vec<Seek> {
+    let id = client.id();
+    match client.request(ClientMsg::ListSeeks { id }).await {
+        ServerMsg::Seeks { seeks, .. } => seeks,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seek_made_on_one_node_is_listed_and_accepted_on_another() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let mut maker = TestClient::connect_at(a.addr).await;
+    maker.register("ann").await;
+    let mut other = TestClient::connect_at(b.addr).await;
+    other.register("cid").await;
+    let mut taker = TestClient::connect_at(b.addr).await;
+    taker.register("bob").await;
+    let seek = seek_at(&mut maker).await;
+    let theirs = seek_at(&mut other).await;
+    assert_ne!(
+        seek.seek_id, theirs.seek_id,
+        "ids are unique in the cluster"
+    );
+    // Every node lists every node's seeks.
+    for client in [&mut maker, &mut taker] {
+        let ids: Vec<u64> = seeks_at(client).await.iter().map(|s| s.seek_id).collect();
+        assert!(
+            ids.contains(&seek.seek_id) && ids.contains(&theirs.seek_id),
+            "{ids:?}"
+        );
+    }
+    // One's own seek, from another node: refused.
+    let id = maker.id();
+    assert_error(
+        &maker
+            .request(ClientMsg::AcceptSeek {
+                id,
+                seek_id: seek.seek_id,
+            })
+            .await,
+        ErrorCode::OwnSeek,
+    );
+    let id = taker.id();
+    assert_ok(
+        &taker
+            .request(ClientMsg::AcceptSeek {
+                id,
+                seek_id: seek.seek_id,
+            })
+            .await,
+    );
+    maker
+        .expect(
+            "seek_removed",
+            |m| matches!(m, ServerMsg::SeekRemoved { seek_id } if *seek_id == seek.seek_id),
+        )
+        .await;
+    let (game, seat_maker) = maker.game_start().await;
+    let (game_b, seat_taker) = taker.game_start().await;
+    assert_eq!(game.game_id, game_b.game_id);
+    assert_ne!(seat_maker, seat_taker);
+    assert!(game.rated);
+    // Taken once: accepting it again, from either node, finds it gone.
+    let id = other.id();
+    assert_error(
+        &other
+            .request(ClientMsg::AcceptSeek {
+                id,
+                seek_id: seek.seek_id,
+            })
+            .await,
+        ErrorCode::UnknownSeek,
+    );
+    let ids: Vec<u64> = seeks_at(&mut other)
+        .await
+        .iter()
+        .map(|s| s.seek_id)
+        .collect();
+    assert_eq!(ids, vec![theirs.seek_id]);
+    // A seek's maker who leaves takes it off every node's list.
+    other.close().await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !seeks_at(&mut taker).await.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the seek outlived its maker"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }

@@ -76,6 +76,8 @@ struct Lobby {
     /// Members this node's lobby has withdrawn from the cluster's pools, to be removed
     /// there before the next request or tick.
     shared_leaves: Vec<(PoolKey, AccountId)>,
+    /// This node's seeks withdrawn here, to be taken off the cluster's list likewise.
+    shared_seek_drops: Vec<u64>,
 }
 
 pub(super) async fn run(
@@ -93,12 +95,13 @@ pub(super) async fn run(
         queued: HashMap::new(),
         seeks: BTreeMap::new(),
         challenges: BTreeMap::new(),
-        next_id: 1,
         bots,
         counted: Vec::new(),
+        next_id: shared.as_ref().map_or(1, |s| s.first_id()),
         shared,
         shared_since: HashMap::new(),
         shared_leaves: Vec::new(),
+        shared_seek_drops: Vec::new(),
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -363,6 +366,19 @@ impl Lobby {
         Ok(())
     }
 
+    /// Withdraws the seeks `drop` picks (from the cluster's list too, in cluster mode).
+    fn drop_seeks(&mut self, drop: impl Fn(&OpenSeek) -> bool) {
+        let shared = self.shared.is_some();
+        let dropped = &mut self.shared_seek_drops;
+        self.seeks.retain(|id, s| {
+            let gone = drop(s);
+            if gone && shared {
+                dropped.push(*id);
+            }
+            !gone
+        });
+    }
+
     fn has_open_seek(&self, account: AccountId) -> bool {
         self.seeks.values().any(|s| s.member.account == account)
     }
@@ -461,7 +477,7 @@ impl Lobby {
         {
             self.leave_pool(account);
         }
-        self.seeks.retain(|_, s| !owned_by_conn(&s.member));
+        self.drop_seeks(|s| owned_by_conn(&s.member));
         let registry = &self.services.registry;
         self.challenges.retain(|id, c| {
             if owned_by_conn(&c.from) {

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use ::redis::aio::MultiplexedConnection;
 use ::redis::{Script, Value};
-use elementals_protocol::messages::PlayerInfo;
+use elementals_protocol::messages::{PlayerInfo, Seek};
 use elementals_protocol::rules::Variant;
 use serde::{Deserialize, Serialize};
 
@@ -141,6 +141,14 @@ struct Entry {
     info: PlayerInfo,
 }
 
+/// An open seek as every node lists it, with its maker's account and connection.
+#[derive(Debug, Serialize, Deserialize)]
+struct SeekEntry {
+    seek: Seek,
+    account: AccountId,
+    conn: ConnId,
+}
+
 /// What a pairing attempt found.
 #[derive(Debug)]
 pub enum Paired {
@@ -170,6 +178,9 @@ pub enum SharedError {
 pub struct SharedPools {
     con: MultiplexedConnection,
     prefix: String,
+    /// This node's number: the high bits of the seek and challenge ids it gives, so that
+    /// ids are unique in the cluster.
+    node: u16,
     pair: Script,
     count: Script,
 }
@@ -191,16 +202,27 @@ async fn timed<T>(
 }
 
 impl SharedPools {
-    /// Connects to `redis_url` for the cluster `cluster` (every key is prefixed by it).
-    pub async fn connect(redis_url: &str, cluster: &str) -> Result<SharedPools, SharedError> {
+    /// Connects to `redis_url` for the cluster `cluster` (every key is prefixed by it), as
+    /// node number `node`.
+    pub async fn connect(
+        redis_url: &str,
+        cluster: &str,
+        node: u16,
+    ) -> Result<SharedPools, SharedError> {
         let client = ::redis::Client::open(redis_url)?;
         let con = timed(client.get_multiplexed_async_connection()).await?;
         Ok(SharedPools {
             con,
             prefix: cluster.to_owned(),
+            node,
             pair: Script::new(PAIR),
             count: Script::new(COUNT),
         })
+    }
+
+    /// The first id this node gives seeks and challenges (its number in the high bits).
+    pub fn first_id(&self) -> u64 {
+        u64::from(self.node) << 36
     }
 
     fn pools_prefix(&self) -> String {
@@ -304,6 +326,113 @@ impl SharedPools {
         )
         .await?;
         Ok(removed > 0)
+    }
+
+    fn seeks_hash(&self) -> String {
+        format!("{}:seeks", self.prefix)
+    }
+
+    /// Lists `seek`, made by `member` on this node, for every node.
+    pub async fn put_seek(&self, seek: &Seek, member: &Member) -> Result<(), SharedError> {
+        let entry = serde_json::to_string(&SeekEntry {
+            seek: seek.clone(),
+            account: member.account,
+            conn: member.conn_id,
+        })
+        .map_err(|_| SharedError::Malformed)?;
+        let mut con = self.con.clone();
+        timed(
+            ::redis::cmd("HSET")
+                .arg(self.seeks_hash())
+                .arg(seek.seek_id)
+                .arg(entry)
+                .query_async::<()>(&mut con),
+        )
+        .await
+    }
+
+    /// Open seek `seek_id`, whichever node it was made on, with its maker.
+    pub async fn get_seek(&self, seek_id: u64) -> Result<Option<(Seek, Member)>, SharedError> {
+        let mut con = self.con.clone();
+        let entry: Option<Vec<u8>> = timed(
+            ::redis::cmd("HGET")
+                .arg(self.seeks_hash())
+                .arg(seek_id)
+                .query_async(&mut con),
+        )
+        .await?;
+        let Some(entry) = entry else {
+            return Ok(None);
+        };
+        let e: SeekEntry = serde_json::from_slice(&entry).map_err(|_| SharedError::Malformed)?;
+        let member = Member {
+            account: e.account,
+            info: e.seek.by.clone(),
+            conn_id: e.conn,
+        };
+        Ok(Some((e.seek, member)))
+    }
+
+    /// Takes seek `seek_id` off the list: true for the one caller that took it.
+    pub async fn take_seek(&self, seek_id: u64) -> Result<bool, SharedError> {
+        let mut con = self.con.clone();
+        let taken: u32 = timed(
+            ::redis::cmd("HDEL")
+                .arg(self.seeks_hash())
+                .arg(seek_id)
+                .query_async(&mut con),
+        )
+        .await?;
+        Ok(taken == 1)
+    }
+
+    /// Takes seeks `ids` off the list (withdrawn by this node).
+    pub async fn drop_seeks(&self, ids: &[u64]) -> Result<(), SharedError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut con = self.con.clone();
+        timed(
+            ::redis::cmd("HDEL")
+                .arg(self.seeks_hash())
+                .arg(ids)
+                .query_async::<()>(&mut con),
+        )
+        .await
+    }
+
+    /// Which of seeks `ids` are still listed (the others were accepted on another node).
+    pub async fn listed(&self, ids: &[u64]) -> Result<Vec<bool>, SharedError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut con = self.con.clone();
+        let got: Vec<Option<Vec<u8>>> = timed(
+            ::redis::cmd("HMGET")
+                .arg(self.seeks_hash())
+                .arg(ids)
+                .query_async(&mut con),
+        )
+        .await?;
+        Ok(got.iter().map(Option::is_some).collect())
+    }
+
+    /// Every node's open seeks, oldest id first per node.
+    pub async fn seeks(&self) -> Result<Vec<Seek>, SharedError> {
+        let mut con = self.con.clone();
+        let entries: Vec<Vec<u8>> = timed(
+            ::redis::cmd("HVALS")
+                .arg(self.seeks_hash())
+                .query_async(&mut con),
+        )
+        .await?;
+        let mut seeks: Vec<Seek> = entries
+            .iter()
+            .filter_map(|e| serde_json::from_slice::<SeekEntry>(e).ok())
+            .map(|e| e.seek)
+            .collect();
+        seeks.sort_by_key(|s| s.seek_id);
+        Ok(seeks)
     }
 
     /// Every pool of the cluster that has someone waiting, with how many.

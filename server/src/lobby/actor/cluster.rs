@@ -1,5 +1,7 @@
-//! The lobby in cluster mode: the pools are the cluster's, in Redis (`lobby::shared`);
-//! seeks, challenges, rematches and games against the computer stay this node's own.
+//! The lobby in cluster mode: the pools and the list of open seeks are the cluster's, in
+//! Redis (`lobby::shared`); a node keeps its own members' seeks too (their limits, their
+//! withdrawal when the connection ends). Challenges, rematches and games against the
+//! computer stay this node's own.
 //!
 //! Joining, leaving and pairing wait on Redis (one round trip each, bounded by
 //! `REDIS_WAIT`): the lobby handles them in order with everything else, so a member
@@ -72,9 +74,121 @@ impl Lobby {
                 };
                 self.bus.answer(reply, answer);
             }
+            LobbyCmd::CreateSeek {
+                member,
+                variant,
+                time_control,
+                rated,
+                reply,
+            } => {
+                let created = match self.create_seek(member.clone(), variant, time_control, rated) {
+                    Ok(seek) => match self.shared_pools().put_seek(&seek, &member).await {
+                        Ok(()) => Ok(ServerMsg::SeekCreated {
+                            id: reply.request_id.unwrap_or_default(),
+                            seek,
+                        }),
+                        Err(e) => {
+                            self.seeks.remove(&seek.seek_id);
+                            Err(unreachable_redis(&e))
+                        }
+                    },
+                    Err(e) => Err(e),
+                };
+                self.bus
+                    .answer(reply, created.map_err(|e| (e.code, e.message)));
+            }
+            LobbyCmd::CancelSeek {
+                account,
+                seek_id,
+                reply,
+            } => {
+                let cancelled = match self.cancel_seek(account, seek_id) {
+                    Ok(()) => match self.shared_pools().take_seek(seek_id).await {
+                        Ok(true) => Ok(ServerMsg::Ok {
+                            id: reply.request_id.unwrap_or_default(),
+                        }),
+                        // Accepted on another node meanwhile: its game is starting.
+                        Ok(false) => Err(LobbyError::new(
+                            ErrorCode::UnknownSeek,
+                            "the seek is no longer open",
+                        )),
+                        Err(e) => Err(unreachable_redis(&e)),
+                    },
+                    Err(e) => Err(e),
+                };
+                self.bus
+                    .answer(reply, cancelled.map_err(|e| (e.code, e.message)));
+            }
+            LobbyCmd::ListSeeks { reply } => {
+                let listed = match self.shared_pools().seeks().await {
+                    Ok(seeks) => Ok(ServerMsg::Seeks {
+                        id: reply.request_id.unwrap_or_default(),
+                        seeks,
+                    }),
+                    Err(e) => {
+                        let e = unreachable_redis(&e);
+                        Err((e.code, e.message))
+                    }
+                };
+                self.bus.answer(reply, listed);
+            }
+            LobbyCmd::AcceptSeek {
+                member,
+                seek_id,
+                reply,
+            } => {
+                let accepted =
+                    self.accept_shared_seek(member, seek_id)
+                        .await
+                        .map(|()| ServerMsg::Ok {
+                            id: reply.request_id.unwrap_or_default(),
+                        });
+                self.bus
+                    .answer(reply, accepted.map_err(|e| (e.code, e.message)));
+            }
             cmd => self.handle(cmd),
         }
         self.flush_leaves().await;
+    }
+
+    /// Accepts a seek made on any node: taken off the cluster's list by one acceptor only.
+    async fn accept_shared_seek(&mut self, member: Member, seek_id: u64) -> super::Result<()> {
+        let shared = self.shared_pools();
+        let (seek, maker) = shared
+            .get_seek(seek_id)
+            .await
+            .map_err(|e| unreachable_redis(&e))?
+            .ok_or_else(|| LobbyError::new(ErrorCode::UnknownSeek, "no such open seek"))?;
+        if maker.account == member.account {
+            return Err(LobbyError::new(
+                ErrorCode::OwnSeek,
+                "you cannot accept your own seek",
+            ));
+        }
+        if seek.rated && member.info.guest {
+            return Err(LobbyError::new(
+                ErrorCode::GuestNotAllowed,
+                "guests cannot accept rated seeks",
+            ));
+        }
+        self.ready_for_new_game(member.account)?;
+        let gone =
+            self.services.registry.is_seated(maker.account) || self.bus.is_closed(maker.conn_id);
+        let taken = shared
+            .take_seek(seek_id)
+            .await
+            .map_err(|e| unreachable_redis(&e))?;
+        self.seeks.remove(&seek_id);
+        if gone || !taken {
+            return Err(LobbyError::new(
+                ErrorCode::UnknownSeek,
+                "the seek is no longer open",
+            ));
+        }
+        let _ = self
+            .bus
+            .send_msg(maker.conn_id, &ServerMsg::SeekRemoved { seek_id });
+        self.start_game(maker, member, seek.variant, seek.time_control, seek.rated)
     }
 
     fn shared_pools(&self) -> crate::lobby::shared::SharedPools {
@@ -145,6 +259,30 @@ impl Lobby {
                 tracing::error!(%error, account, "leaving the cluster's pool");
             }
         }
+        let dropped = std::mem::take(&mut self.shared_seek_drops);
+        if let Err(error) = shared.drop_seeks(&dropped).await {
+            tracing::error!(%error, "withdrawing seeks from the cluster's list");
+        }
+    }
+
+    /// Forgets this node's seeks accepted on another node, and withdraws those whose
+    /// maker has started a game meanwhile (as starting a game here does).
+    async fn reconcile_seeks(&mut self) {
+        let shared = self.shared_pools();
+        let ids: Vec<u64> = self.seeks.keys().copied().collect();
+        match shared.listed(&ids).await {
+            Ok(listed) => {
+                for (id, listed) in ids.iter().zip(listed) {
+                    if !listed {
+                        self.seeks.remove(id);
+                    }
+                }
+            }
+            Err(error) => tracing::error!(%error, "looking up the cluster's seeks"),
+        }
+        let registry = self.services.registry.clone();
+        self.drop_seeks(|s| registry.is_seated(s.member.account));
+        self.flush_leaves().await;
     }
 
     /// Pairs this node's members waiting in the cluster's pools, longest-waiting first,
@@ -153,7 +291,7 @@ impl Lobby {
         let Some(shared) = self.shared.clone() else {
             return;
         };
-        self.flush_leaves().await;
+        self.reconcile_seeks().await;
         let mut waiting: Vec<(Instant, AccountId)> =
             self.shared_since.iter().map(|(a, t)| (*t, *a)).collect();
         waiting.sort_unstable();

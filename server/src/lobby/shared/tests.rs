@@ -30,7 +30,7 @@ impl Drop for Pools {
 
 async fn pools() -> Pools {
     let name = format!("unit-pools-{:016x}", rand::random::<u64>());
-    let pools = SharedPools::connect(REDIS, &name)
+    let pools = SharedPools::connect(REDIS, &name, 1)
         .await
         .expect("this test needs Redis at 127.0.0.1:6379: start it with `bash .ci/services`");
     Pools { pools, name }
