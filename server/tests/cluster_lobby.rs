@@ -6,7 +6,7 @@ mod common;
 
 use cluster_support::*;
 use common::*;
-use elementals_protocol::messages::{ClientMsg, Seek, ServerMsg};
+use elementals_protocol::messages::{Challenge, ClientMsg, Seek, ServerMsg};
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::{ErrorCode, TimeControl};
 
@@ -237,4 +237,121 @@ async fn a_seek_made_on_one_node_is_listed_and_accepted_on_another() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+}
+
+async fn challenge_at(client: &mut TestClient, opponent: &str) -> ServerMsg {
+    let id = client.id();
+    client
+        .request(ClientMsg::Challenge {
+            id,
+            opponent: opponent.into(),
+            variant: Variant::CLASSIC,
+            time_control: TimeControl::preset("blitz").unwrap(),
+            rated: true,
+        })
+        .await
+}
+
+async fn challenge_received(client: &mut TestClient) -> Challenge {
+    match client
+        .expect("challenge_received", |m| {
+            matches!(m, ServerMsg::ChallengeReceived { .. })
+        })
+        .await
+    {
+        ServerMsg::ChallengeReceived { challenge } => challenge,
+        _ => unreachable!(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_challenge_reaches_a_player_on_another_node_who_declines_then_accepts() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let mut from = TestClient::connect_at(a.addr).await;
+    from.register("ann").await;
+    let mut to = TestClient::connect_at(b.addr).await;
+    to.register("Bob").await;
+    // Nobody of that name is online anywhere.
+    assert_error(
+        &challenge_at(&mut from, "nobody").await,
+        ErrorCode::UnknownPlayer,
+    );
+    // Declined on B: A's player hears it.
+    let sent = match challenge_at(&mut from, "bob").await {
+        ServerMsg::ChallengeSent { challenge, .. } => challenge,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(sent.to, "Bob", "the name as signed up");
+    assert_eq!(challenge_received(&mut to).await, sent);
+    let id = to.id();
+    assert_ok(
+        &to.request(ClientMsg::DeclineChallenge {
+            id,
+            challenge_id: sent.challenge_id,
+        })
+        .await,
+    );
+    from.expect("challenge_declined", |m| {
+        matches!(m, ServerMsg::ChallengeDeclined { challenge_id } if *challenge_id == sent.challenge_id)
+    })
+    .await;
+    // Cancelled on A: B's player hears it, and can no longer accept it.
+    let cancelled = match challenge_at(&mut from, "bob").await {
+        ServerMsg::ChallengeSent { challenge, .. } => challenge,
+        other => panic!("{other:?}"),
+    };
+    challenge_received(&mut to).await;
+    let id = from.id();
+    assert_ok(
+        &from
+            .request(ClientMsg::CancelChallenge {
+                id,
+                challenge_id: cancelled.challenge_id,
+            })
+            .await,
+    );
+    to.expect("challenge_cancelled", |m| {
+        matches!(m, ServerMsg::ChallengeCancelled { challenge_id } if *challenge_id == cancelled.challenge_id)
+    })
+    .await;
+    let id = to.id();
+    assert_error(
+        &to.request(ClientMsg::AcceptChallenge {
+            id,
+            challenge_id: cancelled.challenge_id,
+        })
+        .await,
+        ErrorCode::UnknownChallenge,
+    );
+    // Accepted on B: the game starts for both.
+    let accepted = match challenge_at(&mut from, "bob").await {
+        ServerMsg::ChallengeSent { challenge, .. } => challenge,
+        other => panic!("{other:?}"),
+    };
+    challenge_received(&mut to).await;
+    let id = to.id();
+    assert_ok(
+        &to.request(ClientMsg::AcceptChallenge {
+            id,
+            challenge_id: accepted.challenge_id,
+        })
+        .await,
+    );
+    let (game, seat_from) = from.game_start().await;
+    let (game_to, seat_to) = to.game_start().await;
+    assert_eq!(game.game_id, game_to.game_id);
+    assert_ne!(seat_from, seat_to);
+    assert!(game.rated);
+    // Answered once: not again.
+    let id = to.id();
+    assert_error(
+        &to.request(ClientMsg::AcceptChallenge {
+            id,
+            challenge_id: accepted.challenge_id,
+        })
+        .await,
+        ErrorCode::UnknownChallenge,
+    );
 }

@@ -19,11 +19,12 @@ mod start;
 use super::pairing::Pool;
 use super::{LobbyCmd, LobbyError, Member};
 use crate::bots::Bots;
-use crate::bus::{Bus, ReplyTo};
+use crate::bus::{Bus, ConnId, ReplyTo};
 use crate::game::GameServices;
 use crate::record::AccountId;
 
 mod cluster;
+mod cluster_challenges;
 mod computer;
 mod counts;
 
@@ -51,6 +52,9 @@ struct OpenChallenge {
     challenge: Challenge,
     from: Member,
     to: AccountId,
+    /// The challenged player's connection when challenged (in cluster mode, where it may
+    /// be on another node, they are told through it).
+    to_conn: ConnId,
 }
 
 struct Lobby {
@@ -78,6 +82,8 @@ struct Lobby {
     shared_leaves: Vec<(PoolKey, AccountId)>,
     /// This node's seeks withdrawn here, to be taken off the cluster's list likewise.
     shared_seek_drops: Vec<u64>,
+    /// This node's challenges withdrawn here, to be taken out of the cluster's store.
+    shared_challenge_drops: Vec<u64>,
 }
 
 pub(super) async fn run(
@@ -102,6 +108,7 @@ pub(super) async fn run(
         shared_since: HashMap::new(),
         shared_leaves: Vec::new(),
         shared_seek_drops: Vec::new(),
+        shared_challenge_drops: Vec::new(),
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -478,19 +485,39 @@ impl Lobby {
             self.leave_pool(account);
         }
         self.drop_seeks(|s| owned_by_conn(&s.member));
-        let registry = &self.services.registry;
-        self.challenges.retain(|id, c| {
-            if owned_by_conn(&c.from) {
-                if let Some(user) = registry.online(c.to) {
-                    let _ = self.bus.send_msg(
-                        user.conn_id,
-                        &ServerMsg::ChallengeCancelled { challenge_id: *id },
-                    );
-                }
-                return false;
-            }
-            true
-        });
+        let ids: Vec<u64> = self
+            .challenges
+            .iter()
+            .filter(|(_, c)| owned_by_conn(&c.from))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.withdraw_challenge(id);
+        }
+    }
+
+    /// Challenge `id` is withdrawn by its challenger: the challenged player is told.
+    fn withdraw_challenge(&mut self, id: u64) {
+        let Some(c) = self.challenges.remove(&id) else {
+            return;
+        };
+        if let Some(conn) = self.challenged_conn(&c) {
+            let _ = self
+                .bus
+                .send_msg(conn, &ServerMsg::ChallengeCancelled { challenge_id: id });
+        }
+        if self.shared.is_some() {
+            self.shared_challenge_drops.push(id);
+        }
+    }
+
+    /// Where challenge `c`'s challenged player is now: online here, or (in cluster mode)
+    /// where they were challenged.
+    fn challenged_conn(&self, c: &OpenChallenge) -> Option<ConnId> {
+        match self.services.registry.online(c.to) {
+            Some(user) => Some(user.conn_id),
+            None => self.shared.is_some().then_some(c.to_conn),
+        }
     }
 }
 

@@ -17,12 +17,13 @@ use std::time::Duration;
 
 use ::redis::aio::MultiplexedConnection;
 use ::redis::{Script, Value};
-use elementals_protocol::messages::{PlayerInfo, Seek};
+use elementals_protocol::messages::{Challenge, PlayerInfo, Seek};
 use elementals_protocol::rules::Variant;
 use serde::{Deserialize, Serialize};
 
 use super::pairing::{BASE_WINDOW, MAX_WINDOW, WIDEN_PER_S};
 use super::Member;
+use crate::bus::redis::Keys;
 use crate::bus::ConnId;
 use crate::record::AccountId;
 
@@ -149,6 +150,36 @@ struct SeekEntry {
     conn: ConnId,
 }
 
+/// An open challenge, for the node of either player.
+#[derive(Debug, Serialize, Deserialize)]
+struct ChallengeEntry {
+    challenge: Challenge,
+    from: AccountId,
+    from_conn: ConnId,
+    to: AccountId,
+    to_conn: ConnId,
+}
+
+/// A challenge as stored for the cluster: what `Challenge` says, and where both players
+/// are.
+#[derive(Debug, Clone)]
+pub struct SharedChallenge {
+    pub challenge: Challenge,
+    pub from: Member,
+    pub to: AccountId,
+    pub to_conn: ConnId,
+}
+
+/// The entry of a user online by name, if their node is alive. KEYS: the names hash.
+/// ARGV: the lower-cased name, the node owner keys' prefix.
+const FIND_NAME: &str = r#"
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v then return false end
+local node = string.match(v, '^(%d+):')
+if not node or redis.call('EXISTS', ARGV[2] .. node) == 0 then return false end
+return v
+"#;
+
 /// What a pairing attempt found.
 #[derive(Debug)]
 pub enum Paired {
@@ -183,6 +214,7 @@ pub struct SharedPools {
     node: u16,
     pair: Script,
     count: Script,
+    find_name: Script,
 }
 
 impl std::fmt::Debug for SharedPools {
@@ -217,6 +249,7 @@ impl SharedPools {
             node,
             pair: Script::new(PAIR),
             count: Script::new(COUNT),
+            find_name: Script::new(FIND_NAME),
         })
     }
 
@@ -403,18 +436,134 @@ impl SharedPools {
 
     /// Which of seeks `ids` are still listed (the others were accepted on another node).
     pub async fn listed(&self, ids: &[u64]) -> Result<Vec<bool>, SharedError> {
+        self.present(self.seeks_hash(), ids).await
+    }
+
+    async fn present(&self, hash: String, ids: &[u64]) -> Result<Vec<bool>, SharedError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let mut con = self.con.clone();
+        // HMGET answers one value per field, even for one field.
         let got: Vec<Option<Vec<u8>>> = timed(
             ::redis::cmd("HMGET")
-                .arg(self.seeks_hash())
+                .arg(hash)
                 .arg(ids)
                 .query_async(&mut con),
         )
         .await?;
         Ok(got.iter().map(Option::is_some).collect())
+    }
+
+    /// The user online as `name` on any live node: their account, connection and name as
+    /// signed up.
+    pub async fn find_online(
+        &self,
+        name: &str,
+    ) -> Result<Option<(AccountId, ConnId, String)>, SharedError> {
+        let mut con = self.con.clone();
+        let owner = Keys::number_owner(&self.prefix, 0);
+        let mut call = self.find_name.prepare_invoke();
+        call.key(Keys::names(&self.prefix))
+            .arg(name.to_lowercase())
+            .arg(owner.strip_suffix('0').unwrap_or(&owner));
+        let entry: Option<String> = timed(call.invoke_async(&mut con)).await?;
+        let Some(entry) = entry else {
+            return Ok(None);
+        };
+        let mut parts = entry.splitn(4, ':').skip(1);
+        let account = parts.next().and_then(|a| a.parse::<AccountId>().ok());
+        let conn = parts.next().and_then(|c| c.parse::<ConnId>().ok());
+        match (account, conn, parts.next()) {
+            (Some(account), Some(conn), Some(name)) => Ok(Some((account, conn, name.to_owned()))),
+            _ => Err(SharedError::Malformed),
+        }
+    }
+
+    fn challenges_hash(&self) -> String {
+        format!("{}:challenges", self.prefix)
+    }
+
+    /// Stores challenge `c`, made on this node, for the challenged player's node.
+    pub async fn put_challenge(&self, c: &SharedChallenge) -> Result<(), SharedError> {
+        let entry = serde_json::to_string(&ChallengeEntry {
+            challenge: c.challenge.clone(),
+            from: c.from.account,
+            from_conn: c.from.conn_id,
+            to: c.to,
+            to_conn: c.to_conn,
+        })
+        .map_err(|_| SharedError::Malformed)?;
+        let mut con = self.con.clone();
+        timed(
+            ::redis::cmd("HSET")
+                .arg(self.challenges_hash())
+                .arg(c.challenge.challenge_id)
+                .arg(entry)
+                .query_async::<()>(&mut con),
+        )
+        .await
+    }
+
+    /// Open challenge `id`, whichever node it was made on.
+    pub async fn get_challenge(&self, id: u64) -> Result<Option<SharedChallenge>, SharedError> {
+        let mut con = self.con.clone();
+        let entry: Option<Vec<u8>> = timed(
+            ::redis::cmd("HGET")
+                .arg(self.challenges_hash())
+                .arg(id)
+                .query_async(&mut con),
+        )
+        .await?;
+        let Some(entry) = entry else {
+            return Ok(None);
+        };
+        let e: ChallengeEntry =
+            serde_json::from_slice(&entry).map_err(|_| SharedError::Malformed)?;
+        Ok(Some(SharedChallenge {
+            from: Member {
+                account: e.from,
+                info: e.challenge.from.clone(),
+                conn_id: e.from_conn,
+            },
+            challenge: e.challenge,
+            to: e.to,
+            to_conn: e.to_conn,
+        }))
+    }
+
+    /// Takes challenge `id` off the store: true for the one caller that took it.
+    pub async fn take_challenge(&self, id: u64) -> Result<bool, SharedError> {
+        let mut con = self.con.clone();
+        let taken: u32 = timed(
+            ::redis::cmd("HDEL")
+                .arg(self.challenges_hash())
+                .arg(id)
+                .query_async(&mut con),
+        )
+        .await?;
+        Ok(taken == 1)
+    }
+
+    /// Takes challenges `ids` off the store (withdrawn by this node).
+    pub async fn drop_challenges(&self, ids: &[u64]) -> Result<(), SharedError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut con = self.con.clone();
+        timed(
+            ::redis::cmd("HDEL")
+                .arg(self.challenges_hash())
+                .arg(ids)
+                .query_async::<()>(&mut con),
+        )
+        .await
+    }
+
+    /// Which of challenges `ids` are still open (the others were answered on another
+    /// node).
+    pub async fn open_challenges(&self, ids: &[u64]) -> Result<Vec<bool>, SharedError> {
+        self.present(self.challenges_hash(), ids).await
     }
 
     /// Every node's open seeks, oldest id first per node.

@@ -97,9 +97,9 @@ impl Keys {
         format!("{prefix}:names")
     }
 
-    /// `node:account:conn`, of this node.
-    fn name_entry(&self, account: AccountId, conn: ConnId) -> String {
-        format!("{}:{account}:{conn}", self.node)
+    /// `node:account:conn:name` (the name as signed up), of this node.
+    fn name_entry(&self, account: AccountId, conn: ConnId, name: &str) -> String {
+        format!("{}:{account}:{conn}:{name}", self.node)
     }
 }
 
@@ -204,7 +204,7 @@ impl Link {
         let mut cmd = ::redis::cmd("HSET");
         cmd.arg(self.keys.names_hash())
             .arg(name.to_lowercase())
-            .arg(self.keys.name_entry(account, conn));
+            .arg(self.keys.name_entry(account, conn, name));
         self.out(Out::Cmd(cmd));
         self.expire_presence();
     }
@@ -219,7 +219,7 @@ impl Link {
             .arg(1)
             .arg(self.keys.names_hash())
             .arg(name.to_lowercase())
-            .arg(self.keys.name_entry(account, conn));
+            .arg(self.keys.name_entry(account, conn, name));
         self.out(Out::Cmd(cmd));
     }
 

@@ -1,7 +1,7 @@
 //! The lobby in cluster mode: the pools and the list of open seeks are the cluster's, in
 //! Redis (`lobby::shared`); a node keeps its own members' seeks too (their limits, their
-//! withdrawal when the connection ends). Challenges, rematches and games against the
-//! computer stay this node's own.
+//! withdrawal when the connection ends), and so are challenges (`cluster_challenges`).
+//! Rematches and games against the computer stay this node's own.
 //!
 //! Joining, leaving and pairing wait on Redis (one round trip each, bounded by
 //! `REDIS_WAIT`): the lobby handles them in order with everything else, so a member
@@ -25,7 +25,7 @@ fn shared_key(key: &PoolKey) -> SharedKey {
     }
 }
 
-fn unreachable_redis(error: &SharedError) -> LobbyError {
+pub(super) fn unreachable_redis(error: &SharedError) -> LobbyError {
     tracing::error!(%error, "the cluster's pools");
     LobbyError::new(
         ErrorCode::Internal,
@@ -146,9 +146,60 @@ impl Lobby {
                 self.bus
                     .answer(reply, accepted.map_err(|e| (e.code, e.message)));
             }
+            LobbyCmd::Challenge {
+                member,
+                opponent,
+                variant,
+                time_control,
+                rated,
+                reply,
+            } => {
+                let sent = self
+                    .challenge_shared(member, opponent, variant, time_control, rated)
+                    .await
+                    .map(|challenge| ServerMsg::ChallengeSent {
+                        id: reply.request_id.unwrap_or_default(),
+                        challenge,
+                    });
+                self.bus
+                    .answer(reply, sent.map_err(|e| (e.code, e.message)));
+            }
+            LobbyCmd::AcceptChallenge {
+                member,
+                challenge_id,
+                reply,
+            } => {
+                let done = self.accept_challenge_shared(member, challenge_id).await;
+                self.answer_done(reply, done);
+            }
+            LobbyCmd::DeclineChallenge {
+                account,
+                challenge_id,
+                reply,
+            } => {
+                let done = self.decline_challenge_shared(account, challenge_id).await;
+                self.answer_done(reply, done);
+            }
+            LobbyCmd::CancelChallenge {
+                account,
+                challenge_id,
+                reply,
+            } => {
+                let done = self.cancel_challenge_shared(account, challenge_id).await;
+                self.answer_done(reply, done);
+            }
             cmd => self.handle(cmd),
         }
         self.flush_leaves().await;
+    }
+
+    fn answer_done(&self, reply: crate::bus::ReplyTo, done: super::Result<()>) {
+        let answer = done
+            .map(|()| ServerMsg::Ok {
+                id: reply.request_id.unwrap_or_default(),
+            })
+            .map_err(|e| (e.code, e.message));
+        self.bus.answer(reply, answer);
     }
 
     /// Accepts a seek made on any node: taken off the cluster's list by one acceptor only.
@@ -191,7 +242,7 @@ impl Lobby {
         self.start_game(maker, member, seek.variant, seek.time_control, seek.rated)
     }
 
-    fn shared_pools(&self) -> crate::lobby::shared::SharedPools {
+    pub(super) fn shared_pools(&self) -> crate::lobby::shared::SharedPools {
         self.shared
             .clone()
             .expect("the cluster's pools, in cluster mode")
@@ -263,6 +314,10 @@ impl Lobby {
         if let Err(error) = shared.drop_seeks(&dropped).await {
             tracing::error!(%error, "withdrawing seeks from the cluster's list");
         }
+        let dropped = std::mem::take(&mut self.shared_challenge_drops);
+        if let Err(error) = shared.drop_challenges(&dropped).await {
+            tracing::error!(%error, "withdrawing challenges from the cluster's store");
+        }
     }
 
     /// Forgets this node's seeks accepted on another node, and withdraws those whose
@@ -292,6 +347,7 @@ impl Lobby {
             return;
         };
         self.reconcile_seeks().await;
+        self.reconcile_challenges().await;
         let mut waiting: Vec<(Instant, AccountId)> =
             self.shared_since.iter().map(|(a, t)| (*t, *a)).collect();
         waiting.sort_unstable();
