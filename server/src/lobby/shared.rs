@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::pairing::{BASE_WINDOW, MAX_WINDOW, WIDEN_PER_S};
 use super::Member;
-use crate::bus::redis::Keys;
+use crate::bus::redis::{node_of, Keys};
 use crate::bus::ConnId;
 use crate::record::AccountId;
 
@@ -33,7 +33,8 @@ pub const REDIS_WAIT: Duration = Duration::from_secs(3);
 /// Adds a member (if `ARGV[2]` holds its entry) and pairs it with its closest compatible
 /// neighbour. KEYS: the pool's sorted set, its hash, the cluster's set of pools. ARGV:
 /// id, entry ("" to pair a member already waiting), rating, base window, widening per
-/// second, widest window. Returns {0} when the member is not waiting (taken, or gone),
+/// second, widest window, the pool's name, the member's node, the prefix of the nodes'
+/// owner keys (a neighbour whose node's key has expired is dropped). Returns {0} when the member is not waiting (taken, or gone),
 /// {1, waiting, waited_ms} when it waits on, {2, other id, other's entry} when paired
 /// (both have left the pool), {3} when it already waits there.
 const PAIR: &str = r#"
@@ -45,7 +46,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if entry ~= '' then
   if redis.call('ZSCORE', z, id) then return {3} end
   redis.call('ZADD', z, ARGV[3], id)
-  redis.call('HSET', h, id .. ':t', now, id .. ':e', entry)
+  redis.call('HSET', h, id .. ':t', now, id .. ':e', entry, id .. ':n', ARGV[8])
   redis.call('SADD', pools, ARGV[7])
 end
 local rank = redis.call('ZRANK', z, id)
@@ -55,16 +56,24 @@ local function window(since)
   if w > widest then w = widest end
   return w
 end
+local function forget(m)
+  redis.call('ZREM', z, m)
+  redis.call('HDEL', h, m .. ':t', m .. ':e', m .. ':n')
+end
 local me = tonumber(redis.call('ZSCORE', z, id))
 local since = tonumber(redis.call('HGET', h, id .. ':t')) or now
 local mine = window(since)
 local best, bestd
-for _, r in ipairs({rank - 1, rank + 1}) do
-  if r >= 0 then
-    local got = redis.call('ZRANGE', z, r, r, 'WITHSCORES')
-    if got[1] then
-      local other = got[1]
-      local d = math.abs(tonumber(got[2]) - me)
+local around = redis.call('ZRANGE', z, math.max(rank - 1, 0), rank + 1, 'WITHSCORES')
+for i = 1, #around, 2 do
+  local other = around[i]
+  if other ~= id then
+    local node = redis.call('HGET', h, other .. ':n')
+    if node and redis.call('EXISTS', ARGV[9] .. node) == 0 then
+      -- Its node has died: it waits no more.
+      forget(other)
+    else
+      local d = math.abs(tonumber(around[i + 1]) - me)
       local theirs = window(tonumber(redis.call('HGET', h, other .. ':t')) or now)
       if d <= math.max(mine, theirs)
         and (not best or d < bestd or (d == bestd and tonumber(other) < tonumber(best))) then
@@ -75,8 +84,8 @@ for _, r in ipairs({rank - 1, rank + 1}) do
 end
 if not best then return {1, redis.call('ZCARD', z), now - since} end
 local found = redis.call('HGET', h, best .. ':e')
-redis.call('ZREM', z, id, best)
-redis.call('HDEL', h, id .. ':t', id .. ':e', best .. ':t', best .. ':e')
+forget(id)
+forget(best)
 return {2, best, found}
 "#;
 
@@ -258,6 +267,28 @@ impl SharedPools {
         u64::from(self.node) << 36
     }
 
+    /// The nodes' owner keys, but for the node's number: a node is alive while its key is
+    /// (`bus::redis::claim_number`).
+    fn owner_prefix(&self) -> String {
+        let owner = Keys::number_owner(&self.prefix, 0);
+        owner.strip_suffix('0').unwrap_or(&owner).to_owned()
+    }
+
+    /// Whether node `node` is alive (0: a connection no node addresses, as in tests).
+    pub async fn node_alive(&self, node: u16) -> Result<bool, SharedError> {
+        if node == 0 {
+            return Ok(true);
+        }
+        let mut con = self.con.clone();
+        let alive: bool = timed(
+            ::redis::cmd("EXISTS")
+                .arg(format!("{}{node}", self.owner_prefix()))
+                .query_async(&mut con),
+        )
+        .await?;
+        Ok(alive)
+    }
+
     fn pools_prefix(&self) -> String {
         format!("{}:pool:", self.prefix)
     }
@@ -278,8 +309,7 @@ impl SharedPools {
         &self,
         key: &SharedKey,
         account: AccountId,
-        entry: &str,
-        rating: f64,
+        (entry, rating, conn): (&str, f64, ConnId),
     ) -> Result<Paired, SharedError> {
         let mut con = self.con.clone();
         let mut call = self.pair.prepare_invoke();
@@ -292,7 +322,9 @@ impl SharedPools {
             .arg(BASE_WINDOW)
             .arg(WIDEN_PER_S)
             .arg(MAX_WINDOW)
-            .arg(key.name());
+            .arg(key.name())
+            .arg(node_of(conn))
+            .arg(self.owner_prefix());
         let got: Vec<Value> = timed(call.invoke_async(&mut con)).await?;
         let int = |v: Option<&Value>| match v {
             Some(Value::Int(n)) => Some(*n),
@@ -335,13 +367,13 @@ impl SharedPools {
             info: member.info.clone(),
         })
         .map_err(|_| SharedError::Malformed)?;
-        self.run_pair(key, member.account, &entry, member.info.rating)
-            .await
+        let joining = (entry.as_str(), member.info.rating, member.conn_id);
+        self.run_pair(key, member.account, joining).await
     }
 
     /// Pairs `account`, waiting in `key`, if it can be now.
     pub async fn pair(&self, key: &SharedKey, account: AccountId) -> Result<Paired, SharedError> {
-        self.run_pair(key, account, "", 0.0).await
+        self.run_pair(key, account, ("", 0.0, 0)).await
     }
 
     /// `account` leaves pool `key`; returns whether it was waiting there.
@@ -462,11 +494,10 @@ impl SharedPools {
         name: &str,
     ) -> Result<Option<(AccountId, ConnId, String)>, SharedError> {
         let mut con = self.con.clone();
-        let owner = Keys::number_owner(&self.prefix, 0);
         let mut call = self.find_name.prepare_invoke();
         call.key(Keys::names(&self.prefix))
             .arg(name.to_lowercase())
-            .arg(owner.strip_suffix('0').unwrap_or(&owner));
+            .arg(self.owner_prefix());
         let entry: Option<String> = timed(call.invoke_async(&mut con)).await?;
         let Some(entry) = entry else {
             return Ok(None);
@@ -575,11 +606,27 @@ impl SharedPools {
                 .query_async(&mut con),
         )
         .await?;
-        let mut seeks: Vec<Seek> = entries
+        let entries: Vec<SeekEntry> = entries
             .iter()
             .filter_map(|e| serde_json::from_slice::<SeekEntry>(e).ok())
-            .map(|e| e.seek)
             .collect();
+        // A dead node's seeks are listed no more (one look per node).
+        let mut alive = std::collections::HashMap::new();
+        let mut seeks = Vec::with_capacity(entries.len());
+        let mut dead = Vec::new();
+        for e in entries {
+            let node = node_of(e.conn);
+            let up = match alive.get(&node) {
+                Some(up) => *up,
+                None => *alive.entry(node).or_insert(self.node_alive(node).await?),
+            };
+            if up {
+                seeks.push(e.seek);
+            } else {
+                dead.push(e.seek.seek_id);
+            }
+        }
+        self.drop_seeks(&dead).await?;
         seeks.sort_by_key(|s| s.seek_id);
         Ok(seeks)
     }

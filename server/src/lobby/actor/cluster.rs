@@ -223,8 +223,13 @@ impl Lobby {
             ));
         }
         self.ready_for_new_game(member.account)?;
-        let gone =
-            self.services.registry.is_seated(maker.account) || self.bus.is_closed(maker.conn_id);
+        let alive = shared
+            .node_alive(crate::bus::redis::node_of(maker.conn_id))
+            .await
+            .map_err(|e| unreachable_redis(&e))?;
+        let gone = !alive
+            || self.services.registry.is_seated(maker.account)
+            || self.bus.is_closed(maker.conn_id);
         let taken = shared
             .take_seek(seek_id)
             .await

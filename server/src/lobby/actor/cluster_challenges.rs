@@ -99,7 +99,15 @@ impl Lobby {
         }
         self.ready_for_new_game(member.account)?;
         self.take(id).await?;
-        if self.services.registry.is_seated(c.from.account) || self.bus.is_closed(c.from.conn_id) {
+        let alive = self
+            .shared_pools()
+            .node_alive(crate::bus::redis::node_of(c.from.conn_id))
+            .await
+            .map_err(|e| unreachable_redis(&e))?;
+        if !alive
+            || self.services.registry.is_seated(c.from.account)
+            || self.bus.is_closed(c.from.conn_id)
+        {
             return Err(LobbyError::new(
                 ErrorCode::UnknownChallenge,
                 "the challenger is no longer available",

@@ -33,7 +33,30 @@ async fn pools() -> Pools {
     let pools = SharedPools::connect(REDIS, &name, 1)
         .await
         .expect("this test needs Redis at 127.0.0.1:6379: start it with `bash .ci/services`");
-    Pools { pools, name }
+    let p = Pools { pools, name };
+    p.set_alive(NODE, true).await;
+    p
+}
+
+/// The node of the tests' members.
+const NODE: u64 = 7;
+
+impl Pools {
+    /// Node `node` alive (its owner key set) or dead.
+    async fn set_alive(&self, node: u64, alive: bool) {
+        let mut con = self.pools.con.clone();
+        let key = format!("{}{node}", self.pools.owner_prefix());
+        let cmd = if alive {
+            let mut cmd = ::redis::cmd("SET");
+            cmd.arg(key).arg("unit");
+            cmd
+        } else {
+            let mut cmd = ::redis::cmd("DEL");
+            cmd.arg(key);
+            cmd
+        };
+        cmd.query_async::<()>(&mut con).await.unwrap();
+    }
 }
 
 fn key() -> SharedKey {
@@ -53,7 +76,7 @@ fn member(account: AccountId, rating: f64) -> Member {
             guest: false,
             bot: false,
         },
-        conn_id: (7 << 48) | account as u64,
+        conn_id: (NODE << 48) | account as u64,
     }
 }
 
@@ -173,6 +196,30 @@ async fn a_member_who_left_is_never_paired() {
     let mut counts = p.pools.counts().await.unwrap();
     counts.sort_by_key(|c| c.0.rated);
     assert_eq!(counts, vec![(unrated, 1), (k, 1)]);
+}
+
+#[tokio::test]
+async fn a_member_whose_node_died_is_dropped_not_paired() {
+    let p = pools().await;
+    let k = key();
+    let mut far = member(1, 1.0);
+    far.conn_id = (8 << 48) | 1;
+    p.set_alive(8, true).await;
+    p.pools.join(&k, &far).await.unwrap();
+    p.set_alive(8, false).await;
+    assert!(matches!(
+        p.pools.join(&k, &member(2, 1.0)).await.unwrap(),
+        Paired::Waiting { waiting: 1, .. }
+    ));
+    assert!(matches!(
+        p.pools.pair(&k, 1).await.unwrap(),
+        Paired::NotWaiting
+    ));
+    // A live node's member is paired as ever.
+    assert_eq!(
+        paired_with(p.pools.join(&k, &member(3, 1.1)).await.unwrap()).map(|m| m.account),
+        Some(2)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
