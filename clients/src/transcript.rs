@@ -10,12 +10,14 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use ed25519_dalek::{Signature, VerifyingKey};
 use elementals_protocol::commitment;
-use elementals_protocol::messages::{EndReason, GameId, GameResult, SeatPair};
+use elementals_protocol::messages::{EndReason, GameResult, SeatPair};
 use elementals_protocol::rating::{rate_win, RatingChange};
-use elementals_protocol::rules::{Board, Element, Outcome, Seat, Variant};
+use elementals_protocol::rules::{Board, Seat};
 use elementals_protocol::transcript::{self, SignedTranscript};
-use elementals_protocol::TimeControl;
 use serde::Deserialize;
+
+/// A finished game's record, as the transcript's `game` holds it (without account ids).
+pub use elementals_protocol::record::{GameRecord, Hash32, RecordPlayer, RoundLog};
 
 /// How far a rating after the game may be from the one recomputed: JSON carries the
 /// numbers as decimal text, which a parser may read back one unit in the last place off.
@@ -48,41 +50,6 @@ pub enum VerifyError {
     Result(String),
     #[error("the rating change does not follow from the ratings before the game: {0}")]
     Rating(String),
-}
-
-/// A finished game's record, as the transcript's `game` holds it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct GameRecord {
-    pub game_id: GameId,
-    pub variant: Variant,
-    pub time_control: TimeControl,
-    pub rated: bool,
-    pub players: SeatPair<RecordPlayer>,
-    pub started_at: u64,
-    pub ended_at: u64,
-    pub result: GameResult,
-    pub rounds: Vec<RecordRound>,
-    pub final_clocks_ms: SeatPair<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct RecordPlayer {
-    pub name: String,
-    pub guest: bool,
-    pub rating: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct RecordRound {
-    pub round: u32,
-    /// Hex of each seat's 32-byte commitment.
-    pub commitments: SeatPair<String>,
-    /// Hex of each seat's 32-byte nonce.
-    pub nonces: SeatPair<String>,
-    pub picks: SeatPair<Element>,
-    pub outcome: Outcome,
-    pub positions: Vec<i16>,
-    pub clocks_ms: SeatPair<u64>,
 }
 
 /// The signed body.
@@ -180,20 +147,14 @@ fn check_rounds(game: &GameRecord) -> Result<Board, VerifyError> {
             return Err(rules(format!("listed as round {}", i + 1)));
         }
         for seat in Seat::BOTH {
-            let matches = match (
-                hex::decode(round.commitments.get(seat)),
-                hex::decode(round.nonces.get(seat)),
-            ) {
-                (Ok(commitment), Ok(nonce)) => commitment::verify(
-                    &commitment,
-                    &game.game_id.0,
-                    n,
-                    seat,
-                    *round.picks.get(seat),
-                    &nonce,
-                ),
-                _ => false,
-            };
+            let matches = commitment::verify(
+                &round.commitments.get(seat).0,
+                &game.game_id.0,
+                n,
+                seat,
+                *round.picks.get(seat),
+                &round.nonces.get(seat).0,
+            );
             if !matches {
                 return Err(VerifyError::Commitment {
                     round: n,

@@ -2,6 +2,9 @@
 //! game as played and refuses it changed in the one way it guards against.
 
 use ed25519_dalek::{Signer, SigningKey};
+use elementals_protocol::messages::GameId;
+use elementals_protocol::rules::Variant;
+use elementals_protocol::TimeControl;
 use serde_json::{json, Value};
 
 use super::*;

@@ -308,7 +308,11 @@ fn sign_ins_refused_while_password_checks_are_busy_are_retried() {
         &[
             "--players=300",
             "--think-ms=100",
-            "--ramp-per-s=3000",
+            // All 300 sign in within a few milliseconds, and each hash takes a few (1 MiB):
+            // the two slots are busy while most arrive, and with no wait allowed each of
+            // those is refused. The retries, seconds later and spread out, find slots free.
+            "--ramp-per-s=100000",
+            "--argon2-memory-kib=1024",
             "--duration=3s",
             "--server-arg=--sign-in-wait-secs=0",
         ],

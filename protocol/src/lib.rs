@@ -13,6 +13,7 @@
 //! - [`wire`]: bounded MessagePack encoding and decoding.
 //! - [`strategy`]: how a bot picks (random, greedy, minimax), for the client library's bots
 //!   and the server's computer opponents alike.
+//! - [`record`]: a finished game's record (`GameRecord`), as stored, served and signed.
 //! - [`transcript`]: the envelope of a finished game's signed transcript.
 
 #![forbid(unsafe_code)]
@@ -22,6 +23,7 @@ pub mod error;
 pub mod messages;
 mod names;
 pub mod rating;
+pub mod record;
 pub mod rules;
 pub mod strategy;
 pub mod time_control;

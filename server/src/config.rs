@@ -70,8 +70,9 @@ pub struct Config {
 
     /// Longest a password sign-in (register, login) may expect to wait for one of the two
     /// hashing slots, by the time recent hashes took; one that would wait longer is
-    /// answered `rate_limited` at once, to retry in a few seconds. (At the default cost a
-    /// hash takes ~20 ms on a free core here: 5 s is ~500 waiting.)
+    /// answered `rate_limited` at once, to retry in a few seconds; 0: none waits, every
+    /// sign-in that finds both slots busy is refused. (At the default cost a hash takes
+    /// ~20 ms on a free core here: 5 s is ~500 waiting.)
     #[arg(long, env = "ELEMENTALS_SIGN_IN_WAIT_SECS", default_value_t = 5)]
     pub sign_in_wait_secs: u64,
 

@@ -1,59 +1,20 @@
-//! What is stored of a game: the full record of a finished game, as the game actor hands it
-//! to the persistence writer and as `GET /api/games/{id}` returns it, and the durable log of
-//! a game in progress, from which a restarted server restores it.
+//! What is stored of a game: the durable log of a game in progress, from which a restarted
+//! server restores it, and the finished game's record (`elementals_protocol::record`, shared
+//! with the clients that check transcripts), as the game actor hands it to the persistence
+//! writer.
 
 use elementals_protocol::messages::{GameId, GameResult, SeatPair};
-use elementals_protocol::rules::{Element, Outcome, Seat, Variant};
-use elementals_protocol::TimeControl;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use elementals_protocol::rules::{Element, Seat};
+use serde::{Deserialize, Serialize};
 
 use crate::game::GameSetup;
 
-/// A database account id.
-pub type AccountId = i64;
+pub use elementals_protocol::record::{AccountId, GameRecord, Hash32, RecordPlayer, RoundLog};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RecordPlayer {
-    pub account_id: AccountId,
-    pub name: String,
-    pub guest: bool,
-    /// The rating shown when the game started (the writer rates from the stored rating).
-    pub rating: f64,
-}
-
-/// One resolved round, with everything needed to re-verify it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RoundLog {
-    pub round: u32,
-    /// Each seat's commitment.
-    pub commitments: SeatPair<Hash32>,
-    /// Each seat's nonce.
-    pub nonces: SeatPair<Hash32>,
-    pub picks: SeatPair<Element>,
-    pub outcome: Outcome,
-    pub positions: Vec<i16>,
-    /// Each bank after the round, in milliseconds.
-    pub clocks_ms: SeatPair<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GameRecord {
-    pub game_id: GameId,
-    pub variant: Variant,
-    pub time_control: TimeControl,
-    pub rated: bool,
-    pub players: SeatPair<RecordPlayer>,
-    /// Unix milliseconds.
-    pub started_at: u64,
-    pub ended_at: u64,
-    pub result: GameResult,
-    pub rounds: Vec<RoundLog>,
-    pub final_clocks_ms: SeatPair<u64>,
-}
-
-impl GameRecord {
-    pub fn new(
-        setup: &GameSetup,
+impl GameSetup {
+    /// The record of this game, finished.
+    pub fn record(
+        &self,
         started_at: u64,
         ended_at: u64,
         result: GameResult,
@@ -61,34 +22,17 @@ impl GameRecord {
         final_clocks_ms: SeatPair<u64>,
     ) -> GameRecord {
         GameRecord {
-            game_id: setup.game_id,
-            variant: setup.variant,
-            time_control: setup.time_control,
-            rated: setup.rated,
-            players: setup.players.clone(),
+            game_id: self.game_id,
+            variant: self.variant,
+            time_control: self.time_control,
+            rated: self.rated,
+            players: self.players.clone(),
             started_at,
             ended_at,
             result,
             rounds,
             final_clocks_ms,
         }
-    }
-
-    /// Whether this game changes ratings: rated, between two different accounts, neither a
-    /// guest, won by someone. (An account cannot be rated against itself: the lobby never
-    /// seats one in both seats, and a record that does anyway is stored unrated.)
-    pub fn changes_ratings(&self) -> bool {
-        self.rated_between_accounts() && self.result.winner.is_some()
-    }
-
-    /// Rated, and between two different registered accounts: a game whose result counts.
-    pub fn rated_between_accounts(&self) -> bool {
-        self.rated && !self.players.one.guest && !self.players.two.guest && !self.against_itself()
-    }
-
-    /// The same account in both seats.
-    pub fn against_itself(&self) -> bool {
-        self.players.one.account_id == self.players.two.account_id
     }
 }
 
@@ -212,101 +156,12 @@ impl GameLog {
             return Ok(None);
         };
         let (setup, started_at) = self.start()?;
-        Ok(Some(GameRecord::new(
-            setup,
+        Ok(Some(setup.record(
             started_at,
             ended_at,
             result,
             self.rounds(),
             final_clocks_ms,
         )))
-    }
-}
-
-/// A commitment or a nonce: 32 bytes, kept as bytes from the move to the database. Formats
-/// meant for people (the JSON API) write it as lowercase hex; MessagePack (the game log,
-/// the stored record) as its 32 bytes (`bin`).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Hash32(pub [u8; 32]);
-
-impl Hash32 {
-    /// Lowercase hex, as the JSON API writes it.
-    pub fn hex(&self) -> String {
-        hex::encode(self.0)
-    }
-}
-
-impl std::fmt::Debug for Hash32 {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Hash32({})", self.hex())
-    }
-}
-
-impl Serialize for Hash32 {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        if serializer.is_human_readable() {
-            serializer.serialize_str(&self.hex())
-        } else {
-            serializer.serialize_bytes(&self.0)
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Hash32 {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        if deserializer.is_human_readable() {
-            deserializer.deserialize_str(Hash32Visitor)
-        } else {
-            deserializer.deserialize_bytes(Hash32Visitor)
-        }
-    }
-}
-
-struct Hash32Visitor;
-
-impl serde::de::Visitor<'_> for Hash32Visitor {
-    type Value = Hash32;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("32 bytes, or their 64 hex digits")
-    }
-
-    fn visit_bytes<E: serde::de::Error>(self, bytes: &[u8]) -> Result<Hash32, E> {
-        bytes
-            .try_into()
-            .map(Hash32)
-            .map_err(|_| E::invalid_length(bytes.len(), &self))
-    }
-
-    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Hash32, E> {
-        let mut bytes = [0; 32];
-        hex::decode_to_slice(text, &mut bytes)
-            .map_err(|_| E::invalid_value(serde::de::Unexpected::Str(text), &self))?;
-        Ok(Hash32(bytes))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Hash32;
-
-    #[test]
-    fn a_hash_is_hex_in_json_and_bytes_in_messagepack() {
-        let mut bytes = [0u8; 32];
-        for (i, b) in bytes.iter_mut().enumerate() {
-            *b = (i as u8).wrapping_mul(37) ^ 0xA5;
-        }
-        let hash = Hash32(bytes);
-        let json = serde_json::to_string(&hash).unwrap();
-        assert_eq!(json, format!("\"{}\"", hex::encode(bytes)));
-        assert_eq!(serde_json::from_str::<Hash32>(&json).unwrap(), hash);
-        let packed = rmp_serde::to_vec(&hash).unwrap();
-        // bin 8: marker, length, then the bytes themselves.
-        assert_eq!(&packed[..2], &[0xc4, 32]);
-        assert_eq!(&packed[2..], &bytes);
-        assert_eq!(rmp_serde::from_slice::<Hash32>(&packed).unwrap(), hash);
-        // Anything but 32 bytes is refused, in either form.
-        assert!(serde_json::from_str::<Hash32>("\"abcd\"").is_err());
-        assert!(rmp_serde::from_slice::<Hash32>(&rmp_serde::to_vec(&[1u8; 31]).unwrap()).is_err());
     }
 }

@@ -16,8 +16,11 @@ const PASSWORD: &str = "loadtest-password";
 /// Reconnect attempts after a storm before the player gives up (and counts an error).
 const RESUME_ATTEMPTS: u32 = 20;
 
-/// How often a first sign-in refused `rate_limited` is tried, in all.
-const SIGN_IN_ATTEMPTS: u32 = 5;
+/// How often a first sign-in refused `rate_limited` is tried, in all: about a minute at
+/// `SIGN_IN_RETRY` each, as long as the run waits for its players to sign in
+/// (`run::SETTLE_TIMEOUT`). A server refusing that long is overloaded, and the player an
+/// error; one refusing for a while (the hashing slots busy with a burst) is waited out.
+const SIGN_IN_ATTEMPTS: u32 = 30;
 
 /// The mean wait before a refused first sign-in is tried again (jittered by half either
 /// way): PROTOCOL.md asks for "a few seconds, with jitter".

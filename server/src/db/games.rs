@@ -89,7 +89,8 @@ pub(super) fn is_rated_draw(record: &GameRecord) -> bool {
         )
 }
 
-/// Rate a won game from the stored ratings and write both changes and their history.
+/// Rate a won game from the stored ratings and write both changes and their history. Only
+/// for a record that `changes_ratings`: two different accounts, so two rows to change.
 fn rate(
     conn: &Connection,
     game_id: &str,
@@ -97,12 +98,6 @@ fn rate(
     accounts: SeatPair<AccountId>,
     winner: Seat,
 ) -> DbResult<SeatPair<RatingChange>> {
-    if accounts.one == accounts.two {
-        return Err(DbError::Sqlite(format!(
-            "game {game_id}: account {} cannot be rated against itself",
-            accounts.one
-        )));
-    }
     let winner_id = *accounts.get(winner);
     let loser_id = *accounts.get(winner.other());
     let (won, lost) = rate_win(

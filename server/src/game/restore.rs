@@ -117,7 +117,7 @@ fn aborted(setup: &GameSetup, started_at: u64, log: &GameLog) -> GameRecord {
         reason: EndReason::ServerAborted,
     };
     let ended_at = last.map_or(started_at, |s| s.at);
-    GameRecord::new(setup, started_at, ended_at, result, log.rounds(), banks_ms)
+    setup.record(started_at, ended_at, result, log.rounds(), banks_ms)
 }
 
 #[cfg(test)]

@@ -60,9 +60,9 @@ pub(in crate::db) fn run(
                             reply,
                         }) => batch.push((game_id, rows, reply)),
                         // A forget needs no place in the order: it comes once the game's
-                        // record is durable, long after its last append was answered. It
-                        // no longer cuts a batch short (a game ends every few batches at
-                        // full load, and each cut cost an `fdatasync`).
+                        // record is durable, long after its last append was answered. So
+                        // it does not cut a batch short (a game ends every few batches at
+                        // full load, and each cut would cost an `fdatasync`).
                         Ok(Request::Forget { game_id }) => journal.forget(&game_id),
                         Ok(other) => {
                             next = Some(other);

@@ -29,6 +29,7 @@
 use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use postgres::{Client, GenericClient, NoTls, Statement};
 use tokio::sync::{mpsc, watch};
@@ -84,9 +85,44 @@ impl Cache {
     }
 }
 
+/// How long a connection may be silent before TCP asks whether the peer is there
+/// (PostgreSQL's libpq default is the kernel's two hours).
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+const KEEPALIVE_RETRIES: u32 = 3;
+/// How long sent bytes may stay unacknowledged before the connection is dropped: a
+/// request in flight to a host that vanished fails in this time, not in TCP's ~15 minutes
+/// of retransmissions.
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
+
 fn connect(url: &str) -> DbResult<Client> {
-    Client::connect(url, NoTls)
+    config(url)?
+        .connect(NoTls)
         .map_err(|e| DbError::Postgres(format!("cannot connect to {}: {e}", redact(url))))
+}
+
+/// The connection settings of `url`, with TCP keepalives and a user timeout, so that a
+/// peer gone without a word (a host down, a network cut) is noticed in under a minute,
+/// idle or in the middle of a request; the connection is then lost and made again
+/// (`conn.rs`). The URL's own `keepalives_*` or `tcp_user_timeout` win.
+fn config(url: &str) -> DbResult<postgres::Config> {
+    let mut config: postgres::Config = url
+        .parse()
+        .map_err(|e| DbError::Postgres(format!("bad database URL {}: {e}", redact(url))))?;
+    let given = |name: &str| url.contains(&format!("{name}="));
+    if !given("keepalives_idle") {
+        config.keepalives_idle(KEEPALIVE_IDLE);
+    }
+    if !given("keepalives_interval") {
+        config.keepalives_interval(KEEPALIVE_INTERVAL);
+    }
+    if !given("keepalives_retries") {
+        config.keepalives_retries(KEEPALIVE_RETRIES);
+    }
+    if !given("tcp_user_timeout") {
+        config.tcp_user_timeout(TCP_USER_TIMEOUT);
+    }
+    Ok(config)
 }
 
 /// The URL without its password, for messages.
@@ -204,4 +240,28 @@ fn on_thread<T: Send + 'static>(
 
 pub(super) fn ms(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_notice_a_silent_peer_unless_the_url_says_otherwise() {
+        let ours = config("postgres://postgres@127.0.0.1:5432/db").unwrap();
+        assert!(ours.get_keepalives());
+        assert_eq!(ours.get_keepalives_idle(), KEEPALIVE_IDLE);
+        assert_eq!(ours.get_keepalives_interval(), Some(KEEPALIVE_INTERVAL));
+        assert_eq!(ours.get_keepalives_retries(), Some(KEEPALIVE_RETRIES));
+        assert_eq!(ours.get_tcp_user_timeout(), Some(&TCP_USER_TIMEOUT));
+        let theirs =
+            config("postgres://postgres@127.0.0.1:5432/db?keepalives_idle=60&tcp_user_timeout=90")
+                .unwrap();
+        assert_eq!(theirs.get_keepalives_idle(), Duration::from_secs(60));
+        assert_eq!(
+            theirs.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(90))
+        );
+        assert_eq!(theirs.get_keepalives_interval(), Some(KEEPALIVE_INTERVAL));
+    }
 }

@@ -100,6 +100,8 @@ pub(super) fn record_game(
     }
 }
 
+/// `games::rate` for PostgreSQL, under the batch's row locks; only for a record that
+/// `changes_ratings` (two different accounts).
 pub(super) fn rate(
     c: &mut Transaction<'_>,
     k: &mut Cache,
@@ -108,12 +110,6 @@ pub(super) fn rate(
     accounts: SeatPair<AccountId>,
     winner: Seat,
 ) -> DbResult<SeatPair<RatingChange>> {
-    if accounts.one == accounts.two {
-        return Err(DbError::Postgres(format!(
-            "game {game_id}: account {} cannot be rated against itself",
-            accounts.one
-        )));
-    }
     let winner_id = *accounts.get(winner);
     let loser_id = *accounts.get(winner.other());
     // Locked by this transaction: no other writer changes them until it commits.

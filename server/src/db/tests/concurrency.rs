@@ -3,7 +3,40 @@
 
 use std::collections::HashMap;
 
+use futures::future::BoxFuture;
+use futures::FutureExt;
+
 use super::*;
+
+type Answer = DbResult<Option<SeatPair<RatingChange>>>;
+
+/// `Db::record_game`, as a request for `in_one_batch`.
+fn record_game(db: &Db, record: GameRecord) -> BoxFuture<'static, Answer> {
+    let db = db.clone();
+    async move { db.record_game(record).await }.boxed()
+}
+
+/// Runs `requests` in one batch of the writer, in the order given: the writer is held
+/// while each is queued behind the one before it, then released. Their answers, in order.
+async fn in_one_batch(
+    db: &Db,
+    requests: impl IntoIterator<Item = BoxFuture<'static, Answer>>,
+) -> Vec<Answer> {
+    let release = db.hold_writer().await;
+    let mut calls = Vec::new();
+    for (queued, request) in requests.into_iter().enumerate() {
+        calls.push(tokio::spawn(request));
+        while db.queued_requests() <= queued {
+            tokio::task::yield_now().await;
+        }
+    }
+    drop(release);
+    futures::future::join_all(calls)
+        .await
+        .into_iter()
+        .map(|answer| answer.expect("the request's task"))
+        .collect()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_hundred_concurrent_games_all_land_with_chained_ratings() {
@@ -201,22 +234,9 @@ async fn a_batch_with_a_game_thrice_and_a_bad_record_records_the_game_once() {
         let mut ghost = bob.clone();
         ghost.id += 1_000;
         let bad = won(&ann, &ghost, Seat::Two);
-        let release = t.db.hold_writer().await;
-        let mut calls = Vec::new();
-        for r in [record.clone(), bad, record.clone(), record.clone()] {
-            let db = t.db.clone();
-            calls.push(tokio::spawn(async move { db.record_game(r).await }));
-        }
-        // The four queue behind the hold, so that they share one batch.
-        while t.db.queued_requests() < 4 {
-            tokio::task::yield_now().await;
-        }
-        drop(release);
-        let answers: Vec<_> = futures::future::join_all(calls)
-            .await
-            .into_iter()
-            .map(|a| a.unwrap())
-            .collect();
+        let requests =
+            [record.clone(), bad, record.clone(), record.clone()].map(|r| record_game(&t.db, r));
+        let answers = in_one_batch(&t.db, requests).await;
         assert!(answers[1].is_err(), "{:?}", answers[1]);
         let changes = answers[0].clone().unwrap().expect("rated");
         for answer in [&answers[2], &answers[3]] {
@@ -240,37 +260,21 @@ async fn a_run_after_a_failed_run_rates_from_what_the_failed_run_wrote() {
         let bob = register(&t.db, "bob").await;
         let mut ghost = bob.clone();
         ghost.id += 1_000;
-        let release = t.db.hold_writer().await;
-        let mut records = Vec::new();
-        let mut queued = 0;
-        for r in [
-            Some(won(&ann, &bob, Seat::One)),
-            Some(won(&ann, &ghost, Seat::Two)),
-            None,
-            Some(won(&ann, &bob, Seat::One)),
-        ] {
+        // The lookup between the two runs ends the first.
+        let lookup = {
             let db = t.db.clone();
-            match r {
-                Some(r) => records.push(tokio::spawn(async move { db.record_game(r).await })),
-                None => {
-                    tokio::spawn(async move { db.account_by_name("ann".into()).await });
-                }
-            }
-            // Queued one after another, in this order, behind the hold.
-            queued += 1;
-            while t.db.queued_requests() < queued {
-                tokio::task::yield_now().await;
-            }
-        }
-        drop(release);
-        let answers: Vec<_> = futures::future::join_all(records)
-            .await
-            .into_iter()
-            .map(|a| a.unwrap())
-            .collect();
+            async move { db.account_by_name("ann".into()).await.map(|_| None) }.boxed()
+        };
+        let requests = vec![
+            record_game(&t.db, won(&ann, &bob, Seat::One)),
+            record_game(&t.db, won(&ann, &ghost, Seat::Two)),
+            lookup,
+            record_game(&t.db, won(&ann, &bob, Seat::One)),
+        ];
+        let answers = in_one_batch(&t.db, requests).await;
         assert!(answers[1].is_err(), "{:?}", answers[1]);
         let first = answers[0].clone().unwrap().expect("rated");
-        let second = answers[2].clone().unwrap().expect("rated");
+        let second = answers[3].clone().unwrap().expect("rated");
         assert_eq!(second.one.before, first.one.after);
         assert_eq!(second.two.before, first.two.after);
         assert_eq!(fetch(&t.db, &ann).await.rating, second.one.after);

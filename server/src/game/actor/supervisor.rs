@@ -192,8 +192,7 @@ fn server_aborted(
     shared.players.send(bus, frames, None);
     bus.publish(setup.game_id, frames);
     bus::deliver_all(bus, setup.game_id, || frame.clone());
-    GameRecord::new(
-        setup,
+    setup.record(
         started_at,
         unix_ms(),
         result,
