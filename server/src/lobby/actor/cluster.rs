@@ -202,51 +202,6 @@ impl Lobby {
         self.bus.answer(reply, answer);
     }
 
-    /// Accepts a seek made on any node: taken off the cluster's list by one acceptor only.
-    async fn accept_shared_seek(&mut self, member: Member, seek_id: u64) -> super::Result<()> {
-        let shared = self.shared_pools();
-        let (seek, maker) = shared
-            .get_seek(seek_id)
-            .await
-            .map_err(|e| unreachable_redis(&e))?
-            .ok_or_else(|| LobbyError::new(ErrorCode::UnknownSeek, "no such open seek"))?;
-        if maker.account == member.account {
-            return Err(LobbyError::new(
-                ErrorCode::OwnSeek,
-                "you cannot accept your own seek",
-            ));
-        }
-        if seek.rated && member.info.guest {
-            return Err(LobbyError::new(
-                ErrorCode::GuestNotAllowed,
-                "guests cannot accept rated seeks",
-            ));
-        }
-        self.ready_for_new_game(member.account)?;
-        let alive = shared
-            .node_alive(crate::bus::redis::node_of(maker.conn_id))
-            .await
-            .map_err(|e| unreachable_redis(&e))?;
-        let gone = !alive
-            || self.services.registry.is_seated(maker.account)
-            || self.bus.is_closed(maker.conn_id);
-        let taken = shared
-            .take_seek(seek_id)
-            .await
-            .map_err(|e| unreachable_redis(&e))?;
-        self.seeks.remove(&seek_id);
-        if gone || !taken {
-            return Err(LobbyError::new(
-                ErrorCode::UnknownSeek,
-                "the seek is no longer open",
-            ));
-        }
-        let _ = self
-            .bus
-            .send_msg(maker.conn_id, &ServerMsg::SeekRemoved { seek_id });
-        self.start_game(maker, member, seek.variant, seek.time_control, seek.rated)
-    }
-
     pub(super) fn shared_pools(&self) -> crate::lobby::shared::SharedPools {
         self.shared
             .clone()
@@ -306,7 +261,7 @@ impl Lobby {
     }
 
     /// Removes from the cluster's pools the members this node has withdrawn.
-    async fn flush_leaves(&mut self) {
+    pub(super) async fn flush_leaves(&mut self) {
         let Some(shared) = self.shared.clone() else {
             return;
         };
@@ -323,26 +278,6 @@ impl Lobby {
         if let Err(error) = shared.drop_challenges(&dropped).await {
             tracing::error!(%error, "withdrawing challenges from the cluster's store");
         }
-    }
-
-    /// Forgets this node's seeks accepted on another node, and withdraws those whose
-    /// maker has started a game meanwhile (as starting a game here does).
-    async fn reconcile_seeks(&mut self) {
-        let shared = self.shared_pools();
-        let ids: Vec<u64> = self.seeks.keys().copied().collect();
-        match shared.listed(&ids).await {
-            Ok(listed) => {
-                for (id, listed) in ids.iter().zip(listed) {
-                    if !listed {
-                        self.seeks.remove(id);
-                    }
-                }
-            }
-            Err(error) => tracing::error!(%error, "looking up the cluster's seeks"),
-        }
-        let registry = self.services.registry.clone();
-        self.drop_seeks(|s| registry.is_seated(s.member.account));
-        self.flush_leaves().await;
     }
 
     /// Pairs this node's members waiting in the cluster's pools, longest-waiting first,
