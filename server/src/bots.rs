@@ -15,7 +15,7 @@ mod driver;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use elementals_protocol::messages::PlayerInfo;
+use elementals_protocol::messages::{GameId, PlayerInfo};
 use elementals_protocol::strategy::{Greedy, Minimax, Random, Strategy};
 use elementals_protocol::Seat;
 use tokio_util::sync::CancellationToken;
@@ -199,8 +199,18 @@ impl Bots {
     /// After the games are restored: the bots take their seats in them again. Not capped:
     /// these games were running before the restart.
     pub fn resume_games(&self, registry: &Registry) -> usize {
+        self.resume_games_where(registry, |_| true)
+    }
+
+    /// `resume_games` for the live games `only` picks (in cluster mode, those just
+    /// claimed from another node).
+    pub fn resume_games_where(&self, registry: &Registry, only: impl Fn(&GameId) -> bool) -> usize {
         let mut resumed = 0;
-        for game in registry.live_games() {
+        for game in registry
+            .live_games()
+            .into_iter()
+            .filter(|g| only(&g.game_id))
+        {
             let Some(handle) = registry.game(&game.game_id) else {
                 continue;
             };

@@ -107,7 +107,8 @@ pub fn serve<H: Send + 'static>(
 ) -> impl Future<Output = ()> + Send + 'static {
     let conn_id = state.next_conn_id.fetch_add(1, Relaxed);
     let ws::Socket { frames, write } = socket;
-    let (outbox, rx) = Outbox::new(conn_id, OUTBOX_CAPACITY);
+    // Killed at shutdown too: the writer then sends the restart notice (`write_loop`).
+    let (outbox, rx) = Outbox::within(conn_id, OUTBOX_CAPACITY, &state.shutdown);
     // On the bus: the lobby and the games reach the connection by its id.
     state.registry.bus().connect(&outbox);
     state.metrics.connections.fetch_add(1, Relaxed);

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod bots;
 pub mod bus;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod connection;
 pub mod db;

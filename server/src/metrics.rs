@@ -41,6 +41,10 @@ pub struct Metrics {
     pub live_games: AtomicU64,
     pub games_started: AtomicU64,
     pub games_finished: AtomicU64,
+    /// Cluster mode: games this node claimed after their node's lease lapsed.
+    pub games_claimed: AtomicU64,
+    /// Cluster mode: games stopped here because another node claimed their lease.
+    pub games_moved: AtomicU64,
     pub rounds_resolved: AtomicU64,
     pub messages_in: AtomicU64,
     pub messages_out: AtomicU64,
@@ -128,6 +132,16 @@ impl Metrics {
                 "elementals_games_finished_total",
                 "Games finished.",
                 &self.games_finished,
+            ),
+            (
+                "elementals_games_claimed_total",
+                "Games this node claimed after their node's lease lapsed (cluster mode).",
+                &self.games_claimed,
+            ),
+            (
+                "elementals_games_moved_total",
+                "Games stopped here because another node claimed their lease (cluster mode).",
+                &self.games_moved,
             ),
             (
                 "elementals_rounds_resolved_total",

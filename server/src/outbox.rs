@@ -82,6 +82,16 @@ impl Outbound {
         }
     }
 
+    /// The item's bytes as the socket takes them, if it is framed already (`Framed`).
+    pub fn framed_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Outbound::Other(Other::Framed { framed, from }) => {
+                Some(framed.bytes_from(*from as usize))
+            }
+            _ => None,
+        }
+    }
+
     /// The close asked for, if that is what this is.
     pub fn close(&self) -> Option<(u16, &'static str)> {
         match self {
@@ -118,6 +128,19 @@ impl Outbox {
             kill: CancellationToken::new(),
             flush: Default::default(),
         };
+        (outbox, rx)
+    }
+
+    /// `new`, for a connection that is also killed when `parent` is cancelled (the
+    /// server's shutdown): its tasks then wait on one token of their own, whose lock
+    /// nothing else takes, not also on the token every connection shares.
+    pub fn within(
+        conn_id: u64,
+        capacity: usize,
+        parent: &CancellationToken,
+    ) -> (Outbox, mpsc::Receiver<Outbound>) {
+        let (mut outbox, rx) = Outbox::new(conn_id, capacity);
+        outbox.kill = parent.child_token();
         (outbox, rx)
     }
 
@@ -294,6 +317,9 @@ mod tests {
         assert_eq!(part_item.encode_into(&mut got_part), 2);
         assert_eq!(got_whole, expect(0));
         assert_eq!(got_part, expect(1));
+        // A writer with nothing else queued writes those same bytes without a copy.
+        assert_eq!(whole_item.framed_bytes(), Some(&expect(0)[..]));
+        assert_eq!(part_item.framed_bytes(), Some(&expect(1)[..]));
         // The payloads are the delivery's own, not copies.
         assert_eq!(
             whole_item.frames()[1].as_ptr(),
@@ -313,6 +339,21 @@ mod tests {
             outbox.kill_token().is_cancelled(),
             "a player's connection is killed"
         );
+    }
+
+    #[test]
+    fn an_outbox_within_the_shutdown_token_is_killed_by_it_alone() {
+        let shutdown = CancellationToken::new();
+        let (one, _one_rx) = Outbox::within(1, 4, &shutdown);
+        let (two, _two_rx) = Outbox::within(2, 4, &shutdown);
+        // A kill is the connection's own ...
+        one.kill();
+        assert!(one.is_closed());
+        assert!(!two.is_closed() && !shutdown.is_cancelled());
+        // ... and shutdown reaches every connection through its own token.
+        shutdown.cancel();
+        assert!(two.kill_token().is_cancelled());
+        assert!(!two.flush_requested());
     }
 
     #[tokio::test]

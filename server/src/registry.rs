@@ -173,6 +173,18 @@ impl Registry {
         self.finished.insert(game_id, finished);
     }
 
+    /// Cluster mode: the game runs on another node now; it is forgotten here, its seats
+    /// freed, and nothing is kept for a rematch.
+    pub fn remove_game(&self, game_id: GameId, seats: SeatPair<AccountId>) {
+        self.games.remove(&game_id);
+        if let Some(cluster) = &self.cluster {
+            cluster.game_moved(game_id);
+        }
+        for account in [seats.one, seats.two] {
+            self.seated.remove_if(&account, |_, (g, _)| *g == game_id);
+        }
+    }
+
     /// A live game of this node, or of another node of the cluster.
     pub fn game(&self, game_id: &GameId) -> Option<GameHandle> {
         if let Some(entry) = self.games.get(game_id) {

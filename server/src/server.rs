@@ -106,10 +106,13 @@ pub async fn run(
     crate::alloc::configure();
     // Before anything is opened: a cluster node on the wrong database must not start.
     let cluster = config.cluster()?;
-    let db = Db::open_with_sync_interval(
-        &config.database,
-        Duration::from_micros(config.game_log_sync_us),
-    )?;
+    let sync_interval = Duration::from_micros(config.game_log_sync_us);
+    let lease_node = crate::cluster::lease_node(cluster.as_ref());
+    let db = match &lease_node {
+        // Cluster mode: the games this node loads below are those it claims.
+        Some(node) => Db::open_leased(&config.database, sync_interval, node.clone())?,
+        None => Db::open_with_sync_interval(&config.database, sync_interval)?,
+    };
     // After opening: a PostgreSQL database keeps the key in a table its migrations make.
     let signing = Signing::for_config(config.transcript_key.as_deref(), &config.database)?;
     // Cluster mode: the bus over Redis, joined before any game is restored (each is
@@ -152,6 +155,10 @@ pub async fn run(
     let bots_resumed = bots.resume_games(&registry);
     tracing::info!(bots_resumed, "the computer's games resumed");
     let games = services.clone();
+    if let Some(node_id) = lease_node {
+        tracing::info!(%node_id, "cluster mode: renewing this node's game leases, claiming lapsed ones");
+        crate::cluster::start(services.clone(), bots.clone());
+    }
     let shutting_down = Arc::new(AtomicBool::new(false));
     // Cluster mode: the pools are the cluster's, in Redis.
     let shared_pools = match &cluster {

@@ -7,68 +7,9 @@ mod recovery_support;
 use std::time::Duration;
 
 use common::*;
-use elementals_protocol::messages::{
-    Clocks, EndReason, GameId, GameSnapshot, Phase, SeatPair, ServerMsg,
-};
+use elementals_protocol::messages::{SeatPair, ServerMsg};
 use elementals_protocol::rules::Seat;
 use recovery_support::*;
-
-/// Seat two's 2 beats seat one's 5 and moves one square towards -3: three such rounds win.
-const TWO_WINS: (u16, u16) = (5, 2);
-
-/// Both banks as a message showed them.
-fn banks(clocks: &Clocks) -> (u64, u64) {
-    (clocks.one_ms, clocks.two_ms)
-}
-
-/// The banks survived the outage: as logged at the last step (to the millisecond the
-/// log's microseconds round to), and stopped until both players are back.
-fn assert_banks_kept(snapshot: &GameSnapshot, before: (u64, u64)) {
-    let (one, two) = banks(&snapshot.clocks);
-    assert!(
-        one.abs_diff(before.0) <= 1 && two.abs_diff(before.1) <= 1,
-        "banks {:?} after the restart, {before:?} before",
-        (one, two)
-    );
-    assert_eq!(snapshot.clocks.running, SeatPair::new(false, false));
-}
-
-/// A restored game whose round `round` was interrupted: voided and waiting for commitments.
-fn assert_round_voided(snapshot: &GameSnapshot, round: u32) {
-    assert_eq!(snapshot.round, round);
-    assert_eq!(snapshot.phase, Phase::Commit);
-    assert_eq!(snapshot.committed, SeatPair::new(false, false));
-    assert_eq!(snapshot.revealed, SeatPair::new(false, false));
-    assert_eq!(snapshot.rounds.len(), round as usize - 1);
-    assert_eq!(snapshot.result, None);
-}
-
-/// Plays rounds `from..=3` with two winning each, and waits for the game's end.
-async fn two_wins_from(one: &mut TestClient, two: &mut TestClient, game: GameId, from: u32) {
-    for round in from..=3 {
-        play_round(one, two, game, round, TWO_WINS).await;
-    }
-    for player in [one, two] {
-        match player
-            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
-            .await
-        {
-            ServerMsg::GameOver { result, rated, .. } => {
-                assert_eq!(
-                    (result.winner, result.reason),
-                    (Some(Seat::Two), EndReason::Edge)
-                );
-                assert!(rated);
-            }
-            _ => unreachable!(),
-        }
-        player
-            .expect("rating_update", |m| {
-                matches!(m, ServerMsg::RatingUpdate { .. })
-            })
-            .await;
-    }
-}
 
 #[tokio::test]
 async fn after_kill_9_the_game_resumes_where_it_stood_and_is_rated_once() {

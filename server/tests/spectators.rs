@@ -158,7 +158,7 @@ async fn sync_of_an_ended_game_answers_game_over_not_a_snapshot() {
         watcher
             .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
             .await;
-        // The game has left the live games (its task lingers a while after).
+        // The game has left the live games.
         until_metric(&server, "elementals_live_games", 0).await;
 
         for (who, client) in [("a spectator", &mut watcher), ("a player", &mut two)] {

@@ -55,19 +55,22 @@ pub(super) fn write_loop(
     async move {
         let mut heartbeat = tokio::time::interval(state.config.heartbeat());
         heartbeat.reset();
-        // Armed once for the connection's life, not once per frame: re-arming meant taking
-        // the kill token's lock and the server-wide shutdown token's lock twice for every
-        // frame sent (10,000 spectators' writers contending for the latter at each event).
-        // Either one firing ends the loop, so neither is polled after it completes.
+        // Armed once for the connection's life, not once per frame (re-arming took its
+        // lock twice more for every frame sent). It is polled each time the writer goes
+        // idle, which takes its lock: the token is the connection's own, a child of the
+        // server's shutdown token (`Outbox::within`), so no other connection's writer
+        // contends for it (10,000 spectators' writers did for the shared one at each event).
+        // Firing ends the loop, so it is not polled after it completes.
         let killed = outbox.kill_token().cancelled_owned();
-        let shutdown = state.shutdown.clone().cancelled_owned();
-        tokio::pin!(killed, shutdown);
+        tokio::pin!(killed);
         loop {
             let wake = tokio::select! {
                 biased;
                 out = rx.recv() => Wake::Out(out),
-                () = &mut killed => Wake::Killed,
-                () = &mut shutdown => Wake::Shutdown,
+                () = &mut killed => match state.shutdown.is_cancelled() {
+                    true => Wake::Shutdown,
+                    false => Wake::Killed,
+                },
                 _ = heartbeat.tick() => Wake::Heartbeat,
             };
             match Box::pin(act(wake, &mut link, &mut rx, &outbox, &state)).await {
@@ -196,6 +199,13 @@ async fn send_burst(
     close: &mut Option<(u16, &'static str)>,
     state: &AppState,
 ) -> bool {
+    // Alone and framed already (a delivery's part, a player's batch): written from the
+    // shared bytes as they are, with no buffer of its own.
+    if let Some(framed) = first.framed_bytes().filter(|_| rx.is_empty()) {
+        let frames = first.frames().len() as u64;
+        state.metrics.messages_out.fetch_add(frames, Relaxed);
+        return link.write_all(framed).await.is_ok();
+    }
     let mut buf = Vec::with_capacity(BURST_CAPACITY);
     let first_frames = first.encode_into(&mut buf);
     let burst = gather(rx, &mut buf, first_frames, MAX_BURST);
@@ -236,7 +246,7 @@ fn gather(
 }
 
 /// Resolves when the connection is killed without a flush (it fell behind or was
-/// superseded): what is queued, or being sent, need not go out.
+/// superseded, or the server is stopping): what is queued, or being sent, need not go out.
 async fn abandoned(outbox: &Outbox) {
     outbox.kill_token().cancelled().await;
     if outbox.flush_requested() {

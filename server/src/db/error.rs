@@ -58,6 +58,10 @@ pub enum DbError {
         step: u64,
         expected: u64,
     },
+    /// Cluster mode: this node no longer holds the game's lease (another node has claimed
+    /// it). Nothing of the game was written; its actor stops on this node.
+    #[error("game {game_id}: its lease is held by another node")]
+    LeaseLost { game_id: GameId },
     #[error("game {game_id}: step {step} is {bytes} bytes, over the log's limit of {limit}")]
     StepTooLarge {
         game_id: GameId,

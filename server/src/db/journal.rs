@@ -96,6 +96,12 @@ pub(super) enum Request {
     Flush { reply: Reply<()> },
     /// Like `Flush`, then the thread stops.
     Shutdown { reply: Reply<()> },
+    /// Cluster mode (PostgreSQL): renew this node's leases; answers the games whose lease
+    /// is lost. Without leases, answers nothing lost.
+    Renew { reply: Reply<Vec<GameId>> },
+    /// Cluster mode (PostgreSQL): claim the games whose lease has lapsed; answers their
+    /// logs. Without leases, answers none.
+    Claim { reply: Reply<Vec<GameLog>> },
 }
 
 /// When a compaction runs: once the file is at least `min_len` bytes and more than

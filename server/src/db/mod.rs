@@ -49,6 +49,7 @@ pub use history::{Opponent, PlayerGame, StoredGame};
 pub use journal::LogHealth;
 pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
 pub(crate) use pg::shared_transcript_key;
+pub use pg::{LEASE, LEASE_CLAIM, LEASE_RENEW};
 pub use rows::{
     AccountRow, GuestCursor, HistoryRow, LeaderRow, Page, PlayerPage, PruneBatch, Pruned,
     SessionRow,
@@ -135,6 +136,34 @@ impl Db {
         Db::open_with(path, journal::Compaction::default(), sync_interval)
     }
 
+    /// Cluster mode: like [`Db::open_with_sync_interval`] on a PostgreSQL database, with
+    /// every game written under its lease, held by node `node_id` (see `pg/lease.rs`).
+    /// Loading the unfinished games (`unfinished_games`) claims them: the node's own from
+    /// its last run, those whose lease has lapsed, and those with none.
+    pub fn open_leased(
+        path: &std::path::Path,
+        sync_interval: std::time::Duration,
+        node_id: String,
+    ) -> DbResult<Db> {
+        let Location::Postgres(url) = Location::of(path) else {
+            return Err(DbError::Postgres(
+                "cluster mode needs a PostgreSQL database (--database postgres://…)".into(),
+            ));
+        };
+        let leases = Arc::new(pg::Leases::new(node_id));
+        let _ = sync_interval; // PostgreSQL's step log commits a batch as it comes.
+        Db::from_pg(pg::open(url, Some(leases))?)
+    }
+
+    fn from_pg(opened: pg::Opened) -> DbResult<Db> {
+        Ok(Db {
+            requests: opened.requests,
+            journal: opened.journal,
+            reads: opened.reads,
+            log_health: opened.log_health,
+        })
+    }
+
     fn open_with(
         path: &std::path::Path,
         compaction: journal::Compaction,
@@ -142,7 +171,7 @@ impl Db {
     ) -> DbResult<Db> {
         let path = match Location::of(path) {
             Location::Postgres(url) => {
-                let opened = pg::open(url)?;
+                let opened = pg::open(url, None)?;
                 return Ok(Db {
                     requests: opened.requests,
                     journal: opened.journal,
@@ -297,8 +326,30 @@ impl Db {
     }
 
     /// The logs of every game that has not been recorded: the games to restore at startup.
+    /// In cluster mode, those this node claims (see [`Db::open_leased`]).
     pub async fn unfinished_games(&self) -> DbResult<Vec<GameLog>> {
         call(&self.journal, |reply| journal::Request::Load { reply }).await
+    }
+
+    /// Cluster mode: renews this node's leases; returns the games whose lease is lost (their
+    /// next step is refused `LeaseLost`). Without leases, none.
+    pub async fn renew_leases(&self) -> DbResult<Vec<GameId>> {
+        call(&self.journal, |reply| journal::Request::Renew { reply }).await
+    }
+
+    /// Cluster mode: claims the games whose lease has lapsed; returns their logs, to be
+    /// restored as at startup. Without leases, none.
+    pub async fn claim_lapsed(&self) -> DbResult<Vec<GameLog>> {
+        call(&self.journal, |reply| journal::Request::Claim { reply }).await
+    }
+
+    /// Cluster mode: game `game_id`'s actor has stopped here, its lease lost: this process
+    /// forgets it (and may claim it again later).
+    pub async fn forget_moved(&self, game_id: GameId) {
+        let _ = self
+            .journal
+            .send(journal::Request::Forget { game_id })
+            .await;
     }
 
     /// A page of the leaderboard, read on a reader's connection.

@@ -246,3 +246,6 @@ mod journal;
 
 /// The game log under bad input and faults.
 mod journal_faults;
+
+/// Cluster mode's leases on PostgreSQL: taken, fenced, renewed, claimed, given up.
+mod leases;

@@ -21,11 +21,15 @@
 //! wait. Then the events go out and the clocks run again, as after an incident. Each game
 //! retries on its own timer, so one stalled game holds up no other beyond the shared disk.
 //!
+//! Cluster mode: an append refused because another node has claimed the game's lease
+//! stops the game here, recording nothing; its players are told it moved (`moved`).
+//!
 //! A panic inside the actor is caught by its supervisor task (`supervisor`), which ends the
 //! game as its log says (its logged end, else `server_aborted`); other games never notice.
 
 mod commands;
 mod durable;
+mod moved;
 mod players;
 mod publish;
 mod spawn;
@@ -35,7 +39,7 @@ mod tests;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use elementals_protocol::messages::{GameId, GameSnapshot, SeatPair, ServerMsg};
 use elementals_protocol::rating::RatingChange;
@@ -51,10 +55,6 @@ pub(in crate::game) use commands::AnswerTo;
 use durable::Stalled;
 pub(super) use spawn::{spawn, spawn_restored, timing};
 use supervisor::{lock, Shared};
-
-/// How long a finished game keeps answering `sync` and `watch` (and waits for its record to
-/// be written) before its task ends.
-const LINGER: Duration = Duration::from_secs(10);
 
 struct Actor {
     game_id: GameId,
@@ -89,12 +89,17 @@ struct Actor {
     delivering: bool,
     /// Set while the log refuses the game's steps.
     stalled: Option<Stalled>,
+    /// Cluster mode: the log refused a step for the game's lease, which another node now
+    /// holds; the game stops here (`moved.rs`).
+    moved: bool,
 }
 
 impl Actor {
     async fn run(mut self, first: Vec<ServerMsg>) {
         if self.play(first).await {
             self.after_game().await;
+        } else if self.moved {
+            self.move_away().await;
         }
     }
 
@@ -115,6 +120,9 @@ impl Actor {
         self.emit(first, Instant::now()).await;
         // A game that ended while stalled plays on until its end is logged.
         while self.state.result().is_none() || self.stalled.is_some() {
+            if self.moved {
+                return false;
+            }
             let deadline = self.state.next_deadline().map(Instant::from_std);
             if deadline != armed {
                 if let Some(at) = deadline {
@@ -150,10 +158,18 @@ impl Actor {
                 }
             }
         }
-        true
+        // An end refused for the lease is not this node's to record.
+        !self.moved
     }
 
-    /// The game is over: free the seats now, then record it while still answering.
+    /// The game is over: free the seats now, then record it while still answering, and
+    /// end once it is recorded and nothing waits in its queues.
+    ///
+    /// It need not wait longer: the registry forgot the game as it ended, so no session
+    /// sends it anything new (`sync` and `watch` of an ended game are answered by the
+    /// session, `seat` finds no seat), and a command that raced the end and comes after the
+    /// task is answered `unknown_game` by the bus, or by the actor's `Drop` if queued
+    /// meanwhile; an attach at sign-in so answered makes the session say `game_id: nil`.
     async fn after_game(mut self) {
         self.services
             .registry
@@ -175,8 +191,6 @@ impl Actor {
         };
         tokio::pin!(write);
         let mut written = false;
-        let linger_until = Instant::now() + LINGER;
-        let stop = self.services.stop.clone();
         while !written || self.rx_open {
             tokio::select! {
                 biased;
@@ -184,8 +198,6 @@ impl Actor {
                     written = true;
                     self.on_recorded(outcome).await;
                 }
-                // At shutdown, stop lingering once the record is written.
-                () = stop.cancelled(), if written => break,
                 cmd = self.rx.recv(), if self.rx_open => self.on_cmd(cmd).await,
                 () = std::future::ready(()), if self.delivering => self.deliver_chunk().await,
                 () = sleep_until_some(self.deliver_at) => self.start_delivery(),
@@ -193,7 +205,9 @@ impl Actor {
                 cmd = self.spectators.recv(), if self.spectators_open => {
                     self.on_spectator_cmd(cmd).await;
                 }
-                () = sleep_until(linger_until), if written => break,
+                // Recorded, and nothing above is ready: the spectators' last delivery
+                // goes below, at once.
+                () = std::future::ready(()), if written => break,
             }
         }
         self.deliver_all();

@@ -29,7 +29,7 @@ pub use handle::{
     GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY,
 };
 pub use incident::Incidents;
-pub use restore::{restore_games, Restored};
+pub use restore::{restore_games, restore_logs, Restored};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 

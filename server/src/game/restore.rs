@@ -1,4 +1,5 @@
-//! Startup: every game the log says is unfinished comes back where it stood.
+//! Startup: every game the log says is unfinished comes back where it stood. In cluster
+//! mode the same happens to each game this node claims from a node whose lease lapsed.
 //!
 //! For each game in the log, before the server accepts connections:
 //! - its end is logged: it is recorded (exactly once: `record_game` is idempotent per game
@@ -39,6 +40,12 @@ pub struct Restored {
 /// Restores every unfinished game; call before accepting connections.
 pub async fn restore_games(services: &GameServices) -> DbResult<Restored> {
     let logs = services.db.unfinished_games().await?;
+    Ok(restore_logs(logs, services).await)
+}
+
+/// Restores the games of `logs` as at startup: in cluster mode, the games this node has
+/// just claimed from a node whose lease lapsed.
+pub async fn restore_logs(logs: Vec<GameLog>, services: &GameServices) -> Restored {
     let mut restored = Restored::default();
     let mut to_record = Vec::new();
     for log in logs {
@@ -69,7 +76,7 @@ pub async fn restore_games(services: &GameServices) -> DbResult<Restored> {
             tracing::error!(%game_id, %error, "could not record a logged game");
         }
     }
-    Ok(restored)
+    restored
 }
 
 enum Unrestorable {

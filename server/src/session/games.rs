@@ -87,8 +87,8 @@ impl Session {
         let state = self.state.clone();
         // The game queues the snapshot itself, in order with its events.
         if let Some(spectator) = self.watching.get(&game_id) {
-            // An ended game answers no snapshot, however long its task lingers
-            // (PROTOCOL.md section 7); its players are told the same by `seat`.
+            // An ended game answers no snapshot (PROTOCOL.md section 7); its players
+            // are told the same by `seat`.
             if state.registry.game(&game_id).is_none() {
                 return Err(err(ErrorCode::GameOver, "the game has ended"));
             }

@@ -8,12 +8,15 @@ use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use elementals_protocol::messages::{ClientMsg, GameSnapshot, ServerMsg};
+use elementals_protocol::messages::{
+    ClientMsg, Clocks, EndReason, GameId, GameSnapshot, Phase, SeatPair, ServerMsg,
+};
+use elementals_protocol::rules::Seat;
 use tokio::process::{Child, Command};
 
 use elementals_server::db::testing::TestPostgres;
 
-use crate::common::{http_get, Backend, TestClient, WAIT};
+use crate::common::{http_get, play_round, Backend, TestClient, WAIT};
 
 /// How long a server may take to answer `/healthz` after it is started.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -53,6 +56,35 @@ impl Database {
         }
     }
 
+    /// Runs one query returning a number on the PostgreSQL database, as an operator would
+    /// (or, with a statement, the rows it changed).
+    pub fn sql(&self, sql: &str) -> i64 {
+        let url = self
+            .pg
+            .as_ref()
+            .expect("a PostgreSQL database")
+            .url()
+            .to_owned();
+        let sql = sql.to_owned();
+        std::thread::spawn(move || {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            if sql.trim_start().to_uppercase().starts_with("SELECT") {
+                client.query_one(&sql, &[]).unwrap().get(0)
+            } else {
+                client.execute(&sql, &[]).unwrap() as i64
+            }
+        })
+        .join()
+        .unwrap()
+    }
+
+    /// A cluster name of this database's own (its name), so that tests sharing one Redis
+    /// never share keys.
+    pub fn cluster_name(&self) -> String {
+        let url = self.pg.as_ref().expect("a PostgreSQL database").url();
+        url.rsplit('/').next().unwrap_or("test").to_owned()
+    }
+
     /// What `--database` gets: the file's path, or the PostgreSQL URL.
     pub fn path(&self) -> PathBuf {
         match &self.pg {
@@ -71,6 +103,18 @@ impl ServerProcess {
     /// Starts the server on `db` and waits until it answers `/healthz`.
     pub async fn start(db: &Database) -> ServerProcess {
         Self::start_crashing_at(db, None).await
+    }
+
+    /// Starts node `node_id` of `db`'s cluster (`--redis`, `--cluster`, `--node-id`): the
+    /// database is PostgreSQL, the cluster named after it, on the Redis at 127.0.0.1:6379.
+    pub async fn start_node(db: &Database, node_id: &str) -> ServerProcess {
+        let cluster = db.cluster_name();
+        let env = [
+            ("ELEMENTALS_REDIS", "redis://127.0.0.1:6379"),
+            ("ELEMENTALS_CLUSTER", cluster.as_str()),
+            ("ELEMENTALS_NODE_ID", node_id),
+        ];
+        Self::spawn(db, &env, |status| status == 200).await
     }
 
     /// Starts the server with `ELEMENTALS_CRASH_AT` set to `step` (see `game::crash_point`).
@@ -111,6 +155,9 @@ impl ServerProcess {
             .env("ELEMENTALS_MESSAGE_RATE", "1000")
             .env_remove("ELEMENTALS_CRASH_AT")
             .env_remove("ELEMENTALS_FAIL_SYNC")
+            .env_remove("ELEMENTALS_REDIS")
+            .env_remove("ELEMENTALS_CLUSTER")
+            .env_remove("ELEMENTALS_NODE_ID")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .kill_on_drop(true);
@@ -176,6 +223,31 @@ impl ServerProcess {
 
     pub async fn http_get(&self, path: &str) -> (u16, String) {
         http_get(self.addr, path).await
+    }
+
+    /// Waits until `/metrics`' `name` reaches `value`, polling (metrics are not rate
+    /// limited), and panics at `deadline`.
+    pub async fn until_metric(&self, name: &str, value: u64, deadline: tokio::time::Instant) {
+        loop {
+            let now = self.metric(name).await;
+            if now >= value {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{name} is {now}, not {value}, at the deadline"
+            );
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// A counter or gauge of `/metrics`.
+    pub async fn metric(&self, name: &str) -> u64 {
+        let (status, body) = self.http_get("/metrics").await;
+        assert_eq!(status, 200);
+        body.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no metric {name} in {body}"))
     }
 
     /// `GET /api/players/{name}` as JSON.
@@ -258,5 +330,62 @@ pub async fn watch_at(
     match client.request(ClientMsg::Watch { id, game_id: game }).await {
         ServerMsg::Snapshot { snapshot, .. } => (client, snapshot),
         other => panic!("watch failed: {other:?}"),
+    }
+}
+
+/// Seat two's 2 beats seat one's 5 and moves one square towards -3: three such rounds win.
+pub const TWO_WINS: (u16, u16) = (5, 2);
+
+/// Both banks as a message showed them.
+pub fn banks(clocks: &Clocks) -> (u64, u64) {
+    (clocks.one_ms, clocks.two_ms)
+}
+
+/// The banks survived the outage: as logged at the last step (to the millisecond the
+/// log's microseconds round to), and stopped until both players are back.
+pub fn assert_banks_kept(snapshot: &GameSnapshot, before: (u64, u64)) {
+    let (one, two) = banks(&snapshot.clocks);
+    assert!(
+        one.abs_diff(before.0) <= 1 && two.abs_diff(before.1) <= 1,
+        "banks {:?} after the restart, {before:?} before",
+        (one, two)
+    );
+    assert_eq!(snapshot.clocks.running, SeatPair::new(false, false));
+}
+
+/// A restored game whose round `round` was interrupted: voided and waiting for commitments.
+pub fn assert_round_voided(snapshot: &GameSnapshot, round: u32) {
+    assert_eq!(snapshot.round, round);
+    assert_eq!(snapshot.phase, Phase::Commit);
+    assert_eq!(snapshot.committed, SeatPair::new(false, false));
+    assert_eq!(snapshot.revealed, SeatPair::new(false, false));
+    assert_eq!(snapshot.rounds.len(), round as usize - 1);
+    assert_eq!(snapshot.result, None);
+}
+
+/// Plays rounds `from..=3` with two winning each, and waits for the game's end.
+pub async fn two_wins_from(one: &mut TestClient, two: &mut TestClient, game: GameId, from: u32) {
+    for round in from..=3 {
+        play_round(one, two, game, round, TWO_WINS).await;
+    }
+    for player in [one, two] {
+        match player
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await
+        {
+            ServerMsg::GameOver { result, rated, .. } => {
+                assert_eq!(
+                    (result.winner, result.reason),
+                    (Some(Seat::Two), EndReason::Edge)
+                );
+                assert!(rated);
+            }
+            _ => unreachable!(),
+        }
+        player
+            .expect("rating_update", |m| {
+                matches!(m, ServerMsg::RatingUpdate { .. })
+            })
+            .await;
     }
 }

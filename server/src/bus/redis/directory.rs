@@ -123,6 +123,14 @@ impl Directory {
         });
     }
 
+    /// The game runs on another node now (its lease is that node's): this node forgets it
+    /// without a word to the cluster, whose directory already names the new node, so that
+    /// rejoining Redis later does not write the old entry back.
+    pub fn game_moved(&self, game: GameId) {
+        self.own.remove(&game);
+        lock(&self.dirty).remove(&game);
+    }
+
     /// `account` signed in on this node's connection `conn`: any other node closes its
     /// connection of the account if it signed in earlier (one connection per account,
     /// cluster-wide).

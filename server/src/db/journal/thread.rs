@@ -85,6 +85,13 @@ pub(in crate::db) fn run(
                 let _ = reply.send(Ok(()));
             }
             Request::Shutdown { reply } => break Some(reply),
+            // A file serves one process: there are no leases to renew or claim.
+            Request::Renew { reply } => {
+                let _ = reply.send(Ok(Vec::new()));
+            }
+            Request::Claim { reply } => {
+                let _ = reply.send(Ok(Vec::new()));
+            }
         }
         if journal.wants_compaction() && journal.len >= retry_at {
             match journal.compact() {

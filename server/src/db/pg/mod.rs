@@ -25,6 +25,9 @@
 //!   as failed and not retried: a finished game it recorded has no log left, so no restart
 //!   records it again, and a record written twice inserts nothing and rates nobody.
 //! - The readers' connections are read-only (`default_transaction_read_only`).
+//! - Cluster mode: each live game has a lease (`lease.rs`), taken with its first step,
+//!   renewed and claimed by the step log's thread; every step-log batch and every record
+//!   checks, in its transaction, that this process still holds each game's lease.
 
 use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
@@ -47,6 +50,7 @@ use super::{DbError, DbResult};
 
 mod accounts;
 mod conn;
+mod lease;
 mod readers;
 mod record_one;
 mod records;
@@ -58,6 +62,8 @@ mod embedded {
     refinery::embed_migrations!("src/db/migrations/postgres");
 }
 
+pub(crate) use lease::Leases;
+pub use lease::{CLAIM as LEASE_CLAIM, LEASE, RENEW as LEASE_RENEW};
 pub(crate) use transcript_key::shared_transcript_key;
 
 /// Reader threads, as for SQLite.
@@ -147,8 +153,9 @@ pub(super) struct Opened {
 
 /// Connects, migrates, and starts the writer, the step log and the readers. Connections
 /// are made on the threads that own them (the blocking client runs a runtime of its own,
-/// which cannot start inside the caller's).
-pub(super) fn open(url: &str) -> DbResult<Opened> {
+/// which cannot start inside the caller's). With `leases` (cluster mode), games are
+/// written only under their leases (`lease.rs`).
+pub(super) fn open(url: &str, leases: Option<Arc<Leases>>) -> DbResult<Opened> {
     let url: Arc<str> = Arc::from(url);
     // Migrate first, alone.
     on_thread("db-migrate", {
@@ -175,7 +182,10 @@ pub(super) fn open(url: &str) -> DbResult<Opened> {
         let url = Arc::clone(&url);
         move || Conn::open(url, "writer", "")
     })?;
-    let requests = writer::spawn(PgStore { conn: writer_conn })?;
+    let requests = writer::spawn(PgStore {
+        conn: writer_conn,
+        leases: leases.clone(),
+    })?;
 
     let (health_tx, log_health) = watch::channel(LogHealth::Writable);
     let (journal, log_queue) = mpsc::channel(journal::REQUEST_QUEUE);
@@ -183,7 +193,7 @@ pub(super) fn open(url: &str) -> DbResult<Opened> {
     let log_url = Arc::clone(&url);
     std::thread::Builder::new()
         .name("game-log".into())
-        .spawn(move || match StepLog::open(log_url, health_tx) {
+        .spawn(move || match StepLog::open(log_url, health_tx, leases) {
             Ok(log) => {
                 let _ = ready.send(Ok(()));
                 log.run(log_queue);

@@ -6,6 +6,7 @@ use elementals_protocol::rating::{rate_win, RatingChange};
 use elementals_protocol::rules::Seat;
 use postgres::Transaction;
 
+use super::lease;
 use super::records::Changes;
 use super::{ms, Cache};
 use crate::db::{games, DbError, DbResult};
@@ -76,9 +77,9 @@ pub(super) fn record_game(
         // Already recorded (by this process or another): change nothing.
         return recorded_changes(c, k, &game_id);
     }
-    // Its live log is of no use once the record commits, and goes with it.
-    let forget = k.get(c, "DELETE FROM game_log WHERE game_id = $1")?;
-    c.execute(&forget, &[&game_id])?;
+    // Its live log (and lease) is of no use once the record commits, and goes with it.
+    let forget = k.get(c, lease::FORGET_GAMES)?;
+    c.execute(&forget, &[&std::slice::from_ref(&game_id)])?;
     let played = k.get(c, "UPDATE accounts SET played = TRUE WHERE id = $1")?;
     for player in [&record.players.one, &record.players.two] {
         if player.guest {

@@ -9,6 +9,7 @@ use elementals_protocol::rating::{rate_win, RatingChange};
 use elementals_protocol::rules::Seat;
 use postgres::Transaction;
 
+use super::lease;
 use super::record_one::{record_game, recorded_changes};
 use super::store::in_savepoint;
 use super::{ms, Cache};
@@ -254,8 +255,9 @@ pub(super) fn record_in_bulk(
         )?;
     }
     if !forget.is_empty() {
-        // Their live logs are of no use once the records commit, and go with them.
-        let delete = k.get(c, "DELETE FROM game_log WHERE game_id = ANY($1)")?;
+        // Their live logs (and leases) are of no use once the records commit, and go
+        // with them.
+        let delete = k.get(c, lease::FORGET_GAMES)?;
         c.execute(&delete, &[&forget])?;
     }
     Ok(answers)

@@ -1,13 +1,14 @@
 //! The live games' step log in `game_log`, on a connection and a thread of its own.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use elementals_protocol::messages::GameId;
-use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
 
 use super::conn::Conn;
+use super::lease::{self, Claim, Leases};
 use crate::db::journal::{self, LogHealth, Row};
 use crate::db::writer;
 use crate::db::{DbError, DbResult};
@@ -20,6 +21,8 @@ pub(super) struct StepLog {
     next: HashMap<GameId, u64>,
     health: watch::Sender<LogHealth>,
     broken: Option<DbError>,
+    /// Cluster mode: the leases this process holds; every batch is fenced by them.
+    leases: Option<Arc<Leases>>,
     /// Makes every commit's answer lost (the commit done), for the tests of a broken log (with the
     /// `test-hooks` feature, set by the `ELEMENTALS_FAIL_SYNC` environment variable).
     #[cfg(any(test, feature = "test-hooks"))]
@@ -27,7 +30,11 @@ pub(super) struct StepLog {
 }
 
 impl StepLog {
-    pub(super) fn open(url: Arc<str>, health: watch::Sender<LogHealth>) -> DbResult<StepLog> {
+    pub(super) fn open(
+        url: Arc<str>,
+        health: watch::Sender<LogHealth>,
+        leases: Option<Arc<Leases>>,
+    ) -> DbResult<StepLog> {
         let mut conn = Conn::open(url, "game log", "")?;
         let next = conn
             .get()?
@@ -48,6 +55,7 @@ impl StepLog {
             next,
             health,
             broken: None,
+            leases,
             #[cfg(any(test, feature = "test-hooks"))]
             fail_commits: std::env::var_os("ELEMENTALS_FAIL_SYNC").is_some(),
         })
@@ -83,17 +91,32 @@ impl StepLog {
                     self.append(batch);
                 }
                 journal::Request::Forget { game_id } => {
-                    // Its rows went with the transaction that recorded it.
+                    // Its rows went with the transaction that recorded it (or, for a game
+                    // whose lease was lost, they are another node's now).
                     self.next.remove(&game_id);
+                    if let Some(leases) = &self.leases {
+                        leases.forget(&game_id);
+                    }
                 }
                 journal::Request::Load { reply } => {
-                    let _ = reply.send(self.load());
+                    let loaded = match self.leases.is_some() {
+                        true => self.claim(Claim::Startup),
+                        false => self.load(),
+                    };
+                    let _ = reply.send(loaded);
+                }
+                journal::Request::Renew { reply } => {
+                    let _ = reply.send(self.renew());
+                }
+                journal::Request::Claim { reply } => {
+                    let _ = reply.send(self.claim(Claim::Lapsed));
                 }
                 // Every append before it was answered after its commit.
                 journal::Request::Flush { reply } => {
                     let _ = reply.send(Ok(()));
                 }
                 journal::Request::Shutdown { reply } => {
+                    self.give_up_leases();
                     let _ = reply.send(Ok(()));
                     break;
                 }
@@ -102,11 +125,12 @@ impl StepLog {
         let _ = self.conn.close();
     }
 
-    /// One transaction for every append of the batch that is in order.
+    /// One transaction for every append of the batch that is in order (and, in cluster
+    /// mode, whose game's lease this process holds).
     fn append(&mut self, batch: Vec<(GameId, Vec<Row>, writer::Reply<()>)>) {
         let mut next = HashMap::new();
         let mut accepted = Vec::with_capacity(batch.len());
-        let (mut ids, mut steps, mut entries) = (Vec::new(), Vec::new(), Vec::new());
+        let mut games = Vec::with_capacity(batch.len());
         for (game_id, rows, reply) in batch {
             if let Some(error) = &self.broken {
                 let _ = reply.send(Err(error.clone()));
@@ -123,25 +147,21 @@ impl StepLog {
                 continue;
             }
             next.insert(game_id, after);
-            let id = game_id.to_string();
-            for (step, bytes) in rows {
-                ids.push(id.clone());
-                steps.push(step as i64);
-                entries.push(bytes);
-            }
-            accepted.push(reply);
+            games.push((game_id, rows));
+            accepted.push((game_id, reply));
         }
         if accepted.is_empty() {
             return;
         }
-        let outcome = match self.write(&ids, &steps, &entries) {
+        let outcome = match self.write(games) {
             Err(error) if !matches!(error, DbError::LogBroken { .. }) => {
                 self.conn.settle(Err(error))
             }
             outcome => outcome,
         };
         match &outcome {
-            Ok(()) => {
+            Ok(refused) => {
+                next.retain(|game_id, _| !refused.contains(game_id));
                 self.next.extend(next);
                 self.health.send_if_modified(|h| {
                     let recovered = *h == LogHealth::Failing;
@@ -162,12 +182,19 @@ impl StepLog {
                 });
             }
         }
-        for reply in accepted {
-            let _ = reply.send(outcome.clone());
+        for (game_id, reply) in accepted {
+            let answer = match &outcome {
+                Ok(refused) if refused.contains(&game_id) => Err(DbError::LeaseLost { game_id }),
+                Ok(_) => Ok(()),
+                Err(error) => Err(error.clone()),
+            };
+            let _ = reply.send(answer);
         }
     }
 
-    fn write(&mut self, ids: &[String], steps: &[i64], entries: &[Vec<u8>]) -> DbResult<()> {
+    /// Writes the games' rows in one transaction; returns the games refused for want of
+    /// their lease (cluster mode), of which nothing is written.
+    fn write(&mut self, games: Vec<(GameId, Vec<Row>)>) -> DbResult<HashSet<GameId>> {
         // Before the commit, a failure (the connection lost, say) leaves nothing written:
         // the batch is refused and its games retry.
         let (client, cache) = self.conn.get()?;
@@ -177,7 +204,25 @@ impl StepLog {
              SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bytea[])",
         )?;
         let mut tx = client.transaction()?;
-        tx.execute(&insert, &[&ids, &steps, &entries])?;
+        let (refused, taken) = match &self.leases {
+            Some(leases) => lease::fence(&mut tx, cache, leases, &games)?,
+            None => Default::default(),
+        };
+        let (mut ids, mut steps, mut entries) = (Vec::new(), Vec::new(), Vec::new());
+        for (game_id, rows) in games {
+            if refused.contains(&game_id) {
+                continue;
+            }
+            let id = game_id.to_string();
+            for (step, bytes) in rows {
+                ids.push(id.clone());
+                steps.push(step as i64);
+                entries.push(bytes);
+            }
+        }
+        if !ids.is_empty() {
+            tx.execute(&insert, &[&ids, &steps, &entries])?;
+        }
         #[cfg(any(test, feature = "test-hooks"))]
         let fail = self.fail_commits;
         #[cfg(not(any(test, feature = "test-hooks")))]
@@ -191,7 +236,7 @@ impl StepLog {
                 Ok(())
             }
         });
-        committed.map_err(|message| {
+        if let Err(message) = committed {
             // The commit may or may not have happened: nothing after it is trusted.
             let error = DbError::LogBroken {
                 what: "cannot commit",
@@ -202,8 +247,93 @@ impl StepLog {
             tracing::error!(%error, "the game log is broken: no more moves can be made durable; the server stops");
             self.broken = Some(error.clone());
             self.health.send_replace(LogHealth::Broken);
-            error
-        })
+            return Err(error);
+        }
+        if let Some(leases) = &self.leases {
+            // Held from the commit on: a batch rolled back takes them again at its retry.
+            for game_id in taken {
+                leases.hold(game_id, 1);
+            }
+            for game_id in &refused {
+                tracing::warn!(%game_id, "the game's lease is another node's: the game stops here");
+                leases.lose(*game_id);
+            }
+        }
+        Ok(refused)
+    }
+
+    /// At shutdown (the games stopped, every step they acknowledged committed): the
+    /// leases lapse now for other nodes to claim. A game that has not stopped and writes
+    /// again is fenced like any other; should this fail, the leases lapse on their own.
+    fn give_up_leases(&mut self) {
+        let Some(leases) = self.leases.clone() else {
+            return;
+        };
+        let given = self
+            .conn
+            .get()
+            .and_then(|(client, cache)| lease::give_up(client, cache, &leases));
+        match given {
+            Ok(games) => tracing::info!(games, "this node's game leases lapse now"),
+            Err(error) => {
+                tracing::warn!(%error, "cannot give up the game leases; they lapse on their own")
+            }
+        }
+    }
+
+    /// Renews this node's leases (see `lease::renew`).
+    fn renew(&mut self) -> DbResult<Vec<GameId>> {
+        let Some(leases) = self.leases.clone() else {
+            return Ok(Vec::new());
+        };
+        let (client, cache) = self.conn.get()?;
+        let lost = lease::renew(client, cache, &leases);
+        self.conn.settle(lost)
+    }
+
+    /// Claims leases (`which`) and reads the claimed games' logs in the same transaction:
+    /// whatever their last node committed is in them, and it can commit nothing more.
+    fn claim(&mut self, which: Claim) -> DbResult<Vec<GameLog>> {
+        let Some(leases) = self.leases.clone() else {
+            return Ok(Vec::new());
+        };
+        let claimed = (|| {
+            let (client, cache) = self.conn.get()?;
+            let mut tx = client.transaction()?;
+            let taken = lease::claim(&mut tx, cache, &leases, which)?;
+            // A game already running here (its lease lapsed while renewals failed) goes
+            // on with the new token; the others are to be restored.
+            let (running, restore): (Vec<_>, Vec<_>) = taken.into_iter().partition(|(id, _)| {
+                id.parse::<GameId>()
+                    .is_ok_and(|game_id| leases.token(&game_id).is_some())
+            });
+            let ids: Vec<&str> = restore.iter().map(|(id, _)| id.as_str()).collect();
+            let logs = if ids.is_empty() {
+                Vec::new()
+            } else {
+                let select = cache.get(
+                    &mut tx,
+                    "SELECT game_id, entry FROM game_log WHERE game_id = ANY($1)
+                     ORDER BY game_id, step",
+                )?;
+                decode_logs(tx.query(&select, &[&ids])?)
+            };
+            tx.commit()?;
+            Ok((running, restore, logs))
+        })();
+        let (running, restore, logs) = self.conn.settle(claimed)?;
+        // Held from the commit on (a claim whose commit failed leaves leases nobody
+        // renews: they lapse again and are claimed again).
+        for (id, token) in running.into_iter().chain(restore) {
+            if let Ok(game_id) = id.parse::<GameId>() {
+                leases.hold(game_id, token);
+            }
+        }
+        for log in &logs {
+            let after = log.steps.last().map_or(0, |s| s.step + 1);
+            self.next.insert(log.game_id, after);
+        }
+        Ok(logs)
     }
 
     /// The logs of every game with no record, in step order.
@@ -214,37 +344,43 @@ impl StepLog {
              ORDER BY l.game_id, l.step",
             &[],
         )?;
-        let mut logs: Vec<GameLog> = Vec::new();
-        let mut skipping: Option<String> = None;
-        for row in rows {
-            let id: String = row.get(0);
-            if skipping.as_deref() == Some(id.as_str()) {
-                continue;
-            }
-            let decoded = id
-                .parse::<GameId>()
-                .map_err(|e| e.to_string())
-                .and_then(|game_id| {
-                    journal::decode_step(row.get::<_, &[u8]>(1)).map(|step| (game_id, step))
-                });
-            match decoded {
-                Ok((game_id, step)) => match logs.last_mut() {
-                    Some(log) if log.game_id == game_id => log.steps.push(step),
-                    _ => logs.push(GameLog {
-                        game_id,
-                        steps: vec![step],
-                    }),
-                },
-                Err(error) => {
-                    tracing::error!(game_id = %id, %error, "cannot decode a game's log; skipping the game");
-                    if logs.last().is_some_and(|l| l.game_id.to_string() == id) {
-                        logs.pop();
-                    }
-                    skipping = Some(id);
+        Ok(decode_logs(rows))
+    }
+}
+
+/// Rows of (game id, entry) in game and step order, as logs; a game whose log cannot be
+/// decoded is left out (and logged).
+fn decode_logs(rows: Vec<postgres::Row>) -> Vec<GameLog> {
+    let mut logs: Vec<GameLog> = Vec::new();
+    let mut skipping: Option<String> = None;
+    for row in rows {
+        let id: String = row.get(0);
+        if skipping.as_deref() == Some(id.as_str()) {
+            continue;
+        }
+        let decoded = id
+            .parse::<GameId>()
+            .map_err(|e| e.to_string())
+            .and_then(|game_id| {
+                journal::decode_step(row.get::<_, &[u8]>(1)).map(|step| (game_id, step))
+            });
+        match decoded {
+            Ok((game_id, step)) => match logs.last_mut() {
+                Some(log) if log.game_id == game_id => log.steps.push(step),
+                _ => logs.push(GameLog {
+                    game_id,
+                    steps: vec![step],
+                }),
+            },
+            Err(error) => {
+                tracing::error!(game_id = %id, %error, "cannot decode a game's log; skipping the game");
+                if logs.last().is_some_and(|l| l.game_id.to_string() == id) {
+                    logs.pop();
                 }
+                skipping = Some(id);
             }
         }
-        logs.sort_by_key(|l| l.game_id.0);
-        Ok(logs)
     }
+    logs.sort_by_key(|l| l.game_id.0);
+    logs
 }

@@ -1,8 +1,10 @@
 //! The writer's connection: the storage interface's write side (`writer::Store`), each
 //! request of a batch in a savepoint of the batch's transaction.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
+use elementals_protocol::messages::GameId;
 use postgres::Transaction;
 
 use super::accounts::{
@@ -10,6 +12,7 @@ use super::accounts::{
     session,
 };
 use super::conn::Conn;
+use super::lease::{self, Leases};
 use super::record_one::record_game;
 use super::records::{lock_rated_accounts, record_run, GameToRecord};
 use super::Cache;
@@ -20,6 +23,8 @@ use crate::record::AccountId;
 /// The writer's connection.
 pub(super) struct PgStore {
     pub(super) conn: Conn,
+    /// Cluster mode: a game is recorded only under its lease (see `fence_records`).
+    pub(super) leases: Option<Arc<Leases>>,
 }
 
 impl Store for PgStore {
@@ -48,10 +53,20 @@ impl Store for PgStore {
                 return false;
             }
         };
+        // The games whose leases the batch's records delete.
+        let mut released: Vec<GameId> = Vec::new();
         let committed = (|| -> DbResult<()> {
             if records {
                 ratings = lock_rated_accounts(&mut tx, cache, &batch)?;
             }
+            let batch = match &self.leases {
+                Some(leases) if records => {
+                    let (kept, held) = fence_records(&mut tx, cache, leases, batch, &mut answers)?;
+                    released = held;
+                    kept
+                }
+                _ => batch,
+            };
             // Runs of finished games are written in bulk, everything else one by one, in
             // the batch's order.
             let mut run: Vec<GameToRecord> = Vec::new();
@@ -82,6 +97,12 @@ impl Store for PgStore {
             Ok(())
         })()
         .map_err(|e| e.to_string());
+        if let (Ok(()), Some(leases)) = (&committed, &self.leases) {
+            // Recorded: no longer this node's to renew.
+            for game_id in &released {
+                leases.forget(game_id);
+            }
+        }
         for answer in answers {
             answer(&committed);
         }
@@ -100,6 +121,71 @@ impl Store for PgStore {
     fn close(self) -> DbResult<()> {
         self.conn.close()
     }
+}
+
+/// Cluster mode: the batch's records of games whose lease this process does not hold
+/// (with its token) are refused `LeaseLost` and taken out of the batch; those it holds
+/// stay locked until the commit, which deletes them, and are returned. A game recorded already is not
+/// refused: recording it again inserts nothing and answers its first record's changes.
+fn fence_records(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    leases: &Leases,
+    batch: Vec<Request>,
+    answers: &mut Vec<Pending>,
+) -> DbResult<(Vec<Request>, Vec<GameId>)> {
+    let (mut ids, mut tokens, mut unheld) = (Vec::new(), Vec::new(), Vec::new());
+    for request in &batch {
+        if let Request::RecordGame { record, .. } = request {
+            let id = record.game_id.to_string();
+            match leases.token(&record.game_id) {
+                Some(token) => {
+                    ids.push(id);
+                    tokens.push(token);
+                }
+                None => unheld.push(id),
+            }
+        }
+    }
+    if ids.is_empty() && unheld.is_empty() {
+        return Ok((batch, Vec::new()));
+    }
+    let held = if ids.is_empty() {
+        HashSet::new()
+    } else {
+        lease::held_for_record(tx, cache, &leases.node_id, &ids, &tokens)?
+    };
+    unheld.extend(ids.into_iter().filter(|id| !held.contains(id)));
+    let recorded = if unheld.is_empty() {
+        HashSet::new()
+    } else {
+        lease::recorded(tx, cache, &unheld)?
+    };
+    let mut kept = Vec::with_capacity(batch.len());
+    let mut released = Vec::new();
+    for request in batch {
+        match request {
+            Request::RecordGame { record, reply, .. }
+                if {
+                    let id = record.game_id.to_string();
+                    !held.contains(&id) && !recorded.contains(&id)
+                } =>
+            {
+                let game_id = record.game_id;
+                tracing::warn!(%game_id, "not recording the game: its lease is another node's");
+                answers.push(pending(reply, Err(DbError::LeaseLost { game_id })));
+            }
+            other => {
+                if let Request::RecordGame { record, .. } = &other {
+                    if held.contains(&record.game_id.to_string()) {
+                        released.push(record.game_id);
+                    }
+                }
+                kept.push(other);
+            }
+        }
+    }
+    Ok((kept, released))
 }
 
 pub(super) fn execute(tx: &mut Transaction<'_>, cache: &mut Cache, request: Request) -> Pending {

@@ -1,6 +1,7 @@
 //! Durability: what the state logged is appended to the game's log before anything is
 //! published (`emit`), and a game whose log refuses its steps is held (`Stalled`) and
-//! retried (see the actor's module).
+//! retried (see the actor's module). A refusal for a lost lease (cluster mode) is final:
+//! the game has moved to another node (`moved.rs`).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -62,6 +63,10 @@ impl Actor {
         answer: Option<Answer>,
     ) -> Emitted {
         let steps = self.state.take_log();
+        if self.moved {
+            // The game runs on another node now: nothing more is logged or published here.
+            return Emitted::Held;
+        }
         if let Some(stalled) = &mut self.stalled {
             // Behind the steps already waiting, in order.
             stalled.steps.extend(steps);
@@ -74,7 +79,11 @@ impl Actor {
                 crash_point("end_unlogged");
             }
             if let Err(error) = self.services.log.append(self.game_id, &steps).await {
-                self.stall(steps, events, received, &error);
+                if matches!(error, DbError::LeaseLost { .. }) {
+                    self.moved = true;
+                } else {
+                    self.stall(steps, events, received, &error);
+                }
                 return Emitted::Held;
             }
             if ends {
@@ -126,6 +135,11 @@ impl Actor {
             return;
         };
         if let Err(error) = self.services.log.append(self.game_id, &stalled.steps).await {
+            if matches!(error, DbError::LeaseLost { .. }) {
+                self.stalled = None;
+                self.moved = true;
+                return;
+            }
             stalled.pause = (stalled.pause * 2).min(RETRY_MAX);
             stalled.retry_at = Instant::now() + stalled.pause;
             let game_id = self.game_id;

@@ -81,6 +81,7 @@ fn launch(
         deliver_at: None,
         delivering: false,
         stalled: None,
+        moved: false,
     };
     let task = services.tasks.spawn(actor.run(first));
     services.tasks.spawn(supervisor::supervise(

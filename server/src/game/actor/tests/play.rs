@@ -6,7 +6,7 @@ use elementals_protocol::messages::{EndReason, Phase, SeatPair, ServerMsg};
 use elementals_protocol::rules::Seat;
 use elementals_protocol::ErrorCode;
 
-use super::{over, seqs, Harness, TC};
+use super::{answered, asking, over, seqs, Harness, TC};
 use crate::game::SeatAction;
 
 #[tokio::test(start_paused = true)]
@@ -251,26 +251,21 @@ async fn a_forced_panic_ends_only_its_own_game() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_finished_game_answers_late_requests_for_a_while_then_ends() {
+async fn a_finished_game_ends_once_recorded_and_a_late_watch_is_refused() {
     let h = Harness::new().await;
     let mut game = h.start(0, TC).await;
+    let mut watcher = super::Inbox::new(16);
+    game.watch(&watcher).await;
+    assert_eq!(h.metrics().spectators.load(Relaxed), 1);
     game.two.act(SeatAction::Resign).await.unwrap();
-    // Once the rating update is out, the record is written.
-    let msgs = [game.one.inbox.next().await, game.one.inbox.next().await];
-    assert!(
-        matches!(msgs[1], ServerMsg::RatingUpdate { .. }),
-        "{msgs:?}"
-    );
-    let late = super::Inbox::new(16);
-    let snapshot = game.watch(&late).await;
-    assert_eq!(snapshot.phase, Phase::Over);
-    assert_eq!(
-        snapshot.result.map(|r| r.reason),
-        Some(EndReason::Resignation)
-    );
-    assert_eq!(game.one.handle.snapshot().await.unwrap().seq, snapshot.seq);
-    assert!(!game.handle.is_finished());
-    tokio::time::advance(super::super::LINGER).await;
+    // Once the rating update is out, the record is written. (The spectator's count may
+    // come before it.)
+    let mut msgs = Vec::new();
+    while !matches!(msgs.last(), Some(ServerMsg::RatingUpdate { .. })) {
+        assert!(msgs.len() < 4, "{msgs:?}");
+        msgs.push(game.one.inbox.next().await);
+    }
+    // The task ends then, with no time passing, its spectator released.
     for _ in 0..100 {
         if game.handle.is_finished() {
             break;
@@ -279,4 +274,22 @@ async fn a_finished_game_answers_late_requests_for_a_while_then_ends() {
     }
     assert!(game.handle.is_finished());
     assert_eq!(h.metrics().spectators.load(Relaxed), 0);
+    // What came before the end reached the spectator, the rating update last.
+    let seen = watcher.drain();
+    assert!(
+        matches!(seen.last(), Some(ServerMsg::RatingUpdate { .. })),
+        "{seen:?}"
+    );
+    // A command that comes after the task is answered by the bus.
+    let mut late = super::Inbox::new(16);
+    let (reply, mut notices) = asking(&*game.one.bus, &late.outbox, Some(9));
+    game.handle.spectator().watch(reply).await;
+    assert!(!answered(&mut notices).await);
+    assert!(matches!(
+        late.drain().as_slice(),
+        [ServerMsg::Error {
+            code: ErrorCode::UnknownGame,
+            ..
+        }]
+    ));
 }

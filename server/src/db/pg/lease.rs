@@ -1,0 +1,387 @@
+//! Leases on live games, in cluster mode: a game runs on exactly one node at a time.
+//!
+//! Each live game has a row in `game_leases` (migration V6): the node that runs it, a
+//! token, and an expiry on the database's clock. The node takes the row with the game's
+//! first step (token 1), renews all its rows in one statement every `RENEW`, and the row
+//! goes in the transaction that records the game. Once a row has expired, any node may
+//! claim it (`claim`): it becomes the row's node, adds one to the token, and replays the
+//! game's log.
+//!
+//! The fence: every transaction that writes a game's steps or its record first locks the
+//! game's row and checks that it still names this node with the token this process holds
+//! (`held`, `held_for_record`); a game that fails the check is refused `LeaseLost` and
+//! nothing of it is written. A claim updates the row, so the two are serialized by the
+//! row's lock: a claim that comes first makes the write fail its check, and a write that
+//! comes first is committed before the claim reads the log it replays. Only PostgreSQL
+//! decides; a node cut off from everything else can write nothing once its game is claimed.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use elementals_protocol::messages::GameId;
+use postgres::{GenericClient, Transaction};
+
+use super::Cache;
+use crate::db::journal::Row;
+use crate::db::DbResult;
+
+/// How long a lease lasts from its last renewal.
+pub const LEASE: Duration = Duration::from_secs(6);
+/// How often a node renews its leases: a node that misses two renewals in a row still
+/// holds its games.
+pub const RENEW: Duration = Duration::from_secs(2);
+/// How often a node looks for lapsed leases: a dead node's games are claimed at most
+/// `LEASE + CLAIM` after its last renewal.
+pub const CLAIM: Duration = Duration::from_secs(1);
+/// Most games one claim takes, so that a claim's replay is bounded.
+const CLAIM_LIMIT: i64 = 5_000;
+
+/// The leases this process holds, shared by the step log's thread (which takes, renews
+/// and claims them) and the writer's (which checks them when it records a game).
+#[derive(Debug)]
+pub(crate) struct Leases {
+    pub node_id: String,
+    state: Mutex<Held>,
+}
+
+#[derive(Debug, Default)]
+struct Held {
+    /// Each game this process holds, and its token.
+    tokens: HashMap<GameId, i64>,
+    /// Games whose lease this process lost while their actor may still run: not claimed
+    /// back until that actor has stopped (`forget`), so that a game never has two actors.
+    lost: HashSet<GameId>,
+}
+
+impl Leases {
+    pub fn new(node_id: String) -> Leases {
+        Leases {
+            node_id,
+            state: Mutex::default(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn token(&self, game_id: &GameId) -> Option<i64> {
+        self.state().tokens.get(game_id).copied()
+    }
+
+    pub fn hold(&self, game_id: GameId, token: i64) {
+        self.state().tokens.insert(game_id, token);
+    }
+
+    /// The lease is gone: its game's actor is to stop.
+    pub fn lose(&self, game_id: GameId) {
+        let mut state = self.state();
+        if state.tokens.remove(&game_id).is_some() {
+            state.lost.insert(game_id);
+        }
+    }
+
+    /// The game is recorded, or its actor has stopped: nothing of it is held.
+    pub fn forget(&self, game_id: &GameId) {
+        let mut state = self.state();
+        state.tokens.remove(game_id);
+        state.lost.remove(game_id);
+    }
+
+    /// What this process holds, as the statements' columns.
+    fn columns(&self) -> (Vec<String>, Vec<i64>) {
+        self.state()
+            .tokens
+            .iter()
+            .map(|(id, token)| (id.to_string(), *token))
+            .unzip()
+    }
+
+    fn lost_ids(&self) -> Vec<String> {
+        self.state().lost.iter().map(GameId::to_string).collect()
+    }
+}
+
+/// Cluster mode: takes the leases of the batch's new games (those whose first step is 0),
+/// then locks and checks those of the others. Returns the games refused (their lease not
+/// this process's) and the new games whose lease this transaction takes.
+pub(super) fn fence(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    leases: &Leases,
+    games: &[(GameId, Vec<Row>)],
+) -> DbResult<(HashSet<GameId>, Vec<GameId>)> {
+    let is_new = |game_id: &GameId, rows: &[Row]| {
+        rows.first().is_some_and(|(step, _)| *step == 0) && leases.token(game_id).is_none()
+    };
+    let new: Vec<String> = games
+        .iter()
+        .filter(|(game_id, rows)| is_new(game_id, rows))
+        .map(|(game_id, _)| game_id.to_string())
+        .collect();
+    let fresh = if new.is_empty() {
+        HashSet::new()
+    } else {
+        take_new(tx, cache, &leases.node_id, &new)?
+    };
+    let (mut ids, mut tokens) = (Vec::new(), Vec::new());
+    for (game_id, _) in games {
+        let id = game_id.to_string();
+        if let (false, Some(token)) = (fresh.contains(&id), leases.token(game_id)) {
+            ids.push(id);
+            tokens.push(token);
+        }
+    }
+    let held = if ids.is_empty() {
+        HashSet::new()
+    } else {
+        held(tx, cache, &leases.node_id, &ids, &tokens)?
+    };
+    let mut refused = HashSet::new();
+    let mut taken = Vec::new();
+    for (game_id, _) in games {
+        let id = game_id.to_string();
+        if fresh.contains(&id) {
+            taken.push(*game_id);
+        } else if !held.contains(&id) {
+            refused.insert(*game_id);
+        }
+    }
+    Ok((refused, taken))
+}
+
+/// Inserts the leases of new games (token 1); returns the ids it inserted (a game id
+/// another node already leases is not).
+pub(super) fn take_new(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    node: &str,
+    ids: &[String],
+) -> DbResult<HashSet<String>> {
+    let insert = cache.get(
+        tx,
+        "INSERT INTO game_leases (game_id, node_id, token, expires_at)
+         SELECT id, $2, 1, now() + $3::float8 * interval '1 millisecond' FROM UNNEST($1::text[]) AS id
+         ON CONFLICT (game_id) DO NOTHING
+         RETURNING game_id",
+    )?;
+    Ok(tx
+        .query(&insert, &[&ids, &node, &lease_ms()])?
+        .iter()
+        .map(|row| row.get(0))
+        .collect())
+}
+
+/// Locks the leases of `ids` (with `tokens`) that this node holds, until the transaction
+/// ends, and returns their ids: a claim waits for the transaction, then sees its writes.
+pub(super) fn held(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    node: &str,
+    ids: &[String],
+    tokens: &[i64],
+) -> DbResult<HashSet<String>> {
+    let select = cache.get(
+        tx,
+        "SELECT l.game_id FROM game_leases l
+         JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
+             ON l.game_id = h.game_id AND l.token = h.token
+         WHERE l.node_id = $3
+         FOR SHARE OF l",
+    )?;
+    Ok(tx
+        .query(&select, &[&ids, &tokens, &node])?
+        .iter()
+        .map(|row| row.get(0))
+        .collect())
+}
+
+/// `held` for the writer, which deletes the rows it locks (a game recorded lets its lease
+/// go): an exclusive lock at once rather than a shared one to upgrade.
+pub(super) fn held_for_record(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    node: &str,
+    ids: &[String],
+    tokens: &[i64],
+) -> DbResult<HashSet<String>> {
+    let select = cache.get(
+        tx,
+        "SELECT l.game_id FROM game_leases l
+         JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
+             ON l.game_id = h.game_id AND l.token = h.token
+         WHERE l.node_id = $3
+         FOR UPDATE OF l",
+    )?;
+    Ok(tx
+        .query(&select, &[&ids, &tokens, &node])?
+        .iter()
+        .map(|row| row.get(0))
+        .collect())
+}
+
+/// Of `ids`, those with a record.
+pub(super) fn recorded(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    ids: &[String],
+) -> DbResult<HashSet<String>> {
+    let select = cache.get(tx, "SELECT id FROM games WHERE id = ANY($1)")?;
+    Ok(tx
+        .query(&select, &[&ids])?
+        .iter()
+        .map(|row| row.get(0))
+        .collect())
+}
+
+/// Deletes recorded games' logs and leases (`$1`, their ids), in the transaction that
+/// records them: one statement, whether or not leases are in use (without cluster mode the
+/// table is empty).
+pub(super) const FORGET_GAMES: &str =
+    "WITH leases AS (DELETE FROM game_leases WHERE game_id = ANY($1))
+     DELETE FROM game_log WHERE game_id = ANY($1)";
+
+/// Renews every lease this process holds, in one statement; the games whose lease is
+/// no longer this process's (claimed by another node, or its token moved on) are marked
+/// lost and returned.
+pub(super) fn renew(
+    c: &mut impl GenericClient,
+    cache: &mut Cache,
+    leases: &Leases,
+) -> DbResult<Vec<GameId>> {
+    let (ids, tokens) = leases.columns();
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let update = cache.get(
+        c,
+        "UPDATE game_leases l SET expires_at = now() + $4::float8 * interval '1 millisecond'
+         FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
+         WHERE l.game_id = h.game_id AND l.token = h.token AND l.node_id = $3
+         RETURNING l.game_id",
+    )?;
+    let renewed: HashSet<String> = c
+        .query(&update, &[&ids, &tokens, &leases.node_id, &lease_ms()])?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let mut lost = Vec::new();
+    for (id, token) in ids.iter().zip(&tokens) {
+        if renewed.contains(id) {
+            continue;
+        }
+        let Ok(game_id) = id.parse::<GameId>() else {
+            continue;
+        };
+        // Taken since the statement was sent (a new game's first step) or already given
+        // up: only a token the statement was about is lost.
+        if leases.token(&game_id) == Some(*token) {
+            leases.lose(game_id);
+            lost.push(game_id);
+        }
+    }
+    Ok(lost)
+}
+
+/// At shutdown, once the games have stopped: this process's leases lapse now, so that
+/// other nodes claim its games at their next claim rather than a lease later.
+pub(super) fn give_up(
+    c: &mut impl GenericClient,
+    cache: &mut Cache,
+    leases: &Leases,
+) -> DbResult<u64> {
+    let (ids, tokens) = leases.columns();
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let update = cache.get(
+        c,
+        "UPDATE game_leases l SET expires_at = now() - interval '1 millisecond'
+         FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
+         WHERE l.game_id = h.game_id AND l.token = h.token AND l.node_id = $3",
+    )?;
+    Ok(c.execute(&update, &[&ids, &tokens, &leases.node_id])?)
+}
+
+/// Which leases a claim takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Claim {
+    /// Those that have expired.
+    Lapsed,
+    /// At startup: those that have expired, those of this node's id (left by its last
+    /// run), and the live games that have none (logged without cluster mode).
+    Startup,
+}
+
+/// Takes leases (see `Claim`), each with its token one higher, and returns the ids and
+/// tokens taken. Rows locked by another transaction (a node writing under them, or
+/// claiming them) are skipped: they are looked at again by the next claim.
+pub(super) fn claim(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    leases: &Leases,
+    which: Claim,
+) -> DbResult<Vec<(String, i64)>> {
+    // The leases of recorded games are deleted with their records; any left by a
+    // process that recorded without leases (or with no log left to replay) go now,
+    // rather than be claimed.
+    let stale = cache.get(
+        tx,
+        "DELETE FROM game_leases WHERE game_id IN (
+             SELECT l.game_id FROM game_leases l
+             WHERE l.expires_at < now()
+               AND (EXISTS (SELECT 1 FROM games g WHERE g.id = l.game_id)
+                    OR NOT EXISTS (SELECT 1 FROM game_log s WHERE s.game_id = l.game_id))
+             FOR UPDATE SKIP LOCKED)",
+    )?;
+    tx.execute(&stale, &[])?;
+    let mut taken = Vec::new();
+    let update = cache.get(
+        tx,
+        "WITH c AS (
+             SELECT game_id FROM game_leases
+             WHERE (expires_at < now() OR (node_id = $1 AND $2))
+               AND game_id <> ALL($3::text[])
+             ORDER BY game_id LIMIT $5
+             FOR UPDATE SKIP LOCKED
+         )
+         UPDATE game_leases l
+         SET node_id = $1, token = l.token + 1,
+             expires_at = now() + $4::float8 * interval '1 millisecond'
+         FROM c WHERE l.game_id = c.game_id
+         RETURNING l.game_id, l.token",
+    )?;
+    let startup = which == Claim::Startup;
+    let lost = leases.lost_ids();
+    for row in tx.query(
+        &update,
+        &[&leases.node_id, &startup, &lost, &lease_ms(), &CLAIM_LIMIT],
+    )? {
+        taken.push((row.get(0), row.get(1)));
+    }
+    if startup {
+        // After the update, which would otherwise take each of these twice.
+        let unleased = cache.get(
+            tx,
+            "INSERT INTO game_leases (game_id, node_id, token, expires_at)
+             SELECT DISTINCT g.game_id, $1, 1, now() + $2::float8 * interval '1 millisecond'
+             FROM game_log g
+             WHERE NOT EXISTS (SELECT 1 FROM game_leases l WHERE l.game_id = g.game_id)
+               AND NOT EXISTS (SELECT 1 FROM games r WHERE r.id = g.game_id)
+             ON CONFLICT (game_id) DO NOTHING
+             RETURNING game_id, token",
+        )?;
+        for row in tx.query(&unleased, &[&leases.node_id, &lease_ms()])? {
+            taken.push((row.get(0), row.get(1)));
+        }
+    }
+    Ok(taken)
+}
+
+/// The lease's length in milliseconds, as `interval * float8` takes it.
+fn lease_ms() -> f64 {
+    LEASE.as_millis() as f64
+}
