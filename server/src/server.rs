@@ -20,6 +20,7 @@ use crate::config::Config;
 use crate::db::{Db, DbError};
 use crate::game::{GameServices, GameSettings};
 use crate::limits::AbuseLimits;
+use crate::lobby::shared::SharedPools;
 use crate::lobby::LobbyHandle;
 use crate::metrics::Metrics;
 use crate::pruning::PruneSettings;
@@ -89,6 +90,8 @@ pub enum ServerError {
     Config(#[from] crate::config::ConfigError),
     #[error(transparent)]
     Redis(#[from] crate::bus::redis::RedisError),
+    #[error("the cluster's pools: {0}")]
+    Pools(#[from] crate::lobby::shared::SharedError),
 }
 
 /// Restore the games in progress, serve on `listener` until `shutdown` completes, then
@@ -157,7 +160,15 @@ pub async fn run(
         crate::cluster::start(services.clone(), bots.clone());
     }
     let shutting_down = Arc::new(AtomicBool::new(false));
-    let lobby = LobbyHandle::spawn(services, bots, shutting_down.clone());
+    // Cluster mode: the pools are the cluster's, in Redis.
+    let shared_pools = match &cluster {
+        Some(c) => {
+            let node = crate::bus::redis::node_of(first_conn_id);
+            Some(SharedPools::connect(&c.redis_url, &c.name, node).await?)
+        }
+        None => None,
+    };
+    let lobby = LobbyHandle::spawn(services, bots, shutting_down.clone(), shared_pools);
     let auth = Auth {
         db: db.clone(),
         hasher: Hasher::new(config.argon2_memory_kib, config.sign_in_wait()),

@@ -19,13 +19,18 @@ mod start;
 use super::pairing::Pool;
 use super::{LobbyCmd, LobbyError, Member};
 use crate::bots::Bots;
-use crate::bus::{Bus, ReplyTo};
+use crate::bus::{Bus, ConnId, ReplyTo};
 use crate::game::GameServices;
 use crate::record::AccountId;
 
+mod cluster;
+mod cluster_challenges;
+mod cluster_seeks;
 mod computer;
 mod counts;
 mod pools;
+
+use super::shared::SharedPools;
 
 /// Open seeks and outgoing challenges one account may have at once.
 pub(crate) const MAX_OPEN_PER_ACCOUNT: usize = 5;
@@ -49,6 +54,9 @@ struct OpenChallenge {
     challenge: Challenge,
     from: Member,
     to: AccountId,
+    /// The challenged player's connection when challenged (in cluster mode, where it may
+    /// be on another node, they are told through it).
+    to_conn: ConnId,
 }
 
 struct Lobby {
@@ -65,6 +73,19 @@ struct Lobby {
     /// The fullest pools, as the last tick counted them (so that `lobby_counts` costs a
     /// copy, however often it is asked).
     counted: Vec<(PoolKey, u32)>,
+    /// The cluster's pools, in cluster mode: `pools` stays empty, and `queued` holds this
+    /// node's members waiting there (see `shared`).
+    shared: Option<SharedPools>,
+    /// When this node's members joined the cluster's pools: they are paired longest-waiting
+    /// first.
+    shared_since: HashMap<AccountId, Instant>,
+    /// Members this node's lobby has withdrawn from the cluster's pools, to be removed
+    /// there before the next request or tick.
+    shared_leaves: Vec<(PoolKey, AccountId)>,
+    /// This node's seeks withdrawn here, to be taken off the cluster's list likewise.
+    shared_seek_drops: Vec<u64>,
+    /// This node's challenges withdrawn here, to be taken out of the cluster's store.
+    shared_challenge_drops: Vec<u64>,
 }
 
 pub(super) async fn run(
@@ -72,6 +93,7 @@ pub(super) async fn run(
     services: GameServices,
     bots: Arc<Bots>,
     shutting_down: Arc<AtomicBool>,
+    shared: Option<SharedPools>,
 ) {
     let mut lobby = Lobby {
         bus: services.registry.bus(),
@@ -81,19 +103,28 @@ pub(super) async fn run(
         queued: HashMap::new(),
         seeks: BTreeMap::new(),
         challenges: BTreeMap::new(),
-        next_id: 1,
         bots,
         counted: Vec::new(),
+        next_id: shared.as_ref().map_or(1, |s| s.first_id()),
+        shared,
+        shared_since: HashMap::new(),
+        shared_leaves: Vec::new(),
+        shared_seek_drops: Vec::new(),
+        shared_challenge_drops: Vec::new(),
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             cmd = rx.recv() => match cmd {
+                Some(cmd) if lobby.shared.is_some() => lobby.handle_shared(cmd).await,
                 Some(cmd) => lobby.handle(cmd),
                 None => break,
             },
-            _ = tick.tick() => lobby.tick(),
+            _ = tick.tick() => {
+                lobby.tick();
+                lobby.tick_shared().await;
+            }
         }
     }
 }
@@ -274,6 +305,19 @@ impl Lobby {
         Ok(())
     }
 
+    /// Withdraws the seeks `drop` picks (from the cluster's list too, in cluster mode).
+    fn drop_seeks(&mut self, drop: impl Fn(&OpenSeek) -> bool) {
+        let shared = self.shared.is_some();
+        let dropped = &mut self.shared_seek_drops;
+        self.seeks.retain(|id, s| {
+            let gone = drop(s);
+            if gone && shared {
+                dropped.push(*id);
+            }
+            !gone
+        });
+    }
+
     fn gone(&mut self, account: AccountId, conn_id: u64) {
         let owned_by_conn = |m: &Member| m.account == account && m.conn_id == conn_id;
         if self
@@ -283,20 +327,40 @@ impl Lobby {
         {
             self.leave_pool(account);
         }
-        self.seeks.retain(|_, s| !owned_by_conn(&s.member));
-        let registry = &self.services.registry;
-        self.challenges.retain(|id, c| {
-            if owned_by_conn(&c.from) {
-                if let Some(user) = registry.online(c.to) {
-                    let _ = self.bus.send_msg(
-                        user.conn_id,
-                        &ServerMsg::ChallengeCancelled { challenge_id: *id },
-                    );
-                }
-                return false;
-            }
-            true
-        });
+        self.drop_seeks(|s| owned_by_conn(&s.member));
+        let ids: Vec<u64> = self
+            .challenges
+            .iter()
+            .filter(|(_, c)| owned_by_conn(&c.from))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.withdraw_challenge(id);
+        }
+    }
+
+    /// Challenge `id` is withdrawn by its challenger: the challenged player is told.
+    fn withdraw_challenge(&mut self, id: u64) {
+        let Some(c) = self.challenges.remove(&id) else {
+            return;
+        };
+        if let Some(conn) = self.challenged_conn(&c) {
+            let _ = self
+                .bus
+                .send_msg(conn, &ServerMsg::ChallengeCancelled { challenge_id: id });
+        }
+        if self.shared.is_some() {
+            self.shared_challenge_drops.push(id);
+        }
+    }
+
+    /// Where challenge `c`'s challenged player is now: online here, or (in cluster mode)
+    /// where they were challenged.
+    fn challenged_conn(&self, c: &OpenChallenge) -> Option<ConnId> {
+        match self.services.registry.online(c.to) {
+            Some(user) => Some(user.conn_id),
+            None => self.shared.is_some().then_some(c.to_conn),
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod actor;
 pub mod pairing;
+pub mod shared;
 
 pub use actor::MAX_COUNTED_POOLS;
 #[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
@@ -181,10 +182,11 @@ impl LobbyHandle {
         services: GameServices,
         bots: Arc<Bots>,
         shutting_down: Arc<std::sync::atomic::AtomicBool>,
+        shared: Option<shared::SharedPools>,
     ) -> Self {
         let bus = services.registry.bus();
         let rx = bus.open_lobby();
-        tokio::spawn(actor::run(rx, services, bots, shutting_down));
+        tokio::spawn(actor::run(rx, services, bots, shutting_down, shared));
         LobbyHandle { bus }
     }
 

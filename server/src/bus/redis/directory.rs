@@ -137,7 +137,7 @@ impl Directory {
     pub fn user_online(&self, account: AccountId, name: &str, conn: ConnId) {
         let at = (crate::clock::unix_ms(), self.node);
         self.online.insert(account, (name.to_owned(), conn, at));
-        self.link.presence_set(account, name);
+        self.link.presence_set(account, name, conn);
         self.link.cluster(&ClusterMsg::SignedIn {
             account,
             node: self.node,
@@ -147,12 +147,9 @@ impl Directory {
 
     /// `account`'s connection `conn` has ended (nothing changes if a newer one took over).
     pub fn user_offline(&self, account: AccountId, conn: ConnId) {
-        if self
-            .online
-            .remove_if(&account, |_, (_, c, _)| *c == conn)
-            .is_some()
+        if let Some((_, (name, _, _))) = self.online.remove_if(&account, |_, (_, c, _)| *c == conn)
         {
-            self.link.presence_del(account);
+            self.link.presence_del(account, &name, conn);
         }
     }
 
@@ -168,13 +165,13 @@ impl Directory {
             self.link.hset_game(game, &entry);
             self.link.cluster(&ClusterMsg::Opened { game, entry });
         }
-        let users: Vec<(AccountId, String)> = self
+        let users: Vec<(AccountId, String, ConnId)> = self
             .online
             .iter()
-            .map(|e| (*e.key(), e.value().0.clone()))
+            .map(|e| (*e.key(), e.value().0.clone(), e.value().1))
             .collect();
-        for (account, name) in users {
-            self.link.presence_set(account, &name);
+        for (account, name, conn) in users {
+            self.link.presence_set(account, &name, conn);
         }
     }
 
@@ -251,10 +248,10 @@ impl Directory {
                 // slow to come) stands, and the other node's will be superseded by
                 // this node's own message. Its presence goes with it; the registry's
                 // entry goes when the connection ends.
-                let (_, (_, conn, _)) = self
+                let (_, (name, conn, _)) = self
                     .online
                     .remove_if(&account, |_, (_, _, here)| *here < (at_ms, node))?;
-                self.link.presence_del(account);
+                self.link.presence_del(account, &name, conn);
                 return Some(conn);
             }
             ClusterMsg::SignedIn { .. } => {}

@@ -11,8 +11,13 @@ use elementals_protocol::messages::GameId;
 use tokio::sync::mpsc;
 
 use super::wire::{self, ClusterMsg, DirEntry, NodeMsg, TopicMsg};
-use crate::bus::ReplyTo;
+use crate::bus::{ConnId, ReplyTo};
 use crate::record::AccountId;
+
+/// Deletes a name's entry if it is still the one given. KEYS: the names hash; ARGV: the
+/// lower-cased name, the entry.
+const DEL_NAME: &str = "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then \
+                        redis.call('HDEL', KEYS[1], ARGV[1]) end";
 
 /// Commands taken into one pipeline at most.
 const PIPELINE: usize = 512;
@@ -80,6 +85,21 @@ impl Keys {
     /// Node `node`'s users online: account → name; expires unless refreshed.
     pub fn online_hash(&self, node: u16) -> String {
         format!("{}:online:{node}", self.prefix)
+    }
+
+    /// Every node's users online by name: lower-cased name → `name_entry` (whose node
+    /// may have died since: its `number_owner` key has expired then).
+    pub fn names_hash(&self) -> String {
+        Self::names(&self.prefix)
+    }
+
+    pub fn names(prefix: &str) -> String {
+        format!("{prefix}:names")
+    }
+
+    /// `node:account:conn:name` (the name as signed up), of this node.
+    fn name_entry(&self, account: AccountId, conn: ConnId, name: &str) -> String {
+        format!("{}:{account}:{conn}:{name}", self.node)
     }
 }
 
@@ -176,17 +196,30 @@ impl Link {
         self.out(Out::Cmd(cmd));
     }
 
-    pub fn presence_set(&self, account: AccountId, name: &str) {
+    pub fn presence_set(&self, account: AccountId, name: &str, conn: ConnId) {
         let key = self.keys.online_hash(self.keys.node);
         let mut cmd = ::redis::cmd("HSET");
         cmd.arg(&key).arg(account).arg(name);
         self.out(Out::Cmd(cmd));
+        let mut cmd = ::redis::cmd("HSET");
+        cmd.arg(self.keys.names_hash())
+            .arg(name.to_lowercase())
+            .arg(self.keys.name_entry(account, conn, name));
+        self.out(Out::Cmd(cmd));
         self.expire_presence();
     }
 
-    pub fn presence_del(&self, account: AccountId) {
+    pub fn presence_del(&self, account: AccountId, name: &str, conn: ConnId) {
         let mut cmd = ::redis::cmd("HDEL");
         cmd.arg(self.keys.online_hash(self.keys.node)).arg(account);
+        self.out(Out::Cmd(cmd));
+        // Only this connection's: the name may have signed in on another node since.
+        let mut cmd = ::redis::cmd("EVAL");
+        cmd.arg(DEL_NAME)
+            .arg(1)
+            .arg(self.keys.names_hash())
+            .arg(name.to_lowercase())
+            .arg(self.keys.name_entry(account, conn, name));
         self.out(Out::Cmd(cmd));
     }
 

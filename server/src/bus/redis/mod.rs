@@ -31,6 +31,7 @@ mod link;
 mod wire;
 
 pub use directory::Directory;
+pub use link::Keys;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -43,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::config::ClusterConfig;
-use link::{Keys, Link, Owed};
+use link::{Link, Owed};
 use wire::{ClusterMsg, NodeMsg, TopicMsg, WireCmd};
 
 /// A connection id's bits from here up to `NODE_MASK` are its node's number; 0 is a

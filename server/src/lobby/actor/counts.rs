@@ -18,10 +18,16 @@ impl Lobby {
             .map(|(key, n)| (key, *n))
             .collect();
         if let Some(key) = own {
-            let others = self
-                .pools
-                .get(key)
-                .map_or(0, |p| (p.len() as u32).saturating_sub(1));
+            // In cluster mode the pools are counted at the last tick only.
+            let waiting = match self.pools.get(key) {
+                Some(pool) => pool.len() as u32,
+                None => self
+                    .counted
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map_or(0, |(_, n)| *n),
+            };
+            let others = waiting.saturating_sub(1);
             if others > 0 {
                 pools.push((key, others));
             }

@@ -5,6 +5,7 @@ use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::{ErrorCode, TimeControl};
 
 use super::{Lobby, OpenChallenge, OpenSeek, Result, MAX_OPEN_PER_ACCOUNT};
+use crate::bus::ConnId;
 use crate::lobby::{LobbyError, Member};
 use crate::record::AccountId;
 
@@ -118,6 +119,27 @@ impl Lobby {
                 format!("{opponent} is not online"),
             ));
         };
+        let challenge =
+            self.open_challenge(member, (to, user.conn_id, user.name), variant, tc, rated)?;
+        let _ = self.bus.send_msg(
+            user.conn_id,
+            &ServerMsg::ChallengeReceived {
+                challenge: challenge.clone(),
+            },
+        );
+        Ok(challenge)
+    }
+
+    /// Opens a challenge from `member` to `to` (account, connection, name), who has not
+    /// been told yet.
+    pub(super) fn open_challenge(
+        &mut self,
+        member: Member,
+        (to, to_conn, to_name): (AccountId, ConnId, String),
+        variant: Variant,
+        tc: TimeControl,
+        rated: bool,
+    ) -> Result<Challenge> {
         if to == member.account {
             return Err(LobbyError::new(
                 ErrorCode::OwnSeek,
@@ -138,23 +160,18 @@ impl Lobby {
         let challenge = Challenge {
             challenge_id: self.next_id(),
             from: member.info.clone(),
-            to: user.name.clone(),
+            to: to_name,
             variant,
             time_control: tc,
             rated,
         };
-        let _ = self.bus.send_msg(
-            user.conn_id,
-            &ServerMsg::ChallengeReceived {
-                challenge: challenge.clone(),
-            },
-        );
         self.challenges.insert(
             challenge.challenge_id,
             OpenChallenge {
                 challenge: challenge.clone(),
                 from: member,
                 to,
+                to_conn,
             },
         );
         Ok(challenge)
@@ -220,16 +237,7 @@ impl Lobby {
     pub(super) fn cancel_challenge(&mut self, account: AccountId, challenge_id: u64) -> Result<()> {
         match self.challenges.get(&challenge_id) {
             Some(c) if c.from.account == account => {
-                let c = self
-                    .challenges
-                    .remove(&challenge_id)
-                    .expect("checked above");
-                if let Some(user) = self.services.registry.online(c.to) {
-                    let _ = self.bus.send_msg(
-                        user.conn_id,
-                        &ServerMsg::ChallengeCancelled { challenge_id },
-                    );
-                }
+                self.withdraw_challenge(challenge_id);
                 Ok(())
             }
             _ => Err(LobbyError::new(

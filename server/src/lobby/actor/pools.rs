@@ -4,14 +4,14 @@
 use super::*;
 
 impl Lobby {
-    pub(super) fn join_pool(
-        &mut self,
-        reply: ReplyTo,
-        member: Member,
+    /// What joining a pool requires; the pool and its time control.
+    pub(super) fn check_join(
+        &self,
+        member: &Member,
         variant: Variant,
         preset: String,
         rated: bool,
-    ) -> Result<()> {
+    ) -> Result<(PoolKey, TimeControl)> {
         variant
             .validate()
             .map_err(|e| LobbyError::new(ErrorCode::InvalidVariant, e.to_string()))?;
@@ -39,15 +39,27 @@ impl Lobby {
             preset,
             rated,
         };
+        Ok((key, tc))
+    }
+
+    pub(super) fn join_pool(
+        &mut self,
+        reply: ReplyTo,
+        member: Member,
+        variant: Variant,
+        preset: String,
+        rated: bool,
+    ) -> Result<()> {
+        let (key, tc) = self.check_join(&member, variant, preset, rated)?;
         // Queued before a pairing below can send `game_start` (the seating runs in a task
         // of its own; had the session answered, its `queued` could have come second).
         let _ = self.bus.send_msg(
             reply.conn,
             &ServerMsg::Queued {
                 id: reply.request_id.unwrap_or_default(),
-                variant,
+                variant: key.variant,
                 time_control: tc,
-                rated,
+                rated: key.rated,
             },
         );
         let now = Instant::now().into_std();
@@ -70,6 +82,12 @@ impl Lobby {
         let Some((key, member)) = self.queued.remove(&account) else {
             return false;
         };
+        if self.shared.is_some() {
+            self.shared_since.remove(&account);
+            self.shared_leaves.push((key, account));
+            self.update_queued_metric();
+            return true;
+        }
         if let Some(pool) = self.pools.get_mut(&key) {
             pool.remove(account as u64, member.info.rating);
             if pool.is_empty() {

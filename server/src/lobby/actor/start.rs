@@ -53,7 +53,7 @@ impl Lobby {
         for m in [&one, &two] {
             self.leave_pool(m.account);
             let account = m.account;
-            self.seeks.retain(|_, s| s.member.account != account);
+            self.drop_seeks(|s| s.member.account == account);
         }
         let rated = rated && !one.info.guest && !two.info.guest;
         let game_id = GameId::new_random_from(rand::random());

@@ -1,0 +1,352 @@
+//! The lobby in cluster mode: the pools and the list of open seeks are the cluster's, in
+//! Redis (`lobby::shared`); a node keeps its own members' seeks too (their limits, their
+//! withdrawal when the connection ends), and so are challenges (`cluster_challenges`).
+//! Rematches and games against the computer stay this node's own.
+//!
+//! Joining, leaving and pairing wait on Redis (one round trip each, bounded by
+//! `REDIS_WAIT`): the lobby handles them in order with everything else, so a member
+//! never waits in a pool its node has already withdrawn it from.
+
+use elementals_protocol::messages::ServerMsg;
+use elementals_protocol::{ErrorCode, TimeControl};
+use tokio::time::Instant;
+
+use super::{Lobby, PoolKey};
+use crate::lobby::pairing::window;
+use crate::lobby::shared::{Paired, SharedError, SharedKey};
+use crate::lobby::{LobbyCmd, LobbyError, Member};
+use crate::record::AccountId;
+
+fn shared_key(key: &PoolKey) -> SharedKey {
+    SharedKey {
+        variant: key.variant,
+        preset: key.preset.clone(),
+        rated: key.rated,
+    }
+}
+
+pub(super) fn unreachable_redis(error: &SharedError) -> LobbyError {
+    tracing::error!(%error, "the cluster's pools");
+    LobbyError::new(
+        ErrorCode::Internal,
+        "the cluster's pools cannot be reached; retry later",
+    )
+}
+
+impl Lobby {
+    /// `handle`, with the requests on pools taken to the cluster's.
+    pub(super) async fn handle_shared(&mut self, cmd: LobbyCmd) {
+        match cmd {
+            LobbyCmd::JoinPool {
+                member,
+                variant,
+                preset,
+                rated,
+                reply,
+            } => {
+                let joined = self
+                    .join_shared(reply, member, variant, preset, rated)
+                    .await;
+                match joined {
+                    Ok(()) => self.bus.answered(reply, true),
+                    Err(e) => self.bus.answer(reply, Err((e.code, e.message))),
+                }
+            }
+            LobbyCmd::LeavePool { account, reply } => {
+                let left = match self.queued.remove(&account) {
+                    Some((key, _)) => {
+                        self.shared_since.remove(&account);
+                        self.update_queued_metric();
+                        self.shared_pools().leave(&shared_key(&key), account).await
+                    }
+                    None => Ok(false),
+                };
+                let answer = match left {
+                    Ok(true) => Ok(ServerMsg::Ok {
+                        id: reply.request_id.unwrap_or_default(),
+                    }),
+                    // Paired meanwhile by another node: its `game_start` is on its way.
+                    Ok(false) => Err((ErrorCode::NotQueued, "not waiting in a pool".into())),
+                    Err(e) => {
+                        let e = unreachable_redis(&e);
+                        Err((e.code, e.message))
+                    }
+                };
+                self.bus.answer(reply, answer);
+            }
+            LobbyCmd::CreateSeek {
+                member,
+                variant,
+                time_control,
+                rated,
+                reply,
+            } => {
+                let created = match self.create_seek(member.clone(), variant, time_control, rated) {
+                    Ok(seek) => match self.shared_pools().put_seek(&seek, &member).await {
+                        Ok(()) => Ok(ServerMsg::SeekCreated {
+                            id: reply.request_id.unwrap_or_default(),
+                            seek,
+                        }),
+                        Err(e) => {
+                            self.seeks.remove(&seek.seek_id);
+                            Err(unreachable_redis(&e))
+                        }
+                    },
+                    Err(e) => Err(e),
+                };
+                self.bus
+                    .answer(reply, created.map_err(|e| (e.code, e.message)));
+            }
+            LobbyCmd::CancelSeek {
+                account,
+                seek_id,
+                reply,
+            } => {
+                let cancelled = match self.cancel_seek(account, seek_id) {
+                    Ok(()) => match self.shared_pools().take_seek(seek_id).await {
+                        Ok(true) => Ok(ServerMsg::Ok {
+                            id: reply.request_id.unwrap_or_default(),
+                        }),
+                        // Accepted on another node meanwhile: its game is starting.
+                        Ok(false) => Err(LobbyError::new(
+                            ErrorCode::UnknownSeek,
+                            "the seek is no longer open",
+                        )),
+                        Err(e) => Err(unreachable_redis(&e)),
+                    },
+                    Err(e) => Err(e),
+                };
+                self.bus
+                    .answer(reply, cancelled.map_err(|e| (e.code, e.message)));
+            }
+            LobbyCmd::ListSeeks { reply } => {
+                let listed = match self.shared_pools().seeks().await {
+                    Ok(seeks) => Ok(ServerMsg::Seeks {
+                        id: reply.request_id.unwrap_or_default(),
+                        seeks,
+                    }),
+                    Err(e) => {
+                        let e = unreachable_redis(&e);
+                        Err((e.code, e.message))
+                    }
+                };
+                self.bus.answer(reply, listed);
+            }
+            LobbyCmd::AcceptSeek {
+                member,
+                seek_id,
+                reply,
+            } => {
+                let accepted =
+                    self.accept_shared_seek(member, seek_id)
+                        .await
+                        .map(|()| ServerMsg::Ok {
+                            id: reply.request_id.unwrap_or_default(),
+                        });
+                self.bus
+                    .answer(reply, accepted.map_err(|e| (e.code, e.message)));
+            }
+            LobbyCmd::Challenge {
+                member,
+                opponent,
+                variant,
+                time_control,
+                rated,
+                reply,
+            } => {
+                let sent = self
+                    .challenge_shared(member, opponent, variant, time_control, rated)
+                    .await
+                    .map(|challenge| ServerMsg::ChallengeSent {
+                        id: reply.request_id.unwrap_or_default(),
+                        challenge,
+                    });
+                self.bus
+                    .answer(reply, sent.map_err(|e| (e.code, e.message)));
+            }
+            LobbyCmd::AcceptChallenge {
+                member,
+                challenge_id,
+                reply,
+            } => {
+                let done = self.accept_challenge_shared(member, challenge_id).await;
+                self.answer_done(reply, done);
+            }
+            LobbyCmd::DeclineChallenge {
+                account,
+                challenge_id,
+                reply,
+            } => {
+                let done = self.decline_challenge_shared(account, challenge_id).await;
+                self.answer_done(reply, done);
+            }
+            LobbyCmd::CancelChallenge {
+                account,
+                challenge_id,
+                reply,
+            } => {
+                let done = self.cancel_challenge_shared(account, challenge_id).await;
+                self.answer_done(reply, done);
+            }
+            cmd => self.handle(cmd),
+        }
+        self.flush_leaves().await;
+    }
+
+    fn answer_done(&self, reply: crate::bus::ReplyTo, done: super::Result<()>) {
+        let answer = done
+            .map(|()| ServerMsg::Ok {
+                id: reply.request_id.unwrap_or_default(),
+            })
+            .map_err(|e| (e.code, e.message));
+        self.bus.answer(reply, answer);
+    }
+
+    pub(super) fn shared_pools(&self) -> crate::lobby::shared::SharedPools {
+        self.shared
+            .clone()
+            .expect("the cluster's pools, in cluster mode")
+    }
+
+    async fn join_shared(
+        &mut self,
+        reply: crate::bus::ReplyTo,
+        member: Member,
+        variant: elementals_protocol::rules::Variant,
+        preset: String,
+        rated: bool,
+    ) -> super::Result<()> {
+        let (key, tc) = self.check_join(&member, variant, preset, rated)?;
+        let paired = self
+            .shared_pools()
+            .join(&shared_key(&key), &member)
+            .await
+            .map_err(|e| {
+                // It may have joined before the answer was lost: withdrawn again.
+                self.shared_leaves.push((key.clone(), member.account));
+                unreachable_redis(&e)
+            })?;
+        if let Paired::AlreadyWaiting = paired {
+            return Err(LobbyError::new(
+                ErrorCode::AlreadyQueued,
+                "already waiting in a pool",
+            ));
+        }
+        // Queued before the pairing's `game_start` (sent by a task `start_game` spawns).
+        let _ = self.bus.send_msg(
+            reply.conn,
+            &ServerMsg::Queued {
+                id: reply.request_id.unwrap_or_default(),
+                variant: key.variant,
+                time_control: tc,
+                rated: key.rated,
+            },
+        );
+        match paired {
+            Paired::With(other) => self.start_shared_game(&key, member, other, tc),
+            _ => {
+                self.shared_since.insert(member.account, Instant::now());
+                self.queued.insert(member.account, (key, member));
+                self.update_queued_metric();
+            }
+        }
+        Ok(())
+    }
+
+    fn start_shared_game(&mut self, key: &PoolKey, mine: Member, other: Member, tc: TimeControl) {
+        let account = mine.account;
+        if let Err(error) = self.start_game(mine, other, key.variant, tc, key.rated) {
+            tracing::error!(account, message = %error.message, "a pool paired an account with itself");
+        }
+    }
+
+    /// Removes from the cluster's pools the members this node has withdrawn.
+    pub(super) async fn flush_leaves(&mut self) {
+        let Some(shared) = self.shared.clone() else {
+            return;
+        };
+        for (key, account) in std::mem::take(&mut self.shared_leaves) {
+            if let Err(error) = shared.leave(&shared_key(&key), account).await {
+                tracing::error!(%error, account, "leaving the cluster's pool");
+            }
+        }
+        let dropped = std::mem::take(&mut self.shared_seek_drops);
+        if let Err(error) = shared.drop_seeks(&dropped).await {
+            tracing::error!(%error, "withdrawing seeks from the cluster's list");
+        }
+        let dropped = std::mem::take(&mut self.shared_challenge_drops);
+        if let Err(error) = shared.drop_challenges(&dropped).await {
+            tracing::error!(%error, "withdrawing challenges from the cluster's store");
+        }
+    }
+
+    /// Pairs this node's members waiting in the cluster's pools, longest-waiting first,
+    /// tells the others how long they have waited, and counts the cluster's pools.
+    pub(super) async fn tick_shared(&mut self) {
+        let Some(shared) = self.shared.clone() else {
+            return;
+        };
+        self.reconcile_seeks().await;
+        self.reconcile_challenges().await;
+        let mut waiting: Vec<(Instant, AccountId)> =
+            self.shared_since.iter().map(|(a, t)| (*t, *a)).collect();
+        waiting.sort_unstable();
+        for (_, account) in waiting {
+            let Some((key, _)) = self.queued.get(&account) else {
+                continue;
+            };
+            let key = key.clone();
+            match shared.pair(&shared_key(&key), account).await {
+                Ok(Paired::Waiting { waiting, waited }) => {
+                    if let Some((_, member)) = self.queued.get(&account) {
+                        let _ = self.bus.send_msg(
+                            member.conn_id,
+                            &ServerMsg::QueueStatus {
+                                players_waiting: waiting,
+                                rating_window: window(waited),
+                                waited_ms: waited.as_millis() as u64,
+                            },
+                        );
+                    }
+                }
+                Ok(Paired::With(other)) => {
+                    self.shared_since.remove(&account);
+                    if let Some((_, mine)) = self.queued.remove(&account) {
+                        let tc =
+                            TimeControl::preset(&key.preset).expect("pool keys hold valid presets");
+                        self.start_shared_game(&key, mine, other, tc);
+                    }
+                }
+                // Paired by another node (its game_start reaches the member by the bus).
+                Ok(Paired::NotWaiting | Paired::AlreadyWaiting) => {
+                    self.shared_since.remove(&account);
+                    self.queued.remove(&account);
+                }
+                Err(error) => {
+                    tracing::error!(%error, "pairing in the cluster's pools");
+                    break;
+                }
+            }
+        }
+        self.update_queued_metric();
+        match shared.counts().await {
+            Ok(counts) => {
+                let mut counted: Vec<(PoolKey, u32)> = counts
+                    .into_iter()
+                    .map(|(k, n)| {
+                        let key = PoolKey {
+                            variant: k.variant,
+                            preset: k.preset,
+                            rated: k.rated,
+                        };
+                        (key, n)
+                    })
+                    .collect();
+                counted.sort_by_key(|p| std::cmp::Reverse(p.1));
+                counted.truncate(super::MAX_COUNTED_POOLS + 1);
+                self.counted = counted;
+            }
+            Err(error) => tracing::error!(%error, "counting the cluster's pools"),
+        }
+    }
+}

@@ -1,0 +1,386 @@
+//! The pools of a cluster (issue 26), shared by every node's lobby in Redis.
+//!
+//! A pool is a sorted set by rating (members: account ids) beside a hash holding, per
+//! member, when it joined (`<id>:t`, ms of Redis's clock, the one clock every node shares)
+//! and what the node that pairs it needs to start the game (`<id>:e`: its account, its
+//! connection, which names its node, and its `PlayerInfo`, as JSON), and its node
+//! (`<id>:n`: a member whose node has died is dropped when a pairing meets it).
+//! Joining, pairing and leaving are each one Lua script or transaction, so a member is
+//! taken by one pairing only, whichever node runs it. Pairing keeps `pairing::Pool`'s rules: the nearest
+//! neighbour on each side, compatible when the distance is within the wider of the two
+//! windows (`pairing::window`) at that moment, the nearer at equal distance the lower id.
+//!
+//! Each node's lobby pairs its own waiting members (one script call each per tick,
+//! longest-waiting first) and a newcomer on arrival; the node that pairs starts the game
+//! and reaches the other player through the bus.
+//!
+//! Open seeks and challenges are here too (`offers`).
+
+use std::time::Duration;
+
+use ::redis::aio::MultiplexedConnection;
+use ::redis::{Script, Value};
+use elementals_protocol::messages::PlayerInfo;
+use elementals_protocol::rules::Variant;
+use serde::{Deserialize, Serialize};
+
+use super::pairing::{BASE_WINDOW, MAX_WINDOW, WIDEN_PER_S};
+use super::Member;
+use crate::bus::redis::{node_of, Keys};
+use crate::bus::ConnId;
+use crate::record::AccountId;
+
+/// How long a lobby waits for Redis before it answers `internal`.
+pub const REDIS_WAIT: Duration = Duration::from_secs(3);
+
+/// Adds a member (if `ARGV[2]` holds its entry) and pairs it with its closest compatible
+/// neighbour. KEYS: the pool's sorted set, its hash, the cluster's set of pools. ARGV:
+/// id, entry ("" to pair a member already waiting), rating, base window, widening per
+/// second, widest window, the pool's name, the member's node, the prefix of the nodes'
+/// owner keys (a neighbour whose node's key has expired is dropped). Returns {0} when the member is not waiting (taken, or gone),
+/// {1, waiting, waited_ms} when it waits on, {2, other id, other's entry} when paired
+/// (both have left the pool), {3} when it already waits there.
+const PAIR: &str = r#"
+local z, h, pools = KEYS[1], KEYS[2], KEYS[3]
+local id, entry = ARGV[1], ARGV[2]
+local base, widen, widest = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if entry ~= '' then
+  if redis.call('ZSCORE', z, id) then return {3} end
+  redis.call('ZADD', z, ARGV[3], id)
+  redis.call('HSET', h, id .. ':t', now, id .. ':e', entry, id .. ':n', ARGV[8])
+  redis.call('SADD', pools, ARGV[7])
+end
+local rank = redis.call('ZRANK', z, id)
+if not rank then return {0} end
+local function window(since)
+  local w = base + widen * math.max(0, now - since) / 1000
+  if w > widest then w = widest end
+  return w
+end
+local function forget(m)
+  redis.call('ZREM', z, m)
+  redis.call('HDEL', h, m .. ':t', m .. ':e', m .. ':n')
+end
+local me = tonumber(redis.call('ZSCORE', z, id))
+local since = tonumber(redis.call('HGET', h, id .. ':t')) or now
+local mine = window(since)
+local best, bestd
+local around = redis.call('ZRANGE', z, math.max(rank - 1, 0), rank + 1, 'WITHSCORES')
+for i = 1, #around, 2 do
+  local other = around[i]
+  if other ~= id then
+    local node = redis.call('HGET', h, other .. ':n')
+    if node and redis.call('EXISTS', ARGV[9] .. node) == 0 then
+      -- Its node has died: it waits no more.
+      forget(other)
+    else
+      local d = math.abs(tonumber(around[i + 1]) - me)
+      local theirs = window(tonumber(redis.call('HGET', h, other .. ':t')) or now)
+      if d <= math.max(mine, theirs)
+        and (not best or d < bestd or (d == bestd and tonumber(other) < tonumber(best))) then
+        best, bestd = other, d
+      end
+    end
+  end
+end
+if not best then return {1, redis.call('ZCARD', z), now - since} end
+local found = redis.call('HGET', h, best .. ':e')
+forget(id)
+forget(best)
+return {2, best, found}
+"#;
+
+/// Every pool's size, forgetting pools that are empty. KEYS: the cluster's set of pools.
+/// ARGV: the pools' key prefix. Returns {pool, size, ...}.
+const COUNT: &str = r#"
+local out = {}
+for _, p in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local n = redis.call('ZCARD', ARGV[1] .. p)
+  if n == 0 then redis.call('SREM', KEYS[1], p) else
+    out[#out + 1] = p
+    out[#out + 1] = n
+  end
+end
+return out
+"#;
+
+/// A pool, as every node names it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SharedKey {
+    pub variant: Variant,
+    pub preset: String,
+    pub rated: bool,
+}
+
+impl SharedKey {
+    fn name(&self) -> String {
+        let v = &self.variant;
+        let rated = if self.rated { "r" } else { "u" };
+        format!(
+            "{}-{}-{}:{}:{rated}",
+            v.number, v.range, v.distance, self.preset
+        )
+    }
+
+    fn parse(name: &str) -> Option<SharedKey> {
+        let mut parts = name.split(':');
+        let mut numbers = parts.next()?.split('-').map(|n| n.parse::<u16>().ok());
+        let variant = Variant {
+            number: numbers.next()??,
+            range: numbers.next()??,
+            distance: numbers.next()??,
+        };
+        let preset = parts.next()?.to_owned();
+        let rated = match parts.next()? {
+            "r" => true,
+            "u" => false,
+            _ => return None,
+        };
+        Some(SharedKey {
+            variant,
+            preset,
+            rated,
+        })
+    }
+}
+
+/// What a member's node stores for the node that pairs it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Entry {
+    account: AccountId,
+    conn: ConnId,
+    info: PlayerInfo,
+}
+
+/// What a pairing attempt found.
+#[derive(Debug)]
+pub enum Paired {
+    /// The member is not in the pool: another node paired it, or it left.
+    NotWaiting,
+    /// It waits on, with `waiting` in its pool, for `waited`.
+    Waiting { waiting: u32, waited: Duration },
+    /// Paired with this member, who has left the pool with it.
+    With(Member),
+    /// The account already waits in this pool (from another connection).
+    AlreadyWaiting,
+}
+
+/// Why Redis did not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SharedError {
+    #[error("Redis: {0}")]
+    Redis(#[from] ::redis::RedisError),
+    #[error("Redis did not answer in time")]
+    Timeout,
+    #[error("Redis answered what the lobby cannot read")]
+    Malformed,
+}
+
+/// The cluster's pools, reached from one node's lobby.
+#[derive(Clone)]
+pub struct SharedPools {
+    con: MultiplexedConnection,
+    prefix: String,
+    /// This node's number: the high bits of the seek and challenge ids it gives, so that
+    /// ids are unique in the cluster.
+    node: u16,
+    pair: Script,
+    count: Script,
+    find_name: Script,
+}
+
+impl std::fmt::Debug for SharedPools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedPools")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+async fn timed<T>(
+    fut: impl std::future::Future<Output = ::redis::RedisResult<T>>,
+) -> Result<T, SharedError> {
+    Ok(tokio::time::timeout(REDIS_WAIT, fut)
+        .await
+        .map_err(|_| SharedError::Timeout)??)
+}
+
+impl SharedPools {
+    /// Connects to `redis_url` for the cluster `cluster` (every key is prefixed by it), as
+    /// node number `node`.
+    pub async fn connect(
+        redis_url: &str,
+        cluster: &str,
+        node: u16,
+    ) -> Result<SharedPools, SharedError> {
+        let client = ::redis::Client::open(redis_url)?;
+        let con = timed(client.get_multiplexed_async_connection()).await?;
+        Ok(SharedPools {
+            con,
+            prefix: cluster.to_owned(),
+            node,
+            pair: Script::new(PAIR),
+            count: Script::new(COUNT),
+            find_name: Script::new(offers::FIND_NAME),
+        })
+    }
+
+    /// The first id this node gives seeks and challenges (its number in the high bits).
+    pub fn first_id(&self) -> u64 {
+        u64::from(self.node) << 36
+    }
+
+    /// The nodes' owner keys, but for the node's number: a node is alive while its key is
+    /// (`bus::redis::claim_number`).
+    fn owner_prefix(&self) -> String {
+        let owner = Keys::number_owner(&self.prefix, 0);
+        owner.strip_suffix('0').unwrap_or(&owner).to_owned()
+    }
+
+    /// Whether node `node` is alive (0: a connection no node addresses, as in tests).
+    pub async fn node_alive(&self, node: u16) -> Result<bool, SharedError> {
+        if node == 0 {
+            return Ok(true);
+        }
+        let mut con = self.con.clone();
+        let alive: bool = timed(
+            ::redis::cmd("EXISTS")
+                .arg(format!("{}{node}", self.owner_prefix()))
+                .query_async(&mut con),
+        )
+        .await?;
+        Ok(alive)
+    }
+
+    fn pools_prefix(&self) -> String {
+        format!("{}:pool:", self.prefix)
+    }
+
+    fn pools_set(&self) -> String {
+        format!("{}:pools", self.prefix)
+    }
+
+    fn zset(&self, key: &SharedKey) -> String {
+        format!("{}{}", self.pools_prefix(), key.name())
+    }
+
+    fn hash(&self, key: &SharedKey) -> String {
+        format!("{}:m", self.zset(key))
+    }
+
+    async fn run_pair(
+        &self,
+        key: &SharedKey,
+        account: AccountId,
+        (entry, rating, conn): (&str, f64, ConnId),
+    ) -> Result<Paired, SharedError> {
+        let mut con = self.con.clone();
+        let mut call = self.pair.prepare_invoke();
+        call.key(self.zset(key))
+            .key(self.hash(key))
+            .key(self.pools_set())
+            .arg(account)
+            .arg(entry)
+            .arg(rating)
+            .arg(BASE_WINDOW)
+            .arg(WIDEN_PER_S)
+            .arg(MAX_WINDOW)
+            .arg(key.name())
+            .arg(node_of(conn))
+            .arg(self.owner_prefix());
+        let got: Vec<Value> = timed(call.invoke_async(&mut con)).await?;
+        let int = |v: Option<&Value>| match v {
+            Some(Value::Int(n)) => Some(*n),
+            _ => None,
+        };
+        let bytes = |v: Option<&Value>| match v {
+            Some(Value::BulkString(b)) => Some(b.clone()),
+            _ => None,
+        };
+        match int(got.first()) {
+            Some(0) => Ok(Paired::NotWaiting),
+            Some(1) => {
+                let waiting = int(got.get(1)).ok_or(SharedError::Malformed)?;
+                let waited = int(got.get(2)).ok_or(SharedError::Malformed)?;
+                Ok(Paired::Waiting {
+                    waiting: u32::try_from(waiting).unwrap_or(u32::MAX),
+                    waited: Duration::from_millis(u64::try_from(waited).unwrap_or(0)),
+                })
+            }
+            Some(2) => {
+                let entry = bytes(got.get(2)).ok_or(SharedError::Malformed)?;
+                let entry: Entry =
+                    serde_json::from_slice(&entry).map_err(|_| SharedError::Malformed)?;
+                Ok(Paired::With(Member {
+                    account: entry.account,
+                    info: entry.info,
+                    conn_id: entry.conn,
+                }))
+            }
+            Some(3) => Ok(Paired::AlreadyWaiting),
+            _ => Err(SharedError::Malformed),
+        }
+    }
+
+    /// `member` joins pool `key` and is paired at once if it can be.
+    pub async fn join(&self, key: &SharedKey, member: &Member) -> Result<Paired, SharedError> {
+        let entry = serde_json::to_string(&Entry {
+            account: member.account,
+            conn: member.conn_id,
+            info: member.info.clone(),
+        })
+        .map_err(|_| SharedError::Malformed)?;
+        let joining = (entry.as_str(), member.info.rating, member.conn_id);
+        self.run_pair(key, member.account, joining).await
+    }
+
+    /// Pairs `account`, waiting in `key`, if it can be now.
+    pub async fn pair(&self, key: &SharedKey, account: AccountId) -> Result<Paired, SharedError> {
+        self.run_pair(key, account, ("", 0.0, 0)).await
+    }
+
+    /// `account` leaves pool `key`; returns whether it was waiting there.
+    pub async fn leave(&self, key: &SharedKey, account: AccountId) -> Result<bool, SharedError> {
+        let mut con = self.con.clone();
+        let (removed, _): (u32, u32) = timed(
+            ::redis::pipe()
+                .atomic()
+                .zrem(self.zset(key), account)
+                .hdel(
+                    self.hash(key),
+                    &[format!("{account}:t"), format!("{account}:e")],
+                )
+                .query_async(&mut con),
+        )
+        .await?;
+        Ok(removed > 0)
+    }
+
+    /// Every pool of the cluster that has someone waiting, with how many.
+    pub async fn counts(&self) -> Result<Vec<(SharedKey, u32)>, SharedError> {
+        let mut con = self.con.clone();
+        let mut call = self.count.prepare_invoke();
+        call.key(self.pools_set()).arg(self.pools_prefix());
+        let got: Vec<Value> = timed(call.invoke_async(&mut con)).await?;
+        let mut out = Vec::new();
+        for pair in got.chunks(2) {
+            if let [Value::BulkString(name), Value::Int(n)] = pair {
+                let key = std::str::from_utf8(name)
+                    .ok()
+                    .and_then(SharedKey::parse)
+                    .ok_or(SharedError::Malformed)?;
+                out.push((key, u32::try_from(*n).unwrap_or(u32::MAX)));
+            }
+        }
+        Ok(out)
+    }
+}
+
+mod offers;
+
+pub use offers::SharedChallenge;
+
+#[cfg(test)]
+mod tests;
