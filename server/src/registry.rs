@@ -9,13 +9,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use dashmap::DashMap;
-use elementals_protocol::messages::{GameId, LiveGame, PlayerInfo, SeatPair};
+use elementals_protocol::messages::{GameId, LiveGame, MyGame, PlayerInfo, SeatPair};
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::TimeControl;
 use tokio::sync::watch;
 
 use crate::bus::{Bus, ConnId, LocalBus};
-use crate::game::GameHandle;
+use crate::game::{GameHandle, OwedNow};
 use crate::record::AccountId;
 
 /// A live game: its handle and the summary its actor last published.
@@ -67,6 +67,9 @@ pub struct OnlineUser {
 #[derive(Debug, Default)]
 pub struct Registry {
     games: DashMap<GameId, LiveEntry>,
+    /// What each live game waits for, as its actor last saw it (set whenever it changes;
+    /// kept apart from `games` because a game's first events may precede its entry there).
+    owed: DashMap<GameId, OwedNow>,
     seated: DashMap<AccountId, (GameId, Seat)>,
     online: DashMap<AccountId, OnlineUser>,
     /// Lower-cased name to account, for online users only.
@@ -107,9 +110,44 @@ impl Registry {
         }
     }
 
+    /// What a live game waits for now; written only when it has changed (a few times a
+    /// round), so each of the game's events costs one shard's read lock here.
+    pub fn set_owed(&self, game_id: GameId, owed: OwedNow) {
+        if self.owed.get(&game_id).is_some_and(|known| *known == owed) {
+            return;
+        }
+        self.owed.insert(game_id, owed);
+    }
+
+    /// The open games `account` sits in, each with what it waits for. Live games allow one
+    /// seat per account, so this holds at most one game today.
+    pub fn my_games(&self, account: AccountId) -> Vec<MyGame> {
+        let Some((game_id, seat)) = self.seated.get(&account).map(|e| *e) else {
+            return Vec::new();
+        };
+        let Some(summary) = self.games.get(&game_id).map(|e| e.summary.clone()) else {
+            return Vec::new();
+        };
+        let Some(owed) = self.owed.get(&game_id).map(|e| e.clone()) else {
+            return Vec::new();
+        };
+        vec![MyGame {
+            game_id,
+            seat,
+            opponent: summary.players.get(seat.other()).clone(),
+            variant: summary.variant,
+            time_control: summary.time_control,
+            rated: summary.rated,
+            round: owed.round,
+            phase: owed.phase,
+            owed: owed.owed,
+        }]
+    }
+
     /// Called by a game actor once its game has ended: frees both seats.
     pub fn finish_game(&self, game_id: GameId, finished: FinishedGame) {
         self.games.remove(&game_id);
+        self.owed.remove(&game_id);
         for (account, _) in [
             (finished.players.one, Seat::One),
             (finished.players.two, Seat::Two),

@@ -88,10 +88,22 @@ impl Actor {
                 crash_point("end_logged");
             }
         }
-        if self.publish(events, received, answer) {
+        let emitted = if self.publish(events, received, answer) {
             Emitted::Answered
         } else {
             Emitted::Published
+        };
+        self.note_owed();
+        emitted
+    }
+
+    /// Tells the registry what the game waits for now (`my_games`), if it has changed.
+    /// Every change of phase, commitment, reveal, hold or stall comes with events or a
+    /// stall, which all pass here. An ended game is the registry's to forget.
+    pub(super) fn note_owed(&self) {
+        if self.state.result().is_none() {
+            let owed = self.state.owed();
+            self.services.registry.set_owed(self.game_id, owed);
         }
     }
 
@@ -117,6 +129,7 @@ impl Actor {
             retry_at: now + RETRY_FIRST,
             pause: RETRY_FIRST,
         });
+        self.note_owed();
     }
 
     /// Appends the stalled game's steps again. Taken, they are published and the clocks
@@ -157,6 +170,7 @@ impl Actor {
         self.judged = self.judged.max(now);
         self.state.unstall(now.into_std(), &mut events);
         self.publish(events, received, None);
+        self.note_owed();
         for cmd in deferred {
             self.on_cmd(Some(cmd)).await;
         }
