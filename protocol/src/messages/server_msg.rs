@@ -10,8 +10,7 @@ use crate::time_control::TimeControl;
 
 use super::{
     Account, Challenge, Clocks, GameId, GameInfo, GameResult, GameSnapshot, LiveGame, MyGame,
-    PoolCount,
-    RequestId, RoundRecord, SeatPair, Seek,
+    PoolCount, RequestId, RoundRecord, SeatPair, Seek,
 };
 
 /// Limits a server announces in `welcome`.

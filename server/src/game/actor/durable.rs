@@ -88,13 +88,14 @@ impl Actor {
                 crash_point("end_logged");
             }
         }
-        let emitted = if self.publish(events, received, answer) {
+        // Before the events go out: a player who hears of them and asks `my_games` is
+        // answered as they left the game.
+        self.note_owed();
+        if self.publish(events, received, answer) {
             Emitted::Answered
         } else {
             Emitted::Published
-        };
-        self.note_owed();
-        emitted
+        }
     }
 
     /// Tells the registry what the game waits for now (`my_games`), if it has changed.
@@ -169,8 +170,8 @@ impl Actor {
         let now = Instant::now();
         self.judged = self.judged.max(now);
         self.state.unstall(now.into_std(), &mut events);
-        self.publish(events, received, None);
         self.note_owed();
+        self.publish(events, received, None);
         for cmd in deferred {
             self.on_cmd(Some(cmd)).await;
         }
