@@ -523,7 +523,7 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       // Picked: nothing is owed by this player, and the list says whom it waits for.
       await mine.getByRole('link', { name: `Open the game against ${bySeat.two.name}` }).click();
       await pick(one, 1, 1);
-      await one.waitForSelector('.my-games-link .badge[hidden]', STEP);
+      await one.waitForSelector('.my-games-link .badge[hidden]', { ...STEP, state: 'attached' });
       await one.waitForFunction(() => document.title === 'Elementals', null, STEP);
       await one.getByRole('link', { name: /My games/ }).click();
       await one.waitForSelector('.my-game[data-owes="no"]', STEP);
