@@ -8,7 +8,9 @@ import { h, replace } from './dom.js';
 export function buildShell(app) {
   app.nav = h('nav', { class: 'nav', 'aria-label': 'Main' },
     h('a', { href: '#/lobby' }, 'Play'),
-    h('a', { href: '#/games', class: 'my-games-link' }, 'My games', ' ', app.gamesBadge = h('span', { class: 'badge', hidden: true })),
+    // "Games" alone on a phone, where the row has no room for more.
+    h('a', { href: '#/games', class: 'my-games-link' }, h('span', { class: 'wide-only' }, 'My '), 'games', ' ',
+      app.gamesBadge = h('span', { class: 'badge', hidden: true })),
     h('a', { href: '#/watch' }, 'Watch'),
     h('a', { href: '#/leaderboard' }, 'Leaderboard'),
     h('a', { href: '#/how' }, 'How to play'),
