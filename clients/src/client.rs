@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use elementals_protocol::commitment::{COMMITMENT_LEN, NONCE_LEN};
 use elementals_protocol::messages::{
-    Account, Challenge, GameId, GameSnapshot, LiveGame, PoolCount, RequestId, Seek,
+    Account, Challenge, GameId, GameSnapshot, LiveGame, MyGame, PoolCount, RequestId, Seek,
 };
 use elementals_protocol::{ClientMsg, ErrorCode, Seat, ServerMsg, TimeControl, Variant};
 
@@ -315,6 +315,14 @@ impl Client {
     pub async fn sync(&self, game_id: GameId) -> Result<(GameSnapshot, Option<Seat>), ClientError> {
         match self.request(|id| ClientMsg::Sync { id, game_id }).await? {
             ServerMsg::Snapshot { snapshot, seat, .. } => Ok((snapshot, seat)),
+            other => Err(ClientError::unexpected(other)),
+        }
+    }
+
+    /// This account's open games, each with the seats it waits for and their deadlines.
+    pub async fn my_games(&self) -> Result<Vec<MyGame>, ClientError> {
+        match self.request(|id| ClientMsg::MyGames { id }).await? {
+            ServerMsg::OpenGames { games, .. } => Ok(games),
             other => Err(ClientError::unexpected(other)),
         }
     }

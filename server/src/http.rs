@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{ConnectInfo, Path, Query, Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{middleware, Json, Router};
@@ -43,6 +43,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/players/{name}", get(player))
         .route("/api/players/{name}/games", get(player_games))
         .route("/api/games/live", get(live_games))
+        .route("/api/me/games", get(my_games))
         .route("/api/games/{id}", get(game))
         .route("/api/games/{id}/transcript", get(transcript))
         .route("/api/transcript-key", get(transcript_key))
@@ -217,6 +218,37 @@ async fn live_games(State(state): State<Arc<AppState>>, Query(q): Query<PageQuer
     let mut games = state.registry.most_watched(end);
     games.drain(..games.len().min(page.offset as usize));
     Json(games).into_response()
+}
+
+/// The open games of the account whose session token is the request's bearer token
+/// (`Authorization: Bearer <token>`, as `authenticated` gave it), with what each waits for.
+/// A header, not a cookie or the query: no other site's page can make a browser send it,
+/// and it stays out of access logs and `Referer`s (SECURITY.md). 401 without a valid token.
+async fn my_games(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let unauthorized = |message: &'static str| {
+        (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            message,
+        )
+            .into_response()
+    };
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let Some(token) = token.filter(|t| !t.is_empty()) else {
+        return unauthorized("a session token is required (Authorization: Bearer <token>)");
+    };
+    match state.auth.resume(token).await {
+        Ok(signed) => Json(state.registry.my_games(signed.account.id)).into_response(),
+        Err(e) if e.code == elementals_protocol::ErrorCode::InvalidToken => {
+            unauthorized("unknown, expired or revoked token")
+        }
+        // The token store could not be read (already logged by `auth`): worth a retry.
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "account store unavailable").into_response(),
+    }
 }
 
 async fn game(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {

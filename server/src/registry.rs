@@ -20,7 +20,9 @@ use tokio::sync::watch;
 
 use crate::bus::redis::Directory;
 use crate::bus::{Bus, ConnId, LocalBus, RedisBus};
-use crate::game::GameHandle;
+use crate::game::{GameHandle, OwedNow};
+
+mod owed;
 use crate::record::AccountId;
 
 /// A live game: its handle and the summary its actor last published.
@@ -72,6 +74,9 @@ pub struct OnlineUser {
 #[derive(Debug)]
 pub struct Registry {
     games: DashMap<GameId, LiveEntry>,
+    /// What each live game waits for, as its actor last saw it (set whenever it changes;
+    /// kept apart from `games` because a game's first events may precede its entry there).
+    owed: DashMap<GameId, OwedNow>,
     seated: DashMap<AccountId, (GameId, Seat)>,
     online: DashMap<AccountId, OnlineUser>,
     /// Lower-cased name to account, for online users only.
@@ -90,6 +95,7 @@ impl Default for Registry {
     fn default() -> Self {
         Registry {
             games: DashMap::new(),
+            owed: DashMap::new(),
             seated: DashMap::new(),
             online: DashMap::new(),
             by_name: DashMap::new(),
@@ -147,6 +153,7 @@ impl Registry {
     /// Called by a game actor once its game has ended: frees both seats.
     pub fn finish_game(&self, game_id: GameId, finished: FinishedGame) {
         self.games.remove(&game_id);
+        self.owed.remove(&game_id);
         if let Some(cluster) = &self.cluster {
             cluster.game_ended(game_id);
         }

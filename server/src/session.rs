@@ -475,6 +475,10 @@ impl Session {
             C::Sync { id, game_id } => return self.sync(id, game_id).await,
             C::Watch { id, game_id } => return self.watch(id, game_id).await,
             C::Unwatch { id, game_id } => self.unwatch(id, game_id),
+            C::MyGames { id } => Ok(ServerMsg::OpenGames {
+                id,
+                games: state.registry.my_games(self.user()?.account),
+            }),
             C::ListGames { id } => Ok(ServerMsg::LiveGames {
                 id,
                 games: state.registry.most_watched(MAX_LISTED_GAMES),

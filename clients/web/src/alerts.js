@@ -58,9 +58,13 @@ export class Alerts {
     }
   }
 
-  /** The tab's title: `text` before the name while alerts are on, else the name alone. */
-  title(text) {
-    const want = text && this.on ? `${text} · ${TITLE}` : TITLE;
+  /**
+   * The tab's title: `text` before the name while alerts are on, else the name alone; with
+   * `(n) ` before it while `owing` games wait for this player's move.
+   */
+  title(text, owing = 0) {
+    const count = owing > 0 && this.on ? `(${owing}) ` : '';
+    const want = count + (text && this.on ? `${text} · ${TITLE}` : TITLE);
     if (document.title !== want) document.title = want;
   }
 }

@@ -10,6 +10,7 @@ import { plainMessage } from './errors.js';
 import { buildShell, renderShell } from './shell.js';
 import { play } from './play.js';
 import { fetchRecord } from './record.js';
+import { MyGames, OWED_EVENTS } from './my-games.js';
 import { parseRoute, VIEWS } from './routes.js';
 
 const TOKEN_KEY = 'elementals.token';
@@ -50,6 +51,7 @@ export class App {
     this.view = null;
     this.route = null;
     this.alerts = new Alerts();
+    this.myGames = new MyGames(this);
     this.buildShell();
   }
 
@@ -123,7 +125,7 @@ export class App {
     else if (game?.seat && game.phase === 'over' && this.route?.id === game.id && game.result) {
       text = !game.result.winner ? 'Game over' : game.result.winner === game.seat ? 'You won' : 'You lost';
     }
-    this.alerts.title(text);
+    this.alerts.title(text, this.myGames.owing().length);
   }
 
   // ---- connection ----
@@ -150,6 +152,7 @@ export class App {
     this.quietReconnect = false;
     // A new connection is signed in as nobody and watches nothing until it says so.
     this.account = null;
+    this.myGames.clear();
     // Live games are reopened on this connection (a snapshot after resume, or `sync`), so
     // a game that ended meanwhile is not shown as still running.
     // After a quiet reconnect a spectator's game stays on screen while it is watched again.
@@ -235,6 +238,7 @@ export class App {
 
   signedIn(reply) {
     this.account = reply.account;
+    this.myGames.refresh();
     localStorage.setItem(TOKEN_KEY, reply.token);
     // The sign-in form opens on "Log in" for someone who has an account here.
     if (!reply.account.guest) localStorage.setItem('elementals.has-account', '1');
@@ -256,6 +260,7 @@ export class App {
     }
     localStorage.removeItem(TOKEN_KEY);
     this.account = null;
+    this.myGames.clear();
     this.queue = null;
     this.myGameId = null;
     this.mySeeks.clear();
@@ -342,6 +347,7 @@ export class App {
     } else {
       switch (msg.type) {
         case 'game_start':
+          this.myGames.refresh();
           this.alerts.beep('round');
           this.myGameId = msg.game.game_id;
           this.early.set(msg.game.game_id, []);
@@ -421,5 +427,7 @@ export class App {
       this.account.rating = msg.ratings[game.seat].after;
     }
     if (game.seat && owesReveal(game)) play.reveal(this, game);
+    // After any reveal just sent, so that the answer counts it.
+    if (game.seat && OWED_EVENTS.has(msg.type)) this.myGames.refresh();
   }
 }

@@ -8,6 +8,7 @@ import { leaderboardView } from './views/leaderboard.js';
 import { playerView } from './views/player.js';
 import { replayView } from './views/replay.js';
 import { howView } from './views/how.js';
+import { myGamesView } from './views/my-games.js';
 
 /** The route `hash` names; anything unknown is the lobby. */
 export function parseRoute(hash) {
@@ -17,6 +18,7 @@ export function parseRoute(hash) {
     case 'game': return { name: 'game', id: parts[1] };
     case 'replay': return { name: 'replay', id: parts[1] };
     case 'watch': return { name: 'watch' };
+    case 'games': return { name: 'games' };
     case 'leaderboard': return { name: 'leaderboard' };
     case 'player': return { name: 'player', player: parts[1] };
     case 'how': return { name: 'how' };
@@ -28,4 +30,5 @@ export function parseRoute(hash) {
 export const VIEWS = {
   login: authView, lobby: lobbyView, game: gameView, watch: watchView,
   leaderboard: leaderboardView, player: playerView, how: howView, replay: replayView,
+  games: myGamesView,
 };

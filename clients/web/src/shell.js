@@ -8,6 +8,9 @@ import { h, replace } from './dom.js';
 export function buildShell(app) {
   app.nav = h('nav', { class: 'nav', 'aria-label': 'Main' },
     h('a', { href: '#/lobby' }, 'Play'),
+    // "Games" alone on a phone, where the row has no room for more.
+    h('a', { href: '#/games', class: 'my-games-link' }, h('span', { class: 'wide-only' }, 'My '), 'games', ' ',
+      app.gamesBadge = h('span', { class: 'badge', hidden: true })),
     h('a', { href: '#/watch' }, 'Watch'),
     h('a', { href: '#/leaderboard' }, 'Leaderboard'),
     h('a', { href: '#/how' }, 'How to play'),
@@ -62,6 +65,11 @@ export function renderShell(app) {
       : null,
   );
   app.banner.hidden = !text;
+  // How many games wait for this player's move.
+  const owing = app.myGames.owing().length;
+  app.gamesBadge.textContent = owing ? String(owing) : '';
+  app.gamesBadge.hidden = !owing;
+  app.gamesBadge.setAttribute('aria-label', `${owing} waiting for your move`);
   for (const link of app.nav.querySelectorAll('a')) {
     const current = (app.route?.name === 'lobby' && link.hash === '#/lobby') || location.hash === link.hash;
     if (current) link.setAttribute('aria-current', 'page');

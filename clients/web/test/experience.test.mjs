@@ -468,13 +468,14 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       const { bySeat } = await newGame(a, b);
       const [one, two] = [bySeat.one.page, bySeat.two.page];
       const played = (page) => page.evaluate(() => window.elementals.alerts.played);
-      await one.waitForFunction(() => document.title === 'Your move · Elementals', null, STEP);
+      // "(1)": one game waits for this player's move (see the "My games" test).
+      await one.waitForFunction(() => document.title === '(1) Your move · Elementals', null, STEP);
       assert.deepEqual(await played(one), ['round'], 'the game start beeped');
       await pick(one, 1, 1);
       await one.waitForFunction(() => document.title === 'Elementals', null, STEP);
       await pick(two, 1, 2);
       await roundShown(one, 1);
-      await one.waitForFunction(() => document.title === 'Your move · Elementals', null, STEP);
+      await one.waitForFunction(() => document.title === '(1) Your move · Elementals', null, STEP);
       assert.deepEqual(await played(one), ['round', 'round'], 'round 2 beeped');
 
       // Turned off, and still off after a reload.
@@ -496,6 +497,44 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       await one.waitForFunction(() => document.title === 'You lost · Elementals', null, STEP);
       assert.equal((await played(one)).at(-1), 'result');
       assert.equal(await two.title(), 'Elementals');
+    });
+    await closeAll([a, b]);
+  });
+
+  test('"My games" lists the game under way, with a badge and the tab title counting it while the move is yours', async () => {
+    await h.setUp();
+    const [a, b] = await people(2);
+    await h.withDiagnostics({ a, b }, async () => {
+      const { bySeat } = await newGame(a, b);
+      const [one, two] = [bySeat.one.page, bySeat.two.page];
+      const badge = (page) => page.locator('.my-games-link .badge');
+      await one.waitForSelector('.my-games-link .badge:not([hidden])', STEP);
+      assert.equal(await badge(one).textContent(), '1');
+      await one.waitForFunction(() => document.title === '(1) Your move · Elementals', null, STEP);
+
+      // The list: whom against, and that the move is this player's, until when.
+      await one.getByRole('link', { name: /My games/ }).click();
+      const mine = one.locator('.my-game');
+      await one.waitForSelector('.my-game[data-owes="yes"]', STEP);
+      assert.equal(await mine.count(), 1);
+      assert.match(await mine.textContent(), new RegExp(`Against ${bySeat.two.name}`));
+      assert.match(await mine.textContent(), /Your move: commit by \d/);
+
+      // Picked: nothing is owed by this player, and the list says whom it waits for.
+      await mine.getByRole('link', { name: `Open the game against ${bySeat.two.name}` }).click();
+      await pick(one, 1, 1);
+      await one.waitForSelector('.my-games-link .badge[hidden]', { ...STEP, state: 'attached' });
+      await one.waitForFunction(() => document.title === 'Elementals', null, STEP);
+      await one.getByRole('link', { name: /My games/ }).click();
+      await one.waitForSelector('.my-game[data-owes="no"]', STEP);
+      assert.match(await mine.textContent(), new RegExp(`Waiting for ${bySeat.two.name} to commit`));
+
+      // Over: no game under way.
+      two.once('dialog', (d) => d.accept());
+      await two.getByRole('button', { name: 'Resign' }).click();
+      await one.waitForSelector('#no-open-games', STEP);
+      assert.equal(await badge(one).isHidden(), true);
+      assert.equal(await one.title(), 'Elementals');
     });
     await closeAll([a, b]);
   });

@@ -159,6 +159,11 @@ pub enum ClientMsg {
         game_id: GameId,
     },
 
+    /// The asker's open games and what each waits for (answered `open_games`).
+    MyGames {
+        id: RequestId,
+    },
+
     // --- spectating ---
     ListGames {
         id: RequestId,
@@ -238,6 +243,7 @@ impl ClientMsg {
             | DeclineDraw { id, .. }
             | ClaimWin { id, .. }
             | Sync { id, .. }
+            | MyGames { id }
             | ListGames { id }
             | Watch { id, .. }
             | Unwatch { id, .. } => *id,

@@ -1,11 +1,12 @@
-//! What the lobby shows: an `Account`, a `LiveGame` in a listing, a `Seek`, a `Challenge`.
+//! What the lobby shows: an `Account`, a `LiveGame` in a listing, a `Seek`, a `Challenge`,
+//! and a player's own open games (`MyGame`) with what each owes (`Owed`).
 
 use serde::{Deserialize, Serialize};
 
-use crate::rules::Variant;
+use crate::rules::{Seat, Variant};
 use crate::time_control::TimeControl;
 
-use super::{GameId, PlayerInfo, SeatPair};
+use super::{GameId, Phase, PlayerInfo, SeatPair};
 
 /// A signed-in account as others see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,4 +61,39 @@ pub struct PoolCount {
     pub time_control: String,
     pub rated: bool,
     pub waiting: u32,
+}
+
+/// One of the asker's open (unfinished) games, as `my_games` and `GET /api/me/games` list it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MyGame {
+    pub game_id: GameId,
+    /// The asker's seat.
+    pub seat: Seat,
+    pub opponent: PlayerInfo,
+    pub variant: Variant,
+    pub time_control: TimeControl,
+    pub rated: bool,
+    pub round: u32,
+    pub phase: Phase,
+    /// The seats whose action the game waits for (none, one or both), seat one first.
+    pub owed: Vec<Owed>,
+}
+
+/// An action a game waits for from one seat, and by when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owed {
+    pub seat: Seat,
+    pub action: OwedAction,
+    /// Unix milliseconds at which the seat loses (or, in round 1, the game is aborted) if it
+    /// has not acted: its bank's end, or the reveal window's if earlier. `None` while the
+    /// game's clocks are held (a restart, an incident, a log that cannot be written).
+    pub deadline: Option<u64>,
+}
+
+/// What a seat owes: its commitment or its reveal for the current round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OwedAction {
+    Commit,
+    Reveal,
 }

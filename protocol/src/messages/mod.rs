@@ -21,7 +21,7 @@ mod snapshot;
 
 pub use client_msg::ClientMsg;
 pub use game_id::GameId;
-pub use lobby::{Account, Challenge, LiveGame, PoolCount, Seek};
+pub use lobby::{Account, Challenge, LiveGame, MyGame, Owed, OwedAction, PoolCount, Seek};
 pub use seat_pair::SeatPair;
 pub use server_msg::{Limits, ServerMsg};
 pub use snapshot::{

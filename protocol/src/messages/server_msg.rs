@@ -9,8 +9,8 @@ use crate::rules::{Seat, Variant};
 use crate::time_control::TimeControl;
 
 use super::{
-    Account, Challenge, Clocks, GameId, GameInfo, GameResult, GameSnapshot, LiveGame, PoolCount,
-    RequestId, RoundRecord, SeatPair, Seek,
+    Account, Challenge, Clocks, GameId, GameInfo, GameResult, GameSnapshot, LiveGame, MyGame,
+    PoolCount, RequestId, RoundRecord, SeatPair, Seek,
 };
 
 /// Limits a server announces in `welcome`.
@@ -85,6 +85,11 @@ pub enum ServerMsg {
     LiveGames {
         id: RequestId,
         games: Vec<LiveGame>,
+    },
+    /// The reply to `my_games`: the asker's open games, each with what it waits for.
+    OpenGames {
+        id: RequestId,
+        games: Vec<MyGame>,
     },
     Counts {
         id: RequestId,
@@ -251,6 +256,7 @@ impl ServerMsg {
             | Seeks { id, .. }
             | ChallengeSent { id, .. }
             | LiveGames { id, .. }
+            | OpenGames { id, .. }
             | Counts { id, .. } => Some(*id),
             Error { id, .. } | Snapshot { id, .. } => *id,
             QueueStatus { .. }

@@ -2,7 +2,7 @@
 
 use elementals_protocol::messages::{
     Account, Challenge, Clocks, EndReason, GameId, GameInfo, GameResult, GameSnapshot, Limits,
-    LiveGame, Phase, PlayerInfo, PoolCount, RoundRecord, SeatPair, Seek,
+    LiveGame, MyGame, Owed, OwedAction, Phase, PlayerInfo, PoolCount, RoundRecord, SeatPair, Seek,
 };
 use elementals_protocol::rating::RatingChange;
 use elementals_protocol::rules::Move;
@@ -134,6 +134,7 @@ pub(crate) fn client_type(msg: &ClientMsg) -> &'static str {
         DeclineDraw { .. } => "decline_draw",
         ClaimWin { .. } => "claim_win",
         Sync { .. } => "sync",
+        MyGames { .. } => "my_games",
         ListGames { .. } => "list_games",
         Watch { .. } => "watch",
         Unwatch { .. } => "unwatch",
@@ -154,6 +155,7 @@ pub(crate) fn server_type(msg: &ServerMsg) -> &'static str {
         Seeks { .. } => "seeks",
         ChallengeSent { .. } => "challenge_sent",
         LiveGames { .. } => "live_games",
+        OpenGames { .. } => "open_games",
         Counts { .. } => "counts",
         Snapshot { .. } => "snapshot",
         QueueStatus { .. } => "queue_status",
@@ -281,5 +283,6 @@ pub(crate) fn client_examples() -> Vec<ClientMsg> {
             time_control: "blitz".into(),
         },
         LobbyCounts { id: 29 },
+        MyGames { id: 30 },
     ]
 }

@@ -46,6 +46,7 @@ fn every_reply_names_the_id_its_frame_carries_and_nothing_else_names_one() {
         "seeks",
         "challenge_sent",
         "live_games",
+        "open_games",
         "counts",
         "snapshot",
     ]);

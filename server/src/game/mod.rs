@@ -30,6 +30,7 @@ pub use handle::{
 };
 pub use incident::Incidents;
 pub use restore::{restore_games, restore_logs, Restored};
+pub use state::OwedNow;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 

@@ -23,6 +23,7 @@
 
 mod clock;
 mod hold;
+mod owed;
 mod players;
 mod replay;
 mod round;
@@ -43,6 +44,7 @@ use elementals_protocol::ErrorCode;
 use super::{GameError, GameSetup, SeatAction};
 use crate::record::{GameRecord, LogEntry, LogStep, RecordPlayer, RoundLog};
 pub(in crate::game) use clock::{duration_ms, Banks};
+pub use owed::OwedNow;
 use round::round_record;
 
 /// The durations a game runs under that are not part of its time control.

@@ -135,6 +135,7 @@ fn request_of(name: &str, id: u32, game_id: GameId) -> ClientMsg {
             time_control: "blitz".into(),
         },
         "lobby_counts" => ClientMsg::LobbyCounts { id },
+        "my_games" => ClientMsg::MyGames { id },
         "watch" => ClientMsg::Watch { id, game_id },
         "unwatch" => ClientMsg::Unwatch { id, game_id },
         other => panic!("PROTOCOL.md documents `{other}`: add an example of it to this test"),

@@ -201,6 +201,31 @@ pub(crate) fn server_examples() -> Vec<ServerMsg> {
                 },
             ),
         },
+        OpenGames {
+            id: 31,
+            games: vec![MyGame {
+                game_id: g,
+                seat: Seat::Two,
+                opponent: game_info().players.one,
+                variant: Variant::CLASSIC,
+                time_control: TimeControl::BLITZ,
+                rated: true,
+                round: 3,
+                phase: Phase::Reveal,
+                owed: vec![
+                    Owed {
+                        seat: Seat::One,
+                        action: OwedAction::Reveal,
+                        deadline: Some(1_764_600_000_000),
+                    },
+                    Owed {
+                        seat: Seat::Two,
+                        action: OwedAction::Reveal,
+                        deadline: None,
+                    },
+                ],
+            }],
+        },
         Counts {
             id: 12,
             online: 42,

@@ -97,10 +97,23 @@ impl Actor {
                 crash_point("end_logged");
             }
         }
+        // Before the events go out: a player who hears of them and asks `my_games` is
+        // answered as they left the game.
+        self.note_owed();
         if self.publish(events, received, answer) {
             Emitted::Answered
         } else {
             Emitted::Published
+        }
+    }
+
+    /// Tells the registry what the game waits for now (`my_games`), if it has changed.
+    /// Every change of phase, commitment, reveal, hold or stall comes with events or a
+    /// stall, which all pass here. An ended game is the registry's to forget.
+    pub(super) fn note_owed(&self) {
+        if self.state.result().is_none() {
+            let owed = self.state.owed();
+            self.services.registry.set_owed(self.game_id, owed);
         }
     }
 
@@ -126,6 +139,7 @@ impl Actor {
             retry_at: now + RETRY_FIRST,
             pause: RETRY_FIRST,
         });
+        self.note_owed();
     }
 
     /// Appends the stalled game's steps again. Taken, they are published and the clocks
@@ -170,6 +184,7 @@ impl Actor {
         let now = Instant::now();
         self.judged = self.judged.max(now);
         self.state.unstall(now.into_std(), &mut events);
+        self.note_owed();
         self.publish(events, received, None);
         for cmd in deferred {
             self.on_cmd(Some(cmd)).await;

@@ -56,6 +56,8 @@ fn launch(
     services
         .registry
         .insert_game(handle.clone(), state.summary(0), seats);
+    // Before `game_start` goes out, so that `my_games` lists the game from then on.
+    services.registry.set_owed(setup.game_id, state.owed());
     services.metrics.live_games.fetch_add(1, Relaxed);
     let mut shared = Shared::default();
     // A restored game's supervisor must know its rounds before anything is published.

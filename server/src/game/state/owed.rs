@@ -1,0 +1,57 @@
+//! What the game waits for, seat by seat, and by when: what `my_games` shows a player.
+
+use elementals_protocol::messages::{Owed, OwedAction, Phase};
+use elementals_protocol::rules::Seat;
+
+use super::GameState;
+
+/// A live game's round, phase and outstanding actions, as the registry keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwedNow {
+    pub round: u32,
+    pub phase: Phase,
+    pub owed: Vec<Owed>,
+}
+
+impl GameState {
+    /// The actions outstanding now, seat one first, each with its deadline in Unix
+    /// milliseconds (none while the clocks are held or the log is stalled).
+    pub fn owed(&self) -> OwedNow {
+        let action = match self.phase {
+            Phase::Commit => Some(OwedAction::Commit),
+            Phase::Reveal => Some(OwedAction::Reveal),
+            Phase::Over => None,
+        };
+        let held = self.hold.is_some() || self.stalled;
+        let owed = Seat::BOTH
+            .into_iter()
+            .filter_map(|seat| {
+                let action = action?;
+                let acted = match action {
+                    OwedAction::Commit => self.commits.get(seat).is_some(),
+                    OwedAction::Reveal => self.reveals.get(seat).is_some(),
+                };
+                if acted {
+                    return None;
+                }
+                let due = if held {
+                    None
+                } else if self.in_first_commit_window() {
+                    Some(self.started + self.timing.first_commit_window)
+                } else {
+                    self.seat_deadline(seat)
+                };
+                Some(Owed {
+                    seat,
+                    action,
+                    deadline: due.map(|at| self.wall_ms(at)),
+                })
+            })
+            .collect();
+        OwedNow {
+            round: self.round,
+            phase: self.phase,
+            owed,
+        }
+    }
+}
