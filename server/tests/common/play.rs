@@ -79,6 +79,8 @@ impl TestClient {
             game_id: game,
             round,
             commitment,
+            pick: None,
+            nonce: None,
         })
         .await
     }
