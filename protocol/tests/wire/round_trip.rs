@@ -77,7 +77,10 @@ fn field_encodings_are_as_documented() {
             .filter_map(|(k, _)| k.as_str().map(str::to_owned))
             .collect()
     };
-    assert_eq!(keys(&commit), ["type", "id", "game_id", "round", "commitment"]);
+    assert_eq!(
+        keys(&commit),
+        ["type", "id", "game_id", "round", "commitment"]
+    );
     let escrowed = value_of(&wire::encode(&client_examples()[19]));
     assert_eq!(get(&escrowed, "type").as_str(), Some("commit"));
     assert_eq!(get(&escrowed, "pick").as_u64(), Some(3));

@@ -277,6 +277,7 @@ fn a_wrong_reveal_may_be_corrected_before_the_deadline() {
 
 mod bounds;
 mod clocks;
+mod escrow;
 mod players;
 mod recovery;
 mod stall;
