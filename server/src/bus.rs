@@ -23,9 +23,11 @@
 //! sessions' notice queues, the games' command queues and the games' topics.
 
 mod local;
+pub mod redis;
 mod topic;
 
 pub use local::LocalBus;
+pub use redis::RedisBus;
 
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -41,6 +41,17 @@ pub mod close {
     pub const HEARTBEAT_TIMEOUT: u16 = 4002;
 }
 
+/// Tells connection `conn` that its account signed in on another connection (of this
+/// node or another node of the cluster), and closes it.
+pub fn supersede(bus: &dyn crate::bus::Bus, conn: crate::bus::ConnId) {
+    let notice = ServerMsg::Notice {
+        code: "superseded".into(),
+        message: "this account signed in on another connection".into(),
+    };
+    let _ = bus.send_msg(conn, &notice);
+    bus.close(conn, close::SUPERSEDED, "superseded by a newer connection");
+}
+
 /// A token bucket: `rate` messages per second, bursts of `2 * rate`.
 struct RateLimit {
     rate: f64,

@@ -60,9 +60,12 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 /// 200 while the games' log can be written; 503 while it cannot (a full disk: moves are
-/// answered `unavailable` and their games held), so that a load balancer or an operator
-/// sees it.
+/// answered `unavailable` and their games held), or while a cluster's node does not hear
+/// Redis (it can reach no other node), so that a load balancer or an operator sees it.
 async fn healthz(State(state): State<Arc<AppState>>) -> Response {
+    if !state.registry.reaches_cluster() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "Redis out of reach").into_response();
+    }
     match state.db.log_health() {
         LogHealth::Writable => "ok".into_response(),
         LogHealth::Failing | LogHealth::Broken => {
@@ -147,7 +150,8 @@ async fn ws_upgrade(
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
-    let body = state.metrics.render();
+    let mut body = state.metrics.render();
+    body.push_str(&state.registry.cluster_metrics());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 

@@ -242,6 +242,11 @@ impl Framed {
         }
     }
 
+    /// The frames, as they were handed over.
+    pub fn frames(&self) -> &[Bytes] {
+        &self.frames
+    }
+
     /// The framed bytes of `frames[from..]`.
     fn bytes_from(&self, from: usize) -> &[u8] {
         let start = self.starts.get(from).copied().unwrap_or(self.bytes.len());

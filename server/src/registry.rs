@@ -3,6 +3,10 @@
 //! Shared, concurrently readable maps (dashmap). They hold handles and summaries, never
 //! game state: a game's state lives only in its actor. No lock here is held across an
 //! `.await`.
+//!
+//! In cluster mode the registry also answers for the other nodes' games and users, from
+//! this node's mirror of the cluster's directory (`bus::redis::Directory`), which it
+//! keeps told of this node's own.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -14,7 +18,8 @@ use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::TimeControl;
 use tokio::sync::watch;
 
-use crate::bus::{Bus, ConnId, LocalBus};
+use crate::bus::redis::Directory;
+use crate::bus::{Bus, ConnId, LocalBus, RedisBus};
 use crate::game::GameHandle;
 use crate::record::AccountId;
 
@@ -64,7 +69,7 @@ pub struct OnlineUser {
     pub conn_id: ConnId,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Registry {
     games: DashMap<GameId, LiveEntry>,
     seated: DashMap<AccountId, (GameId, Seat)>,
@@ -76,7 +81,24 @@ pub struct Registry {
     /// forgotten are skipped when they come up).
     finished_order: Mutex<VecDeque<GameId>>,
     /// How the lobby and the games reach connections (see `bus`).
-    bus: Arc<LocalBus>,
+    bus: Arc<dyn Bus>,
+    /// The cluster's directory, in cluster mode.
+    cluster: Option<Arc<Directory>>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            games: DashMap::new(),
+            seated: DashMap::new(),
+            online: DashMap::new(),
+            by_name: DashMap::new(),
+            finished: DashMap::new(),
+            finished_order: Mutex::default(),
+            bus: Arc::new(LocalBus::default()),
+            cluster: None,
+        }
+    }
 }
 
 /// How many finished games are remembered for rematches before the oldest are forgotten.
@@ -85,6 +107,15 @@ pub(crate) const FINISHED_MEMORY: usize = 10_000;
 impl Registry {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A node's registry in cluster mode, on `bus`.
+    pub fn clustered(bus: Arc<RedisBus>) -> Self {
+        Registry {
+            cluster: Some(bus.directory.clone()),
+            bus,
+            ..Self::default()
+        }
     }
 
     // --- games ---
@@ -98,11 +129,17 @@ impl Registry {
         let id = handle.game_id();
         self.seated.insert(seats.one, (id, Seat::One));
         self.seated.insert(seats.two, (id, Seat::Two));
+        if let Some(cluster) = &self.cluster {
+            cluster.game_opened(id, seats, summary.clone());
+        }
         self.games.insert(id, LiveEntry { handle, summary });
     }
 
     pub fn update_summary(&self, summary: LiveGame) {
         if let Some(mut entry) = self.games.get_mut(&summary.game_id) {
+            if let Some(cluster) = &self.cluster {
+                cluster.summary_changed(summary.clone());
+            }
             entry.summary = summary;
         }
     }
@@ -110,6 +147,9 @@ impl Registry {
     /// Called by a game actor once its game has ended: frees both seats.
     pub fn finish_game(&self, game_id: GameId, finished: FinishedGame) {
         self.games.remove(&game_id);
+        if let Some(cluster) = &self.cluster {
+            cluster.game_ended(game_id);
+        }
         for (account, _) in [
             (finished.players.one, Seat::One),
             (finished.players.two, Seat::Two),
@@ -133,16 +173,31 @@ impl Registry {
         self.finished.insert(game_id, finished);
     }
 
+    /// A live game of this node, or of another node of the cluster.
     pub fn game(&self, game_id: &GameId) -> Option<GameHandle> {
-        self.games.get(game_id).map(|e| e.handle.clone())
+        if let Some(entry) = self.games.get(game_id) {
+            return Some(entry.handle.clone());
+        }
+        let cluster = self.cluster.as_ref()?;
+        cluster.node_of(*game_id)?;
+        Some(GameHandle::new(*game_id, self.bus.clone()))
     }
 
-    /// Every live game, the most watched first.
+    /// Every live game of this node, the most watched first.
     pub fn live_games(&self) -> Vec<LiveGame> {
-        self.most_watched(usize::MAX)
+        let ranked: Vec<(u32, GameId)> = self
+            .games
+            .iter()
+            .map(|e| (e.summary.spectators, *e.key()))
+            .collect();
+        first_by_spectators(ranked, usize::MAX)
+            .into_iter()
+            .filter_map(|(_, id)| self.games.get(&id).map(|e| e.summary.clone()))
+            .collect()
     }
 
-    /// The `limit` most watched live games, the most watched first (ties by game id).
+    /// The `limit` most watched live games (of the whole cluster, in cluster mode), the
+    /// most watched first (ties by game id).
     pub fn most_watched(&self, limit: usize) -> Vec<LiveGame> {
         // Rank by (spectators, id) first and clone only the summaries kept, looked up again
         // after the iteration's guards are gone (a game that ended meanwhile is left out).
@@ -151,9 +206,26 @@ impl Registry {
             .iter()
             .map(|e| (e.summary.spectators, *e.key()))
             .collect();
+        let Some(cluster) = &self.cluster else {
+            return first_by_spectators(ranked, limit)
+                .into_iter()
+                .filter_map(|(_, id)| self.games.get(&id).map(|e| e.summary.clone()))
+                .collect();
+        };
+        let mut all: std::collections::HashMap<GameId, LiveGame> = cluster
+            .remote_games()
+            .into_iter()
+            .map(|g| (g.game_id, g))
+            .collect();
+        for (_, id) in &ranked {
+            if let Some(e) = self.games.get(id) {
+                all.insert(*id, e.summary.clone());
+            }
+        }
+        let ranked = all.values().map(|g| (g.spectators, g.game_id)).collect();
         first_by_spectators(ranked, limit)
             .into_iter()
-            .filter_map(|(_, id)| self.games.get(&id).map(|e| e.summary.clone()))
+            .filter_map(|(_, id)| all.remove(&id))
             .collect()
     }
 
@@ -163,12 +235,20 @@ impl Registry {
 
     /// The game and seat an account is playing, if any.
     pub fn seat_of(&self, account: AccountId) -> Option<(GameHandle, Seat)> {
-        let (game_id, seat) = *self.seated.get(&account)?;
+        let seated = self.seated.get(&account).map(|s| *s);
+        let (game_id, seat) = match seated {
+            Some(seat) => seat,
+            None => self.cluster.as_ref()?.seat_of(account)?,
+        };
         self.game(&game_id).map(|h| (h, seat))
     }
 
     pub fn is_seated(&self, account: AccountId) -> bool {
         self.seated.contains_key(&account)
+            || self
+                .cluster
+                .as_ref()
+                .is_some_and(|c| c.seat_of(account).is_some())
     }
 
     pub fn finished_game(&self, game_id: &GameId) -> Option<FinishedGame> {
@@ -198,6 +278,9 @@ impl Registry {
     /// Mark a user online on this connection; returns the connection it replaces.
     pub fn set_online(&self, account: AccountId, user: OnlineUser) -> Option<OnlineUser> {
         self.by_name.insert(user.name.to_lowercase(), account);
+        if let Some(cluster) = &self.cluster {
+            cluster.user_online(account, &user.name, user.conn_id);
+        }
         self.online.insert(account, user)
     }
 
@@ -205,6 +288,9 @@ impl Registry {
     pub fn set_offline(&self, account: AccountId, conn_id: u64) {
         let removed = self.online.remove_if(&account, |_, u| u.conn_id == conn_id);
         if let Some((_, user)) = removed {
+            if let Some(cluster) = &self.cluster {
+                cluster.user_offline(account, conn_id);
+            }
             self.by_name
                 .remove_if(&user.name.to_lowercase(), |_, a| *a == account);
         }
@@ -219,8 +305,28 @@ impl Registry {
         self.online(account).map(|u| (account, u))
     }
 
+    /// The cluster's gauges for `/metrics` (none outside cluster mode).
+    pub fn cluster_metrics(&self) -> String {
+        self.cluster
+            .as_ref()
+            .map(|c| c.render_metrics())
+            .unwrap_or_default()
+    }
+
+    /// Whether this node hears the cluster's Redis (always, outside cluster mode).
+    pub fn reaches_cluster(&self) -> bool {
+        self.cluster.as_ref().is_none_or(|c| c.reaches_redis())
+    }
+
+    /// Users online on this node (`cluster_online_count`: on every node).
     pub fn online_count(&self) -> usize {
         self.online.len()
+    }
+
+    /// Users online in the whole cluster, as the nodes last said (this node's alone
+    /// outside cluster mode).
+    pub fn cluster_online_count(&self) -> usize {
+        self.online.len() + self.cluster.as_ref().map_or(0, |c| c.remote_online())
     }
 
     /// Accounts that must not be pruned: online, seated, or players of a finished game

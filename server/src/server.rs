@@ -87,6 +87,8 @@ pub enum ServerError {
     TranscriptKey(#[from] KeyError),
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Redis(#[from] crate::bus::redis::RedisError),
 }
 
 /// Restore the games in progress, serve on `listener` until `shutdown` completes, then
@@ -100,14 +102,26 @@ pub async fn run(
 ) -> Result<(), ServerError> {
     crate::alloc::configure();
     // Before anything is opened: a cluster node on the wrong database must not start.
-    let _cluster = config.cluster()?;
+    let cluster = config.cluster()?;
     let db = Db::open_with_sync_interval(
         &config.database,
         Duration::from_micros(config.game_log_sync_us),
     )?;
     // After opening: a PostgreSQL database keeps the key in a table its migrations make.
     let signing = Signing::for_config(config.transcript_key.as_deref(), &config.database)?;
-    let registry = Arc::new(Registry::new());
+    // Cluster mode: the bus over Redis, joined before any game is restored (each is
+    // announced to the cluster as it opens). Left as `run` returns, however it does.
+    let cluster_stop = CancellationToken::new();
+    let _leave_cluster = cluster_stop.clone().drop_guard();
+    let (registry, first_conn_id) = match &cluster {
+        Some(cluster) => {
+            let bus = crate::bus::RedisBus::start(cluster, cluster_stop.clone()).await?;
+            let registry = Arc::new(Registry::clustered(bus.clone()));
+            bus.spawn_ticks(registry.clone(), cluster_stop.clone());
+            (registry, bus.first_conn_id())
+        }
+        None => (Arc::new(Registry::new()), 1),
+    };
     let metrics = Arc::new(Metrics::default());
     let settings = GameSettings {
         first_commit_window: Duration::from_secs(config.first_commit_secs),
@@ -153,7 +167,7 @@ pub async fn run(
         registry,
         metrics,
         lobby,
-        next_conn_id: AtomicU64::new(1),
+        next_conn_id: AtomicU64::new(first_conn_id),
         shutdown: CancellationToken::new(),
         shutting_down,
         tasks: TaskTracker::new(),

@@ -54,6 +54,17 @@ impl LocalBus {
         Some(f(&mut state))
     }
 
+    /// The subscribers of `topic`.
+    pub(super) fn subscribed(&self, topic: GameId) -> Vec<ConnId> {
+        self.topic(topic, |t| t.subscribed()).unwrap_or_default()
+    }
+
+    /// The subscribers of `topic` that have fallen behind (for a node that fans out
+    /// another node's game: `RedisBus`).
+    pub(super) fn lagging(&self, topic: GameId) -> Vec<ConnId> {
+        self.topic(topic, |t| t.lagging()).unwrap_or_default()
+    }
+
     /// Test-only: whether some subscriber of `topic` still lacks some frame.
     #[cfg(test)]
     pub(super) fn has_backlog(&self, topic: GameId) -> bool {

@@ -83,6 +83,19 @@ impl Topic {
         true
     }
 
+    pub fn subscribed(&self) -> Vec<ConnId> {
+        self.subscribers.iter().map(|s| s.conn).collect()
+    }
+
+    /// The subscribers that have fallen behind.
+    pub fn lagging(&self) -> Vec<ConnId> {
+        self.subscribers
+            .iter()
+            .filter(|s| s.lagging.is_some())
+            .map(|s| s.conn)
+            .collect()
+    }
+
     pub fn count(&self) -> u32 {
         u32::try_from(self.subscribers.len()).unwrap_or(u32::MAX)
     }

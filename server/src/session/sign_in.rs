@@ -11,7 +11,6 @@ use elementals_protocol::ErrorCode;
 
 use super::{account_msg, err, Session, User};
 use crate::auth::{AuthError, SignedIn};
-use crate::connection::close;
 use crate::limits::{retry_secs, LoginRefused};
 use crate::registry::OnlineUser;
 
@@ -97,17 +96,7 @@ impl Session {
         };
         if let Some(old) = self.state.registry.set_online(account.id, user) {
             if old.conn_id != self.outbox.conn_id() {
-                let bus = self.state.registry.bus();
-                let notice = ServerMsg::Notice {
-                    code: "superseded".into(),
-                    message: "this account signed in on another connection".into(),
-                };
-                let _ = bus.send_msg(old.conn_id, &notice);
-                bus.close(
-                    old.conn_id,
-                    close::SUPERSEDED,
-                    "superseded by a newer connection",
-                );
+                crate::connection::supersede(&*self.state.registry.bus(), old.conn_id);
             }
         }
         self.user = Some(User {

@@ -30,7 +30,7 @@ impl Lobby {
         pools.truncate(MAX_COUNTED_POOLS);
         Counts {
             // A count per shard of the registry's map: cheap enough to take at the asking.
-            online: self.services.registry.online_count() as u32,
+            online: self.services.registry.cluster_online_count() as u32,
             pools: pools
                 .into_iter()
                 .map(|(key, waiting)| PoolCount {

@@ -1,0 +1,243 @@
+use std::time::Duration;
+
+use super::topic::MAX_RESYNC_ATTEMPTS;
+use super::wire::{self, NodeMsg, WireCmd};
+use super::*;
+use crate::game::SeatAction;
+use elementals_protocol::rules::Seat;
+
+fn reply(conn: ConnId) -> ReplyTo {
+    ReplyTo {
+        conn,
+        request_id: Some(7),
+        settle: true,
+    }
+}
+
+/// Through MessagePack and back, as across Redis.
+fn across(cmd: GameCmd) -> GameCmd {
+    let game = GameId(uuid::Uuid::new_v4());
+    let msg = NodeMsg::ToGame {
+        game,
+        cmd: WireCmd::of(cmd).unwrap(),
+    };
+    match wire::decode::<NodeMsg>(&wire::encode(&msg)).unwrap() {
+        NodeMsg::ToGame { game: g, cmd } => {
+            assert_eq!(g, game);
+            cmd.into_cmd()
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn game_commands_cross_nodes_as_they_were() {
+    let attach = across(GameCmd::Attach {
+        seat: Seat::Two,
+        reply: reply(9),
+        prelude: Some(Bytes::from_static(b"hi")),
+    });
+    assert!(matches!(
+        attach,
+        GameCmd::Attach { seat: Seat::Two, reply: r, prelude: Some(p) } if r == reply(9) && &p[..] == b"hi"
+    ));
+    let arrived = Instant::now() - Duration::from_millis(40);
+    let act = across(GameCmd::Act {
+        seat: Seat::One,
+        action: SeatAction::Reveal {
+            round: 3,
+            pick: 5,
+            nonce: vec![1; 32],
+        },
+        reply: reply(4),
+        arrived,
+    });
+    match act {
+        GameCmd::Act {
+            seat: Seat::One,
+            action:
+                SeatAction::Reveal {
+                    round: 3,
+                    pick: 5,
+                    nonce,
+                },
+            reply: r,
+            arrived: there,
+        } => {
+            assert_eq!((nonce, r), (vec![1; 32], reply(4)));
+            // Judged at (about) the instant it arrived on the other node, not later.
+            assert!(
+                there <= arrived + Duration::from_millis(5),
+                "{there:?} {arrived:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let detach = across(GameCmd::Detach {
+        seat: Seat::One,
+        conn_id: 5,
+    });
+    assert!(matches!(
+        detach,
+        GameCmd::Detach {
+            seat: Seat::One,
+            conn_id: 5
+        }
+    ));
+    assert!(
+        matches!(across(GameCmd::Watch { reply: reply(2) }), GameCmd::Watch { reply: r } if r == reply(2))
+    );
+    assert!(matches!(
+        across(GameCmd::Unwatch { conn_id: 8 }),
+        GameCmd::Unwatch { conn_id: 8 }
+    ));
+}
+
+#[test]
+fn a_connection_id_names_its_node_and_a_bot_seat_names_none() {
+    let first = (u64::from(3u16) << NODE_SHIFT) | 1;
+    assert_eq!(node_of(first), 3);
+    assert_eq!(node_of(first + 1_000_000), 3);
+    assert_eq!(node_of((u64::from(16_383u16) << NODE_SHIFT) | 1), 16_383);
+    // A bot's seat (bit 62) and a connection of a server outside cluster mode.
+    assert_eq!(node_of(1 << 62), 0);
+    assert_eq!(node_of(42), 0);
+}
+
+#[test]
+fn garbage_on_a_channel_is_dropped_not_applied() {
+    assert!(wire::decode::<NodeMsg>(b"\xc1 not msgpack").is_none());
+    assert!(wire::decode::<NodeMsg>(&[]).is_none());
+}
+
+/// Redis at 127.0.0.1:6379 (`.ci/services` starts it), under a cluster name of the test's.
+async fn node_on_redis(name: &str) -> (Arc<RedisBus>, CancellationToken) {
+    let config = ClusterConfig {
+        redis_url: "redis://127.0.0.1:6379".into(),
+        name: name.into(),
+        node_id: "unit".into(),
+    };
+    let stop = CancellationToken::new();
+    let bus = RedisBus::start(&config, stop.clone())
+        .await
+        .expect("this test needs Redis at 127.0.0.1:6379: start it with `bash .ci/services`");
+    (bus, stop)
+}
+
+fn forget(name: &str) {
+    let mut con = ::redis::Client::open("redis://127.0.0.1:6379")
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let keys: Vec<String> = ::redis::cmd("KEYS")
+        .arg(format!("{name}:*"))
+        .query(&mut con)
+        .unwrap();
+    if !keys.is_empty() {
+        ::redis::cmd("DEL").arg(keys).query::<()>(&mut con).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spectator_lagging_on_another_node_is_watched_again_three_times_then_dropped() {
+    use elementals_protocol::messages::{LiveGame, SeatPair};
+    use elementals_protocol::rules::Variant;
+    use elementals_protocol::TimeControl;
+    use futures::StreamExt;
+
+    let name = format!("unit-{}-{:08x}", std::process::id(), rand::random::<u32>());
+    let (bus, stop) = node_on_redis(&name).await;
+    // The game runs on node `far`, whose channel this test hears in its place.
+    let far: u16 = 16_000;
+    let client = ::redis::Client::open("redis://127.0.0.1:6379").unwrap();
+    let (mut sink, mut heard) = client.get_async_pubsub().await.unwrap().split();
+    sink.subscribe(format!("{name}:node:{far}")).await.unwrap();
+    let game = GameId(uuid::Uuid::new_v4());
+    let player = elementals_protocol::messages::PlayerInfo {
+        name: "p".into(),
+        rating: 1.0,
+        guest: false,
+        bot: false,
+    };
+    let summary = LiveGame {
+        game_id: game,
+        variant: Variant::CLASSIC,
+        time_control: TimeControl::BLITZ,
+        rated: true,
+        players: SeatPair::new(player.clone(), player),
+        round: 1,
+        positions: vec![0; 5],
+        spectators: 0,
+    };
+    let entry = wire::DirEntry {
+        node: far,
+        seats: SeatPair::new(1, 2),
+        summary,
+    };
+    bus.directory.load(vec![(game, entry)]);
+    // A spectator here whose queue holds one item, and which never reads it.
+    let conn = bus.first_conn_id();
+    let (outbox, _rx) = crate::outbox::Outbox::new(conn, 1);
+    bus.connect(&outbox);
+    let frames = || TopicMsg::Frames {
+        frames: vec![Bytes::from_static(b"event")],
+    };
+    for attempt in 1..=MAX_RESYNC_ATTEMPTS + 1 {
+        // The game subscribes it (after a watch: a snapshot would come next).
+        bus.apply(NodeMsg::Subscribe { topic: game, conn });
+        for _ in 0..3 {
+            bus.on_topic(game, frames()).await;
+        }
+        if attempt > MAX_RESYNC_ATTEMPTS {
+            break;
+        }
+        // It lags: the game is asked to watch again for it.
+        let msg = tokio::time::timeout(Duration::from_secs(10), heard.next())
+            .await
+            .expect("the game's node hears of it")
+            .unwrap();
+        match wire::decode::<NodeMsg>(msg.get_payload_bytes()) {
+            Some(NodeMsg::ToGame { game: g, cmd }) => {
+                assert_eq!(g, game);
+                assert!(matches!(
+                    cmd.into_cmd(),
+                    GameCmd::Watch { reply } if reply.conn == conn && reply.request_id.is_none()
+                ));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!outbox.is_closed(), "attempt {attempt}");
+    }
+    // The fourth time in a row it is dropped.
+    assert!(outbox.is_closed());
+    stop.cancel();
+    forget(&name);
+}
+
+#[test]
+fn a_sign_in_elsewhere_supersedes_an_earlier_one_here_not_a_later_one() {
+    use super::directory::Directory;
+    use super::link::{Keys, Link};
+    use super::wire::ClusterMsg;
+    let dir = Directory::new(1, Link::nowhere(Keys::new("t", 1, "n")));
+    let conn = (1 << NODE_SHIFT) | 5;
+    dir.user_online(7, "ann", conn);
+    let now = crate::clock::unix_ms();
+    let elsewhere = |at_ms| ClusterMsg::SignedIn {
+        account: 7,
+        node: 2,
+        at_ms,
+    };
+    // A message slow to come, of a sign-in before this one: this one stands.
+    assert_eq!(dir.heard(elsewhere(now - 1_000)), None);
+    // Another account's sign-in changes nothing here.
+    let other = ClusterMsg::SignedIn {
+        account: 8,
+        node: 2,
+        at_ms: now + 1_000,
+    };
+    assert_eq!(dir.heard(other), None);
+    // A later one supersedes it, once.
+    assert_eq!(dir.heard(elsewhere(now + 1_000)), Some(conn));
+    assert_eq!(dir.heard(elsewhere(now + 2_000)), None);
+}

@@ -1,0 +1,337 @@
+//! Cluster mode (issue 26, the bus across nodes): real `elementals-server` processes on
+//! one PostgreSQL database and Redis, clients on different nodes than their games.
+
+mod cluster_support;
+mod common;
+mod recovery_support;
+
+use cluster_support::*;
+use common::*;
+use elementals_protocol::messages::{ClientMsg, ServerMsg};
+use elementals_protocol::rules::Seat;
+use elementals_protocol::ErrorCode;
+use recovery_support::{resume_at, watch_at};
+
+/// Seat two's 2 beats seat one's 5 and moves one square towards -3: three such rounds win.
+const TWO_WINS: (u16, u16) = (5, 2);
+
+/// Reads `client`'s numbered events up to and including `game_over`.
+async fn events_until_over(client: &mut TestClient) -> Vec<ServerMsg> {
+    let mut events = Vec::new();
+    loop {
+        let msg = tokio::time::timeout(WAIT, client.recv())
+            .await
+            .expect("the game's events arrive");
+        let over = matches!(msg, ServerMsg::GameOver { .. });
+        if msg.seq().is_some() {
+            events.push(msg);
+        }
+        if over {
+            return events;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spectator_on_a_third_node_gets_every_event_in_order() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let c = cluster.node("c").await;
+    // The game on A, its players on A and B, its spectator on C.
+    let (mut one, two, game) = paired_at(a.addr, "ann", "bob").await;
+    let token = two.token.clone().unwrap();
+    two.close().await;
+    b.until_listed(&[game.game_id]).await;
+    let (mut two, _) = resume_at(b.addr, &token).await;
+    c.until_listed(&[game.game_id]).await;
+    let (mut spectator, snapshot) = watch_at(c.addr, game.game_id).await;
+    assert_eq!(snapshot.game.game_id, game.game_id);
+    // The game's node counts the spectator C serves, and every node's list says so.
+    for node in [&a, &b, &c] {
+        node.until_spectators(game.game_id, 1).await;
+    }
+    for round in 1..=3 {
+        play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
+    }
+    let seen = events_until_over(&mut spectator).await;
+    // Every event after the snapshot, once and in order, up to the game's end.
+    let seqs: Vec<u64> = seen.iter().filter_map(ServerMsg::seq).collect();
+    let expected: Vec<u64> = (snapshot.seq + 1..=snapshot.seq + seqs.len() as u64).collect();
+    assert_eq!(seqs, expected, "{seen:?}");
+    let results = seen
+        .iter()
+        .filter(|m| matches!(m, ServerMsg::RoundResult { .. }))
+        .count();
+    assert_eq!(results, 3, "{seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_player_resumes_through_another_node_and_finishes_the_game_rated_once() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (mut one, two, game) = paired_at(a.addr, "ann", "bob").await;
+    let token = two.token.clone().unwrap();
+    let mut two = two;
+    play_round(&mut one, &mut two, game.game_id, 1, TWO_WINS).await;
+    b.until_listed(&[game.game_id]).await;
+    // Signed in on B while still connected to A: one connection per account, across nodes.
+    let (on_b, snapshot) = resume_at(b.addr, &token).await;
+    let snapshot = snapshot.expect("the game's snapshot, from node A, through node B");
+    two.expect(
+        "superseded",
+        |m| matches!(m, ServerMsg::Notice { code, .. } if code == "superseded"),
+    )
+    .await;
+    assert_eq!(two.closed_with().await, Some(4000));
+    let mut two = on_b;
+    assert_eq!(snapshot.game.game_id, game.game_id);
+    for round in 2..=3 {
+        play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
+    }
+    for client in [&mut one, &mut two] {
+        match client
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await
+        {
+            ServerMsg::GameOver { result, .. } => assert_eq!(result.winner, Some(Seat::Two)),
+            _ => unreachable!(),
+        }
+        client
+            .expect("rating_update", |m| {
+                matches!(m, ServerMsg::RatingUpdate { .. })
+            })
+            .await;
+    }
+    // Once, whichever node is asked.
+    let (loser, winner) = (&game.players.one.name, &game.players.two.name);
+    for node in [&a, &b] {
+        let won = node.player(winner).await;
+        let lost = node.player(loser).await;
+        assert_eq!(won["rating"], 1.5, "{won}");
+        assert_eq!(won["history"].as_array().unwrap().len(), 1, "{won}");
+        assert_eq!(lost["rating"], 1.0, "{lost}");
+        assert_eq!(lost["history"].as_array().unwrap().len(), 1, "{lost}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_games_and_the_online_count_cover_every_node() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (_one, _two, on_a) = paired_at(a.addr, "ann", "bob").await;
+    let (mut three, _four, on_b) = paired_at(b.addr, "cid", "dee").await;
+    let both = [on_a.game_id, on_b.game_id];
+    a.until_listed(&both).await;
+    b.until_listed(&both).await;
+    // Each node's /metrics says so too, once it has heard the other's heartbeat.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    for node in [&a, &b] {
+        loop {
+            let (_, metrics) = node.http_get("/metrics").await;
+            let expected = [
+                "elementals_cluster_games_owned 1",
+                "elementals_cluster_remote_games 1",
+                "elementals_cluster_nodes_alive 2",
+                "elementals_cluster_redis_up 1",
+            ];
+            if expected.iter().all(|line| metrics.contains(line)) {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{metrics}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+    // Each node counts the other's users once it has said it is alive (every second).
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let id = three.id();
+        match three.request(ClientMsg::LobbyCounts { id }).await {
+            ServerMsg::Counts { online: 4, .. } => break,
+            ServerMsg::Counts { online, .. } => assert!(
+                tokio::time::Instant::now() < deadline,
+                "{online} online, not 4"
+            ),
+            other => panic!("{other:?}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_to_a_game_whose_node_is_gone_is_answered() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (_one, two, game) = paired_at(a.addr, "ann", "bob").await;
+    let token = two.token.clone().unwrap();
+    two.close().await;
+    b.until_listed(&[game.game_id]).await;
+    let (mut two, snapshot) = resume_at(b.addr, &token).await;
+    assert!(snapshot.is_some());
+    a.kill().await;
+    let answer = tokio::time::timeout(WAIT, two.commit(game.game_id, 1, Seat::Two, 2, [7; 32]))
+        .await
+        .expect("answered, not left waiting");
+    assert_error(&answer, ErrorCode::UnknownGame);
+    // And the node still serves: a ping is answered.
+    let id = two.id();
+    assert!(matches!(
+        two.request(ClientMsg::Ping { id }).await,
+        ServerMsg::Pong { .. }
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_lost_and_back_empty_loses_no_game_and_no_spectator() {
+    let proxy = Proxy::start().await;
+    let cluster = Cluster::through(&proxy);
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (mut one, two, game) = paired_at(a.addr, "ann", "bob").await;
+    let token = two.token.clone().unwrap();
+    two.close().await;
+    b.until_listed(&[game.game_id]).await;
+    let (mut two, _) = resume_at(b.addr, &token).await;
+    let (mut spectator, _) = watch_at(b.addr, game.game_id).await;
+    play_round(&mut one, &mut two, game.game_id, 1, TWO_WINS).await;
+
+    // Redis out of reach, and back without anything it held.
+    proxy.cut();
+    // A node that hears no Redis says so to its load balancer, until it hears it again.
+    b.until_health(503).await;
+    cluster.forget_keys();
+    proxy.restore();
+    b.until_health(200).await;
+    // Node B, subscribed again, has the spectator watch again: a fresh snapshot.
+    let snapshot = match spectator
+        .expect("a fresh snapshot", |m| {
+            matches!(m, ServerMsg::Snapshot { id: None, .. })
+        })
+        .await
+    {
+        ServerMsg::Snapshot { snapshot, .. } => snapshot,
+        _ => unreachable!(),
+    };
+    assert_eq!(snapshot.round, 2);
+    // Node A wrote its game back into the directory.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let hash = format!("{}:games", cluster.name);
+    while !redis::cmd("HEXISTS")
+        .arg(&hash)
+        .arg(game.game_id.to_string())
+        .query::<bool>(&mut cluster.redis())
+        .unwrap()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the game is not in {hash} again"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    for round in 2..=3 {
+        play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
+    }
+    let seen = events_until_over(&mut spectator).await;
+    let after: Vec<u64> = seen
+        .iter()
+        .filter_map(ServerMsg::seq)
+        .filter(|s| *s > snapshot.seq)
+        .collect();
+    let expected: Vec<u64> = (snapshot.seq + 1..=snapshot.seq + after.len() as u64).collect();
+    assert_eq!(after, expected, "{seen:?}");
+    let (loser, winner) = (&game.players.one.name, &game.players.two.name);
+    two.expect("rating_update", |m| {
+        matches!(m, ServerMsg::RatingUpdate { .. })
+    })
+    .await;
+    assert_eq!(b.player(winner).await["rating"], 1.5);
+    assert_eq!(
+        a.player(loser).await["history"].as_array().unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_restarted_on_another_node_keeps_its_players_and_spectators_elsewhere() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (mut one, two, game) = paired_at(a.addr, "ann", "bob").await;
+    let (one_token, two_token) = (one.token.clone().unwrap(), two.token.clone().unwrap());
+    b.until_listed(&[game.game_id]).await;
+    let (mut two, _) = resume_at(b.addr, &two_token).await;
+    let (mut spectator, _) = watch_at(b.addr, game.game_id).await;
+    play_round(&mut one, &mut two, game.game_id, 1, TWO_WINS).await;
+
+    // Node A dies; a new node on the same database restores the game from its log.
+    a.kill().await;
+    drop(one);
+    let a2 = cluster.node("a2").await;
+    // B's spectator now watches it there: a fresh snapshot from the game's new node.
+    let snapshot = match spectator
+        .expect("a fresh snapshot", |m| {
+            matches!(m, ServerMsg::Snapshot { id: None, .. })
+        })
+        .await
+    {
+        ServerMsg::Snapshot { snapshot, .. } => snapshot,
+        _ => unreachable!(),
+    };
+    assert_eq!(snapshot.round, 2);
+    // Player one comes back on the new node, player two (still on B) asks for the game.
+    let (mut one, resumed) = resume_at(a2.addr, &one_token).await;
+    assert_eq!(resumed.expect("seated").game.game_id, game.game_id);
+    let id = two.id();
+    match two
+        .request(ClientMsg::Sync {
+            id,
+            game_id: game.game_id,
+        })
+        .await
+    {
+        ServerMsg::Snapshot { snapshot, .. } => assert_eq!(snapshot.round, 2),
+        other => panic!("{other:?}"),
+    }
+    for round in 2..=3 {
+        play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
+    }
+    let seen = events_until_over(&mut spectator).await;
+    let after: Vec<u64> = seen
+        .iter()
+        .filter_map(ServerMsg::seq)
+        .filter(|s| *s > snapshot.seq)
+        .collect();
+    let expected: Vec<u64> = (snapshot.seq + 1..=snapshot.seq + after.len() as u64).collect();
+    assert_eq!(after, expected, "{seen:?}");
+    two.expect("rating_update", |m| {
+        matches!(m, ServerMsg::RatingUpdate { .. })
+    })
+    .await;
+    let (loser, winner) = (&game.players.one.name, &game.players.two.name);
+    let won = b.player(winner).await;
+    assert_eq!(won["rating"], 1.5, "{won}");
+    assert_eq!(won["history"].as_array().unwrap().len(), 1, "{won}");
+    let lost = a2.player(loser).await;
+    assert_eq!(lost["history"].as_array().unwrap().len(), 1, "{lost}");
+}
+
+#[tokio::test]
+async fn a_cluster_node_refuses_to_start_without_postgresql_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_elementals-server"))
+        .arg("--listen=127.0.0.1:0")
+        .arg("--database")
+        .arg(dir.path().join("node.db"))
+        .arg(format!("--redis={REDIS}"))
+        .env("RUST_LOG", "off")
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("needs a PostgreSQL database"), "{said}");
+    assert!(!dir.path().join("node.db").exists(), "nothing was opened");
+}

@@ -1,0 +1,321 @@
+//! A cluster of real `elementals-server` processes on loopback (issue 26): every node on
+//! one fresh PostgreSQL database and the Redis at 127.0.0.1:6379, under a cluster name of
+//! the test's own, whose keys are deleted when the cluster is dropped.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::Duration;
+
+use elementals_protocol::messages::GameId;
+use elementals_server::db::testing::TestPostgres;
+use tokio::process::{Child, Command};
+
+use crate::common::{http_get, WAIT};
+
+/// Where the tests' Redis is (started by `.ci/services`).
+pub const REDIS: &str = "redis://127.0.0.1:6379";
+
+/// How long a node may take to answer `/healthz` after it is started.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// Between two looks at something the test waits for (a node starting, a game listed).
+const POLL: Duration = Duration::from_millis(25);
+/// Between two looks at a node's live games (the API allows 10 requests a second).
+const LIST_POLL: Duration = Duration::from_millis(200);
+
+pub struct Cluster {
+    pub name: String,
+    pg: TestPostgres,
+    /// The Redis URL the nodes are given: Redis itself, or a proxy of the test's.
+    redis: String,
+}
+
+pub struct Node {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Cluster {
+    /// A fresh database and cluster name; fails, saying how to start it, without Redis.
+    pub fn new() -> Cluster {
+        let client = redis::Client::open(REDIS).unwrap();
+        if client
+            .get_connection()
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+            .is_err()
+        {
+            panic!(
+                "these tests need Redis at 127.0.0.1:6379: start it with `bash .ci/services` \
+                 (or `redis-server --port 6379 --save '' --appendonly no --daemonize yes`)"
+            );
+        }
+        Cluster {
+            name: format!("test-{}-{:08x}", std::process::id(), rand::random::<u32>()),
+            pg: TestPostgres::create(),
+            redis: REDIS.to_owned(),
+        }
+    }
+
+    /// A cluster whose nodes reach Redis through `proxy`.
+    pub fn through(proxy: &Proxy) -> Cluster {
+        let mut cluster = Cluster::new();
+        cluster.redis = format!("redis://{}", proxy.addr);
+        cluster
+    }
+
+    /// A connection to Redis itself, for the test's own looks and changes.
+    pub fn redis(&self) -> redis::Connection {
+        redis::Client::open(REDIS)
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    /// Deletes every key of the cluster, as a Redis restarted empty would have lost them.
+    pub fn forget_keys(&self) {
+        let mut con = self.redis();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}:*", self.name))
+            .query(&mut con)
+            .unwrap();
+        if !keys.is_empty() {
+            redis::cmd("DEL").arg(keys).query::<()>(&mut con).unwrap();
+        }
+    }
+
+    /// Starts a node and waits until it answers `/healthz`.
+    pub async fn node(&self, id: &str) -> Node {
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_elementals-server"));
+        command
+            .arg("--listen")
+            .arg(addr.to_string())
+            .arg("--database")
+            .arg(self.pg.url())
+            .arg("--redis")
+            .arg(&self.redis)
+            .arg("--cluster")
+            .arg(&self.name)
+            .arg("--node-id")
+            .arg(id)
+            .env("ELEMENTALS_ARGON2_MEMORY_KIB", "8")
+            .env("ELEMENTALS_MESSAGE_RATE", "1000")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        if std::env::var_os("CLUSTER_TEST_LOGS").is_none() {
+            command.stdout(Stdio::null()).stderr(Stdio::null());
+        }
+        let mut node = Node {
+            child: command.spawn().expect("the server binary starts"),
+            addr,
+        };
+        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(status) = node.child.try_wait().unwrap() {
+                panic!("node {id} exited while starting: {status}");
+            }
+            if let Ok((200, _)) = try_get(addr, "/healthz").await {
+                return node;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "node {id} did not come up"
+            );
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let Ok(mut con) = redis::Client::open(REDIS).and_then(|c| c.get_connection()) else {
+            return;
+        };
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}:*", self.name))
+            .query(&mut con)
+            .unwrap_or_default();
+        if !keys.is_empty() {
+            let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut con);
+        }
+    }
+}
+
+impl Node {
+    /// The node's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
+    /// `kill -9`.
+    pub async fn kill(mut self) {
+        self.child.kill().await.unwrap();
+    }
+
+    pub async fn http_get(&self, path: &str) -> (u16, String) {
+        http_get(self.addr, path).await
+    }
+
+    /// The ids in `/api/games/live` (`None`: asked too often, 429).
+    pub async fn live_games(&self) -> Option<Vec<GameId>> {
+        let (status, body) = self.http_get("/api/games/live").await;
+        if status == 429 {
+            return None;
+        }
+        assert_eq!(status, 200, "{body}");
+        let json: serde_json::Value =
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        let games = json.get("games").unwrap_or(&json);
+        let games = games
+            .as_array()
+            .unwrap_or_else(|| panic!("a list of games: {json}"));
+        Some(
+            games
+                .iter()
+                .map(|g| g["game_id"].as_str().unwrap().parse().unwrap())
+                .collect(),
+        )
+    }
+
+    /// Waits until `/api/games/live` lists every game of `games` (looking every
+    /// `LIST_POLL`, under the API's rate limit).
+    pub async fn until_listed(&self, games: &[GameId]) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let live = self.live_games().await.unwrap_or_default();
+            if games.iter().all(|g| live.contains(g)) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{games:?} not all listed by {}: {live:?}",
+                self.addr
+            );
+            tokio::time::sleep(LIST_POLL).await;
+        }
+    }
+
+    /// Waits until `/api/games/live` lists `game` with `count` spectators.
+    pub async fn until_spectators(&self, game: GameId, count: u64) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let (status, body) = self.http_get("/api/games/live").await;
+            if status == 200 {
+                let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+                let games = json
+                    .get("games")
+                    .unwrap_or(&json)
+                    .as_array()
+                    .unwrap()
+                    .clone();
+                let id = game.to_string();
+                let now = games
+                    .iter()
+                    .find(|g| g["game_id"] == id.as_str())
+                    .and_then(|g| g["spectators"].as_u64());
+                if now == Some(count) {
+                    return;
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{game} not listed with {count} spectators by {}: {body}",
+                self.addr
+            );
+            tokio::time::sleep(LIST_POLL).await;
+        }
+    }
+
+    /// Waits until `/healthz` answers `status`.
+    pub async fn until_health(&self, status: u16) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let (now, body) = self.http_get("/healthz").await;
+            if now == status {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "/healthz still {now} ({body}), not {status}"
+            );
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// `GET /api/players/{name}` as JSON.
+    pub async fn player(&self, name: &str) -> serde_json::Value {
+        let (status, body) = self.http_get(&format!("/api/players/{name}")).await;
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).unwrap()
+    }
+}
+
+/// A GET that reports a refused connection instead of panicking.
+async fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(req.as_bytes()).await?;
+    let mut buf = Vec::new();
+    stream.read_to_end(&mut buf).await?;
+    let text = String::from_utf8_lossy(&buf);
+    let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Ok((status, text.to_string()))
+}
+
+/// A TCP proxy to Redis: forwards every connection while up; cut, it closes every
+/// connection and refuses new ones (Redis itself, shared, is never stopped).
+pub struct Proxy {
+    pub addr: SocketAddr,
+    up: tokio::sync::watch::Sender<bool>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    pub async fn start() -> Proxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (up, _) = tokio::sync::watch::channel(true);
+        let accept = tokio::spawn({
+            let up = up.clone();
+            async move {
+                while let Ok((client, _)) = listener.accept().await {
+                    if !*up.borrow() {
+                        continue;
+                    }
+                    let mut down = up.subscribe();
+                    tokio::spawn(async move {
+                        let Ok(server) = tokio::net::TcpStream::connect("127.0.0.1:6379").await
+                        else {
+                            return;
+                        };
+                        let (mut client, mut server) = (client, server);
+                        tokio::select! {
+                            _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                            _ = down.wait_for(|up| !*up) => {}
+                        }
+                    });
+                }
+            }
+        });
+        Proxy { addr, up, accept }
+    }
+
+    pub fn cut(&self) {
+        self.up.send_replace(false);
+    }
+
+    pub fn restore(&self) {
+        self.up.send_replace(true);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
