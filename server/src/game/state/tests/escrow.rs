@@ -13,13 +13,16 @@ use crate::game::state::GameState;
 use crate::game::SeatAction;
 use crate::record::{LogEntry, LogStep};
 
+/// The escrow fields of a commit, as a client sends them.
+type Sent = (Option<Element>, Option<Vec<u8>>);
+
 /// A commit for `pick` (with this test's nonce) carrying `escrow` as the client sent it.
 fn commit_with(
     game: &mut Game,
     seat: Seat,
     round: u32,
     pick: Element,
-    escrow: (Option<Element>, Option<Vec<u8>>),
+    escrow: Sent,
     at: Duration,
 ) -> Result<(), ErrorCode> {
     let id = game.state.info.game_id.0;
@@ -170,7 +173,7 @@ fn an_escrow_that_does_not_open_the_commitment_is_refused_and_changes_nothing() 
     let _ = game.state.take_log();
     let (events, seq) = (game.events.len(), game.state.seq());
     let good = nonce(2, Seat::One).to_vec();
-    let cases: [((Option<Element>, Option<Vec<u8>>), ErrorCode); 6] = [
+    let cases: [(Sent, ErrorCode); 6] = [
         ((Some(4), Some(good.clone())), ErrorCode::EscrowMismatch),
         ((Some(5), Some(vec![0; 32])), ErrorCode::EscrowMismatch),
         ((Some(5), None), ErrorCode::EscrowMismatch),
