@@ -271,6 +271,32 @@ impl Client {
             game_id,
             round,
             commitment,
+            pick: None,
+            nonce: None,
+        })
+        .await
+    }
+
+    /// Commits and escrows the reveal in one visit: the server checks `pick` and `nonce`
+    /// against `commitment` at once (`escrow_mismatch` if they do not open it), holds them
+    /// secret and reveals for this player when the reveal phase opens, so no `reveal` follows.
+    /// The server sees the pick from now on (PROTOCOL.md section 8).
+    pub async fn commit_escrowed(
+        &self,
+        game_id: GameId,
+        round: u32,
+        commitment: [u8; COMMITMENT_LEN],
+        pick: u16,
+        nonce: [u8; NONCE_LEN],
+    ) -> Result<(), ClientError> {
+        let (commitment, nonce) = (commitment.to_vec(), nonce.to_vec());
+        self.ok(|id| ClientMsg::Commit {
+            id,
+            game_id,
+            round,
+            commitment,
+            pick: Some(pick),
+            nonce: Some(nonce),
         })
         .await
     }

@@ -106,6 +106,9 @@ pub struct PlayerOptions {
     pub think_time: Duration,
     /// Claim the win when a disconnected opponent's grace period runs out.
     pub claim_wins: bool,
+    /// Escrow each reveal with its commit (one visit a round; the server then sees each pick
+    /// at commit time, PROTOCOL.md section 8) instead of revealing in the reveal phase.
+    pub escrow: bool,
 }
 
 impl Default for PlayerOptions {
@@ -114,6 +117,7 @@ impl Default for PlayerOptions {
             rating_timeout: Duration::from_secs(10),
             think_time: Duration::ZERO,
             claim_wins: true,
+            escrow: false,
         }
     }
 }
@@ -222,7 +226,17 @@ impl<S: Strategy> Player<S> {
                 let (sealed, commitment) = SealedPick::new(state.game_id(), round, seat, pick);
                 turn.committed = Some(round);
                 turn.sealed = Some(sealed);
-                if let Err(err) = client.commit(state.game_id(), round, commitment).await {
+                let game_id = state.game_id();
+                let sent = if self.options.escrow {
+                    // The server reveals for this seat: nothing is left to send this round.
+                    turn.revealed = Some(round);
+                    client
+                        .commit_escrowed(game_id, round, commitment, sealed.pick, sealed.nonce)
+                        .await
+                } else {
+                    client.commit(game_id, round, commitment).await
+                };
+                if let Err(err) = sent {
                     non_fatal(err, "commit")?;
                 }
             }

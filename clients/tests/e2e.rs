@@ -165,8 +165,8 @@ fn elementals(args: &[&str]) -> tokio::process::Command {
 #[tokio::test]
 async fn the_cli_bots_play_their_games_and_the_cli_reads_the_leaderboard() {
     let server = start_server().await;
-    let bot = |name: &str, strategy: &str| {
-        elementals(&[
+    let bot = |name: &str, strategy: &str, extra: &[&str]| {
+        let mut args = vec![
             "bot",
             "--server",
             &server.url,
@@ -178,12 +178,17 @@ async fn the_cli_bots_play_their_games_and_the_cli_reads_the_leaderboard() {
             "2",
             "--strategy",
             strategy,
-        ])
-        .output()
+        ];
+        args.extend_from_slice(extra);
+        elementals(&args).output()
     };
+    // One bot escrows every reveal (one visit a round), the other reveals as usual.
     let (dee, eve) = tokio::time::timeout(
         WAIT,
-        futures::future::join(bot("dee", "greedy"), bot("eve", "minimax")),
+        futures::future::join(
+            bot("dee", "greedy", &["--escrow"]),
+            bot("eve", "minimax", &[]),
+        ),
     )
     .await
     .expect("the bots finish");

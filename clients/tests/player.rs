@@ -112,6 +112,7 @@ impl Referee {
                     game_id,
                     round,
                     commitment,
+                    ..
                 } => {
                     assert_eq!((game_id, round), (self.game_id(), self.round));
                     self.commitment = commitment;

@@ -13,7 +13,9 @@ use elementals_client::http::Http;
 use elementals_client::protocol::messages::GameId;
 use elementals_client::protocol::transcript::{self, SignedTranscript, TranscriptKey};
 use elementals_client::transcript::{parse_public_key, verify, VerifyError};
-use elementals_client::{play_game, wait_for_game_start, Greedy, Random, TlsRoots};
+use elementals_client::{
+    play_game, wait_for_game_start, Greedy, Player, PlayerOptions, Random, TlsRoots,
+};
 mod real_server;
 
 use real_server::{queued_bot, start_server, TestServer};
@@ -208,4 +210,55 @@ async fn a_real_games_transcript_verifies_and_changed_ones_are_refused() {
         verify(&read(&wrong_commitment), None),
         Err(VerifyError::Commitment { round: 1, seat: 1 })
     );
+}
+
+/// A game in which one player escrows every reveal (`PlayerOptions::escrow`): its transcript
+/// marks those reveals and verifies like any other, with the library and the binary.
+#[tokio::test]
+async fn an_escrowed_games_transcript_marks_the_escrow_and_verifies() {
+    let server = start_server().await;
+    let (eve, fay) = (
+        queued_bot(&server, "eve").await,
+        queued_bot(&server, "fay").await,
+    );
+    let (e, f) = tokio::time::timeout(
+        WAIT,
+        futures::future::join(wait_for_game_start(&eve), wait_for_game_start(&fay)),
+    )
+    .await
+    .expect("the pool pairs them");
+    let (e, f) = (e.unwrap(), f.unwrap());
+    let escrowing_seat = e.seat;
+    let options = PlayerOptions {
+        escrow: true,
+        ..PlayerOptions::default()
+    };
+    let mut escrower = Player::with_options(Greedy::seeded(5), options);
+    let (e, f) = tokio::time::timeout(
+        WAIT,
+        futures::future::join(
+            escrower.play_game(&eve, e),
+            play_game(&fay, f, Random::seeded(6)),
+        ),
+    )
+    .await
+    .expect("the game finishes");
+    let (e, _) = (e.unwrap(), f.unwrap());
+    let body = get(&server, &format!("/api/games/{}/transcript", e.game_id)).await;
+    let verified = verify(&body, None).expect("an escrowed game's transcript verifies");
+    let rounds = &verified.transcript.game.rounds;
+    assert!(!rounds.is_empty());
+    for round in rounds {
+        assert!(*round.escrowed.get(escrowing_seat), "round {}", round.round);
+        assert!(
+            !*round.escrowed.get(escrowing_seat.other()),
+            "round {}",
+            round.round
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("escrowed.json");
+    std::fs::write(&file, &body).unwrap();
+    let (ok, stdout, stderr) = run_verify(&[file.to_str().unwrap()]).await;
+    assert!(ok, "{stdout}{stderr}");
 }

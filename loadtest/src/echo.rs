@@ -83,6 +83,8 @@ pub async fn measure(
         game_id: GameId::new_random_from([7; 16]),
         round: 1,
         commitment: vec![0xAB; 32],
+        pick: None,
+        nonce: None,
     });
     let round_trips = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));

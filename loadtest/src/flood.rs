@@ -321,6 +321,8 @@ async fn play(
                 game_id,
                 round,
                 commitment: sealed,
+                pick: None,
+                nonce: None,
             })
             .await;
         refused(commit, shared)?;

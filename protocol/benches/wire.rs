@@ -28,6 +28,8 @@ fn client_frames(game_id: GameId) -> Vec<(&'static str, Vec<u8>)> {
                 game_id,
                 round: 7,
                 commitment: vec![0xAB; 32],
+                pick: None,
+                nonce: None,
             }),
         ),
         (

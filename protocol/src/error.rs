@@ -69,6 +69,7 @@ error_codes! {
     BadNonce = "bad_nonce": "The nonce is not exactly 32 bytes.",
     InvalidPick = "invalid_pick": "The pick is not an element of this game's variant (1..=number).",
     RevealMismatch = "reveal_mismatch": "The pick and nonce do not match the commitment; a corrected reveal may be sent until the reveal deadline.",
+    EscrowMismatch = "escrow_mismatch": "A commit's escrowed pick and nonce do not open its commitment, or only one of the two was sent; the commit is refused and nothing changes.",
     GameOver = "game_over": "The game has ended.",
     NoDrawOffer = "no_draw_offer": "There is no draw offer from the opponent to decline.",
     NoRematch = "no_rematch": "A rematch cannot be offered for that game now.",

@@ -39,6 +39,15 @@ pub struct RoundLog {
     pub positions: Vec<i16>,
     /// Each bank after the round, in milliseconds.
     pub clocks_ms: SeatPair<u64>,
+    /// Which seats escrowed their reveal with their commit (the server revealed for them).
+    /// Left out when neither did, so records and transcripts of games without escrow keep
+    /// their bytes; last, so the MessagePack array form of older records still reads.
+    #[serde(default, skip_serializing_if = "no_escrow")]
+    pub escrowed: SeatPair<bool>,
+}
+
+fn no_escrow(escrowed: &SeatPair<bool>) -> bool {
+    !escrowed.one && !escrowed.two
 }
 
 /// A finished game's full record: what the server stores, `GET /api/games/{id}` answers

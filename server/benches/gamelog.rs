@@ -79,6 +79,7 @@ async fn game(db: Db, players: SeatPair<RecordPlayer>, period: Option<Duration>)
             round: n as u32,
             seat: if n % 2 == 0 { Seat::Two } else { Seat::One },
             commitment: Hash32([0xab; 32]),
+            escrow: None,
         };
         let at = Instant::now();
         db.append_log(game_id, &[step(n, commit)]).await.unwrap();

@@ -70,6 +70,7 @@ fn record(one: &AccountRow, two: &AccountRow) -> GameRecord {
             },
             positions: vec![0, 1, -1, 2, 0],
             clocks_ms: SeatPair::new(170_000, 165_000),
+            escrowed: Default::default(),
         })
         .collect();
     GameRecord {

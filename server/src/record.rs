@@ -53,6 +53,13 @@ pub struct LogStep {
     pub entry: LogEntry,
 }
 
+/// A reveal escrowed with its commit: the pick and nonce the server holds for the seat.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Escrow {
+    pub pick: Element,
+    pub nonce: Hash32,
+}
+
 /// What a step did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -63,11 +70,15 @@ pub enum LogEntry {
         /// `GameInfo.started_at`, Unix milliseconds.
         started_at: u64,
     },
-    /// An accepted commitment.
+    /// An accepted commitment, with the reveal escrowed with it if it was: replaying the
+    /// step holds the escrow again, and the server's reveal for it is not a step of its own
+    /// (it follows from the commit that opens the reveal phase).
     Commit {
         round: u32,
         seat: Seat,
         commitment: Hash32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        escrow: Option<Escrow>,
     },
     /// An accepted reveal.
     Reveal {

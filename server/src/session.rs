@@ -432,11 +432,18 @@ impl Session {
                 game_id,
                 round,
                 commitment,
+                pick,
+                nonce,
             } => {
                 return self
                     .act(
                         game_id,
-                        SeatAction::Commit { round, commitment },
+                        SeatAction::Commit {
+                            round,
+                            commitment,
+                            pick,
+                            nonce,
+                        },
                         id,
                         arrived,
                     )

@@ -211,6 +211,8 @@ async fn copied_commitment_is_refused_and_a_wrong_reveal_can_be_corrected() {
                 game_id: g,
                 round: 1,
                 commitment: copied,
+                pick: None,
+                nonce: None,
             })
             .await;
         assert_error(&reply, ErrorCode::DuplicateCommitment);
@@ -260,6 +262,8 @@ async fn out_of_phase_and_foreign_moves_change_nothing() {
                 game_id: g,
                 round: 1,
                 commitment: vec![1, 2, 3],
+                pick: None,
+                nonce: None,
             })
             .await;
         assert_error(&r, ErrorCode::BadCommitment);

@@ -33,6 +33,8 @@ async fn commit_bytes(
             game_id,
             round,
             commitment,
+            pick: None,
+            nonce: None,
         })
         .await
 }

@@ -32,6 +32,10 @@ pub struct BotArgs {
     /// Milliseconds to wait before each pick.
     #[arg(long, default_value_t = 0)]
     pub think_ms: u64,
+    /// Send each pick and nonce with its commit (escrow: one visit a round; the server sees
+    /// the pick at commit time) instead of revealing after both have committed.
+    #[arg(long)]
+    pub escrow: bool,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy)]
@@ -64,6 +68,7 @@ pub async fn run(args: BotArgs) -> anyhow::Result<()> {
     );
     let options = PlayerOptions {
         think_time: Duration::from_millis(args.think_ms),
+        escrow: args.escrow,
         ..PlayerOptions::default()
     };
     let mut player = Player::with_options(args.strategy.build(), options);

@@ -324,6 +324,8 @@ impl Player {
                         game_id,
                         round,
                         commitment: commitment.to_vec(),
+                        pick: None,
+                        nonce: None,
                     })
                     .await?;
                 Ok((id, Pending::Commit(sent)))

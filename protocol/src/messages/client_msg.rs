@@ -120,12 +120,19 @@ pub enum ClientMsg {
     },
 
     // --- playing ---
+    /// With `pick` and `nonce` (both or neither), the reveal is escrowed: the server checks
+    /// them against the commitment at once, keeps them secret and reveals on the player's
+    /// behalf when the reveal phase opens (PROTOCOL.md section 8 states the trade).
     Commit {
         id: RequestId,
         game_id: GameId,
         round: u32,
         #[serde(with = "bin")]
         commitment: Vec<u8>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pick: Option<Element>,
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "bin_opt")]
+        nonce: Option<Vec<u8>>,
     },
     Reveal {
         id: RequestId,
@@ -208,6 +215,22 @@ mod bin {
             }
         }
         d.deserialize_byte_buf(BinOnly)
+    }
+}
+
+/// An optional byte field: absent, or MessagePack bin (see [`bin`]).
+mod bin_opt {
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+        match bytes {
+            Some(bytes) => super::bin::serialize(bytes, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
+        super::bin::deserialize(d).map(Some)
     }
 }
 

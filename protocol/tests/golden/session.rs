@@ -162,6 +162,8 @@ impl Table {
             game_id: g,
             round,
             commitment: alice_commitment(round, one),
+            pick: None,
+            nonce: None,
         });
         self.spend(ALICE_COMMIT_MS, [banks_run; 2]);
         // The server answers a move first, in the same write as the events it caused.

@@ -257,6 +257,16 @@ pub(crate) fn client_examples() -> Vec<ClientMsg> {
             game_id: g,
             round: 1,
             commitment: vec![0x89; 32],
+            pick: None,
+            nonce: None,
+        },
+        Commit {
+            id: 19,
+            game_id: g,
+            round: 2,
+            commitment: vec![0x89; 32],
+            pick: Some(3),
+            nonce: Some((0..32).collect()),
         },
         Reveal {
             id: 20,

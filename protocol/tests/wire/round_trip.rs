@@ -69,7 +69,23 @@ fn field_encodings_are_as_documented() {
         get(&commit, "game_id").as_str(),
         Some("6f1c2b4a-8d3e-4f5a-9b7c-0123456789ab")
     );
-    let reveal = value_of(&wire::encode(&client_examples()[19]));
+    // Without an escrow, `pick` and `nonce` are left out (the bytes are today's); with one,
+    // they are a u16 and bin like a reveal's.
+    let keys = |v: &Value| -> Vec<String> {
+        entries(v)
+            .iter()
+            .filter_map(|(k, _)| k.as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(
+        keys(&commit),
+        ["type", "id", "game_id", "round", "commitment"]
+    );
+    let escrowed = value_of(&wire::encode(&client_examples()[19]));
+    assert_eq!(get(&escrowed, "type").as_str(), Some("commit"));
+    assert_eq!(get(&escrowed, "pick").as_u64(), Some(3));
+    assert!(matches!(get(&escrowed, "nonce"), Value::Binary(b) if b.len() == 32));
+    let reveal = value_of(&wire::encode(&client_examples()[20]));
     assert!(matches!(get(&reveal, "nonce"), Value::Binary(b) if b.len() == 32));
     assert_eq!(get(&reveal, "pick").as_u64(), Some(5));
 

@@ -369,8 +369,7 @@ async fn run(
             let bytes = commitment::make(&game_id.0, round, who.seat(), pick, &nonce).to_vec();
             let action = SeatAction::Commit {
                 round,
-                commitment: bytes.clone(),
-            };
+                commitment: bytes.clone(), pick: None, nonce: None, };
             if act(player(who), action, known).await {
                 known.committed[who.seat().index()] = Some((round, pick, nonce, bytes));
             }
@@ -379,8 +378,7 @@ async fn run(
             let round = skewed(known.round, skew);
             let action = SeatAction::Commit {
                 round,
-                commitment: bytes,
-            };
+                commitment: bytes, pick: None, nonce: None, };
             if act(player(who), action, known).await {
                 known.committed[who.seat().index()] = None;
             }
@@ -390,8 +388,7 @@ async fn run(
             if let Some((round, _, _, bytes)) = theirs {
                 let action = SeatAction::Commit {
                     round,
-                    commitment: bytes,
-                };
+                    commitment: bytes, pick: None, nonce: None, };
                 assert!(
                     !act(player(who), action, known).await,
                     "a copied commitment was accepted"
@@ -442,8 +439,7 @@ async fn run(
                 let bytes = commitment::make(&game_id.0, round, seat, pick, &nonce).to_vec();
                 let action = SeatAction::Commit {
                     round,
-                    commitment: bytes.clone(),
-                };
+                    commitment: bytes.clone(), pick: None, nonce: None, };
                 if act(&players[i], action, known).await {
                     known.committed[i] = Some((round, pick, nonce, bytes));
                 }

@@ -164,6 +164,8 @@ impl Driver {
                 SeatAction::Commit {
                     round,
                     commitment: commitment::make(&game_id.0, round, seat, pick, &nonce).to_vec(),
+                    pick: None,
+                    nonce: None,
                 }
             }
             (_, Some((sealed, pick, nonce))) if sealed == round => SeatAction::Reveal {

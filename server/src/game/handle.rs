@@ -52,9 +52,12 @@ impl GameError {
 /// A seat-bound action.
 #[derive(Debug)]
 pub enum SeatAction {
+    /// With `pick` and `nonce`, the reveal is escrowed (both or neither; the state checks).
     Commit {
         round: u32,
         commitment: Vec<u8>,
+        pick: Option<Element>,
+        nonce: Option<Vec<u8>>,
     },
     Reveal {
         round: u32,

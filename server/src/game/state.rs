@@ -78,6 +78,9 @@ pub(in crate::game) struct GameState {
     phase_since: Instant,
     commits: SeatPair<Option<[u8; COMMITMENT_LEN]>>,
     reveals: SeatPair<Option<(Element, [u8; NONCE_LEN])>>,
+    /// Reveals escrowed with this round's commits: secret until the server reveals them
+    /// when the reveal phase opens, then also in `reveals`.
+    escrows: SeatPair<Option<(Element, [u8; NONCE_LEN])>>,
     /// End of the reveal window, during the reveal phase.
     reveal_by: Option<Instant>,
     banks: Banks,
@@ -137,6 +140,7 @@ impl GameState {
             phase_since: now,
             commits: SeatPair::default(),
             reveals: SeatPair::default(),
+            escrows: SeatPair::default(),
             reveal_by: None,
             banks: Banks::new(initial, now),
             rounds: Vec::new(),
@@ -265,9 +269,12 @@ impl GameState {
             return refuse(ErrorCode::GameOver, "the game has ended");
         }
         match action {
-            SeatAction::Commit { round, commitment } => {
-                self.commit(seat, round, &commitment, now, out)
-            }
+            SeatAction::Commit {
+                round,
+                commitment,
+                pick,
+                nonce,
+            } => self.commit(seat, round, &commitment, (pick, nonce.as_deref()), now, out),
             SeatAction::Reveal { round, pick, nonce } => {
                 self.reveal(seat, round, pick, &nonce, now, out)
             }

@@ -79,6 +79,30 @@ impl TestClient {
             game_id: game,
             round,
             commitment,
+            pick: None,
+            nonce: None,
+        })
+        .await
+    }
+
+    /// A commit escrowing its reveal: the pick and nonce go with the commitment.
+    pub async fn commit_escrowed(
+        &mut self,
+        game: GameId,
+        round: u32,
+        seat: Seat,
+        pick: Element,
+        nonce: [u8; 32],
+    ) -> ServerMsg {
+        let id = self.id();
+        let commitment = commitment::make(&game.0, round, seat, pick, &nonce).to_vec();
+        self.request(ClientMsg::Commit {
+            id,
+            game_id: game,
+            round,
+            commitment,
+            pick: Some(pick),
+            nonce: Some(nonce.to_vec()),
         })
         .await
     }

@@ -62,6 +62,8 @@ async fn replies_to_moves_and_other_requests_sent_back_to_back_come_in_order() {
                 game_id,
                 round: 1,
                 commitment: commitment.clone(),
+                pick: None,
+                nonce: None,
             },
             ClientMsg::Ping { id: ids[1] },
             ClientMsg::Commit {
@@ -69,6 +71,8 @@ async fn replies_to_moves_and_other_requests_sent_back_to_back_come_in_order() {
                 game_id,
                 round: 1,
                 commitment,
+                pick: None,
+                nonce: None,
             },
             ClientMsg::Reveal {
                 id: ids[3],
@@ -179,6 +183,8 @@ async fn a_move_is_answered_before_the_events_it_caused() {
             game_id: g,
             round: 1,
             commitment,
+            pick: None,
+            nonce: None,
         })
         .await;
         let first = one

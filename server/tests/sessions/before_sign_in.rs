@@ -114,6 +114,8 @@ fn request_of(name: &str, id: u32, game_id: GameId) -> ClientMsg {
             game_id,
             round: 1,
             commitment: vec![0; 32],
+            pick: None,
+            nonce: None,
         },
         "reveal" => ClientMsg::Reveal {
             id,

@@ -162,9 +162,14 @@ pub enum WireCmd {
 
 #[derive(Debug, Serialize, Deserialize)]
 pub enum WireAction {
+    /// `pick` and `nonce`: a reveal escrowed with the commit (both or neither).
     Commit {
         round: u32,
         commitment: Bytes,
+        #[serde(default)]
+        pick: Option<Element>,
+        #[serde(default)]
+        nonce: Option<Bytes>,
     },
     Reveal {
         round: u32,
@@ -257,9 +262,16 @@ impl WireCmd {
 impl WireAction {
     fn of(action: SeatAction) -> WireAction {
         match action {
-            SeatAction::Commit { round, commitment } => WireAction::Commit {
+            SeatAction::Commit {
+                round,
+                commitment,
+                pick,
+                nonce,
+            } => WireAction::Commit {
                 round,
                 commitment: commitment.into(),
+                pick,
+                nonce: nonce.map(Into::into),
             },
             SeatAction::Reveal { round, pick, nonce } => WireAction::Reveal {
                 round,
@@ -275,9 +287,16 @@ impl WireAction {
 
     fn into_action(self) -> SeatAction {
         match self {
-            WireAction::Commit { round, commitment } => SeatAction::Commit {
+            WireAction::Commit {
+                round,
+                commitment,
+                pick,
+                nonce,
+            } => SeatAction::Commit {
                 round,
                 commitment: commitment.to_vec(),
+                pick,
+                nonce: nonce.map(|n| n.to_vec()),
             },
             WireAction::Reveal { round, pick, nonce } => SeatAction::Reveal {
                 round,

@@ -53,6 +53,7 @@ pub(super) fn commit(n: u64) -> LogStep {
             round: 1,
             seat: Seat::One,
             commitment: Hash32([0xab; 32]),
+            escrow: None,
         },
     )
 }
@@ -265,6 +266,7 @@ pub(super) fn every_kind_of_step(record: &GameRecord) -> Vec<LogStep> {
         },
         positions: vec![-1, 0, 3],
         clocks_ms: SeatPair::new(59_000, 58_000),
+        escrowed: Default::default(),
     };
     vec![
         start(record),

@@ -75,6 +75,7 @@ async fn a_step_over_the_frame_limit_is_refused_and_nothing_is_written() {
                 },
                 positions: vec![300; MAX_PAYLOAD_WRITTEN / 2],
                 clocks_ms: SeatPair::new(1, 1),
+                escrowed: Default::default(),
             },
         },
     );
@@ -117,6 +118,7 @@ async fn the_largest_steps_fit_a_frame_many_times_over() {
         },
         positions: vec![-20; 99],
         clocks_ms: SeatPair::new(u64::MAX, u64::MAX),
+        escrowed: Default::default(),
     };
     let steps = [
         start(&record),

@@ -40,6 +40,7 @@ fn played(one: &AccountRow, two: &AccountRow, rounds: u32) -> GameRecord {
             },
             positions: vec![0, 1, -1, 2, (round % 4) as i16],
             clocks_ms: SeatPair::new(170_000 - u64::from(round), 165_000),
+            escrowed: Default::default(),
         })
         .collect();
     record

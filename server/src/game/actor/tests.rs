@@ -202,7 +202,12 @@ impl Player {
     fn commitment(&self, round: u32, pick: Element) -> SeatAction {
         let (id, seat) = (self.handle.game_id().0, self.handle.seat());
         let commitment = commitment::make(&id, round, seat, pick, &nonce(round, seat)).to_vec();
-        SeatAction::Commit { round, commitment }
+        SeatAction::Commit {
+            round,
+            commitment,
+            pick: None,
+            nonce: None,
+        }
     }
 
     async fn commit(&self, round: u32, pick: Element) -> Result<(), ErrorCode> {

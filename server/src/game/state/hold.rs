@@ -17,7 +17,9 @@
 //! are simultaneous only if neither player can learn anything before committing, and a
 //! client may have lost its nonce in the outage, so the round is played again from its
 //! commit phase under the same number. No pick was ever published before a round's result,
-//! so voiding it reveals nothing.
+//! so voiding it reveals nothing. A round in which every commitment so far came with an
+//! escrowed reveal is kept instead (its escrows are in the log's commit steps): no client
+//! holds anything the round still needs.
 
 use std::time::{Duration, Instant};
 
@@ -76,11 +78,15 @@ impl GameState {
     }
 
     /// Discards the commitments and reveals of the round under way, if any, and returns its
-    /// number; the round starts again from its commit phase.
+    /// number; the round starts again from its commit phase. A round whose every commitment
+    /// came with its reveal escrowed is kept: the server holds all it needs to finish it.
     pub(super) fn void_round(&mut self, now: Instant) -> Option<u32> {
         let under_way =
             self.phase == Phase::Reveal || self.commits.one.is_some() || self.commits.two.is_some();
-        if self.record.is_some() || !under_way {
+        let all_escrowed = Seat::BOTH
+            .into_iter()
+            .all(|s| self.commits.get(s).is_none() || self.escrows.get(s).is_some());
+        if self.record.is_some() || !under_way || all_escrowed {
             return None;
         }
         self.clear_round(now);

@@ -94,11 +94,14 @@ impl GameState {
                 round,
                 seat,
                 commitment,
+                escrow,
             } => (
                 *seat,
                 SeatAction::Commit {
                     round: *round,
                     commitment: commitment.0.to_vec(),
+                    pick: escrow.map(|e| e.pick),
+                    nonce: escrow.map(|e| e.nonce.0.to_vec()),
                 },
             ),
             LogEntry::Reveal {

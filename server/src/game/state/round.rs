@@ -9,14 +9,16 @@ use elementals_protocol::ErrorCode;
 
 use super::{duration_ms, refuse, GameState};
 use crate::game::GameError;
-use crate::record::{Hash32, LogEntry, RoundLog};
+use crate::record::{Escrow, Hash32, LogEntry, RoundLog};
 
 impl GameState {
+    /// A commitment, with the reveal escrowed if `escrow` holds a pick and a nonce.
     pub(super) fn commit(
         &mut self,
         seat: Seat,
         round: u32,
         commitment: &[u8],
+        escrow: (Option<Element>, Option<&[u8]>),
         now: Instant,
         out: &mut Vec<ServerMsg>,
     ) -> Result<(), GameError> {
@@ -33,7 +35,9 @@ impl GameState {
                 "the commitment equals the opponent's",
             );
         }
+        let escrow = self.check_escrow(seat, round, &commitment, escrow)?;
         *self.commits.get_mut(seat) = Some(commitment);
+        *self.escrows.get_mut(seat) = escrow;
         self.banks.set_running(self.outstanding(), now);
         let (game_id, clocks, seq) = (self.info.game_id, self.banks.wire(now), self.next_seq());
         out.push(ServerMsg::Committed {
@@ -49,6 +53,10 @@ impl GameState {
                 round,
                 seat,
                 commitment: Hash32(commitment),
+                escrow: escrow.map(|(pick, nonce)| Escrow {
+                    pick,
+                    nonce: Hash32(nonce),
+                }),
             },
         );
         if self.commits.one.is_some() && self.commits.two.is_some() {
@@ -65,8 +73,52 @@ impl GameState {
                 reveal_ms: duration_ms(reveal),
                 clocks,
             });
+            // The server reveals for each seat that escrowed; when both did, the second
+            // reveal resolves the round (and clears `escrows`, hence the copy).
+            let escrows = self.escrows;
+            for seat in Seat::BOTH {
+                if let Some((pick, nonce)) = *escrows.get(seat) {
+                    self.accept_reveal(seat, round, pick, nonce, false, now, out);
+                }
+            }
         }
         Ok(())
+    }
+
+    /// The escrow sent with a commit, checked against its commitment: none, or a pick and a
+    /// nonce that open it. Refused (nothing changes) with the code a reveal would get, or
+    /// `EscrowMismatch` when they do not open it or only one of them was sent.
+    fn check_escrow(
+        &self,
+        seat: Seat,
+        round: u32,
+        commitment: &[u8; COMMITMENT_LEN],
+        escrow: (Option<Element>, Option<&[u8]>),
+    ) -> Result<Option<(Element, [u8; NONCE_LEN])>, GameError> {
+        let (pick, nonce) = match escrow {
+            (None, None) => return Ok(None),
+            (Some(pick), Some(nonce)) => (pick, nonce),
+            _ => {
+                return refuse(
+                    ErrorCode::EscrowMismatch,
+                    "an escrow holds both a pick and a nonce",
+                )
+            }
+        };
+        let Ok(nonce) = <[u8; NONCE_LEN]>::try_from(nonce) else {
+            return refuse(ErrorCode::BadNonce, "a nonce is exactly 32 bytes");
+        };
+        if !self.info.variant.is_element(pick) {
+            return refuse(ErrorCode::InvalidPick, "not an element of this game");
+        }
+        let game_id = self.info.game_id;
+        if !commitment::verify(commitment, &game_id.0, round, seat, pick, &nonce) {
+            return refuse(
+                ErrorCode::EscrowMismatch,
+                "the escrowed pick and nonce do not match the commitment",
+            );
+        }
+        Ok(Some((pick, nonce)))
     }
 
     pub(super) fn reveal(
@@ -79,6 +131,12 @@ impl GameState {
         out: &mut Vec<ServerMsg>,
     ) -> Result<(), GameError> {
         self.check_round(round)?;
+        if self.escrows.get(seat).is_some() {
+            return refuse(
+                ErrorCode::AlreadyRevealed,
+                "the reveal was escrowed with the commit",
+            );
+        }
         let commitment = match (self.phase, *self.commits.get(seat)) {
             (Phase::Reveal, Some(commitment)) => commitment,
             _ => {
@@ -104,6 +162,24 @@ impl GameState {
                 "pick and nonce do not match the commitment",
             );
         }
+        self.accept_reveal(seat, round, pick, nonce, true, now, out);
+        Ok(())
+    }
+
+    /// A checked reveal: `Revealed`, the log step if `logged` (an escrowed reveal's pick and
+    /// nonce are logged with its commit), and the round's result once both have revealed.
+    #[allow(clippy::too_many_arguments)]
+    fn accept_reveal(
+        &mut self,
+        seat: Seat,
+        round: u32,
+        pick: Element,
+        nonce: [u8; NONCE_LEN],
+        logged: bool,
+        now: Instant,
+        out: &mut Vec<ServerMsg>,
+    ) {
+        let game_id = self.info.game_id;
         *self.reveals.get_mut(seat) = Some((pick, nonce));
         self.banks.set_running(self.outstanding(), now);
         let (clocks, seq) = (self.banks.wire(now), self.next_seq());
@@ -114,15 +190,17 @@ impl GameState {
             seat,
             clocks,
         });
-        self.log_step(
-            now,
-            LogEntry::Reveal {
-                round,
-                seat,
-                pick,
-                nonce: Hash32(nonce),
-            },
-        );
+        if logged {
+            self.log_step(
+                now,
+                LogEntry::Reveal {
+                    round,
+                    seat,
+                    pick,
+                    nonce: Hash32(nonce),
+                },
+            );
+        }
         // Both revealed, so both committed: the reveal phase opens only then.
         if let (Some(one), Some(two), Some(c1), Some(c2)) = (
             self.reveals.one,
@@ -132,7 +210,6 @@ impl GameState {
         ) {
             self.resolve(SeatPair::new(c1, c2), SeatPair::new(one, two), now, out);
         }
-        Ok(())
     }
 
     /// Both have revealed: play the round, then end the game or start the next round.
@@ -160,6 +237,7 @@ impl GameState {
             outcome,
             positions: self.board.positions().to_vec(),
             clocks_ms: self.banks.ms_at(now),
+            escrowed: self.escrows.map(|e| e.is_some()),
         });
         self.draw_offer = None;
         let record = self.rounds.last().map(round_record);
@@ -192,6 +270,7 @@ impl GameState {
         self.phase_since = now;
         self.commits = SeatPair::default();
         self.reveals = SeatPair::default();
+        self.escrows = SeatPair::default();
         self.reveal_by = None;
         self.banks.set_running(self.outstanding(), now);
     }

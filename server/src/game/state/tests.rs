@@ -93,7 +93,16 @@ impl Game {
     ) -> Result<(), ErrorCode> {
         let id = self.state.info.game_id.0;
         let commitment = commitment::make(&id, round, seat, pick, &nonce(round, seat)).to_vec();
-        self.act(seat, SeatAction::Commit { round, commitment }, at)
+        self.act(
+            seat,
+            SeatAction::Commit {
+                round,
+                commitment,
+                pick: None,
+                nonce: None,
+            },
+            at,
+        )
     }
 
     fn reveal(
@@ -183,6 +192,8 @@ fn commitments_are_checked() {
     let short = SeatAction::Commit {
         round: 1,
         commitment: vec![0; 31],
+        pick: None,
+        nonce: None,
     };
     assert_eq!(
         game.act(Seat::One, short, SEC),
@@ -199,11 +210,15 @@ fn commitments_are_checked() {
     let copied = SeatAction::Commit {
         round: 1,
         commitment: vec![7; 32],
+        pick: None,
+        nonce: None,
     };
     game.act(Seat::One, copied, SEC).unwrap();
     let copy = SeatAction::Commit {
         round: 1,
         commitment: vec![7; 32],
+        pick: None,
+        nonce: None,
     };
     assert_eq!(
         game.act(Seat::Two, copy, SEC),
@@ -262,6 +277,7 @@ fn a_wrong_reveal_may_be_corrected_before_the_deadline() {
 
 mod bounds;
 mod clocks;
+mod escrow;
 mod owed;
 mod players;
 mod recovery;

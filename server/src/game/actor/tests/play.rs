@@ -63,6 +63,8 @@ async fn a_wrong_reveal_can_be_corrected_and_copied_commitments_are_refused() {
     let copy = |commitment: &Vec<u8>| SeatAction::Commit {
         round: 1,
         commitment: commitment.clone(),
+        pick: None,
+        nonce: None,
     };
     // Two cannot lock in whatever one committed.
     game.one.commit(1, 4).await.unwrap();

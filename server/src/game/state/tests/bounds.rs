@@ -153,6 +153,8 @@ fn a_replayed_game_obeys_the_bound_even_when_lowered_since() {
         let commit = SeatAction::Commit {
             round: 5,
             commitment,
+            pick: None,
+            nonce: None,
         };
         later.act(seat, commit, now, &mut out).unwrap();
     }
