@@ -37,30 +37,7 @@ async fn players_queued_on_two_nodes_are_paired_and_play_a_rated_game_rated_once
     for round in 1..=3 {
         play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
     }
-    for client in [&mut one, &mut two] {
-        match client
-            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
-            .await
-        {
-            ServerMsg::GameOver { result, .. } => assert_eq!(result.winner, Some(Seat::Two)),
-            _ => unreachable!(),
-        }
-        client
-            .expect("rating_update", |m| {
-                matches!(m, ServerMsg::RatingUpdate { .. })
-            })
-            .await;
-    }
-    // Once, whichever node is asked.
-    let (loser, winner) = (&game.players.one.name, &game.players.two.name);
-    for node in [&a, &b] {
-        let won = node.player(winner).await;
-        let lost = node.player(loser).await;
-        assert_eq!(won["rating"], 1.5, "{won}");
-        assert_eq!(won["history"].as_array().unwrap().len(), 1, "{won}");
-        assert_eq!(lost["rating"], 1.0, "{lost}");
-        assert_eq!(lost["history"].as_array().unwrap().len(), 1, "{lost}");
-    }
+    seat_two_won_rated_once([&mut one, &mut two], &game, &[&a, &b]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,11 +7,12 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
-use elementals_protocol::messages::GameId;
+use elementals_protocol::messages::{GameId, GameInfo, ServerMsg};
+use elementals_protocol::rules::Seat;
 use elementals_server::db::testing::TestPostgres;
 use tokio::process::{Child, Command};
 
-use crate::common::{http_get, WAIT};
+use crate::common::{http_get, TestClient, WAIT};
 
 /// Where the tests' Redis is (started by `.ci/services`).
 pub const REDIS: &str = "redis://127.0.0.1:6379";
@@ -317,5 +318,37 @@ impl Proxy {
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.accept.abort();
+    }
+}
+
+/// The game's end as both its players see it (seat two won, rated), and its rating change
+/// applied once, whichever of `nodes` is asked (each player 1.0 before the game).
+pub async fn seat_two_won_rated_once(
+    players: [&mut TestClient; 2],
+    game: &GameInfo,
+    nodes: &[&Node],
+) {
+    for client in players {
+        match client
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await
+        {
+            ServerMsg::GameOver { result, .. } => assert_eq!(result.winner, Some(Seat::Two)),
+            _ => unreachable!(),
+        }
+        client
+            .expect("rating_update", |m| {
+                matches!(m, ServerMsg::RatingUpdate { .. })
+            })
+            .await;
+    }
+    let (loser, winner) = (&game.players.one.name, &game.players.two.name);
+    for node in nodes {
+        let won = node.player(winner).await;
+        let lost = node.player(loser).await;
+        assert_eq!(won["rating"], 1.5, "{won}");
+        assert_eq!(won["history"].as_array().unwrap().len(), 1, "{won}");
+        assert_eq!(lost["rating"], 1.0, "{lost}");
+        assert_eq!(lost["history"].as_array().unwrap().len(), 1, "{lost}");
     }
 }

@@ -175,6 +175,20 @@ pub(super) fn take_new(
         .collect())
 }
 
+/// The statement of `held` and `held_for_record`, with its lock (a `&'static str`, as the
+/// statement cache keys on it).
+macro_rules! held_sql {
+    ($lock:literal) => {
+        concat!(
+            "SELECT l.game_id FROM game_leases l
+             JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
+                 ON l.game_id = h.game_id AND l.token = h.token
+             WHERE l.node_id = $3 ",
+            $lock
+        )
+    };
+}
+
 /// Locks the leases of `ids` (with `tokens`) that this node holds, until the transaction
 /// ends, and returns their ids: a claim waits for the transaction, then sees its writes.
 pub(super) fn held(
@@ -184,19 +198,7 @@ pub(super) fn held(
     ids: &[String],
     tokens: &[i64],
 ) -> DbResult<HashSet<String>> {
-    let select = cache.get(
-        tx,
-        "SELECT l.game_id FROM game_leases l
-         JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
-             ON l.game_id = h.game_id AND l.token = h.token
-         WHERE l.node_id = $3
-         FOR SHARE OF l",
-    )?;
-    Ok(tx
-        .query(&select, &[&ids, &tokens, &node])?
-        .iter()
-        .map(|row| row.get(0))
-        .collect())
+    locked(tx, cache, node, ids, tokens, held_sql!("FOR SHARE OF l"))
 }
 
 /// `held` for the writer, which deletes the rows it locks (a game recorded lets its lease
@@ -208,14 +210,19 @@ pub(super) fn held_for_record(
     ids: &[String],
     tokens: &[i64],
 ) -> DbResult<HashSet<String>> {
-    let select = cache.get(
-        tx,
-        "SELECT l.game_id FROM game_leases l
-         JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
-             ON l.game_id = h.game_id AND l.token = h.token
-         WHERE l.node_id = $3
-         FOR UPDATE OF l",
-    )?;
+    locked(tx, cache, node, ids, tokens, held_sql!("FOR UPDATE OF l"))
+}
+
+/// The leases of `ids` with `tokens` that `node` holds, locked as `sql` says.
+fn locked(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    node: &str,
+    ids: &[String],
+    tokens: &[i64],
+    sql: &'static str,
+) -> DbResult<HashSet<String>> {
+    let select = cache.get(tx, sql)?;
     Ok(tx
         .query(&select, &[&ids, &tokens, &node])?
         .iter()
