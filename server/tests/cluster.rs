@@ -297,6 +297,50 @@ async fn a_game_restarted_on_another_node_keeps_its_players_and_spectators_elsew
     assert_eq!(lost["history"].as_array().unwrap().len(), 1, "{lost}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_taken_over_by_its_spectators_node_is_watched_there() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (mut one, two, game) = paired_at(a.addr, "ann", "bob").await;
+    let (one_token, two_token) = (one.token.clone().unwrap(), two.token.clone().unwrap());
+    b.until_listed(&[game.game_id]).await;
+    let (mut spectator, _) = watch_at(b.addr, game.game_id).await;
+    let (mut two, _) = resume_at(b.addr, &two_token).await;
+    play_round(&mut one, &mut two, game.game_id, 1, TWO_WINS).await;
+
+    // Node A dies; B, the only node left, claims the game once A's lease lapses. Its
+    // spectator, until then watching over Redis, now watches it on B itself: a fresh
+    // snapshot, then every event once (B left the game's channel).
+    a.kill().await;
+    drop(one);
+    let snapshot = match spectator
+        .expect_within("a fresh snapshot", 3 * WAIT, |m| {
+            matches!(m, ServerMsg::Snapshot { id: None, .. })
+        })
+        .await
+    {
+        ServerMsg::Snapshot { snapshot, .. } => snapshot,
+        _ => unreachable!(),
+    };
+    assert_eq!(snapshot.round, 2);
+    let (mut one, resumed) = resume_at(b.addr, &one_token).await;
+    assert_eq!(resumed.expect("seated").game.game_id, game.game_id);
+    let id = two.id();
+    two.request(ClientMsg::Sync {
+        id,
+        game_id: game.game_id,
+    })
+    .await;
+    for round in 2..=3 {
+        play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
+    }
+    let seen = events_until_over(&mut spectator).await;
+    let after: Vec<u64> = seen.iter().filter_map(ServerMsg::seq).collect();
+    let expected: Vec<u64> = (snapshot.seq + 1..=snapshot.seq + after.len() as u64).collect();
+    assert_eq!(after, expected, "each event once, in order: {seen:?}");
+}
+
 #[tokio::test]
 async fn a_cluster_node_refuses_to_start_without_postgresql_and_says_why() {
     let dir = tempfile::tempdir().unwrap();

@@ -134,8 +134,16 @@ impl RedisBus {
             };
             // A game watched here that another node took over (its node died): its
             // spectators here watch it again there, which counts them and sends them its
-            // events.
+            // events. Taken over by this node itself (its own `Opened`, heard back), the
+            // game is no longer another node's: its channel is left, and the spectators
+            // here watch it here.
             let moved = match &msg {
+                ClusterMsg::Opened { game, entry }
+                    if entry.node == self.node && self.watched.contains_key(game) =>
+                {
+                    self.unwatch_topic(*game).await;
+                    Some(*game)
+                }
                 ClusterMsg::Opened { game, entry } => self
                     .directory
                     .node_of(*game)
