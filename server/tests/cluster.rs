@@ -7,7 +7,7 @@ mod recovery_support;
 
 use cluster_support::*;
 use common::*;
-use elementals_protocol::messages::{ClientMsg, ServerMsg};
+use elementals_protocol::messages::{ClientMsg, GameSnapshot, ServerMsg};
 use elementals_protocol::rules::Seat;
 use elementals_protocol::ErrorCode;
 use recovery_support::{resume_at, watch_at};
@@ -231,6 +231,21 @@ async fn redis_lost_and_back_empty_loses_no_game_and_no_spectator() {
     );
 }
 
+/// The fresh snapshot a spectator gets once a dead node's game runs again elsewhere: a
+/// node takes it once the dead node's lease lapses (6 s) at its next claim (each second),
+/// longer than `WAIT` on a loaded machine.
+async fn snapshot_after_takeover(spectator: &mut TestClient) -> GameSnapshot {
+    match spectator
+        .expect_within("a fresh snapshot", 3 * WAIT, |m| {
+            matches!(m, ServerMsg::Snapshot { id: None, .. })
+        })
+        .await
+    {
+        ServerMsg::Snapshot { snapshot, .. } => snapshot,
+        _ => unreachable!(),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_game_restarted_on_another_node_keeps_its_players_and_spectators_elsewhere() {
     let cluster = Cluster::new();
@@ -247,18 +262,8 @@ async fn a_game_restarted_on_another_node_keeps_its_players_and_spectators_elsew
     a.kill().await;
     drop(one);
     let a2 = cluster.node("a2").await;
-    // B's spectator now watches it there: a fresh snapshot from the game's new node, which
-    // takes the game once A's lease lapses (6 s) at its next claim (each second): longer
-    // than `WAIT` on a loaded machine.
-    let snapshot = match spectator
-        .expect_within("a fresh snapshot", 3 * WAIT, |m| {
-            matches!(m, ServerMsg::Snapshot { id: None, .. })
-        })
-        .await
-    {
-        ServerMsg::Snapshot { snapshot, .. } => snapshot,
-        _ => unreachable!(),
-    };
+    // B's spectator now watches it there: a fresh snapshot from the game's new node.
+    let snapshot = snapshot_after_takeover(&mut spectator).await;
     assert_eq!(snapshot.round, 2);
     // Player one comes back on the new node, player two (still on B) asks for the game.
     let (mut one, resumed) = resume_at(a2.addr, &one_token).await;
@@ -314,15 +319,7 @@ async fn a_game_taken_over_by_its_spectators_node_is_watched_there() {
     // snapshot, then every event once (B left the game's channel).
     a.kill().await;
     drop(one);
-    let snapshot = match spectator
-        .expect_within("a fresh snapshot", 3 * WAIT, |m| {
-            matches!(m, ServerMsg::Snapshot { id: None, .. })
-        })
-        .await
-    {
-        ServerMsg::Snapshot { snapshot, .. } => snapshot,
-        _ => unreachable!(),
-    };
+    let snapshot = snapshot_after_takeover(&mut spectator).await;
     assert_eq!(snapshot.round, 2);
     let (mut one, resumed) = resume_at(b.addr, &one_token).await;
     assert_eq!(resumed.expect("seated").game.game_id, game.game_id);
