@@ -27,6 +27,9 @@ pub mod redis;
 mod topic;
 
 pub use local::LocalBus;
+
+/// Wakes a sleeping game by its id (see `Bus::set_waker`).
+pub type Waker = Arc<dyn Fn(GameId) -> bool + Send + Sync>;
 pub use redis::RedisBus;
 
 use std::fmt::Debug;
@@ -132,6 +135,16 @@ pub trait Bus: Send + Sync + Debug {
 
     /// Whether game `game` takes commands (its task runs).
     fn has_game(&self, game: GameId) -> bool;
+
+    /// Hibernation: `waker` is asked to wake a game that takes no commands when a command
+    /// comes for it (it opens the game's inbox and answers true if the game sleeps). Only
+    /// the local bus has sleeping games (cluster mode does not hibernate).
+    fn set_waker(&self, _waker: Option<Waker>) {}
+
+    /// Wakes game `game` if it sleeps; whether it is waking now.
+    fn wake(&self, _game: GameId) -> bool {
+        false
+    }
 
     /// Sends `cmd` to game `game`, waiting for room in its queue (so a game that falls
     /// behind slows its senders); a command the game cannot take is `refuse`d.

@@ -206,6 +206,27 @@ pub struct Config {
     /// unique per process (the host's name, the process id and a random suffix).
     #[arg(long, env = "ELEMENTALS_NODE_ID")]
     pub node_id: Option<String>,
+
+    /// Seconds without a command after which a game whose players are both away goes to
+    /// sleep in storage (hibernates: no task, next to no memory) if nothing is due in it
+    /// for `--hibernate-min-deadline-secs`. 0: games never hibernate. Cluster mode never
+    /// hibernates.
+    #[arg(long, env = "ELEMENTALS_HIBERNATE_AFTER_SECS", default_value_t = 60)]
+    pub hibernate_after_secs: u64,
+
+    /// Seconds a game's next deadline must be away for it to hibernate (live games'
+    /// deadlines are minutes away, correspondence games' days).
+    #[arg(
+        long,
+        env = "ELEMENTALS_HIBERNATE_MIN_DEADLINE_SECS",
+        default_value_t = 3600
+    )]
+    pub hibernate_min_deadline_secs: u64,
+
+    /// The wall clock of deadlines that outlive the process (not a flag): tests on tokio's
+    /// paused clock give each start of a server the same one. Default: read at start.
+    #[arg(skip)]
+    pub clock: Option<crate::clock::Clock>,
 }
 
 /// Cluster mode's settings (`--redis`, `--cluster`, `--node-id`): see `Config::cluster`.
@@ -240,6 +261,14 @@ impl Config {
         config.database = database;
         config.listen = "127.0.0.1:0".parse().expect("valid address");
         config
+    }
+
+    /// When games hibernate (`None`: never; always so in cluster mode).
+    pub fn hibernation(&self) -> Option<crate::game::Hibernation> {
+        (self.hibernate_after_secs > 0 && self.redis.is_none()).then(|| crate::game::Hibernation {
+            idle: Duration::from_secs(self.hibernate_after_secs),
+            min_deadline: Duration::from_secs(self.hibernate_min_deadline_secs),
+        })
     }
 
     pub fn heartbeat(&self) -> Duration {

@@ -39,6 +39,10 @@ pub struct Metrics {
     /// Games against the computer in progress (the `--max-bot-games` cap counts these).
     pub bot_games: AtomicU64,
     pub live_games: AtomicU64,
+    /// Hibernated games (`game/hibernate.rs`): asleep, no task.
+    pub hibernated_games: AtomicU64,
+    /// Hibernated games woken, by a command or their deadline.
+    pub games_woken: AtomicU64,
     pub games_started: AtomicU64,
     pub games_finished: AtomicU64,
     /// Cluster mode: games this node claimed after their node's lease lapsed.
@@ -59,6 +63,24 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// A game went to sleep.
+    pub fn note_slept(&self) {
+        self.hibernated_games.fetch_add(1, Relaxed);
+    }
+
+    /// Games found asleep at startup.
+    pub fn note_asleep(&self, count: usize) {
+        self.hibernated_games.fetch_add(count as u64, Relaxed);
+    }
+
+    /// A game woke (its actor counts in `live_games` again).
+    pub fn note_woken(&self) {
+        let _ = self
+            .hibernated_games
+            .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+        self.games_woken.fetch_add(1, Relaxed);
+    }
+
     /// Record the time from a round's last reveal arriving to its result being queued.
     pub fn observe_result_latency(&self, d: Duration) {
         let secs = d.as_secs_f64();
@@ -93,6 +115,11 @@ impl Metrics {
                 "elementals_live_games",
                 "Games in progress.",
                 &self.live_games,
+            ),
+            (
+                "elementals_hibernated_games",
+                "Games asleep in storage, waiting on absent players.",
+                &self.hibernated_games,
             ),
             (
                 "elementals_spectators",
@@ -142,6 +169,11 @@ impl Metrics {
                 "elementals_games_moved_total",
                 "Games stopped here because another node claimed their lease (cluster mode).",
                 &self.games_moved,
+            ),
+            (
+                "elementals_games_woken_total",
+                "Hibernated games woken, by a command or their deadline.",
+                &self.games_woken,
             ),
             (
                 "elementals_rounds_resolved_total",

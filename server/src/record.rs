@@ -92,6 +92,24 @@ pub enum LogEntry {
     /// The server restarted and restored the game; `voided` names the round whose
     /// commitments and reveals were discarded, if one was under way.
     Restarted { voided: Option<u32> },
+    /// The game hibernated (`game/hibernate.rs`): its actor ended, waiting on a player
+    /// whose deadline was far off. The step's `at` and `banks_us` are the moment and the
+    /// banks; these are what else runs on time, so that a wake-up takes the game up exactly
+    /// where it stood, its round kept. Replayed in the middle of a log it changes nothing.
+    Hibernated {
+        /// What was left of the reveal window, in the reveal phase.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reveal_left_ms: Option<u64>,
+        /// What was left of round 1's first-commit window, while it ran.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        first_commit_left_ms: Option<u64>,
+        /// How long each seat had been away.
+        away_ms: SeatPair<u64>,
+        /// How long the phase had been open.
+        phase_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        draw_offer: Option<Seat>,
+    },
     /// The game ended. Only what the other steps do not hold: the game's record is its
     /// `Start`, its `Result`s and this (`GameLog::ended`), so the step stays a few dozen
     /// bytes however long the game was.
@@ -106,6 +124,15 @@ pub enum LogEntry {
 impl LogEntry {
     pub fn is_end(&self) -> bool {
         matches!(self, LogEntry::End { .. })
+    }
+}
+
+impl GameLog {
+    /// Whether the game hibernated after its last step (a wake-up takes it up from there).
+    pub fn hibernated(&self) -> bool {
+        self.steps
+            .last()
+            .is_some_and(|s| matches!(s.entry, LogEntry::Hibernated { .. }))
     }
 }
 

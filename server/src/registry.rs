@@ -22,6 +22,7 @@ use crate::bus::redis::Directory;
 use crate::bus::{Bus, ConnId, LocalBus, RedisBus};
 use crate::game::{GameHandle, OwedNow};
 
+mod dormant;
 mod owed;
 use crate::record::AccountId;
 
@@ -78,6 +79,8 @@ pub struct Registry {
     /// kept apart from `games` because a game's first events may precede its entry there).
     owed: DashMap<GameId, OwedNow>,
     seated: DashMap<AccountId, (GameId, Seat)>,
+    /// Hibernated games (`dormant.rs`): their seats stay in `seated`.
+    dormant: DashMap<GameId, dormant::Dormant>,
     online: DashMap<AccountId, OnlineUser>,
     /// Lower-cased name to account, for online users only.
     by_name: DashMap<String, AccountId>,
@@ -97,6 +100,7 @@ impl Default for Registry {
             games: DashMap::new(),
             owed: DashMap::new(),
             seated: DashMap::new(),
+            dormant: DashMap::new(),
             online: DashMap::new(),
             by_name: DashMap::new(),
             finished: DashMap::new(),
@@ -192,10 +196,15 @@ impl Registry {
         }
     }
 
-    /// A live game of this node, or of another node of the cluster.
+    /// A live game of this node (or a hibernated one: a command to it wakes it), or of
+    /// another node of the cluster.
     pub fn game(&self, game_id: &GameId) -> Option<GameHandle> {
         if let Some(entry) = self.games.get(game_id) {
             return Some(entry.handle.clone());
+        }
+        // Checked after `games`: a game being woken is put there before it leaves here.
+        if self.dormant.contains_key(game_id) || self.games.contains_key(game_id) {
+            return Some(GameHandle::new(*game_id, self.bus.clone()));
         }
         let cluster = self.cluster.as_ref()?;
         cluster.node_of(*game_id)?;

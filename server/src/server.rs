@@ -132,16 +132,25 @@ pub async fn run(
     let settings = GameSettings {
         first_commit_window: Duration::from_secs(config.first_commit_secs),
         max_rounds: config.max_rounds(),
+        hibernate: config.hibernation(),
     };
-    let services = GameServices::new(db.clone(), registry.clone(), metrics.clone(), settings);
+    let mut services = GameServices::new(db.clone(), registry.clone(), metrics.clone(), settings);
+    if let Some(clock) = config.clock {
+        services.clock = clock;
+    }
     // Before the first connection: players who come back find their games where they were.
     let restored = crate::game::restore_games(&services).await?;
     tracing::info!(
         resumed = restored.resumed,
         recorded = restored.recorded,
         aborted = restored.aborted,
+        hibernated = restored.hibernated,
         "games restored from the log"
     );
+    // Hibernated games wake on a command, and on their deadlines by the sweeper. (The
+    // sweeper runs without hibernation too: games put to sleep by an earlier run wake.)
+    crate::game::install_waker(&services);
+    let sweeper = tokio::spawn(crate::game::sweep(services.clone()));
     let bots = Arc::new(
         Bots::load(
             &db,
@@ -245,6 +254,9 @@ pub async fn run(
     }
     // Stopped with the connections; a batch under way finishes first.
     let _ = pruner.await;
+    // Stopped with the games. The waker holds the games' services: let them go.
+    let _ = sweeper.await;
+    games.registry.bus().set_waker(None);
     // Everything the games and connections sent is committed before this returns.
     db.shutdown().await?;
     if log_broken.load(Ordering::SeqCst) {

@@ -13,6 +13,18 @@ pub struct LocalBus {
     /// Each is used by its game's task alone (or its supervisor once that task is gone),
     /// so its lock is never contended; the map's guard is dropped before it is taken.
     topics: DashMap<GameId, Arc<Mutex<topic::Topic>>>,
+    /// Wakes a hibernated game that a command comes for (`Bus::set_waker`).
+    waker: WakerSlot,
+}
+
+/// The waker, if hibernation is on.
+#[derive(Default)]
+struct WakerSlot(std::sync::RwLock<Option<Waker>>);
+
+impl std::fmt::Debug for WakerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WakerSlot")
+    }
 }
 
 /// A game's command queues (see `GameInbox`).
@@ -201,14 +213,41 @@ impl Bus for LocalBus {
         self.games.contains_key(&game)
     }
 
+    fn set_waker(&self, waker: Option<Waker>) {
+        *self.waker.0.write().unwrap_or_else(PoisonError::into_inner) = waker;
+    }
+
+    fn wake(&self, game: GameId) -> bool {
+        let waker = self
+            .waker
+            .0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        waker.is_some_and(|wake| wake(game))
+    }
+
+    /// A game that takes no commands but sleeps is woken, its inbox opened at once, so the
+    /// command waits there while the game is restored. A queue that closes under the send
+    /// (the game has just gone to sleep) is looked up, or woken, once more.
     fn to_game(&self, game: GameId, cmd: GameCmd) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let Some(queue) = self.queue_for(game, &cmd) else {
-                return self.refuse(game, &cmd);
-            };
-            if let Err(mpsc::error::SendError(cmd)) = queue.send(cmd).await {
-                self.refuse(game, &cmd);
+            let mut cmd = cmd;
+            for _ in 0..2 {
+                let queue = match self.queue_for(game, &cmd) {
+                    Some(queue) => queue,
+                    None if self.wake(game) => match self.queue_for(game, &cmd) {
+                        Some(queue) => queue,
+                        None => break,
+                    },
+                    None => break,
+                };
+                match queue.send(cmd).await {
+                    Ok(()) => return,
+                    Err(mpsc::error::SendError(back)) => cmd = back,
+                }
             }
+            self.refuse(game, &cmd);
         })
     }
 

@@ -90,8 +90,17 @@ pub(super) enum Request {
     },
     /// The game's record is durable in the database: its frames may go.
     Forget { game_id: GameId },
-    /// The logs of every live game, in step order.
-    Load { reply: Reply<Vec<GameLog>> },
+    /// The logs of every live game but the hibernated ones (`skip`; PostgreSQL's query
+    /// leaves them out by itself), in step order.
+    Load {
+        skip: std::collections::HashSet<GameId>,
+        reply: Reply<Vec<GameLog>>,
+    },
+    /// The logs of these games (hibernated ones being woken), in step order.
+    LoadSome {
+        games: Vec<GameId>,
+        reply: Reply<Vec<GameLog>>,
+    },
     /// Answered once everything queued before it is durable.
     Flush { reply: Reply<()> },
     /// Like `Flush`, then the thread stops.
@@ -343,12 +352,14 @@ impl Journal {
         Ok(())
     }
 
-    /// Every live game's log, read back from the file.
-    fn load(&self) -> DbResult<Vec<GameLog>> {
+    /// The logs of the live games `wanted`, read back from the file (one pass over it,
+    /// however many are wanted).
+    fn load(&self, wanted: impl Fn(&GameId) -> bool) -> DbResult<Vec<GameLog>> {
         let mut logs: HashMap<GameId, Vec<LogStep>> = HashMap::new();
         let mut broken: Vec<GameId> = Vec::new();
         scan(&self.path, |game_id, _, bytes| {
-            if !self.live.contains_key(&game_id) || broken.contains(&game_id) {
+            if !self.live.contains_key(&game_id) || !wanted(&game_id) || broken.contains(&game_id)
+            {
                 return;
             }
             match decode_step(bytes) {

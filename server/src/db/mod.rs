@@ -31,6 +31,7 @@ mod accounts;
 mod checkpoint;
 mod error;
 mod games;
+mod hibernation;
 mod history;
 mod journal;
 mod pg;
@@ -42,6 +43,7 @@ mod schema;
 mod stored;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;
+mod wakeups;
 mod writer;
 
 pub use error::DbError;
@@ -54,6 +56,7 @@ pub use rows::{
     AccountRow, GuestCursor, HistoryRow, LeaderRow, Page, PlayerPage, PruneBatch, Pruned,
     SessionRow,
 };
+pub use wakeups::{DueWakeups, Sleeper};
 // For SECURITY.md's pins (`security_md.rs`).
 #[cfg(test)]
 pub(crate) use accounts::GUEST_SYMBOLS;
@@ -325,10 +328,16 @@ impl Db {
         .await
     }
 
-    /// The logs of every game that has not been recorded: the games to restore at startup.
-    /// In cluster mode, those this node claims (see [`Db::open_leased`]).
+    /// The logs of every game that has not been recorded and is not hibernated: the games
+    /// to restore at startup. In cluster mode, those this node claims (see
+    /// [`Db::open_leased`]).
     pub async fn unfinished_games(&self) -> DbResult<Vec<GameLog>> {
-        call(&self.journal, |reply| journal::Request::Load { reply }).await
+        let skip = self.sleepers().await?.iter().map(|s| s.game_id).collect();
+        call(&self.journal, |reply| journal::Request::Load {
+            skip,
+            reply,
+        })
+        .await
     }
 
     /// Cluster mode: renews this node's leases; returns the games whose lease is lost (their

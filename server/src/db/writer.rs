@@ -15,11 +15,12 @@
 
 use std::sync::Arc;
 
-use elementals_protocol::messages::SeatPair;
+use elementals_protocol::messages::{GameId, SeatPair};
 use elementals_protocol::rating::RatingChange;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
+use super::wakeups::{DueWakeups, Sleeper};
 use super::{
     accounts, checkpoint, games, AccountRow, DbError, DbResult, PruneBatch, Pruned, SessionRow,
 };
@@ -88,6 +89,26 @@ pub(super) enum Request {
         /// The record as stored (`stored::encode`).
         stored: Vec<u8>,
         reply: Reply<Changes>,
+    },
+    /// A game goes to sleep: its wake-up row, written (or its due time moved).
+    Hibernate {
+        sleeper: Sleeper,
+        reply: Reply<()>,
+    },
+    /// A game is awake: its wake-up row goes.
+    Woken {
+        game_id: GameId,
+        reply: Reply<()>,
+    },
+    /// The sweeper's question: which games are due by `now_ms` (at most `limit`).
+    DueWakeups {
+        now_ms: u64,
+        limit: usize,
+        reply: Reply<DueWakeups>,
+    },
+    /// Every hibernated game (at startup).
+    Sleepers {
+        reply: Reply<Vec<Sleeper>>,
     },
     /// Run alone, in a transaction of its own with foreign keys off (see `prune`).
     Prune {
@@ -251,11 +272,15 @@ pub(super) fn refuse(request: Request, error: &DbError) {
         }
         Request::InsertSession { reply, .. }
         | Request::RevokeSession { reply, .. }
+        | Request::Hibernate { reply, .. }
+        | Request::Woken { reply, .. }
         | Request::Flush { reply }
         | Request::Shutdown { reply } => pending(reply, Err(error.clone())),
         Request::Session { reply, .. } => pending(reply, Err(error.clone())),
         Request::RecordGame { reply, .. } => pending(reply, Err(error.clone())),
         Request::Prune { reply, .. } => pending(reply, Err(error.clone())),
+        Request::DueWakeups { reply, .. } => pending(reply, Err(error.clone())),
+        Request::Sleepers { reply } => pending(reply, Err(error.clone())),
         #[cfg(test)]
         Request::Hold { .. } => Box::new(|_| {}),
     };

@@ -32,6 +32,7 @@ mod durable;
 mod moved;
 mod players;
 mod publish;
+mod sleep;
 mod spawn;
 mod supervisor;
 #[cfg(test)]
@@ -53,7 +54,7 @@ use crate::db::DbResult;
 use crate::registry::FinishedGame;
 pub(in crate::game) use commands::AnswerTo;
 use durable::Stalled;
-pub(super) use spawn::{spawn, spawn_restored, timing};
+pub(super) use spawn::{spawn, spawn_restored, spawn_woken, timing};
 use supervisor::{lock, Shared};
 
 struct Actor {
@@ -92,6 +93,10 @@ struct Actor {
     /// Cluster mode: the log refused a step for the game's lease, which another node now
     /// holds; the game stops here (`moved.rs`).
     moved: bool,
+    /// When the game last handled a command (or looked whether it may sleep).
+    active_at: Instant,
+    /// The game has gone to sleep (`sleep.rs`): its inbox is closed, its task ends.
+    asleep: bool,
 }
 
 impl Actor {
@@ -100,6 +105,8 @@ impl Actor {
             self.after_game().await;
         } else if self.moved {
             self.move_away().await;
+        } else if self.asleep {
+            self.hand_over().await;
         }
     }
 
@@ -116,7 +123,11 @@ impl Actor {
         // timer wheel's lock; a timer made anew at every wake-up cost it twice).
         let timer = sleep_until(Instant::now());
         let mut armed: Option<Instant> = None;
-        tokio::pin!(stop, timer);
+        // When the game next looks whether it may sleep (`sleep.rs`): moved on only when
+        // it fires (a command since then puts it off), not at every command.
+        let napping = self.sleep_at().is_some();
+        let nap = sleep_until(self.sleep_at().unwrap_or_else(Instant::now));
+        tokio::pin!(stop, timer, nap);
         self.emit(first, Instant::now()).await;
         // A game that ended while stalled plays on until its end is logged.
         while self.state.result().is_none() || self.stalled.is_some() {
@@ -150,6 +161,16 @@ impl Actor {
                 () = std::future::ready(()), if self.delivering => self.deliver_chunk().await,
                 () = sleep_until_some(self.deliver_at) => self.start_delivery(),
                 () = sleep_until_some(self.announce_at) => self.announce_spectators(),
+                () = &mut nap, if napping => {
+                    let put_off = self.sleep_at().filter(|at| *at > Instant::now());
+                    if let Some(at) = put_off {
+                        nap.as_mut().reset(at);
+                    } else if self.try_sleep().await {
+                        return false;
+                    } else {
+                        nap.as_mut().reset(self.sleep_at().unwrap_or_else(Instant::now));
+                    }
+                }
                 // Spectators' commands last: however many wait, a move never waits
                 // behind more than the one being handled. While the game is stalled they
                 // wait in their channel (a snapshot would show what the log lacks).

@@ -11,9 +11,11 @@
 
 mod actor;
 mod handle;
+mod hibernate;
 mod incident;
 mod restore;
 mod state;
+mod sweeper;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,12 +30,15 @@ pub use handle::{
     GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
     GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY,
 };
+pub use hibernate::{install_waker, Hibernation};
 pub use incident::Incidents;
 pub use restore::{restore_games, restore_logs, Restored};
 pub use state::OwedNow;
+pub use sweeper::{sweep, Wakeups};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::clock::Clock;
 use crate::db::{Db, DbResult};
 use crate::metrics::Metrics;
 use crate::record::{LogStep, RecordPlayer};
@@ -57,6 +62,9 @@ pub struct GameSettings {
     /// Resolved rounds after which a game ends drawn (`EndReason::MaxRounds`), at most
     /// `MAX_ROUNDS`.
     pub max_rounds: u32,
+    /// When a game waiting on its absent players goes to sleep (`hibernate.rs`); `None`:
+    /// never (cluster mode, and the actor's own tests).
+    pub hibernate: Option<Hibernation>,
 }
 
 impl Default for GameSettings {
@@ -64,6 +72,7 @@ impl Default for GameSettings {
         GameSettings {
             first_commit_window: Duration::from_secs(30),
             max_rounds: MAX_ROUNDS,
+            hibernate: None,
         }
     }
 }
@@ -91,6 +100,10 @@ pub struct GameServices {
     pub stop: CancellationToken,
     /// The games' tasks, awaited at shutdown.
     pub tasks: TaskTracker,
+    /// The wall clock of deadlines that outlive the process (hibernated games').
+    pub clock: Clock,
+    /// Tells the sweeper of hibernated games' due times (`sweeper.rs`).
+    pub wakeups: Arc<Wakeups>,
 }
 
 impl GameServices {
@@ -109,6 +122,8 @@ impl GameServices {
             incidents: Arc::default(),
             stop: CancellationToken::new(),
             tasks: TaskTracker::new(),
+            clock: Clock::start(),
+            wakeups: Arc::default(),
         }
     }
 }

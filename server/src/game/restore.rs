@@ -11,6 +11,8 @@
 //!   players rejoin it by signing in again and spectators can watch it again;
 //! - a replayed game that has reached the bound on rounds (`--max-rounds`, which may have
 //!   been lowered since) ends there, drawn, and is recorded as above;
+//! - a game that was hibernated (it has a wake-up row) stays asleep: its players are
+//!   seated again and nothing else is loaded; the sweeper or a command wakes it;
 //! - a log that cannot be replayed ends its game as `server_aborted`, unrated, with the
 //!   rounds the log holds: no one is blamed, and no one is left seated in a broken game.
 
@@ -22,7 +24,6 @@ use tokio::time::Instant;
 use super::actor::{spawn_restored, timing};
 use super::state::GameState;
 use super::{GameServices, GameSetup};
-use crate::clock::unix_ms;
 use crate::db::DbResult;
 use crate::record::{GameLog, GameRecord, LogRecordError};
 
@@ -35,12 +36,25 @@ pub struct Restored {
     pub recorded: usize,
     /// Games whose log could not be replayed, ended as `server_aborted`.
     pub aborted: usize,
+    /// Hibernated games, left asleep: only their players are seated again.
+    pub hibernated: usize,
 }
 
 /// Restores every unfinished game; call before accepting connections.
 pub async fn restore_games(services: &GameServices) -> DbResult<Restored> {
+    let sleepers = services.db.sleepers().await?;
+    for sleeper in &sleepers {
+        services
+            .registry
+            .insert_dormant(sleeper.game_id, sleeper.seats);
+    }
+    services.metrics.note_asleep(sleepers.len());
     let logs = services.db.unfinished_games().await?;
-    Ok(restore_logs(logs, services).await)
+    let restored = restore_logs(logs, services).await;
+    Ok(Restored {
+        hibernated: sleepers.len(),
+        ..restored
+    })
 }
 
 /// Restores the games of `logs` as at startup: in cluster mode, the games this node has
@@ -79,7 +93,7 @@ pub async fn restore_logs(logs: Vec<GameLog>, services: &GameServices) -> Restor
     restored
 }
 
-enum Unrestorable {
+pub(super) enum Unrestorable {
     /// The game's end was logged: here is its record.
     Ended(Arc<GameRecord>),
     /// The log does not replay: the game ends as server-aborted with this record.
@@ -89,17 +103,46 @@ enum Unrestorable {
 }
 
 fn restore(log: GameLog, services: &GameServices) -> Result<(), Unrestorable> {
+    let (state, setup) = rebuild(&log, services)?;
+    let game_id = setup.game_id;
+    spawn_restored(state, setup, services.clone());
+    tracing::info!(%game_id, steps = log.steps.len(), "game restored");
+    Ok(())
+}
+
+/// The game of `log` as it stands now: after a restart (its round under way voided, held
+/// for the players to return) or, if it went to sleep after its last step, as it slept
+/// (`GameState::woken`: its round kept, its clocks run on since). A game that reached the
+/// bound on rounds ends there, drawn: its record is returned to be stored.
+pub(super) fn rebuild(
+    log: &GameLog,
+    services: &GameServices,
+) -> Result<(GameState, GameSetup), Unrestorable> {
     let unreadable = |e: LogRecordError| Unrestorable::Unreadable(e.to_string());
     if let Some(record) = log.ended().map_err(unreadable)? {
         return Err(Unrestorable::Ended(Arc::new(record)));
     }
     let (setup, started_at) = log.start().map_err(unreadable)?;
     let setup = setup.clone();
+    let broken = |e: super::state::ReplayError| {
+        Unrestorable::Broken(Arc::new(aborted(&setup, started_at, log)), e.to_string())
+    };
+    let timing = timing(services, &setup);
     let now = Instant::now().into_std();
-    let mut state = GameState::replay(&log.steps, timing(services, &setup), now).map_err(|e| {
-        Unrestorable::Broken(Arc::new(aborted(&setup, started_at, &log)), e.to_string())
-    })?;
-    state.resume(now, unix_ms());
+    let mut state = match log.steps.last() {
+        Some(slept) if log.hibernated() => {
+            // Replayed at the instant it went to sleep, by the server's clock.
+            let base = services.clock.instant_at(slept.at).into_std();
+            let mut state = GameState::replay(&log.steps, timing, base).map_err(broken)?;
+            state.woken(slept, base);
+            state
+        }
+        _ => {
+            let mut state = GameState::replay(&log.steps, timing, now).map_err(broken)?;
+            state.resume(now, services.clock.now_ms());
+            state
+        }
+    };
     let game_id = setup.game_id;
     // Nobody is attached to hear of it: the players find the game over when they return.
     if state.end_at_max_rounds(now, &mut Vec::new()) {
@@ -110,9 +153,7 @@ fn restore(log: GameLog, services: &GameServices) -> Result<(), Unrestorable> {
             |record| Err(Unrestorable::Ended(record)),
         );
     }
-    spawn_restored(state, setup, services.clone());
-    tracing::info!(%game_id, steps = log.steps.len(), "game restored");
-    Ok(())
+    Ok((state, setup))
 }
 
 /// The record of a game ended by the server, from what its log holds.

@@ -22,6 +22,7 @@
 //! the clocks still until the players are back.
 
 mod clock;
+mod hibernate;
 mod hold;
 mod owed;
 mod players;
@@ -45,6 +46,7 @@ use super::{GameError, GameSetup, SeatAction};
 use crate::record::{GameRecord, LogEntry, LogStep, RecordPlayer, RoundLog};
 pub(in crate::game) use clock::{duration_ms, Banks};
 pub use owed::OwedNow;
+pub(in crate::game) use replay::ReplayError;
 use round::round_record;
 
 /// The durations a game runs under that are not part of its time control.

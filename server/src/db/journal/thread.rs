@@ -77,8 +77,12 @@ pub(in crate::db) fn run(
                 journal.append_batch(batch);
             }
             Request::Forget { game_id } => journal.forget(&game_id),
-            Request::Load { reply } => {
-                let _ = reply.send(journal.load());
+            Request::Load { skip, reply } => {
+                let _ = reply.send(journal.load(|id| !skip.contains(id)));
+            }
+            Request::LoadSome { games, reply } => {
+                let games: std::collections::HashSet<_> = games.into_iter().collect();
+                let _ = reply.send(journal.load(|id| games.contains(id)));
             }
             // Every append before it was answered only once durable.
             Request::Flush { reply } => {

@@ -57,6 +57,7 @@ mod records;
 mod step_log;
 mod store;
 mod transcript_key;
+mod wakeups;
 
 mod embedded {
     refinery::embed_migrations!("src/db/migrations/postgres");

@@ -98,7 +98,10 @@ impl StepLog {
                         leases.forget(&game_id);
                     }
                 }
-                journal::Request::Load { reply } => {
+                journal::Request::LoadSome { games, reply } => {
+                    let _ = reply.send(self.load_some(&games));
+                }
+                journal::Request::Load { reply, .. } => {
                     let loaded = match self.leases.is_some() {
                         true => self.claim(Claim::Startup),
                         false => self.load(),
@@ -341,8 +344,20 @@ impl StepLog {
         let rows = self.conn.get()?.0.query(
             "SELECT l.game_id, l.entry FROM game_log l
              WHERE NOT EXISTS (SELECT 1 FROM games g WHERE g.id = l.game_id)
+               AND NOT EXISTS (SELECT 1 FROM game_wakeups w WHERE w.game_id = l.game_id)
              ORDER BY l.game_id, l.step",
             &[],
+        )?;
+        Ok(decode_logs(rows))
+    }
+
+    /// The logs of `games` (hibernated ones being woken), in step order.
+    fn load_some(&mut self, games: &[GameId]) -> DbResult<Vec<GameLog>> {
+        let ids: Vec<String> = games.iter().map(ToString::to_string).collect();
+        let rows = self.conn.get()?.0.query(
+            "SELECT game_id, entry FROM game_log WHERE game_id = ANY($1)
+             ORDER BY game_id, step",
+            &[&ids],
         )?;
         Ok(decode_logs(rows))
     }

@@ -15,6 +15,7 @@ use super::conn::Conn;
 use super::lease::{self, Leases};
 use super::record_one::record_game;
 use super::records::{lock_rated_accounts, record_run, GameToRecord};
+use super::wakeups;
 use super::Cache;
 use crate::db::writer::{pending, refuse, Pending, Request, Store};
 use crate::db::{DbError, DbResult, PruneBatch, Pruned};
@@ -236,6 +237,20 @@ pub(super) fn execute(tx: &mut Transaction<'_>, cache: &mut Cache, request: Requ
             reply,
             in_savepoint(tx, cache, |c, k| record_game(c, k, &record, &stored)),
         ),
+        Request::Hibernate { sleeper, reply } => pending(
+            reply,
+            in_savepoint(tx, cache, |c, k| wakeups::hibernate(c, k, &sleeper)),
+        ),
+        Request::Woken { game_id, reply } => pending(
+            reply,
+            in_savepoint(tx, cache, |c, k| wakeups::woken(c, k, &game_id)),
+        ),
+        Request::DueWakeups {
+            now_ms,
+            limit,
+            reply,
+        } => pending(reply, wakeups::due(tx, cache, now_ms, limit)),
+        Request::Sleepers { reply } => pending(reply, wakeups::sleepers(tx, cache)),
         Request::Flush { reply } | Request::Shutdown { reply } => pending(reply, Ok(())),
         Request::Prune { reply, .. } => pending(reply, Err(DbError::Closed)),
         #[cfg(test)]

@@ -137,6 +137,20 @@ fn execute(tx: &mut rusqlite::Transaction<'_>, request: Request) -> Pending {
             reply,
             in_savepoint(tx, |c| games::record(c, &record, &stored)),
         ),
+        Request::Hibernate { sleeper, reply } => pending(
+            reply,
+            in_savepoint(tx, |c| super::super::wakeups::hibernate(c, &sleeper)),
+        ),
+        Request::Woken { game_id, reply } => pending(
+            reply,
+            in_savepoint(tx, |c| super::super::wakeups::woken(c, &game_id)),
+        ),
+        Request::DueWakeups {
+            now_ms,
+            limit,
+            reply,
+        } => pending(reply, super::super::wakeups::due(tx, now_ms, limit)),
+        Request::Sleepers { reply } => pending(reply, super::super::wakeups::sleepers(tx)),
         // Taken out of batches by `run`.
         Request::Flush { reply } | Request::Shutdown { reply } => pending(reply, Ok(())),
         Request::Prune { reply, .. } => pending(reply, Err(DbError::Closed)),

@@ -25,6 +25,7 @@ impl Actor {
             self.rx_open = false;
             return;
         };
+        self.active_at = Instant::now();
         if let Some(stalled) = &mut self.stalled {
             // A snapshot now would show steps the log does not have.
             let snapshot = match &cmd {
@@ -228,7 +229,11 @@ impl Drop for Actor {
         while let Ok(cmd) = self.spectators.try_recv() {
             unanswered.push(cmd);
         }
-        self.bus.close_game(self.game_id);
+        // A sleeping game's inbox was closed as it went to sleep; the bus may hold its
+        // woken successor's by now.
+        if !self.asleep {
+            self.bus.close_game(self.game_id);
+        }
         for cmd in &unanswered {
             self.bus.refuse(self.game_id, cmd);
         }

@@ -9,7 +9,8 @@ use elementals_protocol::messages::{SeatPair, ServerMsg};
 use tokio::time::Instant;
 
 use super::supervisor::{self, Shared};
-use super::{finished_game, unix_ms, Actor};
+use super::{finished_game, Actor};
+use crate::bus::GameInbox;
 use crate::game::state::{GameState, Timing};
 use crate::game::{GameHandle, GameServices, GameSetup};
 
@@ -26,9 +27,9 @@ pub(in crate::game) fn spawn(setup: GameSetup, services: GameServices) -> GameHa
     let mut events = Vec::new();
     let now = Instant::now().into_std();
     let timing = timing(&services, &setup);
-    let state = GameState::new(&setup, unix_ms(), now, timing, &mut events);
+    let state = GameState::new(&setup, services.clock.now_ms(), now, timing, &mut events);
     services.metrics.games_started.fetch_add(1, Relaxed);
-    launch(state, setup, services, events)
+    launch(state, setup, services, events, None)
 }
 
 /// Starts the actor of a game restored from its log (already `resume`d).
@@ -37,7 +38,18 @@ pub(in crate::game) fn spawn_restored(
     setup: GameSetup,
     services: GameServices,
 ) -> GameHandle {
-    launch(state, setup, services, Vec::new())
+    launch(state, setup, services, Vec::new(), None)
+}
+
+/// Starts the actor of a hibernated game just woken (`GameState::woken`), on the inbox the
+/// waker opened (commands may wait in it already).
+pub(in crate::game) fn spawn_woken(
+    state: GameState,
+    setup: GameSetup,
+    services: GameServices,
+    inbox: GameInbox,
+) -> GameHandle {
+    launch(state, setup, services, Vec::new(), Some(inbox))
 }
 
 /// Registers the game and both seats, and starts its actor under a supervisor; `first` are
@@ -47,9 +59,10 @@ fn launch(
     setup: GameSetup,
     services: GameServices,
     first: Vec<ServerMsg>,
+    inbox: Option<GameInbox>,
 ) -> GameHandle {
     let bus = services.registry.bus();
-    let inbox = bus.open_game(setup.game_id);
+    let inbox = inbox.unwrap_or_else(|| bus.open_game(setup.game_id));
     let handle = GameHandle::new(setup.game_id, Arc::clone(&bus));
     let started_at = state.started_at();
     let seats = SeatPair::new(setup.players.one.account_id, setup.players.two.account_id);
@@ -84,6 +97,8 @@ fn launch(
         delivering: false,
         stalled: None,
         moved: false,
+        active_at: Instant::now(),
+        asleep: false,
     };
     let task = services.tasks.spawn(actor.run(first));
     services.tasks.spawn(supervisor::supervise(

@@ -68,6 +68,8 @@ impl GameState {
         let action = match &step.entry {
             LogEntry::Start { .. } => return Err("a second start".into()),
             LogEntry::End { .. } => return Err("the game has ended".into()),
+            // It only marks where the game slept; the steps around it say everything.
+            LogEntry::Hibernated { .. } => return Ok(()),
             LogEntry::Restarted { .. } => {
                 self.void_round(now);
                 return Ok(());

@@ -278,6 +278,7 @@ fn a_wrong_reveal_may_be_corrected_before_the_deadline() {
 mod bounds;
 mod clocks;
 mod escrow;
+mod hibernate;
 mod owed;
 mod players;
 mod recovery;

@@ -91,7 +91,12 @@ fn a_forget_between_appends_does_not_cut_the_batch() {
     assert!(queue.try_send(Request::Forget { game_id: ended }).is_ok());
     answers.push(queue_append(&queue, second, &[commit(0)]));
     let (reply, loaded) = oneshot::channel();
-    assert!(queue.try_send(Request::Load { reply }).is_ok());
+    assert!(queue
+        .try_send(Request::Load {
+            skip: Default::default(),
+            reply,
+        })
+        .is_ok());
     drop(queue);
     let stats = journal::run(open_journal(&dir), requests, Duration::ZERO);
     assert_eq!((stats.batches, stats.appends), (1, 2));

@@ -26,6 +26,7 @@ fn kinds(log: &[LogStep]) -> Vec<&'static str> {
             LogEntry::Reveal { .. } => "reveal",
             LogEntry::Result { .. } => "result",
             LogEntry::Restarted { .. } => "restarted",
+            LogEntry::Hibernated { .. } => "hibernated",
             LogEntry::End { .. } => "end",
         })
         .collect()

@@ -1,0 +1,94 @@
+//! Hibernated games' wake-up rows (`game_wakeups`), on SQLite: written and deleted by the
+//! writer, read by the sweeper through the writer too (one indexed range a sweep).
+
+use elementals_protocol::messages::{GameId, SeatPair};
+use rusqlite::{params, Connection};
+
+use super::DbResult;
+use crate::record::AccountId;
+
+/// A sweep's answer: the games due by then, earliest first, and when the next one after
+/// them is due (Unix milliseconds), if any.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DueWakeups {
+    pub games: Vec<GameId>,
+    pub next_ms: Option<u64>,
+}
+
+/// A hibernated game as its row keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sleeper {
+    pub game_id: GameId,
+    pub due_ms: u64,
+    pub seats: SeatPair<AccountId>,
+}
+
+/// Wall milliseconds as stored: a far-off "never" (`u64::MAX`) is the largest `i64`.
+pub(super) fn ms_sql(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+pub(super) fn hibernate(conn: &Connection, sleeper: &Sleeper) -> DbResult<()> {
+    conn.prepare_cached(
+        "INSERT INTO game_wakeups (game_id, due_ms, one_id, two_id) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (game_id) DO UPDATE SET due_ms = excluded.due_ms",
+    )?
+    .execute(params![
+        sleeper.game_id.to_string(),
+        ms_sql(sleeper.due_ms),
+        sleeper.seats.one,
+        sleeper.seats.two
+    ])?;
+    Ok(())
+}
+
+pub(super) fn woken(conn: &Connection, game_id: &GameId) -> DbResult<()> {
+    conn.prepare_cached("DELETE FROM game_wakeups WHERE game_id = ?1")?
+        .execute([game_id.to_string()])?;
+    Ok(())
+}
+
+/// At most `limit` games due by `now_ms`, earliest first, and the next due after them.
+pub(super) fn due(conn: &Connection, now_ms: u64, limit: usize) -> DbResult<DueWakeups> {
+    let mut games = Vec::new();
+    let mut next_ms = None;
+    let mut select =
+        conn.prepare_cached("SELECT game_id, due_ms FROM game_wakeups ORDER BY due_ms LIMIT ?1")?;
+    let mut rows = select.query([i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1)])?;
+    while let Some(row) = rows.next()? {
+        let due = u64::try_from(row.get::<_, i64>(1)?).unwrap_or(0);
+        if due > now_ms || games.len() == limit {
+            next_ms = Some(due);
+            break;
+        }
+        if let Ok(game_id) = row.get::<_, String>(0)?.parse::<GameId>() {
+            games.push(game_id);
+        }
+    }
+    Ok(DueWakeups { games, next_ms })
+}
+
+pub(super) fn sleepers(conn: &Connection) -> DbResult<Vec<Sleeper>> {
+    let mut select =
+        conn.prepare_cached("SELECT game_id, due_ms, one_id, two_id FROM game_wakeups")?;
+    let rows = select.query_map([], |row| {
+        Ok((
+            row.get::<_, String>(0)?,
+            row.get::<_, i64>(1)?,
+            row.get::<_, AccountId>(2)?,
+            row.get::<_, AccountId>(3)?,
+        ))
+    })?;
+    let mut sleepers = Vec::new();
+    for row in rows {
+        let (id, due, one, two) = row?;
+        if let Ok(game_id) = id.parse::<GameId>() {
+            sleepers.push(Sleeper {
+                game_id,
+                due_ms: u64::try_from(due).unwrap_or(0),
+                seats: SeatPair::new(one, two),
+            });
+        }
+    }
+    Ok(sleepers)
+}

@@ -1,0 +1,128 @@
+//! The sweeper: one task that wakes hibernated games whose deadline has come. No timer per
+//! game: it reads the due wake-up rows by their index on `due_ms` (at most `BATCH` at a
+//! time, earliest first), wakes them, and sleeps until the next row's due time, or until
+//! a game goes to sleep with an earlier one (`Wakeups::due`).
+//!
+//! A woken game settles its own deadline as a live one does (`tick`: a loss on time, rated,
+//! recorded once). A due row whose game is not asleep (it is just going to sleep, or its
+//! waking failed) is tried again `RETRY` later.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::sleep_until;
+
+use super::hibernate::wake;
+use super::GameServices;
+
+/// Games woken per read of the rows: one pass over the log file on SQLite.
+const BATCH: usize = 256;
+
+/// How soon a due row whose game could not be woken is read again.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// What the sweeper knows of the next due time, and how it is told of an earlier one.
+#[derive(Debug)]
+pub struct Wakeups {
+    earliest: AtomicU64,
+    notify: Notify,
+}
+
+impl Default for Wakeups {
+    fn default() -> Self {
+        Wakeups {
+            earliest: AtomicU64::new(u64::MAX),
+            notify: Notify::new(),
+        }
+    }
+}
+
+impl Wakeups {
+    /// A game went to sleep until `due_ms` (its row is committed): the sweeper reads the
+    /// rows again if that is earlier than it knew.
+    pub fn due(&self, due_ms: u64) {
+        if due_ms < self.earliest.fetch_min(due_ms, Ordering::SeqCst) {
+            self.notify.notify_one();
+        }
+    }
+}
+
+/// Runs until the games' stop token is cancelled.
+pub async fn sweep(services: GameServices) {
+    let stop = services.stop.clone();
+    let wakeups = services.wakeups.clone();
+    loop {
+        // Forgotten before the read: a game put to sleep from here on says so (and the
+        // `Notify` keeps that until the wait below), one put to sleep before is in the rows.
+        wakeups.earliest.store(u64::MAX, Ordering::SeqCst);
+        let now_ms = services.clock.now_ms();
+        let (wait_until, full) = match services.db.due_wakeups(now_ms, BATCH).await {
+            Ok(due) => {
+                let full = due.games.len() == BATCH;
+                let skipped = wake_all(&services, due.games).await;
+                let next = due.next_ms.unwrap_or(u64::MAX);
+                wakeups.earliest.fetch_min(next, Ordering::SeqCst);
+                let mut at = (next < u64::MAX).then(|| services.clock.instant_at(next));
+                if skipped {
+                    let retry = tokio::time::Instant::now() + RETRY;
+                    at = Some(at.map_or(retry, |at| at.min(retry)));
+                }
+                (at, full)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the hibernated games' wake-ups");
+                (Some(tokio::time::Instant::now() + RETRY), false)
+            }
+        };
+        if full {
+            continue;
+        }
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = wakeups.notify.notified() => {}
+            () = sleep_until_some(wait_until) => {}
+        }
+    }
+}
+
+/// Wakes the due games that sleep, their logs read in one pass; returns whether some due
+/// game was not asleep (to be read again soon).
+async fn wake_all(
+    services: &GameServices,
+    games: Vec<elementals_protocol::messages::GameId>,
+) -> bool {
+    let mut claimed = Vec::new();
+    let mut skipped = false;
+    for game_id in games {
+        match services.registry.begin_wake(game_id) {
+            Some(waking) => claimed.push((game_id, waking)),
+            None => skipped |= !services.registry.is_dormant(&game_id),
+        }
+    }
+    if claimed.is_empty() {
+        return skipped;
+    }
+    let ids = claimed.iter().map(|(id, _)| *id).collect();
+    let mut logs: std::collections::HashMap<_, _> = match services.db.game_logs(ids).await {
+        Ok(logs) => logs.into_iter().map(|l| (l.game_id, l)).collect(),
+        // Each wake reads its own log, and fails alone if the log cannot be read.
+        Err(_) => Default::default(),
+    };
+    let wakes = claimed.into_iter().map(|(game_id, (inbox, done))| {
+        let log = logs.remove(&game_id);
+        wake(services.clone(), game_id, inbox, done, log)
+    });
+    futures::future::join_all(wakes).await;
+    skipped
+}
+
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,200 @@
+//! Hibernation over the real server: a game whose players are both away and whose next
+//! deadline is far off goes to sleep in storage; a player's return wakes it with its round
+//! kept, a restart leaves it asleep, and its deadline wakes it to end it on time, rated
+//! once. (The same with 10,000 games: `game::sweeper::tests`.)
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use elementals_protocol::messages::{ClientMsg, GameId, GameSnapshot, Phase, ServerMsg};
+use elementals_protocol::rules::{Seat, Variant};
+use elementals_protocol::TimeControl;
+use elementals_server::Config;
+
+/// Two hours a seat, no increment: the longest custom bank, so round 2's deadline is far.
+const SLOW: TimeControl = TimeControl {
+    initial_ms: 2 * 60 * 60 * 1000,
+    increment_ms: 0,
+    reveal_ms: 120_000,
+};
+
+/// Games sleep after 1 s without a command if nothing is due for 10 minutes.
+fn hibernating(config: &mut Config) {
+    config.hibernate_after_secs = 1;
+    config.hibernate_min_deadline_secs = 600;
+}
+
+/// A sleeping game: who played it, and seat one's round-2 commitment (pick and nonce).
+struct Asleep {
+    game_id: GameId,
+    tokens: (String, String),
+    names: (String, String),
+    nonce: [u8; 32],
+}
+
+/// Registers `a` and `b`, pairs them by a seek of `SLOW`, plays round 1, lets seat one
+/// commit in round 2, and has both leave; returns once the game sleeps.
+async fn put_to_sleep(server: &TestServer, a: &str, b: &str) -> Asleep {
+    let mut ca = TestClient::connect(server).await;
+    ca.register(a).await;
+    let mut cb = TestClient::connect(server).await;
+    cb.register(b).await;
+    let id = ca.id();
+    let created = ca
+        .request(ClientMsg::CreateSeek {
+            id,
+            variant: Variant::CLASSIC,
+            time_control: SLOW,
+            rated: true,
+        })
+        .await;
+    let ServerMsg::SeekCreated { seek, .. } = created else {
+        panic!("{created:?}")
+    };
+    let id = cb.id();
+    let seek_id = seek.seek_id;
+    assert_ok(&cb.request(ClientMsg::AcceptSeek { id, seek_id }).await);
+    let (game, seat_a) = ca.game_start().await;
+    cb.game_start().await;
+    let (mut one, mut two, names) = match seat_a {
+        Seat::One => (ca, cb, (a.to_owned(), b.to_owned())),
+        Seat::Two => (cb, ca, (b.to_owned(), a.to_owned())),
+    };
+    let game_id = game.game_id;
+    play_round(&mut one, &mut two, game_id, 1, (1, 2)).await;
+    let nonce = rand::random::<[u8; 32]>();
+    assert_ok(&one.commit(game_id, 2, Seat::One, 3, nonce).await);
+    let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
+    one.close().await;
+    two.close().await;
+    until_metric(server, "elementals_hibernated_games", 1).await;
+    assert_eq!(metric(server, "elementals_live_games").await, 0);
+    Asleep {
+        game_id,
+        tokens,
+        names,
+        nonce,
+    }
+}
+
+/// Signs in with `token` and returns the snapshot of the game it sits in.
+async fn come_back(
+    server: &TestServer,
+    token: &str,
+    game_id: GameId,
+) -> (TestClient, GameSnapshot) {
+    let mut client = TestClient::connect(server).await;
+    match client.resume(token).await {
+        ServerMsg::Authenticated {
+            game_id: Some(g), ..
+        } => assert_eq!(g, game_id),
+        other => panic!("{other:?}"),
+    }
+    let snapshot = match client
+        .expect("snapshot", |m| matches!(m, ServerMsg::Snapshot { .. }))
+        .await
+    {
+        ServerMsg::Snapshot { snapshot, .. } => snapshot,
+        _ => unreachable!(),
+    };
+    client.token = Some(token.to_owned());
+    (client, snapshot)
+}
+
+/// The sleeping game is woken by its players' return, its round 2 kept (seat one's
+/// commitment from before it slept still opens with its reveal), and played on.
+async fn woken_by_its_players_with_its_round_kept(server: &TestServer, asleep: &Asleep) {
+    let game_id = asleep.game_id;
+    let (mut two, snapshot) = come_back(server, &asleep.tokens.1, game_id).await;
+    assert_eq!((snapshot.round, snapshot.phase), (2, Phase::Commit));
+    assert!(snapshot.committed.one && !snapshot.committed.two);
+    // Seat one's bank did not run after its commit; seat two's did.
+    assert_eq!(snapshot.clocks.one_ms, SLOW.initial_ms);
+    assert!(snapshot.clocks.two_ms < SLOW.initial_ms);
+    assert!(metric(server, "elementals_games_woken_total").await >= 1);
+    let nonce_two = rand::random::<[u8; 32]>();
+    assert_ok(&two.commit(game_id, 2, Seat::Two, 1, nonce_two).await);
+    let (mut one, snapshot) = come_back(server, &asleep.tokens.0, game_id).await;
+    assert_eq!((snapshot.round, snapshot.phase), (2, Phase::Reveal));
+    assert_ok(&one.reveal(game_id, 2, 3, asleep.nonce).await);
+    assert_ok(&two.reveal(game_id, 2, 1, nonce_two).await);
+    one.expect(
+        "round 2's result",
+        |m| matches!(m, ServerMsg::RoundResult { record, .. } if record.round == 2),
+    )
+    .await;
+    one.resign(game_id).await;
+}
+
+#[tokio::test]
+async fn a_players_return_wakes_a_sleeping_game_with_its_round_kept() {
+    for backend in BACKENDS {
+        let server = start_server_on_with(backend, hibernating).await;
+        let asleep = put_to_sleep(&server, "sleepy1", "sleepy2").await;
+        woken_by_its_players_with_its_round_kept(&server, &asleep).await;
+    }
+}
+
+#[tokio::test]
+async fn a_restart_leaves_a_sleeping_game_asleep_and_it_wakes_as_it_slept() {
+    let server = start_server_with(hibernating).await;
+    let asleep = put_to_sleep(&server, "restart1", "restart2").await;
+    let server = server.restart_with(hibernating).await;
+    assert_eq!(metric(&server, "elementals_hibernated_games").await, 1);
+    assert_eq!(metric(&server, "elementals_live_games").await, 0);
+    woken_by_its_players_with_its_round_kept(&server, &asleep).await;
+}
+
+/// `GET /api/players/{name}`: (wins, losses).
+async fn record_of(server: &TestServer, name: &str) -> (u64, u64) {
+    let (status, body) = server.http_get(&format!("/api/players/{name}")).await;
+    assert_eq!(status, 200, "{body}");
+    let page: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let count = |k: &str| page[k].as_u64().unwrap_or_else(|| panic!("{k} in {page}"));
+    (count("wins"), count("losses"))
+}
+
+#[tokio::test]
+async fn a_deadline_wakes_a_sleeping_game_which_is_lost_on_time_and_rated_once() {
+    let server = start_server_with(hibernating).await;
+    let asleep = put_to_sleep(&server, "late1", "late2").await;
+    // Seat two's two hours run out while the game sleeps: on tokio's paused clock, which
+    // the server's wall clock follows, three hours pass at once.
+    tokio::time::pause();
+    tokio::time::advance(Duration::from_secs(3 * 3600)).await;
+    tokio::time::resume();
+    until_metric(&server, "elementals_games_finished_total", 1).await;
+    assert_eq!(metric(&server, "elementals_hibernated_games").await, 0);
+    let (one, two) = (&asleep.names.0, &asleep.names.1);
+    assert_eq!(record_of(&server, one).await, (1, 0));
+    assert_eq!(record_of(&server, two).await, (0, 1));
+    let (status, body) = server
+        .http_get(&format!("/api/games/{}", asleep.game_id))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let record: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(record["result"]["reason"], "time", "{record}");
+
+    // Rated once: nothing is left to wake or restore.
+    let server = server.restart_with(hibernating).await;
+    assert_eq!(metric(&server, "elementals_hibernated_games").await, 0);
+    assert_eq!(metric(&server, "elementals_live_games").await, 0);
+    assert_eq!(record_of(&server, two).await, (0, 1));
+}
+
+#[tokio::test]
+async fn players_returning_at_once_wake_one_game() {
+    let server = start_server_with(hibernating).await;
+    let asleep = put_to_sleep(&server, "twice1", "twice2").await;
+    let game_id = asleep.game_id;
+    let ((_one, a), (_two, b)) = tokio::join!(
+        come_back(&server, &asleep.tokens.0, game_id),
+        come_back(&server, &asleep.tokens.1, game_id),
+    );
+    assert_eq!((a.round, b.round), (2, 2));
+    assert_eq!(metric(&server, "elementals_games_woken_total").await, 1);
+    assert_eq!(metric(&server, "elementals_live_games").await, 1);
+    assert_eq!(metric(&server, "elementals_hibernated_games").await, 0);
+}
