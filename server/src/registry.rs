@@ -128,6 +128,11 @@ impl Registry {
         }
     }
 
+    /// Whether this node is one of a cluster's.
+    pub fn in_cluster(&self) -> bool {
+        self.cluster.is_some()
+    }
+
     // --- games ---
 
     /// The bus between the connections and the lobby and games.

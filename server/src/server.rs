@@ -149,8 +149,14 @@ pub async fn run(
     );
     // Hibernated games wake on a command, and on their deadlines by the sweeper. (The
     // sweeper runs without hibernation too: games put to sleep by an earlier run wake.)
-    crate::game::install_waker(&services);
-    let sweeper = tokio::spawn(crate::game::sweep(services.clone()));
+    // Not in cluster mode, which does not hibernate.
+    let sweeper = match &cluster {
+        Some(_) => None,
+        None => {
+            crate::game::install_waker(&services);
+            Some(tokio::spawn(crate::game::sweep(services.clone())))
+        }
+    };
     let bots = Arc::new(
         Bots::load(
             &db,
@@ -255,7 +261,9 @@ pub async fn run(
     // Stopped with the connections; a batch under way finishes first.
     let _ = pruner.await;
     // Stopped with the games. The waker holds the games' services: let them go.
-    let _ = sweeper.await;
+    if let Some(sweeper) = sweeper {
+        let _ = sweeper.await;
+    }
     games.registry.bus().set_waker(None);
     // Everything the games and connections sent is committed before this returns.
     db.shutdown().await?;

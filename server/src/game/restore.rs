@@ -42,7 +42,11 @@ pub struct Restored {
 
 /// Restores every unfinished game; call before accepting connections.
 pub async fn restore_games(services: &GameServices) -> DbResult<Restored> {
-    let sleepers = services.db.sleepers().await?;
+    // Cluster mode does not hibernate: a claim restores a sleeping game awake (as it slept).
+    let sleepers = match services.registry.in_cluster() {
+        true => Vec::new(),
+        false => services.db.sleepers().await?,
+    };
     for sleeper in &sleepers {
         services
             .registry

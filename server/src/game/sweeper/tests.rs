@@ -140,10 +140,13 @@ async fn ten_thousand_hibernated_games_are_woken_by_their_deadlines_and_rated_on
     .await;
     let accounts: Vec<AccountId> = made.into_iter().map(|a| a.unwrap().id).collect();
     let first = services(&db, clock);
-    let mut games = Vec::new();
-    for pair in accounts.chunks(2) {
-        games.push(sleeping_game(&first, pair[0], pair[1]).await);
-    }
+    // All at once: the log's and the writer's batches take them together.
+    let games: Vec<GameId> = futures::future::join_all(
+        accounts
+            .chunks(2)
+            .map(|pair| sleeping_game(&first, pair[0], pair[1])),
+    )
+    .await;
 
     // A start finds them asleep and loads none of them.
     let services = services(&db, clock);
