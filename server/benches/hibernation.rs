@@ -141,7 +141,15 @@ async fn games(count: usize) {
 async fn stored(rows: usize) {
     let postgres = std::env::var("PERSISTENCE_BACKEND").is_ok_and(|b| b == "postgres");
     let dir = tempfile::tempdir().unwrap();
-    let pg = postgres.then(TestPostgres::create);
+    // The blocking client, off the runtime's threads.
+    let pg = match postgres {
+        true => Some(
+            tokio::task::spawn_blocking(TestPostgres::create)
+                .await
+                .unwrap(),
+        ),
+        false => None,
+    };
     let path = match &pg {
         Some(pg) => std::path::PathBuf::from(pg.url()),
         None => dir.path().join("wakeups.db"),
@@ -151,7 +159,12 @@ async fn stored(rows: usize) {
     let now_ms = elementals_server::clock::unix_ms();
     let fill = Instant::now();
     let plan = match &pg {
-        Some(pg) => fill_postgres(pg.url(), rows, now_ms),
+        Some(pg) => {
+            let url = pg.url().to_owned();
+            tokio::task::spawn_blocking(move || fill_postgres(&url, rows, now_ms))
+                .await
+                .unwrap()
+        }
         None => fill_sqlite(&path, rows, now_ms),
     };
     println!(
@@ -176,6 +189,9 @@ async fn stored(rows: usize) {
         if pg.is_some() { "PostgreSQL" } else { "SQLite" },
     );
     db.shutdown().await.unwrap();
+    if let Some(pg) = pg {
+        tokio::task::spawn_blocking(move || drop(pg)).await.unwrap();
+    }
 }
 
 /// The due times: spread over 30 days from a day ago, so a few thousand are due now.
