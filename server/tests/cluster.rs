@@ -15,23 +15,6 @@ use recovery_support::{resume_at, watch_at};
 /// Seat two's 2 beats seat one's 5 and moves one square towards -3: three such rounds win.
 const TWO_WINS: (u16, u16) = (5, 2);
 
-/// Reads `client`'s numbered events up to and including `game_over`.
-async fn events_until_over(client: &mut TestClient) -> Vec<ServerMsg> {
-    let mut events = Vec::new();
-    loop {
-        let msg = tokio::time::timeout(WAIT, client.recv())
-            .await
-            .expect("the game's events arrive");
-        let over = matches!(msg, ServerMsg::GameOver { .. });
-        if msg.seq().is_some() {
-            events.push(msg);
-        }
-        if over {
-            return events;
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spectator_on_a_third_node_gets_every_event_in_order() {
     let cluster = Cluster::new();

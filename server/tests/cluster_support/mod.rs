@@ -86,6 +86,11 @@ impl Cluster {
 
     /// Starts a node and waits until it answers `/healthz`.
     pub async fn node(&self, id: &str) -> Node {
+        self.node_with(id, &[]).await
+    }
+
+    /// `node`, with these `ELEMENTALS_*` settings in its environment.
+    pub async fn node_with(&self, id: &str, env: &[(&str, &str)]) -> Node {
         let addr = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -105,6 +110,7 @@ impl Cluster {
             .env("ELEMENTALS_ARGON2_MEMORY_KIB", "8")
             .env("ELEMENTALS_MESSAGE_RATE", "1000")
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .kill_on_drop(true);
         if std::env::var_os("CLUSTER_TEST_LOGS").is_none() {
@@ -318,6 +324,23 @@ impl Proxy {
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.accept.abort();
+    }
+}
+
+/// Reads `client`'s numbered events up to and including `game_over`.
+pub async fn events_until_over(client: &mut TestClient) -> Vec<ServerMsg> {
+    let mut events = Vec::new();
+    loop {
+        let msg = tokio::time::timeout(WAIT, client.recv())
+            .await
+            .expect("the game's events arrive");
+        let over = matches!(msg, ServerMsg::GameOver { .. });
+        if msg.seq().is_some() {
+            events.push(msg);
+        }
+        if over {
+            return events;
+        }
     }
 }
 
