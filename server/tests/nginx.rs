@@ -169,7 +169,7 @@ async fn upgrade(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rated_game_and_its_spectator_through_nginx_span_the_nodes() {
+async fn through_nginx_a_rated_game_spans_the_nodes_and_a_dead_node_is_passed_over() {
     let cluster = Cluster::new();
     let trusted = [("ELEMENTALS_TRUSTED_PROXY", "127.0.0.1")];
     let a = cluster.node_with("a", &trusted).await;
@@ -210,6 +210,18 @@ async fn a_rated_game_and_its_spectator_through_nginx_span_the_nodes() {
         .count();
     assert_eq!(results, 3, "{seen:?}");
     seat_two_won_rated_once([&mut one, &mut two], &game, &nodes).await;
+    // A node killed: nginx's passive check passes each new connection that finds it
+    // refusing on to a live node (with `least_conn` the dead one, emptied, is tried first).
+    drop((one, two, spectator));
+    c.kill().await;
+    for _ in 0..4 {
+        TestClient::connect_at(nginx.addr).await;
+    }
+    let log = nginx.error_log();
+    assert!(
+        log.contains("Connection refused"),
+        "the dead node was tried: {log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
