@@ -50,6 +50,16 @@ async fn a_spectator_on_a_third_node_gets_every_event_in_order() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_started_together_on_a_new_database_all_come_up() {
+    let cluster = Cluster::new();
+    // Each migrates the new database first (`node` fails if one exits while starting).
+    let (a, b, c) = tokio::join!(cluster.node("a"), cluster.node("b"), cluster.node("c"));
+    for node in [&a, &b, &c] {
+        node.until_health(200).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_player_resumes_through_another_node_and_finishes_the_game_rated_once() {
     let cluster = Cluster::new();
     let a = cluster.node("a").await;
