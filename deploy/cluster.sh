@@ -150,7 +150,6 @@ start() {
     psql "$PG_URL/postgres" -qAtc "CREATE DATABASE \"elementals_$suffix\"" ||
         die "could not create a database at $PG_URL"
     db=elementals_$suffix
-    # One after the other: nodes that start together on a new database race to migrate it.
     for i in $(seq 1 "$NODES"); do
         free_port
         addrs+=("127.0.0.1:$port")
@@ -159,7 +158,9 @@ start() {
             --cluster "$cluster" --node-id "node$i" --trusted-proxy 127.0.0.1 \
             </dev/null >"$dir/node$i.log" 2>&1 &
         pids+=($!)
-        until_healthy "node$i" "${addrs[-1]}" "${pids[-1]}"
+    done
+    for i in $(seq 1 "$NODES"); do
+        until_healthy "node$i" "${addrs[i - 1]}" "${pids[i - 1]}"
     done
 
     if [ -n "${LISTEN:-}" ]; then port=$LISTEN; else free_port; fi
