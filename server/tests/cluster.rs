@@ -37,16 +37,7 @@ async fn a_spectator_on_a_third_node_gets_every_event_in_order() {
     for round in 1..=3 {
         play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
     }
-    let seen = events_until_over(&mut spectator).await;
-    // Every event after the snapshot, once and in order, up to the game's end.
-    let seqs: Vec<u64> = seen.iter().filter_map(ServerMsg::seq).collect();
-    let expected: Vec<u64> = (snapshot.seq + 1..=snapshot.seq + seqs.len() as u64).collect();
-    assert_eq!(seqs, expected, "{seen:?}");
-    let results = seen
-        .iter()
-        .filter(|m| matches!(m, ServerMsg::RoundResult { .. }))
-        .count();
-    assert_eq!(results, 3, "{seen:?}");
+    watched_to_the_end(&mut spectator, &snapshot, 3).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use cluster_support::*;
 use common::*;
-use elementals_protocol::messages::ServerMsg;
 use recovery_support::{watch_at, TWO_WINS};
 use tokio::process::{Child, Command};
 
@@ -199,16 +198,7 @@ async fn through_nginx_a_rated_game_spans_the_nodes_and_a_dead_node_is_passed_ov
     for round in 1..=3 {
         play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
     }
-    // The spectator saw every event after its snapshot, once and in order, and the end.
-    let seen = events_until_over(&mut spectator).await;
-    let seqs: Vec<u64> = seen.iter().filter_map(ServerMsg::seq).collect();
-    let expected: Vec<u64> = (snapshot.seq + 1..=snapshot.seq + seqs.len() as u64).collect();
-    assert_eq!(seqs, expected, "{seen:?}");
-    let results = seen
-        .iter()
-        .filter(|m| matches!(m, ServerMsg::RoundResult { .. }))
-        .count();
-    assert_eq!(results, 3, "{seen:?}");
+    watched_to_the_end(&mut spectator, &snapshot, 3).await;
     seat_two_won_rated_once([&mut one, &mut two], &game, &nodes).await;
     // A node killed: nginx's passive check passes each new connection that finds it
     // refusing on to a live node (with `least_conn` the dead one, emptied, is tried first).

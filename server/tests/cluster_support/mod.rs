@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
-use elementals_protocol::messages::{GameId, GameInfo, ServerMsg};
+use elementals_protocol::messages::{GameId, GameInfo, GameSnapshot, ServerMsg};
 use elementals_protocol::rules::Seat;
 use elementals_server::db::testing::TestPostgres;
 use tokio::process::{Child, Command};
@@ -342,6 +342,24 @@ pub async fn events_until_over(client: &mut TestClient) -> Vec<ServerMsg> {
             return events;
         }
     }
+}
+
+/// Reads `spectator`'s events to the game's end: every event after `snapshot`, once and
+/// in order, with `rounds` round results among them.
+pub async fn watched_to_the_end(
+    spectator: &mut TestClient,
+    snapshot: &GameSnapshot,
+    rounds: usize,
+) {
+    let seen = events_until_over(spectator).await;
+    let seqs: Vec<u64> = seen.iter().filter_map(ServerMsg::seq).collect();
+    let expected: Vec<u64> = (snapshot.seq + 1..=snapshot.seq + seqs.len() as u64).collect();
+    assert_eq!(seqs, expected, "{seen:?}");
+    let results = seen
+        .iter()
+        .filter(|m| matches!(m, ServerMsg::RoundResult { .. }))
+        .count();
+    assert_eq!(results, rounds, "{seen:?}");
 }
 
 /// The game's end as both its players see it (seat two won, rated), and its rating change
