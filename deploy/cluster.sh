@@ -110,7 +110,8 @@ pids=() addrs=()
 cleanup() {
     trap - EXIT INT TERM
     echo "stopping"
-    if [ -n "$nginx_pid" ]; then kill -QUIT "$nginx_pid" 2>/dev/null || true; fi
+    # TERM, not QUIT: a graceful stop would wait for every open WebSocket to close.
+    if [ -n "$nginx_pid" ]; then kill -TERM "$nginx_pid" 2>/dev/null || true; fi
     # SIGTERM: each node hands its games over and exits; kill -9 whatever is left at 15 s.
     for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     for _ in $(seq 1 75); do
