@@ -1,16 +1,18 @@
 //! `bot`: sign in, then play N rated games from the pool with a strategy, printing each
 //! result and the rating after it.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use elementals_client::render::seat_name;
 use elementals_client::{
-    strategy_by_name, wait_for_game_start, Client, ClientError, GameSummary, Player, PlayerOptions,
-    Strategy,
+    strategy_by_name, wait_for_game_start, Client, ClientError, GameState, GameSummary, NonceStore,
+    Player, PlayerOptions, Strategy,
 };
-use elementals_protocol::{ErrorCode, Variant};
+use elementals_protocol::messages::GameId;
+use elementals_protocol::{ErrorCode, ServerMsg, Variant};
 
 use super::{AccountArgs, GameArgs, ServerArg};
 
@@ -36,6 +38,12 @@ pub struct BotArgs {
     /// the pick at commit time) instead of revealing after both have committed.
     #[arg(long)]
     pub escrow: bool,
+    /// Keep each unrevealed pick and nonce in a file under DIR (per account and game,
+    /// written before the commit is sent), so that a bot restarted between its commit and
+    /// its reveal reveals when it comes back. A bot that signs in seated in a game plays it
+    /// to its end first.
+    #[arg(long, env = "ELEMENTALS_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy)]
@@ -66,21 +74,53 @@ pub async fn run(args: BotArgs) -> anyhow::Result<()> {
         "{} signed in, rating {:.3}",
         session.account.name, session.account.rating
     );
+    let nonces = match &args.state_dir {
+        Some(dir) => Some(
+            NonceStore::open(dir, &session.account.name)
+                .with_context(|| format!("opening the state directory {}", dir.display()))?,
+        ),
+        None => None,
+    };
     let options = PlayerOptions {
         think_time: Duration::from_millis(args.think_ms),
         escrow: args.escrow,
+        nonces,
         ..PlayerOptions::default()
     };
     let mut player = Player::with_options(args.strategy.build(), options);
+    if let Some(game_id) = session.game_id {
+        // Back in a game this account was playing (a restart): finish it first.
+        let state = seated_snapshot(&client, game_id).await?;
+        let seat = state
+            .seat()
+            .context("a seated account's snapshot names its seat")?;
+        let opponent = state.info().players.get(seat.other()).name.clone();
+        println!("resuming game {game_id}");
+        let summary = player.play_from(&client, state).await?;
+        println!("{}", report("resumed", &opponent, &summary));
+    }
     let preset = args.game.time_control.name();
     for number in 1..=args.games {
         join_pool(&client, args.game.variant, preset).await?;
         let start = wait_for_game_start(&client).await?;
         let opponent = start.game.players.get(start.seat.other()).name.clone();
         let summary = player.play_game(&client, start).await?;
-        println!("{}", report(number, args.games, &opponent, &summary));
+        let label = format!("{number}/{}", args.games);
+        println!("{}", report(&label, &opponent, &summary));
     }
     Ok(())
+}
+
+/// The snapshot that follows `authenticated` for a seated account (PROTOCOL.md section 3).
+async fn seated_snapshot(client: &Client, game_id: GameId) -> anyhow::Result<GameState> {
+    loop {
+        let event = client.next_event().await.context("the connection closed")?;
+        if let ServerMsg::Snapshot { snapshot, seat, .. } = event {
+            if snapshot.game.game_id == game_id {
+                return Ok(GameState::from_snapshot(snapshot, seat));
+            }
+        }
+    }
 }
 
 /// Join the rated pool; a seat in a game that is just ending may still be held for a
@@ -102,7 +142,8 @@ async fn join_pool(client: &Client, variant: Variant, preset: &str) -> anyhow::R
     }
 }
 
-fn report(number: u32, total: u32, opponent: &str, s: &GameSummary) -> String {
+/// A game's line; `label` is `N/TOTAL`, or `resumed` for a game the bot came back to.
+fn report(label: &str, opponent: &str, s: &GameSummary) -> String {
     let outcome = match s.won() {
         Some(true) => "won",
         Some(false) => "lost",
@@ -114,7 +155,7 @@ fn report(number: u32, total: u32, opponent: &str, s: &GameSummary) -> String {
         (false, None) => "unrated".to_owned(),
     };
     format!(
-        "game {number}/{total} {}: {outcome} as {} vs {opponent} ({:?}) after {} rounds; {rating}",
+        "game {label} {}: {outcome} as {} vs {opponent} ({:?}) after {} rounds; {rating}",
         s.game_id,
         seat_name(s.seat),
         s.result.reason,
