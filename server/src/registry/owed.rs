@@ -20,19 +20,26 @@ impl Registry {
     /// action has just become owed (a new round's commit, the reveal phase) is pushed
     /// `your_move`, once per such change, if its account follows (`follow_moves`).
     pub fn set_owed(&self, game_id: GameId, owed: OwedNow) {
-        let newly: Vec<Owed> = match self.owed.get(&game_id) {
-            Some(known) if *known == owed => return,
-            Some(known) => owed
-                .owed
-                .iter()
-                .filter(|o| !is_owed_in(&known, owed.round, o))
-                .copied()
-                .collect(),
-            None => owed.owed.clone(),
+        let newly: Vec<Owed> = {
+            let known = self.owed.get(&game_id);
+            if known.as_deref() == Some(&owed) {
+                return;
+            }
+            // Nobody follows (no client asked `my_games`): nothing to work out.
+            if self.followers.is_empty() {
+                Vec::new()
+            } else {
+                let known = known.as_deref();
+                owed.owed
+                    .iter()
+                    .filter(|o| !known.is_some_and(|k| is_owed_in(k, owed.round, o)))
+                    .copied()
+                    .collect()
+            }
         };
         let round = owed.round;
         self.owed.insert(game_id, owed);
-        if !newly.is_empty() && !self.followers.is_empty() {
+        if !newly.is_empty() {
             self.tell_your_move(game_id, round, &newly);
         }
     }
