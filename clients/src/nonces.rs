@@ -6,7 +6,8 @@
 //! A file is written whole (a temporary file, `fsync`, renamed over, the directory synced)
 //! before the commit is sent, and removed once the reveal is acknowledged or the game is
 //! over. A game has at most one unrevealed commit, so one file a game. The writes are
-//! small and synchronous: one a round, on the player's own task.
+//! small and synchronous: one a round, on the player's own task. On Unix each file is
+//! readable by its owner only.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -71,7 +72,7 @@ impl NonceStore {
         let bytes = serde_json::to_vec(&stored).map_err(io::Error::other)?;
         let path = self.path(game);
         let tmp = path.with_extension("tmp");
-        let mut file = File::create(&tmp)?;
+        let mut file = private_file(&tmp)?;
         file.write_all(&bytes)?;
         file.sync_all()?;
         fs::rename(&tmp, &path)?;
@@ -117,6 +118,15 @@ impl NonceStore {
     }
 }
 
+/// A new file only its owner may read (on Unix): it holds picks the opponent has not seen.
+fn private_file(path: &Path) -> io::Result<File> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +143,13 @@ mod tests {
             nonce: [9; NONCE_LEN],
         };
         store.save(game, &sealed).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let path = store.dir().join(format!("{game}.json"));
+            let mode = fs::metadata(path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "only its owner reads it");
+        }
         // Another process (a new store on the same directory) reads it.
         let again = NonceStore::open(dir.path(), "alice").unwrap();
         assert_eq!(again.load(game).unwrap(), Some(sealed));
