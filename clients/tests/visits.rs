@@ -1,7 +1,7 @@
 //! Playing over several visits, against the real server on 127.0.0.1:0: an
-//! `elementals bot` process killed between its commit and its reveal is started again on
-//! the same state directory, comes back into its game and reveals the pick it committed
-//! to; and a client that asked `my_games` hears `your_move` when its move is owed.
+//! `elementals bot` or `play` process killed between its commit and its reveal is started
+//! again on the same state directory, comes back into its game and reveals the pick it
+//! committed to; and a client that asked `my_games` hears `your_move` when its move is owed.
 
 use std::time::Duration;
 
@@ -148,4 +148,78 @@ async fn a_client_that_asked_my_games_hears_your_move_when_its_move_is_owed() {
     );
     assert!(deadline.is_some());
     assert_eq!(elementals_client::message_game(&told), Some(game));
+}
+
+#[tokio::test]
+async fn a_person_whose_terminal_player_stopped_after_their_pick_reveals_on_coming_back() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let server = start_server().await;
+    let state_dir = tempfile::tempdir().unwrap();
+    let dir = state_dir.path().to_str().unwrap().to_owned();
+    let play = || {
+        let mut cmd = elementals(&[
+            "play",
+            "--server",
+            &server.url,
+            "--name",
+            "kim",
+            "--password",
+            "password-1",
+            "--state-dir",
+            &dir,
+        ]);
+        cmd.stdin(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        (child, stdin, lines)
+    };
+    let (mut first, mut stdin, mut lines) = play();
+    let bob = queued_bot(&server, "lou").await;
+    let start = tokio::time::timeout(WAIT, wait_for_game_start(&bob))
+        .await
+        .expect("paired")
+        .unwrap();
+    let game = start.game.game_id;
+    let (mine, kims) = (start.seat, start.seat.other());
+    let mut seen = GameState::new(start.game, Some(mine));
+    // Kim picks 4 when asked.
+    tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.starts_with("round 1: your pick") {
+                stdin.write_all(b"4\n").await.unwrap();
+                return;
+            }
+        }
+    })
+    .await
+    .expect("asked for a pick");
+    until(&bob, &mut seen, |s| s.committed(kims)).await;
+    first.kill().await.unwrap();
+
+    let (sealed, commitment) = SealedPick::new(game, 1, mine, 2);
+    bob.commit(game, 1, commitment).await.unwrap();
+    bob.reveal(game, 1, sealed.pick, sealed.nonce)
+        .await
+        .unwrap();
+    let (mut second, mut stdin, mut lines) = play();
+    until(&bob, &mut seen, |s| !s.history().is_empty()).await;
+    assert_eq!(*seen.history()[0].picks.get(kims), 4);
+    bob.resign(game).await.unwrap();
+    let mut printed = Vec::new();
+    tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            printed.push(line);
+        }
+    })
+    .await
+    .expect("the player ends with the game");
+    stdin.shutdown().await.unwrap();
+    assert!(second.wait().await.unwrap().success(), "{printed:#?}");
+    assert!(
+        printed.contains(&format!("resuming game {game}")),
+        "{printed:#?}"
+    );
+    let store = NonceStore::open(state_dir.path(), "kim").unwrap();
+    assert_eq!(store.games().unwrap(), []);
 }

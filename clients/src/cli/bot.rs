@@ -1,20 +1,18 @@
 //! `bot`: sign in, then play N rated games from the pool with a strategy, printing each
 //! result and the rating after it.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use elementals_client::render::seat_name;
 use elementals_client::{
-    strategy_by_name, wait_for_game_start, Client, ClientError, GameState, GameSummary, NonceStore,
-    Player, PlayerOptions, Strategy,
+    strategy_by_name, wait_for_game_start, Client, ClientError, GameSummary, Player, PlayerOptions,
+    Strategy,
 };
-use elementals_protocol::messages::GameId;
-use elementals_protocol::{ErrorCode, ServerMsg, Variant};
+use elementals_protocol::{ErrorCode, Variant};
 
-use super::{AccountArgs, GameArgs, ServerArg};
+use super::{seated_snapshot, AccountArgs, GameArgs, ServerArg, StateArg};
 
 #[derive(Args, Debug)]
 pub struct BotArgs {
@@ -38,12 +36,8 @@ pub struct BotArgs {
     /// the pick at commit time) instead of revealing after both have committed.
     #[arg(long)]
     pub escrow: bool,
-    /// Keep each unrevealed pick and nonce in a file under DIR (per account and game,
-    /// written before the commit is sent), so that a bot restarted between its commit and
-    /// its reveal reveals when it comes back. A bot that signs in seated in a game plays it
-    /// to its end first.
-    #[arg(long, env = "ELEMENTALS_STATE_DIR", value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub state: StateArg,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy)]
@@ -74,13 +68,7 @@ pub async fn run(args: BotArgs) -> anyhow::Result<()> {
         "{} signed in, rating {:.3}",
         session.account.name, session.account.rating
     );
-    let nonces = match &args.state_dir {
-        Some(dir) => Some(
-            NonceStore::open(dir, &session.account.name)
-                .with_context(|| format!("opening the state directory {}", dir.display()))?,
-        ),
-        None => None,
-    };
+    let nonces = args.state.store(&session.account.name)?;
     let options = PlayerOptions {
         think_time: Duration::from_millis(args.think_ms),
         escrow: args.escrow,
@@ -109,18 +97,6 @@ pub async fn run(args: BotArgs) -> anyhow::Result<()> {
         println!("{}", report(&label, &opponent, &summary));
     }
     Ok(())
-}
-
-/// The snapshot that follows `authenticated` for a seated account (PROTOCOL.md section 3).
-async fn seated_snapshot(client: &Client, game_id: GameId) -> anyhow::Result<GameState> {
-    loop {
-        let event = client.next_event().await.context("the connection closed")?;
-        if let ServerMsg::Snapshot { snapshot, seat, .. } = event {
-            if snapshot.game.game_id == game_id {
-                return Ok(GameState::from_snapshot(snapshot, seat));
-            }
-        }
-    }
 }
 
 /// Join the rated pool; a seat in a game that is just ending may still be held for a
