@@ -347,6 +347,9 @@ impl Client {
     }
 
     /// This account's open games, each with the seats it waits for and their deadlines.
+    /// Asking also follows them: from then on this connection's events include a
+    /// [`ServerMsg::YourMove`] whenever one of the account's actions becomes owed
+    /// (PROTOCOL.md, `your_move`), until the account signs in elsewhere or out.
     pub async fn my_games(&self) -> Result<Vec<MyGame>, ClientError> {
         match self.request(|id| ClientMsg::MyGames { id }).await? {
             ServerMsg::OpenGames { games, .. } => Ok(games),

@@ -283,13 +283,15 @@ fn event_game(msg: &ServerMsg) -> Option<GameId> {
     }
 }
 
-/// The game a message is about, if any: numbered events, `game_start`, snapshots and
-/// spectator counts.
+/// The game a message is about, if any: numbered events, `game_start`, snapshots,
+/// spectator counts and `your_move`.
 pub fn message_game(msg: &ServerMsg) -> Option<GameId> {
     match msg {
         ServerMsg::GameStart { game, .. } => Some(game.game_id),
         ServerMsg::Snapshot { snapshot, .. } => Some(snapshot.game.game_id),
-        ServerMsg::Spectators { game_id, .. } => Some(*game_id),
+        ServerMsg::Spectators { game_id, .. } | ServerMsg::YourMove { game_id, .. } => {
+            Some(*game_id)
+        }
         _ => event_game(msg),
     }
 }

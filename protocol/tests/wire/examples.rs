@@ -166,6 +166,7 @@ pub(crate) fn server_type(msg: &ServerMsg) -> &'static str {
         RematchOffered { .. } => "rematch_offered",
         GameStart { .. } => "game_start",
         Spectators { .. } => "spectators",
+        YourMove { .. } => "your_move",
         RoundStart { .. } => "round_start",
         Committed { .. } => "committed",
         RevealPhase { .. } => "reveal_phase",
