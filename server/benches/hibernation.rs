@@ -106,6 +106,7 @@ async fn games(count: usize) {
                     initial_ms: 3 * DAY_MS,
                     increment_ms: 0,
                     reveal_ms: DAY_MS,
+                    per_phase_ms: None,
                 },
                 rated: true,
                 players: SeatPair::new(player(2 * n as i64 + 1), player(2 * n as i64 + 2)),

@@ -484,6 +484,8 @@ impl Session {
             C::Unwatch { id, game_id } => self.unwatch(id, game_id),
             C::MyGames { id } => {
                 let account = self.user()?.account;
+                // Asking is following: `your_move` keeps this list fresh from now on.
+                state.registry.follow_moves(account, self.outbox.conn_id());
                 // A hibernated game lists what it waits for once it runs again.
                 state.registry.wake_seated(account).await;
                 Ok(ServerMsg::OpenGames {

@@ -13,12 +13,9 @@ use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::TimeControl;
 use elementals_server::Config;
 
-/// Two hours a seat, no increment: the longest custom bank, so round 2's deadline is far.
-const SLOW: TimeControl = TimeControl {
-    initial_ms: 2 * 60 * 60 * 1000,
-    increment_ms: 0,
-    reveal_ms: 120_000,
-};
+/// Correspondence: a week for each phase.
+const SLOW: TimeControl = TimeControl::CORR_7D;
+const WEEK_MS: u64 = 7 * 86_400_000;
 
 /// Games sleep after 1 s without a command if nothing is due for 10 minutes.
 fn hibernating(config: &mut Config) {
@@ -36,7 +33,7 @@ struct Asleep {
     nonce: [u8; 32],
 }
 
-/// Registers `a` and `b`, pairs them by a seek of `SLOW`, plays round 1, lets seat one
+/// Registers `a` and `b`, pairs them by a seek of `SLOW` (`corr-7d`), plays round 1, lets seat one
 /// commit in round 2, and has both leave; returns once the game sleeps.
 async fn put_to_sleep(server: &TestServer, a: &str, b: &str) -> Asleep {
     let mut ca = TestClient::connect(server).await;
@@ -114,7 +111,7 @@ async fn woken_by_its_players_with_its_round_kept(server: &TestServer, asleep: &
     assert!(snapshot.committed.one && !snapshot.committed.two);
     // Seat one's bank stopped at its commit; seat two's runs (it did while the game slept).
     assert_eq!(snapshot.clocks.running, SeatPair::new(false, true));
-    assert!(snapshot.clocks.one_ms > SLOW.initial_ms - 60_000);
+    assert!(snapshot.clocks.one_ms > WEEK_MS - 60_000);
     assert!(snapshot.clocks.two_ms < snapshot.clocks.one_ms);
     assert!(metric(server, "elementals_games_woken_total").await >= 1);
     let nonce_two = rand::random::<[u8; 32]>();
@@ -163,10 +160,10 @@ async fn record_of(server: &TestServer, name: &str) -> (u64, u64) {
 async fn a_deadline_wakes_a_sleeping_game_which_is_lost_on_time_and_rated_once() {
     let server = start_server_with(hibernating).await;
     let asleep = put_to_sleep(&server, "late1", "late2").await;
-    // Seat two's two hours run out while the game sleeps: on tokio's paused clock, which
-    // the server's wall clock follows, three hours pass at once.
+    // Seat two's week runs out while the game sleeps: on tokio's paused clock, which the
+    // server's wall clock follows, three weeks pass at once.
     tokio::time::pause();
-    tokio::time::advance(Duration::from_secs(3 * 3600)).await;
+    tokio::time::advance(Duration::from_secs(3 * 7 * 86_400)).await;
     tokio::time::resume();
     until_metric(&server, "elementals_games_finished_total", 1).await;
     assert_eq!(metric(&server, "elementals_hibernated_games").await, 0);

@@ -24,12 +24,8 @@ use crate::registry::Registry;
 
 const DAY: Duration = Duration::from_secs(86_400);
 
-/// A week a seat, no increment: a correspondence game's pace.
-const WEEKLY: TimeControl = TimeControl {
-    initial_ms: 7 * 86_400_000,
-    increment_ms: 0,
-    reveal_ms: 86_400_000,
-};
+/// Correspondence: a week for each phase.
+const WEEKLY: TimeControl = TimeControl::CORR_7D;
 
 fn services(db: &Db, clock: Clock) -> GameServices {
     let settings = GameSettings {
