@@ -8,6 +8,7 @@
 mod clocks;
 mod incident;
 mod isolation;
+mod lease;
 mod play;
 mod stall;
 mod watch;
