@@ -89,6 +89,8 @@ pub struct Registry {
     bus: Arc<dyn Bus>,
     /// The cluster's directory, in cluster mode.
     cluster: Option<Arc<Directory>>,
+    /// The cluster's bus, in cluster mode: `my_games` asks other nodes through it.
+    redis: Option<Arc<RedisBus>>,
 }
 
 impl Default for Registry {
@@ -103,6 +105,7 @@ impl Default for Registry {
             finished_order: Mutex::default(),
             bus: Arc::new(LocalBus::default()),
             cluster: None,
+            redis: None,
         }
     }
 }
@@ -119,6 +122,7 @@ impl Registry {
     pub fn clustered(bus: Arc<RedisBus>) -> Self {
         Registry {
             cluster: Some(bus.directory.clone()),
+            redis: Some(bus.clone()),
             bus,
             ..Self::default()
         }
@@ -184,6 +188,7 @@ impl Registry {
     /// freed, and nothing is kept for a rematch.
     pub fn remove_game(&self, game_id: GameId, seats: SeatPair<AccountId>) {
         self.games.remove(&game_id);
+        self.owed.remove(&game_id);
         if let Some(cluster) = &self.cluster {
             cluster.game_moved(game_id);
         }

@@ -484,7 +484,7 @@ impl Session {
             C::Unwatch { id, game_id } => self.unwatch(id, game_id),
             C::MyGames { id } => Ok(ServerMsg::OpenGames {
                 id,
-                games: state.registry.my_games(self.user()?.account),
+                games: state.registry.my_games(self.user()?.account).await,
             }),
             C::ListGames { id } => Ok(ServerMsg::LiveGames {
                 id,

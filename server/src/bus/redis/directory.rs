@@ -335,6 +335,11 @@ impl Directory {
         self.remote.get(&game).map(|e| e.node)
     }
 
+    /// The node running `game` (another node) and the game's summary.
+    pub fn entry_of(&self, game: GameId) -> Option<(u16, LiveGame)> {
+        self.remote.get(&game).map(|e| (e.node, e.summary.clone()))
+    }
+
     pub fn seat_of(&self, account: AccountId) -> Option<(GameId, Seat)> {
         self.seats.get(&account).map(|s| *s)
     }

@@ -65,6 +65,8 @@ impl RedisBus {
             NodeMsg::Unsubscribe { topic, conn } => {
                 self.local.unsubscribe(topic, conn);
             }
+            NodeMsg::AskOwed { game, from, ask } => self.tell_owed(game, from, ask),
+            NodeMsg::ToldOwed { ask, owed } => self.told_owed(ask, owed),
         }
     }
 

@@ -24,6 +24,7 @@
 //! finds the game where another node took it over. A node that loses Redis joins again
 //! by itself (`inbound`).
 
+mod asks;
 mod bus_impl;
 mod directory;
 mod inbound;
@@ -93,6 +94,8 @@ pub struct RedisBus {
     owed: DashMap<ConnId, (Owed, Instant)>,
     /// Resyncs of this node's spectators of remote games: (count, first) by (game, conn).
     resyncs: DashMap<(GameId, ConnId), (u8, Instant)>,
+    /// `my_games` asked of other nodes (`asks.rs`).
+    asks: asks::Asks,
 }
 
 /// Why cluster mode could not start.
@@ -155,6 +158,7 @@ impl RedisBus {
             sink: tokio::sync::Mutex::new(sink),
             owed: DashMap::new(),
             resyncs: DashMap::new(),
+            asks: asks::Asks::default(),
         });
         tokio::spawn(inbound::listen(bus.clone(), stream, unheard, stop));
         Ok(bus)
@@ -195,6 +199,7 @@ impl RedisBus {
         registry: Arc<crate::registry::Registry>,
         stop: CancellationToken,
     ) {
+        self.asks.answer_from(&registry);
         let bus = self.clone();
         tokio::spawn(async move {
             let mut every = tokio::time::interval(TICK);
