@@ -19,8 +19,9 @@ use elementals_protocol::TimeControl;
 use tokio::sync::watch;
 
 use crate::bus::redis::Directory;
-use crate::bus::{Bus, ConnId, LocalBus, RedisBus};
+use crate::bus::{Bus, ConnId, LocalBus, RedisBus, ReplyTo};
 use crate::game::{GameHandle, OwedNow};
+use crate::lobby::Member;
 
 mod owed;
 use crate::record::AccountId;
@@ -36,6 +37,9 @@ pub struct LiveEntry {
 #[derive(Debug, Clone)]
 pub struct FinishedGame {
     pub players: SeatPair<AccountId>,
+    /// Who they are (their ratings as the game began): in cluster mode a rematch finds an
+    /// opponent on another node by name.
+    pub infos: SeatPair<PlayerInfo>,
     /// The players' ratings: as the game began, then as its record left them once it is
     /// written (`set_finished_ratings`). A rematch's players carry these.
     pub ratings: SeatPair<f64>,
@@ -290,6 +294,22 @@ impl Registry {
     pub fn set_finished_ratings(&self, game_id: &GameId, ratings: SeatPair<f64>) {
         if let Some(mut entry) = self.finished.get_mut(game_id) {
             entry.ratings = ratings;
+        }
+    }
+
+    /// Cluster mode: the node that ran finished game `game_id`, if another node did (its
+    /// rematch offers go there: `bus/redis/rematch.rs`).
+    pub fn finished_elsewhere(&self, game_id: &GameId) -> Option<u16> {
+        if self.finished.contains_key(game_id) {
+            return None;
+        }
+        self.redis.as_ref()?.ended_elsewhere(game_id)
+    }
+
+    /// Cluster mode: sends `member`'s rematch offer to `node`, which answers it.
+    pub fn forward_rematch(&self, node: u16, game_id: GameId, member: Member, reply: ReplyTo) {
+        if let Some(redis) = &self.redis {
+            redis.forward_rematch(node, game_id, member, reply);
         }
     }
 

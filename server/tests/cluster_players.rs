@@ -1,6 +1,6 @@
 //! Cluster mode (issue 26), a player's own games across nodes, with real server processes:
 //! `my_games` and `GET /api/me/games` list a game another node runs, with what it waits
-//! for as it stands.
+//! for as it stands; a rematch is offered and accepted by players on different nodes.
 
 mod cluster_support;
 mod common;
@@ -9,9 +9,9 @@ use std::net::SocketAddr;
 
 use cluster_support::*;
 use common::*;
-use elementals_protocol::messages::{GameInfo, MyGame, OwedAction, Phase, ServerMsg};
+use elementals_protocol::messages::{GameId, GameInfo, MyGame, OwedAction, Phase, ServerMsg};
 use elementals_protocol::rules::{Seat, Variant};
-use elementals_protocol::ClientMsg;
+use elementals_protocol::{ClientMsg, ErrorCode};
 
 /// `GET /api/me/games` on `addr` with `token`'s session.
 async fn http_my_games(addr: SocketAddr, token: &str) -> Vec<MyGame> {
@@ -146,4 +146,76 @@ async fn my_games_lists_a_game_another_node_runs_as_it_stands() {
     for player in [&mut one, &mut two] {
         assert!(ws_my_games(&mut player.client).await.is_empty());
     }
+}
+
+/// `name`'s value in `node`'s `/metrics`.
+async fn metric(node: SocketAddr, name: &str) -> u64 {
+    let (status, body) = http_get(node, "/metrics").await;
+    assert_eq!(status, 200);
+    body.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no metric {name} in {body}"))
+}
+
+async fn offer_rematch(client: &mut TestClient, game_id: GameId) -> ServerMsg {
+    let id = client.id();
+    client
+        .request(ClientMsg::OfferRematch { id, game_id })
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rematch_is_offered_and_accepted_by_players_on_different_nodes() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (mut one, mut two, info) = paired_across(&a, &b, ("cyd", "dia")).await;
+    let g = info.game_id;
+    play_round(&mut one.client, &mut two.client, g, 1, (5, 2)).await;
+    one.client.resign(g).await;
+    for player in [&mut one, &mut two] {
+        player
+            .client
+            .expect("rating_update", |m| {
+                matches!(m, ServerMsg::RatingUpdate { .. })
+            })
+            .await;
+    }
+    // Which of them is on the node that ran the game (the other's offers go there).
+    let ran_it = metric(one.addr, "elementals_games_finished_total").await == 1;
+    let ((mut here, here_seat), (mut there, there_seat)) = if ran_it {
+        ((one, Seat::One), (two, Seat::Two))
+    } else {
+        ((two, Seat::Two), (one, Seat::One))
+    };
+    assert_eq!(
+        metric(there.addr, "elementals_games_finished_total").await,
+        0
+    );
+
+    // Offered on the game's node: heard by the opponent on the other node.
+    assert_ok(&offer_rematch(&mut here.client, g).await);
+    there
+        .client
+        .expect("rematch_offered", |m| {
+            matches!(m, ServerMsg::RematchOffered { game_id, by } if *game_id == g && *by == here_seat)
+        })
+        .await;
+    // Accepted from the other node: the rematch starts, seats swapped, each player
+    // carrying the rating the first game left them (seat two won it).
+    assert_ok(&offer_rematch(&mut there.client, g).await);
+    let (rematch, seat) = here.client.game_start().await;
+    let (rematch_there, seat_there) = there.client.game_start().await;
+    assert_eq!(rematch.game_id, rematch_there.game_id);
+    assert_ne!(rematch.game_id, g);
+    assert_eq!((seat, seat_there), (here_seat.other(), there_seat.other()));
+    let winner = rematch.players.get(Seat::One);
+    assert_eq!(winner.name, info.players.two.name);
+    assert_eq!(winner.rating, 1.5, "{winner:?}");
+    assert_eq!(rematch.players.get(Seat::Two).rating, 1.0);
+    // Answered once: the first game has no rematch left to offer.
+    assert_error(
+        &offer_rematch(&mut there.client, g).await,
+        ErrorCode::NoRematch,
+    );
 }

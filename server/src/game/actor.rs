@@ -42,7 +42,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use elementals_protocol::messages::{GameId, GameSnapshot, SeatPair, ServerMsg};
+use elementals_protocol::messages::{GameId, GameSnapshot, PlayerInfo, SeatPair, ServerMsg};
 use elementals_protocol::rating::RatingChange;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::{sleep_until, Instant};
@@ -315,6 +315,12 @@ fn finished_game(setup: &GameSetup) -> (FinishedGame, watch::Sender<bool>) {
     let (recorded_tx, recorded) = watch::channel(false);
     let finished = FinishedGame {
         players: SeatPair::new(setup.players.one.account_id, setup.players.two.account_id),
+        infos: setup.players.clone().map(|p| PlayerInfo {
+            bot: crate::bots::is_bot_name(&p.name),
+            name: p.name,
+            rating: p.rating,
+            guest: p.guest,
+        }),
         ratings: SeatPair::new(setup.players.one.rating, setup.players.two.rating),
         variant: setup.variant,
         time_control: setup.time_control,

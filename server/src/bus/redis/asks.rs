@@ -35,6 +35,11 @@ impl Asks {
     pub(super) fn answer_from(&self, registry: &Arc<Registry>) {
         let _ = self.registry.set(Arc::downgrade(registry));
     }
+
+    /// The node's registry, once it exists and while it does.
+    pub(super) fn registry(&self) -> Option<Arc<Registry>> {
+        self.registry.get().and_then(Weak::upgrade)
+    }
 }
 
 impl RedisBus {
@@ -56,9 +61,7 @@ impl RedisBus {
     pub(super) fn tell_owed(&self, game: GameId, from: u16, ask: u64) {
         let owed = self
             .asks
-            .registry
-            .get()
-            .and_then(Weak::upgrade)
+            .registry()
             .and_then(|registry| registry.owed_of(&game))
             .map(|o| (o.round, o.phase, o.owed));
         self.link.node(from, &NodeMsg::ToldOwed { ask, owed }, None);

@@ -67,6 +67,7 @@ impl RedisBus {
             }
             NodeMsg::AskOwed { game, from, ask } => self.tell_owed(game, from, ask),
             NodeMsg::ToldOwed { ask, owed } => self.told_owed(ask, owed),
+            NodeMsg::Rematch(offer) => self.take_rematch(offer),
         }
     }
 
@@ -151,10 +152,15 @@ impl RedisBus {
                     .node_of(*game)
                     .is_some_and(|was| was != entry.node && self.watched.contains_key(game))
                     .then_some(*game),
-                // A game watched here that ended with nobody here watching it any more
-                // (so its node sent no `Closed`): its channel is left too.
-                ClusterMsg::Ended { game, .. } if self.watched.contains_key(game) => {
-                    self.on_topic(*game, TopicMsg::Closed).await;
+                ClusterMsg::Ended { game, node } => {
+                    if *node != self.node {
+                        self.ended.note(*game, *node);
+                    }
+                    // A game watched here that ended with nobody here watching it any
+                    // more (so its node sent no `Closed`): its channel is left too.
+                    if self.watched.contains_key(game) {
+                        self.on_topic(*game, TopicMsg::Closed).await;
+                    }
                     None
                 }
                 _ => None,

@@ -29,6 +29,7 @@ mod bus_impl;
 mod directory;
 mod inbound;
 mod link;
+mod rematch;
 mod wire;
 
 pub use directory::Directory;
@@ -96,6 +97,8 @@ pub struct RedisBus {
     resyncs: DashMap<(GameId, ConnId), (u8, Instant)>,
     /// `my_games` asked of other nodes (`asks.rs`).
     asks: asks::Asks,
+    /// Which node ran the games that ended elsewhere (`rematch.rs`).
+    ended: rematch::Ended,
 }
 
 /// Why cluster mode could not start.
@@ -159,6 +162,7 @@ impl RedisBus {
             owed: DashMap::new(),
             resyncs: DashMap::new(),
             asks: asks::Asks::default(),
+            ended: rematch::Ended::default(),
         });
         tokio::spawn(inbound::listen(bus.clone(), stream, unheard, stop));
         Ok(bus)

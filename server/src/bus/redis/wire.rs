@@ -69,6 +69,8 @@ pub enum NodeMsg {
         ask: u64,
         owed: Option<WireOwed>,
     },
+    /// A rematch offer for a game this node ran (`rematch.rs`).
+    Rematch(super::rematch::WireRematch),
 }
 
 /// A game's round, phase and outstanding actions (`OwedNow`), across nodes.

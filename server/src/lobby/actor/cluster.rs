@@ -188,12 +188,17 @@ impl Lobby {
                 let done = self.cancel_challenge_shared(account, challenge_id).await;
                 self.answer_done(reply, done);
             }
+            LobbyCmd::OfferRematch {
+                member,
+                game_id,
+                reply,
+            } => self.offer_rematch_shared(member, game_id, reply).await,
             cmd => self.handle(cmd),
         }
         self.flush_leaves().await;
     }
 
-    fn answer_done(&self, reply: crate::bus::ReplyTo, done: super::Result<()>) {
+    pub(super) fn answer_done(&self, reply: crate::bus::ReplyTo, done: super::Result<()>) {
         let answer = done
             .map(|()| ServerMsg::Ok {
                 id: reply.request_id.unwrap_or_default(),
