@@ -96,7 +96,8 @@ impl Cluster {
 
     /// Starts a node that reaches Redis through `proxy` (the others do not).
     pub async fn node_through(&self, id: &str, proxy: &Proxy) -> Node {
-        self.node_on(id, &format!("redis://{}", proxy.addr), &[]).await
+        self.node_on(id, &format!("redis://{}", proxy.addr), &[])
+            .await
     }
 
     async fn node_on(&self, id: &str, redis: &str, env: &[(&str, &str)]) -> Node {
