@@ -119,7 +119,8 @@ impl Client {
 
     // --- lobby ---
 
-    /// Wait in the pool for `variant` under the named preset (`blitz`, `rapid`, `live`).
+    /// Wait in the pool for `variant` under the named preset (`blitz`, `rapid`, `live`,
+    /// `corr-1d`, `corr-3d`, `corr-7d`).
     /// A `game_start` event follows when paired.
     pub async fn join_pool(
         &self,

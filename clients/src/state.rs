@@ -46,7 +46,9 @@ impl GameState {
     /// event seen yet.
     pub fn new(game: GameInfo, seat: Option<Seat>) -> GameState {
         let number = usize::from(game.variant.number);
-        let bank = game.time_control.initial_ms;
+        // A correspondence game's clocks are each seat's time to the phase's deadline.
+        let tc = game.time_control;
+        let bank = tc.per_phase_ms.unwrap_or(tc.initial_ms);
         let snapshot = GameSnapshot {
             seq: 0,
             round: 0,

@@ -98,6 +98,13 @@ pub enum Preset {
     Blitz,
     Rapid,
     Live,
+    /// Correspondence: a day for each commit and each reveal.
+    #[value(name = "corr-1d")]
+    Corr1d,
+    #[value(name = "corr-3d")]
+    Corr3d,
+    #[value(name = "corr-7d")]
+    Corr7d,
 }
 
 impl Preset {
@@ -107,6 +114,9 @@ impl Preset {
             Preset::Blitz => "blitz",
             Preset::Rapid => "rapid",
             Preset::Live => "live",
+            Preset::Corr1d => "corr-1d",
+            Preset::Corr3d => "corr-3d",
+            Preset::Corr7d => "corr-7d",
         }
     }
 }

@@ -220,6 +220,7 @@ pub(crate) fn client_examples() -> Vec<ClientMsg> {
                 initial_ms: 300_000,
                 increment_ms: 3_000,
                 reveal_ms: 20_000,
+                per_phase_ms: None,
             },
             rated: false,
         },
