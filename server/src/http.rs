@@ -242,7 +242,7 @@ async fn my_games(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Res
         return unauthorized("a session token is required (Authorization: Bearer <token>)");
     };
     match state.auth.resume(token).await {
-        Ok(signed) => Json(state.registry.my_games(signed.account.id)).into_response(),
+        Ok(signed) => Json(state.registry.my_games(signed.account.id).await).into_response(),
         Err(e) if e.code == elementals_protocol::ErrorCode::InvalidToken => {
             unauthorized("unknown, expired or revoked token")
         }

@@ -133,7 +133,10 @@ pub async fn run(
         first_commit_window: Duration::from_secs(config.first_commit_secs),
         max_rounds: config.max_rounds(),
     };
-    let services = GameServices::new(db.clone(), registry.clone(), metrics.clone(), settings);
+    let mut services = GameServices::new(db.clone(), registry.clone(), metrics.clone(), settings);
+    if lease_node.is_some() {
+        services.lease_alarms = Some(Arc::default());
+    }
     // Before the first connection: players who come back find their games where they were.
     let restored = crate::game::restore_games(&services).await?;
     tracing::info!(

@@ -488,7 +488,7 @@ impl Session {
                 state.registry.follow_moves(account, self.outbox.conn_id());
                 Ok(ServerMsg::OpenGames {
                     id,
-                    games: state.registry.my_games(account),
+                    games: state.registry.my_games(account).await,
                 })
             }
             C::ListGames { id } => Ok(ServerMsg::LiveGames {

@@ -34,6 +34,7 @@ pub use state::OwedNow;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::cluster::LeaseAlarms;
 use crate::db::{Db, DbResult};
 use crate::metrics::Metrics;
 use crate::record::{LogStep, RecordPlayer};
@@ -91,6 +92,9 @@ pub struct GameServices {
     pub stop: CancellationToken,
     /// The games' tasks, awaited at shutdown.
     pub tasks: TaskTracker,
+    /// Cluster mode: sounded by the lease loop when this node loses a game's lease, so
+    /// that the game stops at once (`cluster/alarms.rs`). `None` outside cluster mode.
+    pub lease_alarms: Option<Arc<LeaseAlarms>>,
 }
 
 impl GameServices {
@@ -109,6 +113,7 @@ impl GameServices {
             incidents: Arc::default(),
             stop: CancellationToken::new(),
             tasks: TaskTracker::new(),
+            lease_alarms: None,
         }
     }
 }

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::supervisor::{self, Shared};
 use super::{finished_game, unix_ms, Actor};
+use crate::cluster::Alarm;
 use crate::game::state::{GameState, Timing};
 use crate::game::{GameHandle, GameServices, GameSetup};
 
@@ -84,6 +85,10 @@ fn launch(
         delivering: false,
         stalled: None,
         moved: false,
+        lease_alarm: services
+            .lease_alarms
+            .as_ref()
+            .map_or_else(Alarm::never, |alarms| alarms.arm(setup.game_id)),
     };
     let task = services.tasks.spawn(actor.run(first));
     services.tasks.spawn(supervisor::supervise(
