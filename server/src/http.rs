@@ -245,7 +245,7 @@ async fn my_games(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Res
         Ok(signed) => {
             let account = signed.account.id;
             state.registry.wake_seated(account).await;
-            Json(state.registry.my_games(account)).into_response()
+            Json(state.registry.my_games(account).await).into_response()
         }
         Err(e) if e.code == elementals_protocol::ErrorCode::InvalidToken => {
             unauthorized("unknown, expired or revoked token")

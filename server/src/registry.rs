@@ -19,8 +19,9 @@ use elementals_protocol::TimeControl;
 use tokio::sync::watch;
 
 use crate::bus::redis::Directory;
-use crate::bus::{Bus, ConnId, LocalBus, RedisBus};
+use crate::bus::{Bus, ConnId, LocalBus, RedisBus, ReplyTo};
 use crate::game::{GameHandle, OwedNow};
+use crate::lobby::Member;
 
 mod dormant;
 mod owed;
@@ -39,6 +40,9 @@ pub struct LiveEntry {
 #[derive(Debug, Clone)]
 pub struct FinishedGame {
     pub players: SeatPair<AccountId>,
+    /// Who they are (their ratings as the game began): in cluster mode a rematch finds an
+    /// opponent on another node by name.
+    pub infos: SeatPair<PlayerInfo>,
     /// The players' ratings: as the game began, then as its record left them once it is
     /// written (`set_finished_ratings`). A rematch's players carry these.
     pub ratings: SeatPair<f64>,
@@ -97,6 +101,8 @@ pub struct Registry {
     bus: Arc<dyn Bus>,
     /// The cluster's directory, in cluster mode.
     cluster: Option<Arc<Directory>>,
+    /// The cluster's bus, in cluster mode: `my_games` asks other nodes through it.
+    redis: Option<Arc<RedisBus>>,
 }
 
 impl Default for Registry {
@@ -113,6 +119,7 @@ impl Default for Registry {
             finished_order: Mutex::default(),
             bus: Arc::new(LocalBus::default()),
             cluster: None,
+            redis: None,
         }
     }
 }
@@ -129,6 +136,7 @@ impl Registry {
     pub fn clustered(bus: Arc<RedisBus>) -> Self {
         Registry {
             cluster: Some(bus.directory.clone()),
+            redis: Some(bus.clone()),
             bus,
             ..Self::default()
         }
@@ -206,6 +214,7 @@ impl Registry {
     /// freed, and nothing is kept for a rematch.
     pub fn remove_game(&self, game_id: GameId, seats: SeatPair<AccountId>) {
         self.games.remove(&game_id);
+        self.owed.remove(&game_id);
         if let Some(cluster) = &self.cluster {
             cluster.game_moved(game_id);
         }
@@ -312,6 +321,22 @@ impl Registry {
     pub fn set_finished_ratings(&self, game_id: &GameId, ratings: SeatPair<f64>) {
         if let Some(mut entry) = self.finished.get_mut(game_id) {
             entry.ratings = ratings;
+        }
+    }
+
+    /// Cluster mode: the node that ran finished game `game_id`, if another node did (its
+    /// rematch offers go there: `bus/redis/rematch.rs`).
+    pub fn finished_elsewhere(&self, game_id: &GameId) -> Option<u16> {
+        if self.finished.contains_key(game_id) {
+            return None;
+        }
+        self.redis.as_ref()?.ended_elsewhere(game_id)
+    }
+
+    /// Cluster mode: sends `member`'s rematch offer to `node`, which answers it.
+    pub fn forward_rematch(&self, node: u16, game_id: GameId, member: Member, reply: ReplyTo) {
+        if let Some(redis) = &self.redis {
+            redis.forward_rematch(node, game_id, member, reply);
         }
     }
 

@@ -138,6 +138,9 @@ pub async fn run(
     if let Some(clock) = config.clock {
         services.clock = clock;
     }
+    if lease_node.is_some() {
+        services.lease_alarms = Some(Arc::default());
+    }
     // Before the first connection: players who come back find their games where they were.
     let restored = crate::game::restore_games(&services).await?;
     tracing::info!(

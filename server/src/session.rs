@@ -490,7 +490,7 @@ impl Session {
                 state.registry.wake_seated(account).await;
                 Ok(ServerMsg::OpenGames {
                     id,
-                    games: state.registry.my_games(account),
+                    games: state.registry.my_games(account).await,
                 })
             }
             C::ListGames { id } => Ok(ServerMsg::LiveGames {

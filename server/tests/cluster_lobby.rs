@@ -332,3 +332,83 @@ async fn a_challenge_reaches_a_player_on_another_node_who_declines_then_accepts(
         ErrorCode::UnknownChallenge,
     );
 }
+
+/// How long a node's owner key outlives its last refresh (`directory::PRESENCE_TTL`).
+const PRESENCE_TTL: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The cluster's lobby entries left in Redis: pool members, seeks, challenges.
+fn lobby_entries(cluster: &Cluster) -> (u64, u64, u64) {
+    let mut con = cluster.redis();
+    let name = &cluster.name;
+    let pools: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(format!("{name}:pools"))
+        .query(&mut con)
+        .unwrap();
+    let mut members = 0;
+    for pool in pools {
+        let n: u64 = redis::cmd("ZCARD")
+            .arg(format!("{name}:pool:{pool}"))
+            .query(&mut con)
+            .unwrap();
+        members += n;
+    }
+    let hlen = |con: &mut redis::Connection, key: &str| -> u64 {
+        redis::cmd("HLEN")
+            .arg(format!("{name}:{key}"))
+            .query(con)
+            .unwrap()
+    };
+    let seeks = hlen(&mut con, "seeks");
+    let challenges = hlen(&mut con, "challenges");
+    (members, seeks, challenges)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_nodes_pool_member_seek_and_challenge_are_swept_once_its_presence_expires() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let mut pooled = TestClient::connect_at(a.addr).await;
+    pooled.register("ann").await;
+    pooled.join_pool(Variant::CLASSIC, "blitz").await;
+    let mut seeker = TestClient::connect_at(a.addr).await;
+    seeker.register("cid").await;
+    let seek = seek_at(&mut seeker).await;
+    let mut challenger = TestClient::connect_at(a.addr).await;
+    challenger.register("dee").await;
+    let mut bob = TestClient::connect_at(b.addr).await;
+    bob.register("bob").await;
+    let sent = match challenge_at(&mut challenger, "bob").await {
+        ServerMsg::ChallengeSent { challenge, .. } => challenge,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(challenge_received(&mut bob).await, sent);
+    assert!(seeks_at(&mut bob)
+        .await
+        .iter()
+        .any(|s| s.seek_id == seek.seek_id));
+    assert_eq!(lobby_entries(&cluster), (1, 1, 1));
+
+    let killed = tokio::time::Instant::now();
+    a.kill().await;
+    drop((pooled, seeker, challenger));
+    // Swept by B's lobby once A's presence has expired, at its next tick: the challenged
+    // player hears of it, and nothing of A's is left in Redis.
+    bob.expect_within("challenge_cancelled", PRESENCE_TTL + WAIT, |m| {
+        matches!(m, ServerMsg::ChallengeCancelled { challenge_id } if *challenge_id == sent.challenge_id)
+    })
+    .await;
+    let swept = killed.elapsed();
+    assert!(
+        swept < PRESENCE_TTL + std::time::Duration::from_secs(3),
+        "swept {swept:?} after kill -9"
+    );
+    assert_eq!(lobby_entries(&cluster), (0, 0, 0));
+    // The lobby has counted the pools since (in the tick that swept them).
+    let id = bob.id();
+    match bob.request(ClientMsg::LobbyCounts { id }).await {
+        ServerMsg::Counts { pools, .. } => assert!(pools.is_empty(), "{pools:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(seeks_at(&mut bob).await.is_empty());
+}

@@ -1,7 +1,8 @@
 //! Cluster mode's leases with real server processes on one PostgreSQL database: a node
 //! killed with `kill -9` has its games claimed by another node within 10 s, where the
 //! players resume and finish them, rated once; a node whose lease was taken over has its
-//! next step refused, writes nothing, and tells its players the game moved.
+//! next step refused, writes nothing, and tells its players the game moved; and it tells
+//! them at its next renewal, without waiting for a step.
 
 mod common;
 mod recovery_support;
@@ -142,7 +143,15 @@ async fn a_node_whose_lease_was_taken_over_writes_nothing_more_and_its_players_a
     let refused = one
         .commit(g, 2, Seat::One, TWO_WINS.0, rand::random())
         .await;
-    assert_error(&refused, ErrorCode::Unavailable);
+    // Refused by the fence; or, should a's lease renewal have found the lease lost first
+    // and stopped the game, by the node that no longer runs it.
+    match refused {
+        ServerMsg::Error { code, .. } => assert!(
+            matches!(code, ErrorCode::Unavailable | ErrorCode::UnknownGame),
+            "{code:?}"
+        ),
+        other => panic!("expected an error, got {other:?}"),
+    }
     assert_eq!(steps(&db), logged, "the refused step is not written");
     for player in [&mut one, &mut two] {
         player
@@ -167,4 +176,40 @@ async fn a_node_whose_lease_was_taken_over_writes_nothing_more_and_its_players_a
     let (mut two, _) = resume_at(a.addr, &tokens.1).await;
     two_wins_from(&mut one, &mut two, g, 2).await;
     a.assert_rated_once(&winner, &loser).await;
+}
+
+#[tokio::test]
+async fn a_game_whose_lease_was_taken_over_stops_at_the_next_renewal_without_a_move() {
+    let db = Database::on(Backend::Postgres);
+    let a = ServerProcess::start_node(&db, "a").await;
+    let (mut one, mut two, game) = paired_at(a.addr, "lou01", "mia01").await;
+    let g = game.game_id;
+    play_round(&mut one, &mut two, g, 1, TWO_WINS).await;
+
+    // Another node takes the lease over; nobody moves.
+    let taken = Instant::now();
+    assert_eq!(
+        db.sql(&format!(
+            "UPDATE game_leases SET node_id = 'z', token = token + 1 WHERE game_id = '{g}'"
+        )),
+        1
+    );
+    for player in [&mut one, &mut two] {
+        player
+            .expect(
+                "the game moved",
+                |m| matches!(m, ServerMsg::Notice { code, .. } if code == "game_moved"),
+            )
+            .await;
+        assert_eq!(player.closed_with().await, Some(1012));
+    }
+    // Within a renewal interval (2 s), with room for a loaded machine; the game's clocks
+    // would have let it wait far longer for a move.
+    let stopped = taken.elapsed();
+    assert!(
+        stopped < Duration::from_secs(4),
+        "stopped {stopped:?} after"
+    );
+    assert_eq!(a.metric("elementals_games_moved_total").await, 1);
+    assert_eq!(a.metric("elementals_live_games").await, 0);
 }

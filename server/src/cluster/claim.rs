@@ -39,4 +39,16 @@ impl Claimer {
             "games claimed from a node whose lease lapsed"
         );
     }
+
+    /// Sounds the alarms of the games whose leases are lost (`None`: all of them).
+    pub(super) fn stop_lost(&self, lost: Option<&[GameId]>) {
+        let Some(alarms) = &self.services.lease_alarms else {
+            return;
+        };
+        let stopped = match lost {
+            Some(lost) => alarms.sound(lost),
+            None => alarms.sound_all(),
+        };
+        tracing::warn!(stopped, "games stopped here: their leases are lost");
+    }
 }

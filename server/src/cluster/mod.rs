@@ -9,6 +9,7 @@
 //! Leases are taken only in cluster mode, on PostgreSQL; a single node (SQLite, or
 //! PostgreSQL without cluster mode) writes its games as before, without leases.
 
+mod alarms;
 mod claim;
 mod lease;
 
@@ -16,6 +17,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+pub use alarms::{Alarm, LeaseAlarms};
 pub use lease::{LeaseStore, Schedule};
 
 use crate::bots::Bots;

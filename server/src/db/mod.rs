@@ -91,6 +91,8 @@ pub struct Db {
     journal: mpsc::Sender<journal::Request>,
     reads: mpsc::Sender<reader::Read>,
     log_health: watch::Receiver<LogHealth>,
+    /// Cluster mode: the leases the step log's thread holds.
+    leases: Option<Arc<pg::Leases>>,
 }
 
 pub type DbResult<T> = Result<T, DbError>;
@@ -155,15 +157,16 @@ impl Db {
         };
         let leases = Arc::new(pg::Leases::new(node_id));
         let _ = sync_interval; // PostgreSQL's step log commits a batch as it comes.
-        Db::from_pg(pg::open(url, Some(leases))?)
+        Db::from_pg(pg::open(url, Some(leases.clone()))?, Some(leases))
     }
 
-    fn from_pg(opened: pg::Opened) -> DbResult<Db> {
+    fn from_pg(opened: pg::Opened, leases: Option<Arc<pg::Leases>>) -> DbResult<Db> {
         Ok(Db {
             requests: opened.requests,
             journal: opened.journal,
             reads: opened.reads,
             log_health: opened.log_health,
+            leases,
         })
     }
 
@@ -173,15 +176,7 @@ impl Db {
         sync_interval: std::time::Duration,
     ) -> DbResult<Db> {
         let path = match Location::of(path) {
-            Location::Postgres(url) => {
-                let opened = pg::open(url, None)?;
-                return Ok(Db {
-                    requests: opened.requests,
-                    journal: opened.journal,
-                    reads: opened.reads,
-                    log_health: opened.log_health,
-                });
-            }
+            Location::Postgres(url) => return Db::from_pg(pg::open(url, None)?, None),
             Location::Sqlite(path) => path,
         };
         let conn = schema::open(path)?;
@@ -201,6 +196,7 @@ impl Db {
             journal,
             reads,
             log_health,
+            leases: None,
         })
     }
 
@@ -350,6 +346,13 @@ impl Db {
     /// restored as at startup. Without leases, none.
     pub async fn claim_lapsed(&self) -> DbResult<Vec<GameLog>> {
         call(&self.journal, |reply| journal::Request::Claim { reply }).await
+    }
+
+    /// Cluster mode: the leases lapsed unrenewed; every game this process holds is lost
+    /// to it (its next step refused, and not claimed back here before its actor stops).
+    /// Returns how many. Without leases, none.
+    pub fn lose_all_leases(&self) -> usize {
+        self.leases.as_ref().map_or(0, |leases| leases.lose_all())
     }
 
     /// Cluster mode: game `game_id`'s actor has stopped here, its lease lost: this process

@@ -22,7 +22,8 @@
 //! retries on its own timer, so one stalled game holds up no other beyond the shared disk.
 //!
 //! Cluster mode: an append refused because another node has claimed the game's lease
-//! stops the game here, recording nothing; its players are told it moved (`moved`).
+//! stops the game here, recording nothing; its players are told it moved (`moved`). So
+//! does the lease loop's alarm, when a renewal finds the lease lost or lapsed.
 //!
 //! A panic inside the actor is caught by its supervisor task (`supervisor`), which ends the
 //! game as its log says (its logged end, else `server_aborted`); other games never notice.
@@ -42,7 +43,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use elementals_protocol::messages::{GameId, GameSnapshot, SeatPair, ServerMsg};
+use elementals_protocol::messages::{GameId, GameSnapshot, PlayerInfo, SeatPair, ServerMsg};
 use elementals_protocol::rating::RatingChange;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::{sleep_until, Instant};
@@ -50,6 +51,7 @@ use tokio::time::{sleep_until, Instant};
 use super::state::GameState;
 use super::{crash_point, GameCmd, GameServices, GameSetup};
 use crate::bus::Bus;
+use crate::cluster::Alarm;
 use crate::db::DbResult;
 use crate::registry::FinishedGame;
 pub(in crate::game) use commands::AnswerTo;
@@ -97,6 +99,9 @@ struct Actor {
     active_at: Instant,
     /// The game has gone to sleep (`sleep.rs`): its inbox is closed, its task ends.
     asleep: bool,
+    /// Cluster mode: sounded when the lease loop finds the game's lease lost, so that the
+    /// game stops at once rather than at its next step (`cluster/alarms.rs`).
+    lease_alarm: Alarm,
 }
 
 impl Actor {
@@ -146,6 +151,8 @@ impl Actor {
                 // already logged, and is restored at the next start.
                 biased;
                 () = &mut stop => return false,
+                // The lease lost next: nothing more of the game is this node's to judge.
+                () = self.lease_alarm.sounded() => self.moved = true,
                 // An incident next: the game is held before it acts on anything else.
                 since = incident(&mut self.incidents) => self.on_incident(since).await,
                 () = sleep_until_some(self.stalled.as_ref().map(|s| s.retry_at)) => {
@@ -329,6 +336,12 @@ fn finished_game(setup: &GameSetup) -> (FinishedGame, watch::Sender<bool>) {
     let (recorded_tx, recorded) = watch::channel(false);
     let finished = FinishedGame {
         players: SeatPair::new(setup.players.one.account_id, setup.players.two.account_id),
+        infos: setup.players.clone().map(|p| PlayerInfo {
+            bot: crate::bots::is_bot_name(&p.name),
+            name: p.name,
+            rating: p.rating,
+            guest: p.guest,
+        }),
         ratings: SeatPair::new(setup.players.one.rating, setup.players.two.rating),
         variant: setup.variant,
         time_control: setup.time_control,

@@ -39,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::clock::Clock;
+use crate::cluster::LeaseAlarms;
 use crate::db::{Db, DbResult};
 use crate::metrics::Metrics;
 use crate::record::{LogStep, RecordPlayer};
@@ -104,6 +105,9 @@ pub struct GameServices {
     pub clock: Clock,
     /// Tells the sweeper of hibernated games' due times (`sweeper.rs`).
     pub wakeups: Arc<Wakeups>,
+    /// Cluster mode: sounded by the lease loop when this node loses a game's lease, so
+    /// that the game stops at once (`cluster/alarms.rs`). `None` outside cluster mode.
+    pub lease_alarms: Option<Arc<LeaseAlarms>>,
 }
 
 impl GameServices {
@@ -124,6 +128,7 @@ impl GameServices {
             tasks: TaskTracker::new(),
             clock: Clock::start(),
             wakeups: Arc::default(),
+            lease_alarms: None,
         }
     }
 }

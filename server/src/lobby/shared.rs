@@ -4,7 +4,8 @@
 //! member, when it joined (`<id>:t`, ms of Redis's clock, the one clock every node shares)
 //! and what the node that pairs it needs to start the game (`<id>:e`: its account, its
 //! connection, which names its node, and its `PlayerInfo`, as JSON), and its node
-//! (`<id>:n`: a member whose node has died is dropped when a pairing meets it).
+//! (`<id>:n`: a member whose node has died is swept by the first live node to see it
+//! dead, `sweep`, or dropped by a pairing that meets it before).
 //! Joining, pairing and leaving are each one Lua script or transaction, so a member is
 //! taken by one pairing only, whichever node runs it. Pairing keeps `pairing::Pool`'s rules: the nearest
 //! neighbour on each side, compatible when the distance is within the wider of the two
@@ -14,7 +15,8 @@
 //! longest-waiting first) and a newcomer on arrival; the node that pairs starts the game
 //! and reaches the other player through the bus.
 //!
-//! Open seeks and challenges are here too (`offers`).
+//! Open seeks and challenges are here too (`offers`); a dead node's entries are swept
+//! (`sweep`).
 
 use std::time::Duration;
 
@@ -189,6 +191,7 @@ pub struct SharedPools {
     pair: Script,
     count: Script,
     find_name: Script,
+    sweep: Script,
 }
 
 impl std::fmt::Debug for SharedPools {
@@ -224,12 +227,13 @@ impl SharedPools {
             pair: Script::new(PAIR),
             count: Script::new(COUNT),
             find_name: Script::new(offers::FIND_NAME),
+            sweep: Script::new(sweep::SWEEP),
         })
     }
 
     /// The first id this node gives seeks and challenges (its number in the high bits).
     pub fn first_id(&self) -> u64 {
-        u64::from(self.node) << 36
+        u64::from(self.node) << sweep::ID_NODE_SHIFT
     }
 
     /// The nodes' owner keys, but for the node's number: a node is alive while its key is
@@ -350,7 +354,11 @@ impl SharedPools {
                 .zrem(self.zset(key), account)
                 .hdel(
                     self.hash(key),
-                    &[format!("{account}:t"), format!("{account}:e")],
+                    &[
+                        format!("{account}:t"),
+                        format!("{account}:e"),
+                        format!("{account}:n"),
+                    ],
                 )
                 .query_async(&mut con),
         )
@@ -379,8 +387,10 @@ impl SharedPools {
 }
 
 mod offers;
+mod sweep;
 
 pub use offers::SharedChallenge;
+pub use sweep::Swept;
 
 #[cfg(test)]
 mod tests;

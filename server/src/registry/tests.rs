@@ -1,8 +1,18 @@
 use super::*;
 
+fn info(n: i64) -> PlayerInfo {
+    PlayerInfo {
+        name: format!("p{n}"),
+        rating: 1.0,
+        guest: false,
+        bot: false,
+    }
+}
+
 fn finished(n: i64) -> FinishedGame {
     FinishedGame {
         players: SeatPair::new(n, n + 1),
+        infos: SeatPair::new(info(n), info(n + 1)),
         ratings: SeatPair::new(1.0, 1.0),
         variant: Variant::CLASSIC,
         time_control: TimeControl::BLITZ,

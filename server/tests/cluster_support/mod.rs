@@ -86,11 +86,21 @@ impl Cluster {
 
     /// Starts a node and waits until it answers `/healthz`.
     pub async fn node(&self, id: &str) -> Node {
-        self.node_with(id, &[]).await
+        self.node_on(id, &self.redis, &[]).await
     }
 
     /// `node`, with these `ELEMENTALS_*` settings in its environment.
     pub async fn node_with(&self, id: &str, env: &[(&str, &str)]) -> Node {
+        self.node_on(id, &self.redis, env).await
+    }
+
+    /// Starts a node that reaches Redis through `proxy` (the others do not).
+    pub async fn node_through(&self, id: &str, proxy: &Proxy) -> Node {
+        self.node_on(id, &format!("redis://{}", proxy.addr), &[])
+            .await
+    }
+
+    async fn node_on(&self, id: &str, redis: &str, env: &[(&str, &str)]) -> Node {
         let addr = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -102,7 +112,7 @@ impl Cluster {
             .arg("--database")
             .arg(self.pg.url())
             .arg("--redis")
-            .arg(&self.redis)
+            .arg(redis)
             .arg("--cluster")
             .arg(&self.name)
             .arg("--node-id")
@@ -200,6 +210,23 @@ impl Node {
             assert!(
                 tokio::time::Instant::now() < deadline,
                 "{games:?} not all listed by {}: {live:?}",
+                self.addr
+            );
+            tokio::time::sleep(LIST_POLL).await;
+        }
+    }
+
+    /// Waits until `/api/games/live` no longer lists `game`.
+    pub async fn until_unlisted(&self, game: GameId) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let live = self.live_games().await.unwrap_or_else(|| vec![game]);
+            if !live.contains(&game) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{game} still listed by {}",
                 self.addr
             );
             tokio::time::sleep(LIST_POLL).await;

@@ -28,6 +28,8 @@ const POLL: Duration = Duration::from_millis(25);
 pub struct Database {
     dir: tempfile::TempDir,
     pg: Option<TestPostgres>,
+    /// The URL servers are given instead of the database's own (through a test's proxy).
+    through: Option<String>,
 }
 
 impl Database {
@@ -35,6 +37,7 @@ impl Database {
         Database {
             dir: tempfile::tempdir().unwrap(),
             pg: None,
+            through: None,
         }
     }
 
@@ -44,6 +47,7 @@ impl Database {
             Backend::Postgres => Database {
                 dir: tempfile::tempdir().unwrap(),
                 pg: Some(TestPostgres::create()),
+                through: None,
             },
         }
     }
@@ -53,6 +57,7 @@ impl Database {
         Database {
             dir: tempfile::tempdir_in(parent).unwrap(),
             pg: None,
+            through: None,
         }
     }
 
@@ -85,8 +90,21 @@ impl Database {
         url.rsplit('/').next().unwrap_or("test").to_owned()
     }
 
+    /// The PostgreSQL database's own URL (the test's looks use it, never a proxy).
+    pub fn url(&self) -> &str {
+        self.pg.as_ref().expect("a PostgreSQL database").url()
+    }
+
+    /// Servers started from now on reach the database at `url` (a proxy's).
+    pub fn connect_through(&mut self, url: String) {
+        self.through = Some(url);
+    }
+
     /// What `--database` gets: the file's path, or the PostgreSQL URL.
     pub fn path(&self) -> PathBuf {
+        if let Some(url) = &self.through {
+            return PathBuf::from(url);
+        }
         match &self.pg {
             Some(pg) => PathBuf::from(pg.url()),
             None => self.dir.path().join("recovery.db"),

@@ -22,6 +22,8 @@ use tokio::time::Instant;
 
 use super::link::Link;
 use super::wire::{ClusterMsg, DirEntry};
+
+mod reload;
 use crate::bus::ConnId;
 use crate::record::AccountId;
 
@@ -45,6 +47,8 @@ pub struct Directory {
     seats: DashMap<AccountId, (GameId, Seat)>,
     /// This node's live games, as written to the hash.
     own: DashMap<GameId, DirEntry>,
+    /// Games of the mirror the hash lacked when read again (`reload`), and since when.
+    unconfirmed: DashMap<GameId, Instant>,
     /// Summaries changed since the last flush (`flush`).
     dirty: Mutex<HashMap<GameId, LiveGame>>,
     /// When each other node was last heard, and its online count then.
@@ -69,6 +73,7 @@ impl Directory {
             remote: DashMap::new(),
             seats: DashMap::new(),
             own: DashMap::new(),
+            unconfirmed: DashMap::new(),
             dirty: Mutex::new(HashMap::new()),
             nodes: DashMap::new(),
             online: DashMap::new(),
@@ -178,6 +183,7 @@ impl Directory {
     /// Writes the summaries changed since the last call, and tells the other nodes (one
     /// message for them all).
     pub fn flush(&self) {
+        self.drop_unconfirmed();
         let changed: Vec<(GameId, LiveGame)> = lock(&self.dirty).drain().collect();
         if changed.is_empty() {
             return;
@@ -335,6 +341,11 @@ impl Directory {
         self.remote.get(&game).map(|e| e.node)
     }
 
+    /// The node running `game` (another node) and the game's summary.
+    pub fn entry_of(&self, game: GameId) -> Option<(u16, LiveGame)> {
+        self.remote.get(&game).map(|e| (e.node, e.summary.clone()))
+    }
+
     pub fn seat_of(&self, account: AccountId) -> Option<(GameId, Seat)> {
         self.seats.get(&account).map(|s| *s)
     }
@@ -358,6 +369,7 @@ impl Directory {
     }
 
     fn put_remote(&self, game: GameId, entry: DirEntry) {
+        self.unconfirmed.remove(&game);
         self.drop_remote(game);
         self.seats.insert(entry.seats.one, (game, Seat::One));
         self.seats.insert(entry.seats.two, (game, Seat::Two));

@@ -65,6 +65,9 @@ impl RedisBus {
             NodeMsg::Unsubscribe { topic, conn } => {
                 self.local.unsubscribe(topic, conn);
             }
+            NodeMsg::AskOwed { game, from, ask } => self.tell_owed(game, from, ask),
+            NodeMsg::ToldOwed { ask, owed } => self.told_owed(ask, owed),
+            NodeMsg::Rematch(offer) => self.take_rematch(offer),
         }
     }
 
@@ -149,10 +152,15 @@ impl RedisBus {
                     .node_of(*game)
                     .is_some_and(|was| was != entry.node && self.watched.contains_key(game))
                     .then_some(*game),
-                // A game watched here that ended with nobody here watching it any more
-                // (so its node sent no `Closed`): its channel is left too.
-                ClusterMsg::Ended { game, .. } if self.watched.contains_key(game) => {
-                    self.on_topic(*game, TopicMsg::Closed).await;
+                ClusterMsg::Ended { game, node } => {
+                    if *node != self.node {
+                        self.ended.note(*game, *node);
+                    }
+                    // A game watched here that ended with nobody here watching it any
+                    // more (so its node sent no `Closed`): its channel is left too.
+                    if self.watched.contains_key(game) {
+                        self.on_topic(*game, TopicMsg::Closed).await;
+                    }
                     None
                 }
                 _ => None,
@@ -217,6 +225,7 @@ impl RedisBus {
                 Ok(stream) => {
                     tracing::info!(node = self.node, "joined the cluster again");
                     self.directory.set_reaches_redis(true);
+                    self.reload_directory().await;
                     self.directory.announce_all();
                     self.resync_all();
                     return Some(stream);
@@ -228,6 +237,29 @@ impl RedisBus {
                 () = stop.cancelled() => return None,
             }
             wait = (wait * 2).min(REJOIN_MAX);
+        }
+    }
+
+    /// Reads the directory hash again (subscribed already: nothing said after the read is
+    /// missed) into the mirror (`Directory::reload`). Should the read fail, the mirror
+    /// stays as it was, and the cluster's messages from now on keep it.
+    async fn reload_directory(&self) {
+        let read = async {
+            let mut con = self.client.get_multiplexed_async_connection().await?;
+            ::redis::cmd("HGETALL")
+                .arg(self.link.keys.games_hash())
+                .query_async::<Vec<(String, Vec<u8>)>>(&mut con)
+                .await
+        };
+        match tokio::time::timeout(REJOIN_MAX, read).await {
+            Ok(Ok(entries)) => self.directory.reload(
+                entries
+                    .into_iter()
+                    .filter_map(|(game, entry)| Some((game.parse().ok()?, wire::decode(&entry)?)))
+                    .collect(),
+            ),
+            Ok(Err(error)) => tracing::warn!(%error, "cannot read the cluster's directory again"),
+            Err(_) => tracing::warn!("the cluster's directory could not be read again in time"),
         }
     }
 

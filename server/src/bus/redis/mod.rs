@@ -24,10 +24,12 @@
 //! finds the game where another node took it over. A node that loses Redis joins again
 //! by itself (`inbound`).
 
+mod asks;
 mod bus_impl;
 mod directory;
 mod inbound;
 mod link;
+mod rematch;
 mod wire;
 
 pub use directory::Directory;
@@ -93,6 +95,10 @@ pub struct RedisBus {
     owed: DashMap<ConnId, (Owed, Instant)>,
     /// Resyncs of this node's spectators of remote games: (count, first) by (game, conn).
     resyncs: DashMap<(GameId, ConnId), (u8, Instant)>,
+    /// `my_games` asked of other nodes (`asks.rs`).
+    asks: asks::Asks,
+    /// Which node ran the games that ended elsewhere (`rematch.rs`).
+    ended: rematch::Ended,
 }
 
 /// Why cluster mode could not start.
@@ -155,6 +161,8 @@ impl RedisBus {
             sink: tokio::sync::Mutex::new(sink),
             owed: DashMap::new(),
             resyncs: DashMap::new(),
+            asks: asks::Asks::default(),
+            ended: rematch::Ended::default(),
         });
         tokio::spawn(inbound::listen(bus.clone(), stream, unheard, stop));
         Ok(bus)
@@ -195,6 +203,7 @@ impl RedisBus {
         registry: Arc<crate::registry::Registry>,
         stop: CancellationToken,
     ) {
+        self.asks.answer_from(&registry);
         let bus = self.clone();
         tokio::spawn(async move {
             let mut every = tokio::time::interval(TICK);

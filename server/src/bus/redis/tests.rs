@@ -241,3 +241,70 @@ fn a_sign_in_elsewhere_supersedes_an_earlier_one_here_not_a_later_one() {
     assert_eq!(dir.heard(elsewhere(now + 1_000)), Some(conn));
     assert_eq!(dir.heard(elsewhere(now + 2_000)), None);
 }
+
+/// Game `game`'s directory entry, run by `node`.
+fn dir_entry(game: GameId, node: u16) -> wire::DirEntry {
+    use elementals_protocol::messages::{LiveGame, SeatPair};
+    use elementals_protocol::rules::Variant;
+    use elementals_protocol::TimeControl;
+    let player = elementals_protocol::messages::PlayerInfo {
+        name: "p".into(),
+        rating: 1.0,
+        guest: false,
+        bot: false,
+    };
+    wire::DirEntry {
+        node,
+        seats: SeatPair::new(1, 2),
+        summary: LiveGame {
+            game_id: game,
+            variant: Variant::CLASSIC,
+            time_control: TimeControl::BLITZ,
+            rated: true,
+            players: SeatPair::new(player.clone(), player),
+            round: 1,
+            positions: vec![0; 5],
+            spectators: 0,
+        },
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_mirror_read_again_takes_what_was_missed_and_drops_only_games_nobody_announces() {
+    use super::directory::{Directory, NODE_TIMEOUT};
+    use super::link::{Keys, Link};
+    use super::wire::ClusterMsg;
+    let dir = Directory::new(1, Link::nowhere(Keys::new("t", 1, "n")));
+    let game = || GameId(uuid::Uuid::new_v4());
+    let (moved, ended, announced, opened) = (game(), game(), game(), game());
+    dir.load(vec![
+        (moved, dir_entry(moved, 2)),
+        (ended, dir_entry(ended, 2)),
+        (announced, dir_entry(announced, 2)),
+    ]);
+    // While this node was away: `moved` was taken over by node 3, `opened` opened on
+    // node 2, `ended` ended; `announced` is missing from a Redis restarted empty.
+    dir.reload(vec![
+        (moved, dir_entry(moved, 3)),
+        (opened, dir_entry(opened, 2)),
+    ]);
+    assert_eq!(dir.node_of(moved), Some(3));
+    assert_eq!(dir.node_of(opened), Some(2));
+    // The missing ones stay for now: their node may have yet to write them again.
+    dir.flush();
+    assert_eq!(dir.node_of(ended), Some(2));
+    // Node 2 rejoins and announces its games: `announced` is confirmed.
+    let entry = dir_entry(announced, 2);
+    assert_eq!(
+        dir.heard(ClusterMsg::Opened {
+            game: announced,
+            entry
+        }),
+        None
+    );
+    tokio::time::advance(NODE_TIMEOUT).await;
+    dir.flush();
+    assert_eq!(dir.node_of(ended), None, "ended while this node was away");
+    assert_eq!(dir.node_of(announced), Some(2));
+    assert_eq!(dir.node_of(moved), Some(3));
+}

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use elementals_protocol::messages::{GameId, LiveGame, RequestId, SeatPair};
+use elementals_protocol::messages::{GameId, LiveGame, Owed, Phase, RequestId, SeatPair};
 use elementals_protocol::rules::{Element, Seat};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -57,7 +57,24 @@ pub enum NodeMsg {
         topic: GameId,
         conn: ConnId,
     },
+    /// `my_games` on node `from`: what this node's game `game` waits for now (`asks.rs`).
+    AskOwed {
+        game: GameId,
+        from: u16,
+        ask: u64,
+    },
+    /// The answer to ask `ask`: the game's round, phase and outstanding actions; `None`
+    /// if the game does not run here (any more).
+    ToldOwed {
+        ask: u64,
+        owed: Option<WireOwed>,
+    },
+    /// A rematch offer for a game this node ran (`rematch.rs`).
+    Rematch(super::rematch::WireRematch),
 }
+
+/// A game's round, phase and outstanding actions (`OwedNow`), across nodes.
+pub type WireOwed = (u32, Phase, Vec<Owed>);
 
 /// On a game's topic channel, from the node that runs it.
 #[derive(Debug, Serialize, Deserialize)]

@@ -1,4 +1,5 @@
-//! The lease loop's schedule on tokio's paused clock, against a store in memory.
+//! The lease loop's schedule on tokio's paused clock, against a store in memory: when it
+//! renews and claims, and when it stops games whose leases are lost or lapsed.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -8,7 +9,7 @@ use futures::future::BoxFuture;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{run, LeaseStore, Restore, Schedule};
+use super::{run, Games, LeaseStore, Schedule};
 use crate::db::{DbError, DbResult};
 use crate::record::GameLog;
 
@@ -19,6 +20,14 @@ struct Calls {
     claims: Vec<Instant>,
     /// Renewals to fail, from the next one on.
     failing_renewals: usize,
+    /// Renewals that never answer (a database that hangs), from the next one on.
+    hanging_renewals: usize,
+    /// The games the next renewal finds lost.
+    to_lose: Vec<GameId>,
+    /// When the leases were declared lapsed.
+    lapses: Vec<Instant>,
+    /// When games were stopped, and which (`None`: all).
+    stopped: Vec<(Instant, Option<Vec<GameId>>)>,
     /// The logs the next claim answers.
     to_claim: Vec<GameLog>,
     restored: Vec<GameId>,
@@ -37,11 +46,15 @@ impl LeaseStore for Fake {
     fn renew(&self) -> BoxFuture<'_, DbResult<Vec<GameId>>> {
         let mut calls = self.calls();
         calls.renewals.push(Instant::now());
+        if calls.hanging_renewals > 0 {
+            calls.hanging_renewals -= 1;
+            return Box::pin(std::future::pending());
+        }
         let answer = if calls.failing_renewals > 0 {
             calls.failing_renewals -= 1;
             Err(DbError::Unavailable("the database is restarting".into()))
         } else {
-            Ok(Vec::new())
+            Ok(std::mem::take(&mut calls.to_lose))
         };
         Box::pin(std::future::ready(answer))
     }
@@ -51,20 +64,32 @@ impl LeaseStore for Fake {
         calls.claims.push(Instant::now());
         Box::pin(std::future::ready(Ok(std::mem::take(&mut calls.to_claim))))
     }
+
+    fn lapsed(&self) {
+        self.calls().lapses.push(Instant::now());
+    }
 }
 
-impl Restore for Fake {
+impl Games for Fake {
     fn restore(&self, logs: Vec<GameLog>) -> BoxFuture<'_, ()> {
         self.calls()
             .restored
             .extend(logs.iter().map(|log| log.game_id));
         Box::pin(std::future::ready(()))
     }
+
+    fn stop(&self, lost: Option<&[GameId]>) {
+        self.calls()
+            .stopped
+            .push((Instant::now(), lost.map(<[GameId]>::to_vec)));
+    }
 }
 
 const SCHEDULE: Schedule = Schedule {
     renew: Duration::from_secs(2),
+    retry: Duration::from_millis(500),
     claim: Duration::from_secs(1),
+    lease: Duration::from_secs(6),
 };
 
 /// Runs the loop on `fake` for `span` of paused time, then stops it.
@@ -95,17 +120,78 @@ async fn renews_every_two_seconds_and_claims_every_second_starting_one_interval_
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_failed_renewal_is_tried_again_at_the_next_tick_and_claims_go_on() {
+async fn a_failed_renewal_is_tried_again_soon_and_claims_go_on() {
     let fake = Fake::default();
     fake.calls().failing_renewals = 2;
     let start = run_for(&fake, Duration::from_millis(8_500)).await;
     let calls = fake.calls();
-    // Two failures, then renewed at 6 s: within the 6 s lease of the renewal before them.
+    // Two failures half a second apart, then renewed at 3 s, well within the lease of
+    // the start; then every 2 s from there.
     assert_eq!(
         offsets(start, &calls.renewals),
-        [2_000, 4_000, 6_000, 8_000]
+        [2_000, 2_500, 3_000, 5_000, 7_000]
     );
     assert_eq!(calls.failing_renewals, 0);
+    assert_eq!(calls.claims.len(), 8);
+    assert!(calls.lapses.is_empty() && calls.stopped.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn games_whose_lease_a_renewal_finds_lost_stop_at_that_renewal() {
+    let fake = Fake::default();
+    let lost = vec![GameId(uuid::Uuid::new_v4())];
+    fake.calls().to_lose = lost.clone();
+    let start = run_for(&fake, Duration::from_millis(4_500)).await;
+    let calls = fake.calls();
+    let stopped: Vec<_> = calls
+        .stopped
+        .iter()
+        .map(|(at, games)| ((*at - start).as_millis() as u64, games.clone()))
+        .collect();
+    assert_eq!(stopped, [(2_000, Some(lost))]);
+    assert!(calls.lapses.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_game_stops_when_the_leases_lapse_unrenewed_and_once_per_lapse() {
+    let fake = Fake::default();
+    // Renewed at 2 s, then failing from 4 s to 10 s (13 tries), then renewed again at
+    // 10.5 s, then failing for good from 12.5 s.
+    let stop = CancellationToken::new();
+    let start = Instant::now();
+    let task = tokio::spawn(run(fake.clone(), SCHEDULE, fake.clone(), stop.clone()));
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    fake.calls().failing_renewals = 13;
+    tokio::time::sleep(Duration::from_millis(8_000)).await;
+    fake.calls().failing_renewals = usize::MAX;
+    tokio::time::sleep(Duration::from_millis(10_000)).await;
+    stop.cancel();
+    task.await.unwrap();
+    let calls = fake.calls();
+    let renewals = offsets(start, &calls.renewals);
+    assert_eq!(renewals[..3], [2_000, 4_000, 4_500]);
+    assert!(renewals.contains(&10_500), "renewed again: {renewals:?}");
+    // The renewal sent at 2 s lapses at 8 s; the one sent at 10.5 s at 16.5 s.
+    assert_eq!(offsets(start, &calls.lapses), [8_000, 16_500]);
+    let stopped: Vec<_> = calls
+        .stopped
+        .iter()
+        .map(|(at, games)| ((*at - start).as_millis() as u64, games.clone()))
+        .collect();
+    assert_eq!(stopped, [(8_000, None), (16_500, None)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_renewal_that_hangs_does_not_delay_the_lapse() {
+    let fake = Fake::default();
+    fake.calls().hanging_renewals = 1;
+    let start = run_for(&fake, Duration::from_millis(8_500)).await;
+    let calls = fake.calls();
+    // Never answered: nothing is renewed after it, and the start's leases lapse at 6 s.
+    assert_eq!(offsets(start, &calls.renewals), [2_000]);
+    assert_eq!(offsets(start, &calls.lapses), [6_000]);
+    assert_eq!(calls.stopped.len(), 1);
+    // Claims go on meanwhile.
     assert_eq!(calls.claims.len(), 8);
 }
 

@@ -84,6 +84,14 @@ impl Leases {
         }
     }
 
+    /// The leases lapsed unrenewed: every one held is lost.
+    pub fn lose_all(&self) -> usize {
+        let mut state = self.state();
+        let held: Vec<GameId> = state.tokens.drain().map(|(game_id, _)| game_id).collect();
+        state.lost.extend(&held);
+        held.len()
+    }
+
     /// The game is recorded, or its actor has stopped: nothing of it is held.
     pub fn forget(&self, game_id: &GameId) {
         let mut state = self.state();

@@ -112,7 +112,11 @@ impl StepLog {
                     let _ = reply.send(self.renew());
                 }
                 journal::Request::Claim { reply } => {
-                    let _ = reply.send(self.claim(Claim::Lapsed));
+                    let claimed = self.claim(Claim::Lapsed);
+                    // Every second, whether or not a game moves: in cluster mode the log's
+                    // health (`/healthz`) follows the database within a claim's interval.
+                    self.note_health(claimed.is_ok());
+                    let _ = reply.send(claimed);
                 }
                 // Every append before it was answered after its commit.
                 journal::Request::Flush { reply } => {
@@ -126,6 +130,22 @@ impl StepLog {
             }
         }
         let _ = self.conn.close();
+    }
+
+    /// The log can be written (or not) as of the last transaction: `Writable` and
+    /// `Failing` follow it, `Broken` stays.
+    fn note_health(&self, writable: bool) {
+        let (from, to) = match writable {
+            true => (LogHealth::Failing, LogHealth::Writable),
+            false => (LogHealth::Writable, LogHealth::Failing),
+        };
+        self.health.send_if_modified(|h| {
+            let change = *h == from;
+            if change {
+                *h = to;
+            }
+            change
+        });
     }
 
     /// One transaction for every append of the batch that is in order (and, in cluster
@@ -166,24 +186,10 @@ impl StepLog {
             Ok(refused) => {
                 next.retain(|game_id, _| !refused.contains(game_id));
                 self.next.extend(next);
-                self.health.send_if_modified(|h| {
-                    let recovered = *h == LogHealth::Failing;
-                    if recovered {
-                        *h = LogHealth::Writable;
-                    }
-                    recovered
-                });
+                self.note_health(true);
             }
             Err(DbError::LogBroken { .. }) => {}
-            Err(_) => {
-                self.health.send_if_modified(|h| {
-                    let failing = *h == LogHealth::Writable;
-                    if failing {
-                        *h = LogHealth::Failing;
-                    }
-                    failing
-                });
-            }
+            Err(_) => self.note_health(false),
         }
         for (game_id, reply) in accepted {
             let answer = match &outcome {

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use super::supervisor::{self, Shared};
 use super::{finished_game, Actor};
 use crate::bus::GameInbox;
+use crate::cluster::Alarm;
 use crate::game::state::{GameState, Timing};
 use crate::game::{GameHandle, GameServices, GameSetup};
 
@@ -99,6 +100,10 @@ fn launch(
         moved: false,
         active_at: Instant::now(),
         asleep: false,
+        lease_alarm: services
+            .lease_alarms
+            .as_ref()
+            .map_or_else(Alarm::never, |alarms| alarms.arm(setup.game_id)),
     };
     let task = services.tasks.spawn(actor.run(first));
     services.tasks.spawn(supervisor::supervise(

@@ -9,6 +9,7 @@ mod clocks;
 mod correspondence;
 mod incident;
 mod isolation;
+mod lease;
 mod play;
 mod stall;
 mod watch;

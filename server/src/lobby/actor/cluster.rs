@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::{Lobby, PoolKey};
 use crate::lobby::pairing::window;
-use crate::lobby::shared::{Paired, SharedError, SharedKey};
+use crate::lobby::shared::{Paired, SharedError, SharedKey, SharedPools, Swept};
 use crate::lobby::{LobbyCmd, LobbyError, Member};
 use crate::record::AccountId;
 
@@ -188,12 +188,17 @@ impl Lobby {
                 let done = self.cancel_challenge_shared(account, challenge_id).await;
                 self.answer_done(reply, done);
             }
+            LobbyCmd::OfferRematch {
+                member,
+                game_id,
+                reply,
+            } => self.offer_rematch_shared(member, game_id, reply).await,
             cmd => self.handle(cmd),
         }
         self.flush_leaves().await;
     }
 
-    fn answer_done(&self, reply: crate::bus::ReplyTo, done: super::Result<()>) {
+    pub(super) fn answer_done(&self, reply: crate::bus::ReplyTo, done: super::Result<()>) {
         let answer = done
             .map(|()| ServerMsg::Ok {
                 id: reply.request_id.unwrap_or_default(),
@@ -280,6 +285,30 @@ impl Lobby {
         }
     }
 
+    /// Takes dead nodes' members, seeks and challenges out of Redis (`shared/sweep.rs`);
+    /// the players they challenged hear the challenges are cancelled.
+    async fn sweep_dead_nodes(&self, shared: &SharedPools) {
+        match shared.sweep_dead().await {
+            Ok(swept) => {
+                for (challenge_id, to) in &swept.challenges {
+                    let cancelled = ServerMsg::ChallengeCancelled {
+                        challenge_id: *challenge_id,
+                    };
+                    let _ = self.bus.send_msg(*to, &cancelled);
+                }
+                if swept != Swept::default() {
+                    tracing::info!(
+                        members = swept.members,
+                        seeks = swept.seeks,
+                        challenges = swept.challenges.len(),
+                        "swept a dead node's lobby entries"
+                    );
+                }
+            }
+            Err(error) => tracing::error!(%error, "sweeping dead nodes' lobby entries"),
+        }
+    }
+
     /// Pairs this node's members waiting in the cluster's pools, longest-waiting first,
     /// tells the others how long they have waited, and counts the cluster's pools.
     pub(super) async fn tick_shared(&mut self) {
@@ -329,6 +358,7 @@ impl Lobby {
             }
         }
         self.update_queued_metric();
+        self.sweep_dead_nodes(&shared).await;
         match shared.counts().await {
             Ok(counts) => {
                 let mut counted: Vec<(PoolKey, u32)> = counts

@@ -1,6 +1,6 @@
 //! Seeks, challenges and rematch offers: what one player opens and another accepts.
 
-use elementals_protocol::messages::{Challenge, GameId, Seek, ServerMsg};
+use elementals_protocol::messages::{Challenge, GameId, PlayerInfo, Seek, ServerMsg};
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::{ErrorCode, TimeControl};
 
@@ -8,6 +8,7 @@ use super::{Lobby, OpenChallenge, OpenSeek, Result, MAX_OPEN_PER_ACCOUNT};
 use crate::bus::ConnId;
 use crate::lobby::{LobbyError, Member};
 use crate::record::AccountId;
+use crate::registry::FinishedGame;
 
 impl Lobby {
     pub(super) fn create_seek(
@@ -248,6 +249,21 @@ impl Lobby {
     }
 
     pub(super) fn offer_rematch(&mut self, member: Member, game_id: GameId) -> Result<()> {
+        let (seat, now) = self.note_rematch_offer(&member, game_id)?;
+        let opponent = *now.players.get(seat.other());
+        let Some(user) = self.services.registry.online(opponent) else {
+            return Err(opponent_offline());
+        };
+        self.rematch(member, game_id, seat, &now, (user.conn_id, user.info))
+    }
+
+    /// Records `member`'s offer of a rematch of finished game `game_id`; returns their
+    /// seat in it and the game as it now stands.
+    pub(super) fn note_rematch_offer(
+        &mut self,
+        member: &Member,
+        game_id: GameId,
+    ) -> Result<(Seat, FinishedGame)> {
         let registry = self.services.registry.clone();
         let no = || {
             LobbyError::new(
@@ -265,16 +281,24 @@ impl Lobby {
         };
         self.ready_for_new_game(member.account)?;
         let now = registry.offer_rematch(&game_id, seat).ok_or_else(no)?;
+        Ok((seat, now))
+    }
+
+    /// Tells the opponent (connected at `opponent.0`, as `opponent.1`) of the offer from
+    /// `seat`, or, if they have offered too, starts the rematch.
+    pub(super) fn rematch(
+        &mut self,
+        member: Member,
+        game_id: GameId,
+        seat: Seat,
+        now: &FinishedGame,
+        (opponent_conn, opponent_info): (ConnId, PlayerInfo),
+    ) -> Result<()> {
+        let registry = self.services.registry.clone();
         let opponent = *now.players.get(seat.other());
-        let Some(user) = registry.online(opponent) else {
-            return Err(LobbyError::new(
-                ErrorCode::UnknownPlayer,
-                "your opponent is not online",
-            ));
-        };
         if !*now.rematch_offers.get(seat.other()) {
             let _ = self.bus.send_msg(
-                user.conn_id,
+                opponent_conn,
                 &ServerMsg::RematchOffered { game_id, by: seat },
             );
             return Ok(());
@@ -290,12 +314,12 @@ impl Lobby {
         // its sign-in).
         let mut member = member;
         member.info.rating = *now.ratings.get(seat);
-        let mut info = user.info.clone();
+        let mut info = opponent_info;
         info.rating = *now.ratings.get(seat.other());
         let opp = Member {
             account: opponent,
             info,
-            conn_id: user.conn_id,
+            conn_id: opponent_conn,
         };
         // Seats swap: the old seat two now plays seat one.
         let (one, two) = match seat {
@@ -305,4 +329,9 @@ impl Lobby {
         self.start_game_seated(one, two, now.variant, now.time_control, now.rated)
             .map(drop)
     }
+}
+
+/// A rematch offered to an opponent who is not online.
+pub(super) fn opponent_offline() -> LobbyError {
+    LobbyError::new(ErrorCode::UnknownPlayer, "your opponent is not online")
 }

@@ -50,7 +50,7 @@ return v
 "#;
 
 impl SharedPools {
-    fn seeks_hash(&self) -> String {
+    pub(super) fn seeks_hash(&self) -> String {
         format!("{}:seeks", self.prefix)
     }
 
@@ -168,7 +168,7 @@ impl SharedPools {
         }
     }
 
-    fn challenges_hash(&self) -> String {
+    pub(super) fn challenges_hash(&self) -> String {
         format!("{}:challenges", self.prefix)
     }
 

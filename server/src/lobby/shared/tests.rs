@@ -3,6 +3,9 @@
 
 use std::collections::HashSet;
 
+use elementals_protocol::messages::{Challenge, Seek};
+use elementals_protocol::TimeControl;
+
 use super::*;
 
 const REDIS: &str = "redis://127.0.0.1:6379";
@@ -64,6 +67,22 @@ fn key() -> SharedKey {
         variant: Variant::CLASSIC,
         preset: "blitz".into(),
         rated: true,
+    }
+}
+
+/// Every preset, correspondence ones too (`corr-1d`: a dash inside the name's second part),
+/// names a pool whose Redis name reads back as the same pool.
+#[test]
+fn every_preset_names_a_pool_that_reads_back() {
+    for (preset, _) in elementals_protocol::TimeControl::PRESETS {
+        for rated in [true, false] {
+            let pool = SharedKey {
+                preset: preset.into(),
+                rated,
+                ..key()
+            };
+            assert_eq!(SharedKey::parse(&pool.name()), Some(pool));
+        }
     }
 }
 
@@ -287,4 +306,89 @@ async fn joined_pairs(p: &Pools, k: &SharedKey, ticked: &HashSet<AccountId>) -> 
     (1..=120)
         .filter(|a| !ticked.contains(a) && !waiting.contains(a))
         .count() as u64
+}
+
+#[tokio::test]
+async fn a_dead_nodes_members_seeks_and_challenges_are_swept_once_by_a_live_node() {
+    let p = pools().await;
+    // Node 7 (the members' node) and node 1 (the sweeper) each sweep once: both are
+    // known to have lobby state, and nobody is dead.
+    let seven = SharedPools::connect(REDIS, &p.name, NODE as u16)
+        .await
+        .unwrap();
+    p.set_alive(1, true).await;
+    assert_eq!(seven.sweep_dead().await.unwrap(), Swept::default());
+    assert_eq!(p.pools.sweep_dead().await.unwrap(), Swept::default());
+    let k = key();
+    // Far apart in rating: they wait on.
+    for (account, rating) in [(1, 1.0), (2, 30.0)] {
+        assert!(matches!(
+            seven.join(&k, &member(account, rating)).await.unwrap(),
+            Paired::Waiting { .. }
+        ));
+    }
+    let seek = Seek {
+        seek_id: seven.first_id() + 1,
+        by: member(1, 1.0).info,
+        variant: Variant::CLASSIC,
+        time_control: TimeControl::preset("blitz").unwrap(),
+        rated: true,
+    };
+    seven.put_seek(&seek, &member(1, 1.0)).await.unwrap();
+    let to_conn = (1 << 48) | 99;
+    let challenge = SharedChallenge {
+        challenge: Challenge {
+            challenge_id: seven.first_id() + 2,
+            from: member(2, 30.0).info,
+            to: "p99".into(),
+            variant: Variant::CLASSIC,
+            time_control: TimeControl::preset("blitz").unwrap(),
+            rated: true,
+        },
+        from: member(2, 30.0),
+        to: 99,
+        to_conn,
+    };
+    seven.put_challenge(&challenge).await.unwrap();
+    // Node 1's own seek stays.
+    let own = Seek {
+        seek_id: p.pools.first_id() + 1,
+        ..seek.clone()
+    };
+    let maker = Member {
+        conn_id: (1 << 48) | 3,
+        ..member(3, 1.0)
+    };
+    p.pools.put_seek(&own, &maker).await.unwrap();
+    assert_eq!(p.pools.sweep_dead().await.unwrap(), Swept::default());
+
+    p.set_alive(NODE, false).await;
+    let swept = p.pools.sweep_dead().await.unwrap();
+    assert_eq!(
+        swept,
+        Swept {
+            members: 2,
+            seeks: 1,
+            challenges: vec![(challenge.challenge.challenge_id, to_conn)],
+        }
+    );
+    // Once: the next sweep, by either node, finds nothing more.
+    assert_eq!(p.pools.sweep_dead().await.unwrap(), Swept::default());
+    assert_eq!(seven.sweep_dead().await.unwrap(), Swept::default());
+    assert!(p.pools.counts().await.unwrap().is_empty());
+    let seeks: Vec<u64> = p
+        .pools
+        .seeks()
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.seek_id)
+        .collect();
+    assert_eq!(seeks, [own.seek_id]);
+    assert!(p
+        .pools
+        .get_challenge(challenge.challenge.challenge_id)
+        .await
+        .unwrap()
+        .is_none());
 }

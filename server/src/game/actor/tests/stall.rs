@@ -23,7 +23,7 @@ impl Harness {
     }
 
     /// The numbers of the steps logged for `game`, in order.
-    fn logged_steps(&self, game: &Game) -> Vec<u64> {
+    pub(super) fn logged_steps(&self, game: &Game) -> Vec<u64> {
         let id = game.handle.game_id();
         let steps = self.log.steps.lock().unwrap();
         steps
