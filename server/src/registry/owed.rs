@@ -1,22 +1,15 @@
 //! What each live game waits for, a player's open games (`my_games`), and the `your_move`
 //! push to the connections that asked for that list.
 //!
-<<<<<<< HEAD
-//! Kept for this node's games only: in cluster mode a player seated in another node's game
-//! is answered an empty list (the cluster's directory carries no owed state yet), and is
-//! pushed `your_move` only for games of the node it is connected to.
-
-use bytes::Bytes;
-use elementals_protocol::messages::{GameId, MyGame, Owed, ServerMsg};
-use elementals_protocol::wire;
-=======
 //! Kept for this node's games only. In cluster mode a player seated in another node's game
 //! (the directory says which) is answered with what that node says when asked
-//! (`bus/redis/asks.rs`), and the game's summary from the directory.
+//! (`bus/redis/asks.rs`), and the game's summary from the directory; `your_move` is pushed
+//! only for games of the node the player is connected to.
 
-use elementals_protocol::messages::{GameId, LiveGame, MyGame};
+use bytes::Bytes;
+use elementals_protocol::messages::{GameId, LiveGame, MyGame, Owed, ServerMsg};
 use elementals_protocol::rules::Seat;
->>>>>>> cfault
+use elementals_protocol::wire;
 
 use super::Registry;
 use crate::bus::ConnId;
