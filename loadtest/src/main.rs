@@ -2,10 +2,15 @@
 //! server (`serve`) or its echo server (`echo-serve`) in a process of their own.
 
 mod broadcast;
+mod cluster;
 mod conn;
+mod cpu;
 mod ctx;
+mod dump;
 mod echo;
+mod failover;
 mod flood;
+mod generators;
 mod lean;
 mod limits;
 mod local;
@@ -59,6 +64,7 @@ fn main() -> anyhow::Result<()> {
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
             Ok(())
         }
+        None if cli.run.generator.is_some() => runtime.block_on(generators::child(cli.run)),
         None => {
             let json = cli.run.json.clone();
             let report = runtime.block_on(run::run(cli.run))?;

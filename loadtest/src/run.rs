@@ -50,8 +50,14 @@ pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
     if !(0.0..=1.0).contains(&options.playing_fraction) {
         bail!("--playing-fraction must be between 0 and 1");
     }
+    if options.nodes > 0 || options.processes > 1 {
+        return crate::generators::orchestrate(options).await;
+    }
+    if options.kill_node {
+        bail!("--kill-node needs a cluster of the run's own: --nodes 2 or more");
+    }
     if let Some(every) = options.sampling() {
-        if options.server.is_some() {
+        if !options.server.is_empty() {
             bail!("--sample-every and --samples-csv sample the local server: not with --server");
         }
         if every < sampler::MIN_INTERVAL {
@@ -64,7 +70,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
     let limit = limits::raise().context("reading RLIMIT_NOFILE")?;
     let local_cap = options
         .server
-        .is_none()
+        .is_empty()
         .then(|| server_cap(&options.server_args));
     let sources = spread_over_sources(total.max(options.echo_connections));
     eprintln!(
@@ -87,16 +93,17 @@ pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
         false => None,
     };
 
-    let (local, server) = match &options.server {
-        Some(url) => (None, loopback_address(url)?),
-        None => {
+    let (local, servers) = match options.server.is_empty() {
+        false => (None, loopback_addresses(&options.server)?),
+        true => {
             let local = LocalServer::game(options.argon2_memory_kib, &options.server_args).await?;
             eprintln!("local server: pid {} on {}", local.pid, local.addr);
             let addr = local.addr;
-            (Some(local), addr)
+            (Some(local), vec![addr])
         }
     };
-    let result = drive(&options, server, local.as_ref(), echo, ceiling).await;
+    let slice = Slice::whole(&options);
+    let result = drive(&options, servers, &slice, local.as_ref(), echo, ceiling).await;
     if let Some(local) = local {
         local.stop().await;
     }
@@ -110,6 +117,11 @@ fn server_cap(server_args: &[String]) -> u64 {
         .find_map(|a| a.strip_prefix("--max-connections="))
         .and_then(|n| n.parse().ok())
         .unwrap_or(SERVER_DEFAULT_MAX_CONNECTIONS)
+}
+
+/// The servers' addresses, refusing anything but loopback.
+pub(crate) fn loopback_addresses(urls: &[String]) -> anyhow::Result<Vec<SocketAddr>> {
+    urls.iter().map(|url| loopback_address(url)).collect()
 }
 
 /// The server's address, refusing anything but loopback.
@@ -166,9 +178,49 @@ async fn measure_fanout_ceiling(options: &RunOptions) -> anyhow::Result<CeilingR
     Ok(result)
 }
 
-async fn drive(
+/// The clients one generator process runs: all of them, or a generator child's share
+/// (`--processes`), numbered as in the whole run (names and source addresses follow the
+/// number, so the children's never meet).
+pub struct Slice {
+    pub players: std::ops::Range<u64>,
+    pub spectators: std::ops::Range<u64>,
+    /// A generator child: says on stdout when its hold starts and ends, and writes its
+    /// raw figures here.
+    pub dump: Option<std::path::PathBuf>,
+    /// Its share of the ramp rate.
+    pub ramp_per_s: f64,
+}
+
+impl Slice {
+    pub fn whole(options: &RunOptions) -> Slice {
+        Slice {
+            players: 0..options.players,
+            spectators: 0..options.spectators,
+            dump: None,
+            ramp_per_s: options.ramp_per_s.max(1) as f64,
+        }
+    }
+
+    /// Share `index` of `count`.
+    pub fn share(options: &RunOptions, index: u64, count: u64) -> Slice {
+        let part = |total: u64| index * total / count..(index + 1) * total / count;
+        Slice {
+            players: part(options.players),
+            spectators: part(options.spectators),
+            dump: options.dump.clone(),
+            ramp_per_s: options.ramp_per_s.max(1) as f64 / count as f64,
+        }
+    }
+
+    fn clients(&self) -> u64 {
+        (self.players.end - self.players.start) + (self.spectators.end - self.spectators.start)
+    }
+}
+
+pub async fn drive(
     options: &RunOptions,
-    server: SocketAddr,
+    servers: Vec<SocketAddr>,
+    slice: &Slice,
     local: Option<&LocalServer>,
     echo: Option<EchoResult>,
     ceiling: Option<CeilingResult>,
@@ -185,7 +237,10 @@ async fn drive(
         false => (None, None),
     };
     let ctx = Arc::new(Ctx {
-        server,
+        servers,
+        spread: options.spread,
+        failover: options.kill_node,
+        acked: Default::default(),
         stats: stats.clone(),
         style: PlayStyle {
             variant: Variant::CLASSIC,
@@ -194,7 +249,10 @@ async fn drive(
             lobby_poll: (options.lobby_poll_ms > 0)
                 .then(|| Duration::from_millis(options.lobby_poll_ms)),
         },
-        tag: format!("{:04x}", rand::random::<u16>()),
+        tag: options
+            .tag
+            .clone()
+            .unwrap_or_else(|| format!("{:04x}", rand::random::<u16>())),
         stop,
         storm: storm_rx,
         reveals: RevealLog::default(),
@@ -227,13 +285,17 @@ async fn drive(
     };
 
     // Ramp: players first (spectators need live games), at the given rate.
-    let total = options.players + options.spectators;
+    let total = slice.clients();
     let playing = options.playing();
     let started = Instant::now();
-    let interval = Duration::from_secs_f64(1.0 / options.ramp_per_s.max(1) as f64);
+    let interval = Duration::from_secs_f64(1.0 / slice.ramp_per_s);
     let mut clients = JoinSet::new();
-    for n in 0..total {
-        tokio::time::sleep_until(started + interval * n as u32).await;
+    let numbers = slice
+        .players
+        .clone()
+        .chain(slice.spectators.clone().map(|s| options.players + s));
+    for (k, n) in numbers.enumerate() {
+        tokio::time::sleep_until(started + interval * k as u32).await;
         let ctx = ctx.clone();
         if n < options.players {
             // Spread the lobby players evenly among the playing ones.
@@ -258,6 +320,9 @@ async fn drive(
     }
     let ramp_s = started.elapsed().as_secs_f64();
     status.phase("hold");
+    if slice.dump.is_some() {
+        crate::generators::say(crate::generators::HOLD_START);
+    }
 
     // Hold: rates and latencies describe this window only (the fan-out's tails too: a
     // round of the ramp reached fewer spectators than the run holds).
@@ -281,6 +346,9 @@ async fn drive(
     tokio::time::sleep_until(hold_start + options.duration).await;
     let at_end = Counters::take(&stats);
     let hold_s = hold_start.elapsed().as_secs_f64();
+    if slice.dump.is_some() {
+        crate::generators::say(crate::generators::HOLD_END);
+    }
     if let Some(sampler) = &sampler {
         sampler.sample_now();
     }
@@ -316,6 +384,16 @@ async fn drive(
     let server_peak = memory().map(|m| m.peak).or(status.peak_rss());
     status.finish();
 
+    if let Some(path) = &slice.dump {
+        let dump = crate::dump::Dump::take(
+            &ctx,
+            (at_start, at_end),
+            (hold_s, ramp_s),
+            (in_game_at_end, connected_at_end),
+            cpu_use.loadtest_cores,
+        );
+        dump.write(path)?;
+    }
     let fanout_rounds = ctx.fanout.rounds();
     for (_, round) in &fanout_rounds {
         stats.fanout_last.record(round.last);
