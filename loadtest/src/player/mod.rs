@@ -86,6 +86,8 @@ struct Seated {
     resync_at: Option<Instant>,
     /// Since when the game has been asked for again without a snapshot.
     resyncing_since: Option<Instant>,
+    /// A snapshot came since the last round's result.
+    snapshot_since_result: bool,
     last_event: Instant,
     _in_game: Gauge,
 }
@@ -151,6 +153,7 @@ impl Player {
                 Ok(Exit::Storm) => {}
                 Err(ConnError::Closed) if self.ctx.failover && !self.ctx.stop.is_cancelled() => {
                     // Its node died: to the next, to resume there.
+                    tracing::debug!(player = self.index, game = ?self.game.as_ref().map(|g| g.state.game_id()), "node lost");
                     stats.failover_reconnects.fetch_add(1, Relaxed);
                     self.hop += 1;
                     resumed_from = Some(Instant::now());
@@ -158,6 +161,7 @@ impl Player {
                 }
                 // Resume on the same node, to hear where this player is seated.
                 Err(ConnError::Reseat) if !self.ctx.stop.is_cancelled() => {
+                    tracing::debug!(player = self.index, game = ?self.game.as_ref().map(|g| g.state.game_id()), "resuming to find its game");
                     resumed_from = Some(Instant::now());
                     continue;
                 }
@@ -267,7 +271,9 @@ impl Player {
     fn stall_deadline(&self) -> Option<Instant> {
         let game = self.game.as_ref()?;
         let think = self.ctx.style.think * 2;
-        let quiet = match self.ctx.failover {
+        // After a snapshot the game may be held until its other player is back too: a
+        // resume then would only make this one leave again.
+        let quiet = match self.ctx.failover && !game.snapshot_since_result {
             true => failover::QUIET.max(think + failover::QUIET / 2),
             false => Duration::from_secs(60).max(think),
         };

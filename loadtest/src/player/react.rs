@@ -85,9 +85,22 @@ impl Player {
         match game.state.apply(msg) {
             Applied::Applied => {
                 game.last_event = Instant::now();
-                if matches!(msg, ServerMsg::Snapshot { .. }) {
-                    game.resync_at = None;
-                    game.resyncing_since = None;
+                match msg {
+                    ServerMsg::Snapshot { .. } => {
+                        game.resync_at = None;
+                        game.resyncing_since = None;
+                        game.snapshot_since_result = true;
+                        // A round voided by a restart or a takeover is played again under
+                        // the same number: what the game holds of this seat decides.
+                        if !game.state.committed(game.seat) {
+                            (game.committed, game.think_until) = (None, None);
+                        }
+                        if !game.state.revealed(game.seat) {
+                            game.revealed = None;
+                        }
+                    }
+                    ServerMsg::RoundResult { .. } => game.snapshot_since_result = false,
+                    _ => {}
                 }
             }
             Applied::Gap { .. } => {
@@ -153,6 +166,7 @@ impl Player {
             rating_deadline: None,
             resync_at: None,
             resyncing_since: None,
+            snapshot_since_result: false,
             last_event: Instant::now(),
             _in_game: Gauge::up(self.ctx.stats.clone(), |s| &s.in_game),
         });

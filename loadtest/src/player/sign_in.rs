@@ -56,6 +56,7 @@ impl Player {
                 // Its node is gone and no other has claimed the game yet: PROTOCOL.md
                 // asks for a new sign-in a few seconds later (here, every second).
                 Err(ConnError::GameNotBack) => {
+                    tracing::debug!(player = self.index, "game not back");
                     self.ctx.stats.game_not_back_retries.fetch_add(1, Relaxed);
                     tokio::select! {
                         () = tokio::time::sleep(jittered(Duration::from_secs(1))) => {}
@@ -117,6 +118,7 @@ impl Player {
         };
         self.token = Some(token);
         if let Some(from) = resumed_from {
+            tracing::debug!(player = self.index, ?game_id, %server, "resumed");
             // A dropped connection left the pool; a seat is kept.
             self.queued = false;
             match game_id {
