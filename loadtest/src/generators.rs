@@ -26,7 +26,8 @@ use crate::limits;
 use crate::local::LocalServer;
 use crate::options::RunOptions;
 use crate::report::{ClusterReport, Counters, Report};
-use crate::run::{drive, loopback_addresses, CpuUse, Memories, Slice};
+use crate::run::{drive, loopback_addresses, CpuUse, Memories};
+use crate::slice::Slice;
 use crate::stats::Stats;
 
 /// What a generator child prints on stdout when its hold starts and ends.

@@ -20,6 +20,7 @@ mod player;
 mod report;
 mod run;
 mod sampler;
+mod slice;
 mod spectator;
 mod stats;
 mod status;

@@ -280,6 +280,19 @@ mod tests {
     }
 
     #[test]
+    fn servers_repeat_and_the_spread_names_how_players_are_shared() {
+        let run = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("elementals-loadtest").chain(args.iter().copied()))
+                .unwrap()
+                .run
+        };
+        let both = run(&["--server=127.0.0.1:1", "--server", "127.0.0.1:2"]);
+        assert_eq!(both.server, ["127.0.0.1:1", "127.0.0.1:2"]);
+        assert_eq!(both.spread, Spread::RoundRobin);
+        assert_eq!(run(&["--spread=same-node"]).spread, Spread::SameNode);
+    }
+
+    #[test]
     fn durations_parse_in_their_units() {
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));

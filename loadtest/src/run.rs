@@ -26,6 +26,7 @@ use crate::options::RunOptions;
 use crate::player::{Player, Role};
 use crate::report::{Counters, Report, StormResult};
 use crate::sampler::{self, Sampler};
+use crate::slice::Slice;
 use crate::spectator::Spectator;
 use crate::stats::Stats;
 use crate::status::Status;
@@ -85,11 +86,11 @@ pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
     limits::check(&limit, total.max(options.echo_connections), local_cap)?;
 
     let echo = match options.echo {
-        true => Some(measure_echo(&options).await?),
+        true => Some(echo::measure_ceiling(&options).await?),
         false => None,
     };
     let ceiling = match options.fanout_ceiling {
-        true => Some(measure_fanout_ceiling(&options).await?),
+        true => Some(broadcast::measure_ceiling(&options).await?),
         false => None,
     };
 
@@ -136,85 +137,6 @@ pub(crate) fn loopback_address(url: &str) -> anyhow::Result<SocketAddr> {
         bail!("{addr} is not a loopback address: this load test only targets this machine");
     }
     Ok(addr)
-}
-
-async fn measure_echo(options: &RunOptions) -> anyhow::Result<EchoResult> {
-    let server = LocalServer::echo().await?;
-    eprintln!(
-        "echo ceiling: {} connections for {:?}...",
-        options.echo_connections, options.echo_duration
-    );
-    let result = echo::measure(server.addr, options.echo_connections, options.echo_duration).await;
-    server.stop().await;
-    let result = result?;
-    eprintln!(
-        "echo ceiling: {:.0} round trips/s ({:.0} messages/s), p99 {:.2} ms",
-        result.round_trips_per_s, result.messages_per_s, result.latency_ms.p99
-    );
-    Ok(result)
-}
-
-async fn measure_fanout_ceiling(options: &RunOptions) -> anyhow::Result<CeilingResult> {
-    if options.spectators == 0 {
-        bail!("--fanout-ceiling needs --spectators");
-    }
-    let server = LocalServer::broadcast().await?;
-    eprintln!(
-        "fan-out ceiling: {} spectators, {} broadcasts...",
-        options.spectators, options.fanout_ceiling_rounds
-    );
-    let result = broadcast::measure(
-        server.addr,
-        options.spectators,
-        options.fanout_ceiling_rounds,
-    )
-    .await;
-    server.stop().await;
-    let result = result?;
-    eprintln!(
-        "fan-out ceiling: last spectator p50 {:.1} ms, p99 {:.1} ms",
-        result.last_spectator_ms.p50, result.last_spectator_ms.p99
-    );
-    Ok(result)
-}
-
-/// The clients one generator process runs: all of them, or a generator child's share
-/// (`--processes`), numbered as in the whole run (names and source addresses follow the
-/// number, so the children's never meet).
-pub struct Slice {
-    pub players: std::ops::Range<u64>,
-    pub spectators: std::ops::Range<u64>,
-    /// A generator child: says on stdout when its hold starts and ends, and writes its
-    /// raw figures here.
-    pub dump: Option<std::path::PathBuf>,
-    /// Its share of the ramp rate.
-    pub ramp_per_s: f64,
-}
-
-impl Slice {
-    pub fn whole(options: &RunOptions) -> Slice {
-        Slice {
-            players: 0..options.players,
-            spectators: 0..options.spectators,
-            dump: None,
-            ramp_per_s: options.ramp_per_s.max(1) as f64,
-        }
-    }
-
-    /// Share `index` of `count`.
-    pub fn share(options: &RunOptions, index: u64, count: u64) -> Slice {
-        let part = |total: u64| index * total / count..(index + 1) * total / count;
-        Slice {
-            players: part(options.players),
-            spectators: part(options.spectators),
-            dump: options.dump.clone(),
-            ramp_per_s: options.ramp_per_s.max(1) as f64 / count as f64,
-        }
-    }
-
-    fn clients(&self) -> u64 {
-        (self.players.end - self.players.start) + (self.spectators.end - self.spectators.start)
-    }
 }
 
 pub async fn drive(
