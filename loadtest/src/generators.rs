@@ -54,6 +54,12 @@ pub async fn child(options: RunOptions) -> anyhow::Result<()> {
         .filter(|(i, k)| i < k)
         .with_context(|| format!("--generator {text:?}: expected I/K"))?;
     limits::raise().context("raising RLIMIT_NOFILE")?;
+    // The parent holds our stdin: when it is gone, so is the run.
+    tokio::spawn(async {
+        crate::local::parent_gone().await;
+        eprintln!("generator: the run's process is gone; stopping");
+        std::process::exit(1);
+    });
     spread_over_sources(options.players + options.spectators);
     let servers = loopback_addresses(&options.child_servers)?;
     let slice = Slice::share(&options, index, count);
@@ -104,7 +110,13 @@ pub async fn orchestrate(options: RunOptions) -> anyhow::Result<Report> {
         local = Some(server);
         vec![addr]
     };
-    let result = generate(&options, &servers, cluster.as_mut(), local.as_ref()).await;
+    // Interrupted, the run still stops its nodes and removes its database and keys.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let result = tokio::select! {
+        result = generate(&options, &servers, cluster.as_mut(), local.as_ref()) => result,
+        _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
+        _ = terminate.recv() => Err(anyhow::anyhow!("terminated")),
+    };
     if let Some(cluster) = cluster {
         cluster.stop().await;
     }

@@ -31,7 +31,12 @@ impl Player {
     ) -> Result<(), ConnError> {
         let now = Instant::now();
         match (what, code) {
-            (Pending::Join, ErrorCode::AlreadyInGame) => return Err(ConnError::Reseat),
+            (Pending::Join, ErrorCode::AlreadyInGame) => {
+                // At most once a second: until the game is claimed the resume shows no
+                // seat, and the next join is refused the same way.
+                self.join_after = Some(now + RESYNC_EVERY);
+                return Err(ConnError::Reseat);
+            }
             (Pending::Join, _) => self.join_after = Some(now + RESYNC_EVERY),
             (Pending::Commit(_) | Pending::Reveal | Pending::Sync, ErrorCode::UnknownGame)
                 if self.game.is_some() =>
