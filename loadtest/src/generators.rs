@@ -110,12 +110,10 @@ pub async fn orchestrate(options: RunOptions) -> anyhow::Result<Report> {
         local = Some(server);
         vec![addr]
     };
-    // Interrupted, the run still stops its nodes and removes its database and keys.
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    // Interrupted (Ctrl-C), the run still stops its nodes and removes its database and keys.
     let result = tokio::select! {
         result = generate(&options, &servers, cluster.as_mut(), local.as_ref()) => result,
         _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
-        _ = terminate.recv() => Err(anyhow::anyhow!("terminated")),
     };
     if let Some(cluster) = cluster {
         cluster.stop().await;
@@ -146,6 +144,9 @@ async fn generate(
     let tag = format!("{:04x}", rand::random::<u16>());
     let exe = std::env::current_exe().context("finding this executable")?;
     let mut children: Vec<Child> = Vec::new();
+    // Each child's stdin, held open until the run ends (`Child::wait` would close it, and
+    // a child whose stdin closes stops: its parent is gone).
+    let mut stdins = Vec::new();
     let mut watched: Vec<Watched> = Vec::new();
     let (lines_tx, mut lines) = mpsc::unbounded_channel::<(usize, String)>();
     for i in 0..processes {
@@ -172,6 +173,7 @@ async fn generate(
             name: "generators".into(),
             pid: child.id().context("a generator exited at once")?,
         });
+        stdins.push(child.stdin.take());
         let mut out = BufReader::new(child.stdout.take().expect("piped")).lines();
         let tx = lines_tx.clone();
         tokio::spawn(async move {
@@ -283,6 +285,7 @@ async fn generate(
             Err(_) => bail!("generator {i} did not finish in time"),
         }
     }
+    drop(stdins);
     let connections_at_hold_end = follow.await.unwrap_or_default();
 
     let dumps = (0..processes)

@@ -65,7 +65,12 @@ fn main() -> anyhow::Result<()> {
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
             Ok(())
         }
-        None if cli.run.generator.is_some() => runtime.block_on(generators::child(cli.run)),
+        None if cli.run.generator.is_some() => {
+            let result = runtime.block_on(generators::child(cli.run));
+            // Not waiting for the read of stdin that watches for the parent's end.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            result
+        }
         None => {
             let json = cli.run.json.clone();
             let report = runtime.block_on(run::run(cli.run))?;
