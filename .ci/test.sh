@@ -35,6 +35,27 @@ ensure_web_packages() {
   fi
 }
 
+# Debian's nginx, for the cluster behind it (server/tests/nginx.rs runs it as this user, on
+# a port and from a directory of its own). The package would start a system nginx on port
+# 80; a policy-rc.d that refuses (Debian's switch for installs that start nothing) is in
+# place during the install unless the machine has one (containers often do).
+ensure_nginx() {
+  if [ ! -x /usr/sbin/nginx ]; then
+    local policy=/usr/sbin/policy-rc.d added="" status=0
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null
+      as_root chmod +x "$policy"
+      added=1
+    fi
+    as_root apt-get update || status=$?
+    if [ "$status" -eq 0 ]; then
+      DEBIAN_FRONTEND=noninteractive as_root apt-get install -y nginx || status=$?
+    fi
+    if [ -n "$added" ]; then as_root rm -f "$policy"; fi
+    [ "$status" -eq 0 ] || exit "$status"
+  fi
+}
+
 # PostgreSQL and Redis at 127.0.0.1 (the storage tests run on both backends).
 ensure_services() {
   as_root .ci/services
@@ -42,6 +63,7 @@ ensure_services() {
 
 ensure_node
 ensure_services
+ensure_nginx
 ensure_chromium
 ensure_web_packages
 cargo test --workspace "$@"

@@ -119,7 +119,8 @@ impl Client {
 
     // --- lobby ---
 
-    /// Wait in the pool for `variant` under the named preset (`blitz`, `rapid`, `live`).
+    /// Wait in the pool for `variant` under the named preset (`blitz`, `rapid`, `live`,
+    /// `corr-1d`, `corr-3d`, `corr-7d`).
     /// A `game_start` event follows when paired.
     pub async fn join_pool(
         &self,
@@ -346,6 +347,9 @@ impl Client {
     }
 
     /// This account's open games, each with the seats it waits for and their deadlines.
+    /// Asking also follows them: from then on this connection's events include a
+    /// [`ServerMsg::YourMove`] whenever one of the account's actions becomes owed
+    /// (PROTOCOL.md, `your_move`), until the account signs in elsewhere or out.
     pub async fn my_games(&self) -> Result<Vec<MyGame>, ClientError> {
         match self.request(|id| ClientMsg::MyGames { id }).await? {
             ServerMsg::OpenGames { games, .. } => Ok(games),

@@ -9,6 +9,7 @@
 //! - [`GameState`]: applies a game's numbered events and notices gaps.
 //! - [`Strategy`] and [`Random`], [`Greedy`], [`Minimax`], [`Sequence`]: how to pick.
 //! - [`Player`]: commit–reveal every round until `game_over` and the rating update.
+//! - [`NonceStore`]: unrevealed commits kept on disk, so a restarted player still reveals.
 //! - [`render`]: boards, clocks and results as text.
 //! - [`http`]: the JSON API (the leaderboard) over HTTP or HTTPS.
 //! - [`transcript`]: checking a finished game's signed transcript offline.
@@ -24,6 +25,7 @@ mod client;
 mod connection;
 mod error;
 pub mod http;
+mod nonces;
 mod player;
 pub mod render;
 mod state;
@@ -39,6 +41,7 @@ pub use elementals_protocol::strategy::{
     Strategy,
 };
 pub use error::ClientError;
+pub use nonces::NonceStore;
 pub use player::{
     apply_or_resync, play_game, wait_for_game_start, wait_for_rating, GameStart, GameSummary,
     Player, PlayerOptions, SealedPick,

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::error::ClientError;
+use crate::nonces::NonceStore;
 use crate::state::{Applied, GameState};
 use elementals_protocol::strategy::Strategy;
 
@@ -109,6 +110,10 @@ pub struct PlayerOptions {
     /// Escrow each reveal with its commit (one visit a round; the server then sees each pick
     /// at commit time, PROTOCOL.md section 8) instead of revealing in the reveal phase.
     pub escrow: bool,
+    /// Where each unrevealed commit's pick and nonce are kept durably (written before the
+    /// commit is sent), so that a player restarted before its reveal reveals on its next
+    /// visit ([`Player::play_from`] a snapshot). `None`: they live in memory only.
+    pub nonces: Option<NonceStore>,
 }
 
 impl Default for PlayerOptions {
@@ -118,6 +123,7 @@ impl Default for PlayerOptions {
             think_time: Duration::ZERO,
             claim_wins: true,
             escrow: false,
+            nonces: None,
         }
     }
 }
@@ -200,6 +206,10 @@ impl<S: Strategy> Player<S> {
                 }
             }
         }
+        if let Some(store) = &self.options.nonces {
+            // Over: whatever was kept for it is of no use any more.
+            store.remove(state.game_id())?;
+        }
         wait_for_rating(client, &mut state, self.options.rating_timeout).await?;
         Ok(summary(&state, seat))
     }
@@ -227,6 +237,15 @@ impl<S: Strategy> Player<S> {
                 turn.committed = Some(round);
                 turn.sealed = Some(sealed);
                 let game_id = state.game_id();
+                let store = self
+                    .options
+                    .nonces
+                    .as_ref()
+                    .filter(|_| !self.options.escrow);
+                if let Some(store) = store {
+                    // On disk before the server can hear of the commitment.
+                    store.save(game_id, &sealed)?;
+                }
                 let sent = if self.options.escrow {
                     // The server reveals for this seat: nothing is left to send this round.
                     turn.revealed = Some(round);
@@ -241,14 +260,26 @@ impl<S: Strategy> Player<S> {
                 }
             }
             Phase::Reveal if !state.revealed(seat) && turn.revealed != Some(round) => {
-                let Some(sealed) = turn.sealed.filter(|s| s.round == round) else {
-                    // Committed by an earlier connection; the pick is lost with it.
+                let game_id = state.game_id();
+                let store = self.options.nonces.as_ref();
+                let kept = match store {
+                    Some(store) if turn.sealed.is_none_or(|s| s.round != round) => {
+                        store.load(game_id)?
+                    }
+                    _ => None,
+                };
+                // Committed by an earlier connection (or process): kept on disk, or lost.
+                let Some(sealed) = turn.sealed.or(kept).filter(|s| s.round == round) else {
                     return Ok(());
                 };
                 turn.revealed = Some(round);
-                let reveal = client.reveal(state.game_id(), round, sealed.pick, sealed.nonce);
+                let reveal = client.reveal(game_id, round, sealed.pick, sealed.nonce);
                 if let Err(err) = reveal.await {
                     non_fatal(err, "reveal")?;
+                }
+                if let Some(store) = store {
+                    // Acknowledged (or refused for good): the next commit replaces it anyway.
+                    store.remove(game_id)?;
                 }
             }
             _ => {}

@@ -57,11 +57,19 @@ fn signed(n: i32) -> String {
     }
 }
 
-/// `m:ss` (or `h:mm:ss`) from milliseconds, rounded down.
+/// `m:ss` (or `h:mm:ss`, or `Nd h:mm:ss` for a correspondence deadline days away) from
+/// milliseconds, rounded down.
 pub fn clock(ms: u64) -> String {
     let seconds = ms / 1000;
-    let (h, m, s) = (seconds / 3600, (seconds / 60) % 60, seconds % 60);
-    if h > 0 {
+    let (d, h, m, s) = (
+        seconds / 86_400,
+        (seconds / 3600) % 24,
+        (seconds / 60) % 60,
+        seconds % 60,
+    );
+    if d > 0 {
+        format!("{d}d {h}:{m:02}:{s:02}")
+    } else if h > 0 {
         format!("{h}:{m:02}:{s:02}")
     } else {
         format!("{m}:{s:02}")
@@ -181,5 +189,6 @@ mod tests {
         assert_eq!(clock(59_999), "0:59");
         assert_eq!(clock(180_000), "3:00");
         assert_eq!(clock(3_723_000), "1:02:03");
+        assert_eq!(clock(3 * 86_400_000 + 3_723_000), "3d 1:02:03");
     }
 }

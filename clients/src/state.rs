@@ -46,7 +46,9 @@ impl GameState {
     /// event seen yet.
     pub fn new(game: GameInfo, seat: Option<Seat>) -> GameState {
         let number = usize::from(game.variant.number);
-        let bank = game.time_control.initial_ms;
+        // A correspondence game's clocks are each seat's time to the phase's deadline.
+        let tc = game.time_control;
+        let bank = tc.per_phase_ms.unwrap_or(tc.initial_ms);
         let snapshot = GameSnapshot {
             seq: 0,
             round: 0,
@@ -281,13 +283,15 @@ fn event_game(msg: &ServerMsg) -> Option<GameId> {
     }
 }
 
-/// The game a message is about, if any: numbered events, `game_start`, snapshots and
-/// spectator counts.
+/// The game a message is about, if any: numbered events, `game_start`, snapshots,
+/// spectator counts and `your_move`.
 pub fn message_game(msg: &ServerMsg) -> Option<GameId> {
     match msg {
         ServerMsg::GameStart { game, .. } => Some(game.game_id),
         ServerMsg::Snapshot { snapshot, .. } => Some(snapshot.game.game_id),
-        ServerMsg::Spectators { game_id, .. } => Some(*game_id),
+        ServerMsg::Spectators { game_id, .. } | ServerMsg::YourMove { game_id, .. } => {
+            Some(*game_id)
+        }
         _ => event_game(msg),
     }
 }

@@ -14,7 +14,7 @@ use elementals_client::{
 use tokio::io::{AsyncBufReadExt, BufReader};
 mod real_server;
 
-use real_server::{queued_bot, start_server, TestServer};
+use real_server::{elementals, queued_bot, start_server, TestServer};
 
 /// How long any step may take before the test fails (a guard, not a synchronisation).
 const WAIT: Duration = Duration::from_secs(30);
@@ -149,17 +149,6 @@ async fn requests_the_server_refuses_come_back_as_codes() {
     let err = client.leave_pool().await.unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::NotQueued));
     assert!(client.ping().await.is_ok());
-}
-
-/// Run the `elementals` binary with arguments.
-fn elementals(args: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_elementals"));
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    cmd
 }
 
 #[tokio::test]

@@ -30,6 +30,8 @@ use crate::record::AccountId;
 pub struct LiveEntry {
     pub handle: GameHandle,
     pub summary: LiveGame,
+    /// Who sits where (`your_move` finds the account whose action became owed).
+    pub seats: SeatPair<AccountId>,
 }
 
 /// A finished game, remembered for rematch offers.
@@ -77,6 +79,9 @@ pub struct Registry {
     /// What each live game waits for, as its actor last saw it (set whenever it changes;
     /// kept apart from `games` because a game's first events may precede its entry there).
     owed: DashMap<GameId, OwedNow>,
+    /// Accounts whose connection asked `my_games`, and that connection: it is sent
+    /// `your_move` (`registry/owed.rs`).
+    followers: DashMap<AccountId, ConnId>,
     seated: DashMap<AccountId, (GameId, Seat)>,
     online: DashMap<AccountId, OnlineUser>,
     /// Lower-cased name to account, for online users only.
@@ -96,6 +101,7 @@ impl Default for Registry {
         Registry {
             games: DashMap::new(),
             owed: DashMap::new(),
+            followers: DashMap::new(),
             seated: DashMap::new(),
             online: DashMap::new(),
             by_name: DashMap::new(),
@@ -138,7 +144,14 @@ impl Registry {
         if let Some(cluster) = &self.cluster {
             cluster.game_opened(id, seats, summary.clone());
         }
-        self.games.insert(id, LiveEntry { handle, summary });
+        self.games.insert(
+            id,
+            LiveEntry {
+                handle,
+                summary,
+                seats,
+            },
+        );
     }
 
     pub fn update_summary(&self, summary: LiveGame) {
@@ -297,6 +310,7 @@ impl Registry {
     /// Mark a user online on this connection; returns the connection it replaces.
     pub fn set_online(&self, account: AccountId, user: OnlineUser) -> Option<OnlineUser> {
         self.by_name.insert(user.name.to_lowercase(), account);
+        self.unfollow(account, |conn| conn != user.conn_id);
         if let Some(cluster) = &self.cluster {
             cluster.user_online(account, &user.name, user.conn_id);
         }
@@ -305,6 +319,7 @@ impl Registry {
 
     /// Mark a user offline, unless a newer connection has taken over.
     pub fn set_offline(&self, account: AccountId, conn_id: u64) {
+        self.unfollow(account, |conn| conn == conn_id);
         let removed = self.online.remove_if(&account, |_, u| u.conn_id == conn_id);
         if let Some((_, user)) = removed {
             if let Some(cluster) = &self.cluster {

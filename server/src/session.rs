@@ -482,10 +482,15 @@ impl Session {
             C::Sync { id, game_id } => return self.sync(id, game_id).await,
             C::Watch { id, game_id } => return self.watch(id, game_id).await,
             C::Unwatch { id, game_id } => self.unwatch(id, game_id),
-            C::MyGames { id } => Ok(ServerMsg::OpenGames {
-                id,
-                games: state.registry.my_games(self.user()?.account),
-            }),
+            C::MyGames { id } => {
+                let account = self.user()?.account;
+                // Asking is following: `your_move` keeps this list fresh from now on.
+                state.registry.follow_moves(account, self.outbox.conn_id());
+                Ok(ServerMsg::OpenGames {
+                    id,
+                    games: state.registry.my_games(account),
+                })
+            }
             C::ListGames { id } => Ok(ServerMsg::LiveGames {
                 id,
                 games: state.registry.most_watched(MAX_LISTED_GAMES),

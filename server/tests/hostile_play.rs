@@ -156,6 +156,7 @@ async fn invalid_variants_and_time_controls_are_refused() {
         initial_ms,
         increment_ms,
         reveal_ms,
+        per_phase_ms: None,
     };
     let bad_time_controls = [
         tc(9_999, 0, 15_000),

@@ -248,3 +248,93 @@ async fn my_games_needs_a_signed_in_connection() {
         elementals_protocol::ErrorCode::NotAuthenticated,
     );
 }
+
+/// What `client` has been sent so far: the `your_move` pushes, and the types of the rest.
+async fn your_moves(
+    client: &mut TestClient,
+) -> (Vec<(u32, Seat, OwedAction, Option<u64>)>, Vec<ServerMsg>) {
+    let got = client.received_before_pong().await;
+    let told = got
+        .iter()
+        .filter_map(|m| match m {
+            ServerMsg::YourMove {
+                round,
+                seat,
+                action,
+                deadline,
+                ..
+            } => Some((*round, *seat, *action, *deadline)),
+            _ => None,
+        })
+        .collect();
+    (told, got)
+}
+
+/// Whether `got` holds a message `pred` picks.
+fn has(got: &[ServerMsg], pred: impl Fn(&ServerMsg) -> bool) -> bool {
+    got.iter().any(pred)
+}
+
+// Each move's `ok` is sent after the game has queued its pushes and events for both
+// players, so the other player's `ping` is answered after them: `your_moves` sees them.
+#[tokio::test]
+async fn your_move_goes_once_per_owed_change_to_the_accounts_connection_that_asked_my_games() {
+    let server = start_server().await;
+    let (mut one, mut two, info) = paired_players(&server, "alice", "bobby").await;
+    let g = info.game_id;
+    let (c, r) = (OwedAction::Commit, OwedAction::Reveal);
+    let (s1, s2) = (Seat::One, Seat::Two);
+
+    // Alice asks for her list (and so follows it); Bobby never does.
+    assert_eq!(ws_my_games(&mut one).await.len(), 1);
+    let (n1, n2) = (rand::random::<[u8; 32]>(), rand::random::<[u8; 32]>());
+    assert_ok(&one.commit(g, 1, s1, 5, n1).await);
+    assert_ok(&two.commit(g, 1, s2, 2, n2).await);
+    let (told, got) = your_moves(&mut one).await;
+    assert!(has(&got, |m| matches!(m, ServerMsg::RevealPhase { .. })));
+    assert_eq!(told.len(), 1, "one push, for the reveal phase: {told:?}");
+    assert_eq!((told[0].0, told[0].1, told[0].2), (1, s1, r));
+    assert!(told[0].3.is_some(), "a running game's deadline");
+
+    // Alice signs in on a second connection (the first is superseded) and asks there.
+    let token = one.token.clone().unwrap();
+    let mut again = TestClient::connect(&server).await;
+    again.resume(&token).await;
+    assert_eq!(one.closed_with().await, Some(4000));
+    assert_eq!(ws_my_games(&mut again).await.len(), 1);
+    assert_ok(&again.reveal(g, 1, 5, n1).await);
+    assert_ok(&two.reveal(g, 1, 2, n2).await);
+    let (told, got) = your_moves(&mut again).await;
+    assert!(has(&got, |m| matches!(
+        m,
+        ServerMsg::RoundStart { round: 2, .. }
+    )));
+    // Round 2's commit, once, with the deadline `my_games` shows.
+    let listed = ws_my_games(&mut again).await;
+    let by = listed[0]
+        .owed
+        .iter()
+        .find(|o| o.seat == s1)
+        .unwrap()
+        .deadline;
+    assert!(by.is_some());
+    assert_eq!(told, [(2, s1, c, by)]);
+
+    // Her commit changes what is owed but owes her nothing new; Bobby's opens the reveals:
+    // one more push, the reveal's.
+    let (n1, n2) = (rand::random::<[u8; 32]>(), rand::random::<[u8; 32]>());
+    assert_ok(&again.commit(g, 2, s1, 1, n1).await);
+    assert_eq!(your_moves(&mut again).await.0, []);
+    assert_ok(&two.commit(g, 2, s2, 3, n2).await);
+    let (told, got) = your_moves(&mut again).await;
+    assert!(has(&got, |m| matches!(
+        m,
+        ServerMsg::RevealPhase { round: 2, .. }
+    )));
+    assert_eq!(
+        told.iter().map(|t| (t.0, t.2)).collect::<Vec<_>>(),
+        [(2, r)]
+    );
+    // Bobby, who never asked, was pushed nothing.
+    assert_eq!(your_moves(&mut two).await.0, []);
+}

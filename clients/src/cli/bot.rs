@@ -12,7 +12,7 @@ use elementals_client::{
 };
 use elementals_protocol::{ErrorCode, Variant};
 
-use super::{AccountArgs, GameArgs, ServerArg};
+use super::{seated_snapshot, AccountArgs, GameArgs, ServerArg, StateArg};
 
 #[derive(Args, Debug)]
 pub struct BotArgs {
@@ -36,6 +36,8 @@ pub struct BotArgs {
     /// the pick at commit time) instead of revealing after both have committed.
     #[arg(long)]
     pub escrow: bool,
+    #[command(flatten)]
+    pub state: StateArg,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy)]
@@ -66,19 +68,33 @@ pub async fn run(args: BotArgs) -> anyhow::Result<()> {
         "{} signed in, rating {:.3}",
         session.account.name, session.account.rating
     );
+    let nonces = args.state.store(&session.account.name)?;
     let options = PlayerOptions {
         think_time: Duration::from_millis(args.think_ms),
         escrow: args.escrow,
+        nonces,
         ..PlayerOptions::default()
     };
     let mut player = Player::with_options(args.strategy.build(), options);
+    if let Some(game_id) = session.game_id {
+        // Back in a game this account was playing (a restart): finish it first.
+        let state = seated_snapshot(&client, game_id).await?;
+        let seat = state
+            .seat()
+            .context("a seated account's snapshot names its seat")?;
+        let opponent = state.info().players.get(seat.other()).name.clone();
+        println!("resuming game {game_id}");
+        let summary = player.play_from(&client, state).await?;
+        println!("{}", report("resumed", &opponent, &summary));
+    }
     let preset = args.game.time_control.name();
     for number in 1..=args.games {
         join_pool(&client, args.game.variant, preset).await?;
         let start = wait_for_game_start(&client).await?;
         let opponent = start.game.players.get(start.seat.other()).name.clone();
         let summary = player.play_game(&client, start).await?;
-        println!("{}", report(number, args.games, &opponent, &summary));
+        let label = format!("{number}/{}", args.games);
+        println!("{}", report(&label, &opponent, &summary));
     }
     Ok(())
 }
@@ -102,7 +118,8 @@ async fn join_pool(client: &Client, variant: Variant, preset: &str) -> anyhow::R
     }
 }
 
-fn report(number: u32, total: u32, opponent: &str, s: &GameSummary) -> String {
+/// A game's line; `label` is `N/TOTAL`, or `resumed` for a game the bot came back to.
+fn report(label: &str, opponent: &str, s: &GameSummary) -> String {
     let outcome = match s.won() {
         Some(true) => "won",
         Some(false) => "lost",
@@ -114,7 +131,7 @@ fn report(number: u32, total: u32, opponent: &str, s: &GameSummary) -> String {
         (false, None) => "unrated".to_owned(),
     };
     format!(
-        "game {number}/{total} {}: {outcome} as {} vs {opponent} ({:?}) after {} rounds; {rating}",
+        "game {label} {}: {outcome} as {} vs {opponent} ({:?}) after {} rounds; {rating}",
         s.game_id,
         seat_name(s.seat),
         s.result.reason,

@@ -10,8 +10,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use elementals_client::http::{self, Http};
-use elementals_client::{Client, ConnectOptions, ServerUrl, TlsRoots};
-use elementals_protocol::Variant;
+use elementals_client::{Client, ConnectOptions, GameState, NonceStore, ServerUrl, TlsRoots};
+use elementals_protocol::messages::GameId;
+use elementals_protocol::{ServerMsg, Variant};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 
@@ -70,6 +71,41 @@ fn ca_certs(bytes: &[u8]) -> anyhow::Result<TlsRoots> {
     }))
 }
 
+/// Where unrevealed picks are kept between runs.
+#[derive(Args, Debug, Clone)]
+pub struct StateArg {
+    /// Keep each unrevealed pick and nonce in a file under DIR (per account and game,
+    /// written before the commit is sent), so that a run stopped between its commit and
+    /// its reveal reveals when started again. Signed in seated in a game, a run plays that
+    /// game to its end first.
+    #[arg(long, env = "ELEMENTALS_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl StateArg {
+    /// `account`'s store under the directory, if one was given.
+    pub fn store(&self, account: &str) -> anyhow::Result<Option<NonceStore>> {
+        let Some(dir) = &self.state_dir else {
+            return Ok(None);
+        };
+        NonceStore::open(dir, account)
+            .map(Some)
+            .with_context(|| format!("opening the state directory {}", dir.display()))
+    }
+}
+
+/// The snapshot that follows `authenticated` for a seated account (PROTOCOL.md section 3).
+pub async fn seated_snapshot(client: &Client, game_id: GameId) -> anyhow::Result<GameState> {
+    loop {
+        let event = client.next_event().await.context("the connection closed")?;
+        if let ServerMsg::Snapshot { snapshot, seat, .. } = event {
+            if snapshot.game.game_id == game_id {
+                return Ok(GameState::from_snapshot(snapshot, seat));
+            }
+        }
+    }
+}
+
 /// Name and password of the account to use.
 #[derive(Args, Debug, Clone)]
 pub struct AccountArgs {
@@ -98,6 +134,13 @@ pub enum Preset {
     Blitz,
     Rapid,
     Live,
+    /// Correspondence: a day for each commit and each reveal.
+    #[value(name = "corr-1d")]
+    Corr1d,
+    #[value(name = "corr-3d")]
+    Corr3d,
+    #[value(name = "corr-7d")]
+    Corr7d,
 }
 
 impl Preset {
@@ -107,6 +150,9 @@ impl Preset {
             Preset::Blitz => "blitz",
             Preset::Rapid => "rapid",
             Preset::Live => "live",
+            Preset::Corr1d => "corr-1d",
+            Preset::Corr3d => "corr-3d",
+            Preset::Corr7d => "corr-7d",
         }
     }
 }

@@ -1,6 +1,8 @@
 //! `play`: a person plays one game in the terminal. The board, the clocks and each
 //! round's picks are printed; the player types an element number (or a command) and the
-//! client does the commit and, when the round's reveal phase opens, the reveal.
+//! client does the commit and, when the round's reveal phase opens, the reveal. With
+//! `--state-dir` the pick waiting for its reveal is kept on disk, and a run that signs in
+//! seated in a game (a restart) plays that game on and reveals it.
 
 use std::time::Duration;
 
@@ -8,13 +10,14 @@ use anyhow::Context;
 use clap::Args;
 use elementals_client::render::{self, seat_name};
 use elementals_client::{
-    apply_or_resync, wait_for_rating, Client, ClientError, GameStart, GameState, SealedPick,
+    apply_or_resync, wait_for_rating, Client, ClientError, GameStart, GameState, NonceStore,
+    SealedPick,
 };
 use elementals_protocol::messages::Phase;
 use elementals_protocol::{Seat, ServerMsg};
 use tokio::sync::mpsc;
 
-use super::{AccountArgs, GameArgs, ServerArg};
+use super::{seated_snapshot, AccountArgs, GameArgs, ServerArg, StateArg};
 
 #[derive(Args, Debug)]
 pub struct PlayArgs {
@@ -27,6 +30,8 @@ pub struct PlayArgs {
     /// Play an unrated game.
     #[arg(long)]
     pub unrated: bool,
+    #[command(flatten)]
+    pub state: StateArg,
 }
 
 const HELP: &str = "type an element number to pick it, or: board, draw (offer or accept), \
@@ -42,27 +47,46 @@ pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
         "signed in as {} (rating {:.3})",
         session.account.name, session.account.rating
     );
-    let preset = args.game.time_control.name();
-    client
-        .join_pool(args.game.variant, preset, !args.unrated)
-        .await
-        .context("joining the pool")?;
-    println!("waiting for an opponent ({preset})...");
-    let start = wait_for_opponent(&client).await?;
+    let nonces = args.state.store(&session.account.name)?;
+    let state = match session.game_id {
+        // Back in a game this account was playing (a restart): play it on.
+        Some(game_id) => {
+            println!("resuming game {game_id}");
+            seated_snapshot(&client, game_id).await?
+        }
+        None => {
+            let preset = args.game.time_control.name();
+            client
+                .join_pool(args.game.variant, preset, !args.unrated)
+                .await
+                .context("joining the pool")?;
+            println!("waiting for an opponent ({preset})...");
+            let start = wait_for_opponent(&client).await?;
+            GameState::new(start.game, Some(start.seat))
+        }
+    };
+    let seat = state
+        .seat()
+        .context("a seated account's snapshot names its seat")?;
+    let sealed = match &nonces {
+        Some(store) => store.load(state.game_id())?,
+        None => None,
+    };
     let mut game = Game {
         client: &client,
-        seat: start.seat,
-        state: GameState::new(start.game, Some(start.seat)),
-        sealed: None,
+        seat,
+        state,
+        sealed,
+        nonces,
         prompted: None,
         revealed: None,
     };
-    let opponent = &game.state.info().players.get(start.seat.other()).name;
+    let opponent = &game.state.info().players.get(seat.other()).name;
     println!(
         "game {} against {opponent}: you are player {} and win when an element reaches {}{}",
         game.state.game_id(),
-        seat_name(start.seat),
-        if start.seat == Seat::One { "+" } else { "-" },
+        seat_name(seat),
+        if seat == Seat::One { "+" } else { "-" },
         game.state.info().variant.distance
     );
     println!("{HELP}");
@@ -110,6 +134,8 @@ struct Game<'a> {
     seat: Seat,
     state: GameState,
     sealed: Option<SealedPick>,
+    /// Where the pick waiting for its reveal is kept between runs (`--state-dir`).
+    nonces: Option<NonceStore>,
     /// The round last asked for a pick, and the round last revealed.
     prompted: Option<u32>,
     revealed: Option<u32>,
@@ -119,6 +145,8 @@ impl Game<'_> {
     async fn run(&mut self) -> anyhow::Result<()> {
         let mut lines = stdin_lines();
         let mut stdin_open = true;
+        // A resumed game may be waiting for this seat already (its reveal, say).
+        self.act().await?;
         while !self.state.is_over() {
             tokio::select! {
                 event = self.client.next_event() => {
@@ -134,6 +162,9 @@ impl Game<'_> {
                     }
                 },
             }
+        }
+        if let Some(store) = &self.nonces {
+            store.remove(self.state.game_id())?;
         }
         if let Some(result) = self.state.result() {
             println!("{}", render::result_line(self.state.info(), &result));
@@ -190,6 +221,9 @@ impl Game<'_> {
                         .client
                         .reveal(game_id, round, sealed.pick, sealed.nonce);
                     self.refusal(sent.await)?;
+                    if let Some(store) = &self.nonces {
+                        store.remove(game_id)?;
+                    }
                 }
             }
             _ => {}
@@ -222,6 +256,10 @@ impl Game<'_> {
             return Ok(());
         }
         let (sealed, commitment) = SealedPick::new(self.state.game_id(), round, self.seat, pick);
+        if let Some(store) = &self.nonces {
+            // On disk before the server can hear of the commitment.
+            store.save(self.state.game_id(), &sealed)?;
+        }
         self.sealed = Some(sealed);
         self.refusal(
             self.client

@@ -58,3 +58,14 @@ pub async fn queued_bot(server: &TestServer, name: &str) -> Client {
         .unwrap();
     client
 }
+
+/// Run the `elementals` binary with arguments.
+pub fn elementals(args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_elementals"));
+    cmd.args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}

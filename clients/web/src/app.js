@@ -10,7 +10,7 @@ import { plainMessage } from './errors.js';
 import { buildShell, renderShell } from './shell.js';
 import { play } from './play.js';
 import { fetchRecord } from './record.js';
-import { MyGames, OWED_EVENTS } from './my-games.js';
+import { MyGames } from './my-games.js';
 import { parseRoute, VIEWS } from './routes.js';
 
 const TOKEN_KEY = 'elementals.token';
@@ -56,6 +56,7 @@ export class App {
   }
 
   start() {
+    play.prune();
     window.addEventListener('hashchange', () => this.navigate());
     this.navigate();
     this.connect();
@@ -361,6 +362,10 @@ export class App {
           if (msg.seat && game.phase !== 'over' && this.route?.id !== game.id) this.go(`#/game/${game.id}`);
           break;
         }
+        case 'your_move':
+          // One of this player's games waits for them (maybe one not open here).
+          this.myGames.refresh();
+          break;
         case 'queue_status':
           if (this.queue) this.queue.status = msg;
           break;
@@ -427,7 +432,8 @@ export class App {
       this.account.rating = msg.ratings[game.seat].after;
     }
     if (game.seat && owesReveal(game)) play.reveal(this, game);
-    // After any reveal just sent, so that the answer counts it.
-    if (game.seat && OWED_EVENTS.has(msg.type)) this.myGames.refresh();
+    // The list changes when a game ends; new moves owed come as `your_move`, and this
+    // player's own commits and reveals ask again when answered (play.js).
+    if (game.seat && msg.type === 'game_over') this.myGames.refresh();
   }
 }

@@ -59,6 +59,12 @@ export function fmtVariant(v) {
 }
 
 export function fmtTimeControl(tc) {
+  // Correspondence: the time for each commit and each reveal, in days (or hours).
+  if (tc.per_phase_ms) {
+    const hours = tc.per_phase_ms / 3_600_000;
+    if (hours % 24 === 0) return `${hours / 24} ${hours === 24 ? 'day' : 'days'}`;
+    return `${Number.isInteger(hours) ? hours : hours.toFixed(1)} h`;
+  }
   const min = tc.initial_ms / 60000;
   const inc = tc.increment_ms / 1000;
   return `${Number.isInteger(min) ? min : min.toFixed(1)}+${inc}`;
@@ -69,11 +75,21 @@ export const PRESETS = [
   { name: 'blitz', label: 'Blitz', initial_ms: 180000, increment_ms: 2000, reveal_ms: 15000 },
   { name: 'rapid', label: 'Rapid', initial_ms: 600000, increment_ms: 5000, reveal_ms: 30000 },
   { name: 'live', label: 'Live', initial_ms: 1200000, increment_ms: 10000, reveal_ms: 60000 },
+  { name: 'corr-1d', label: 'Correspondence', initial_ms: 0, increment_ms: 0, reveal_ms: 0, per_phase_ms: 86400000 },
+  { name: 'corr-3d', label: 'Correspondence', initial_ms: 0, increment_ms: 0, reveal_ms: 0, per_phase_ms: 259200000 },
+  { name: 'corr-7d', label: 'Correspondence', initial_ms: 0, increment_ms: 0, reveal_ms: 0, per_phase_ms: 604800000 },
 ];
+
+/** The time control of a preset, as the wire carries it (`per_phase_ms` only if it has one). */
+export function presetTimeControl(p) {
+  const { initial_ms, increment_ms, reveal_ms, per_phase_ms } = p;
+  return per_phase_ms ? { initial_ms, increment_ms, reveal_ms, per_phase_ms } : { initial_ms, increment_ms, reveal_ms };
+}
 
 export function presetOf(tc) {
   return PRESETS.find(
-    (p) => p.initial_ms === tc.initial_ms && p.increment_ms === tc.increment_ms && p.reveal_ms === tc.reveal_ms,
+    (p) => p.initial_ms === tc.initial_ms && p.increment_ms === tc.increment_ms && p.reveal_ms === tc.reveal_ms
+      && (p.per_phase_ms ?? null) === (tc.per_phase_ms ?? null),
   );
 }
 

@@ -233,9 +233,18 @@ export function firstCommitLeft(game, nowWall, windowMs = FIRST_COMMIT_MS) {
   return Math.max(0, Math.min(windowMs, left));
 }
 
-/** "m:ss", or "s.t" under ten seconds; an empty bank is "0:00", not "0.0". */
-export function formatClock(ms) {
+/**
+ * "m:ss", or "s.t" under ten seconds; an empty bank is "0:00", not "0.0". A correspondence
+ * game's clock (`long`: the time to a deadline days away) reads "2d 5h", or "5h 07m", from an
+ * hour up.
+ */
+export function formatClock(ms, long = false) {
   if (ms <= 0) return '0:00';
+  if (long && ms >= 3_600_000) {
+    const minutes = Math.floor(ms / 60_000);
+    const [days, hours] = [Math.floor(minutes / 1440), Math.floor((minutes % 1440) / 60)];
+    return days > 0 ? `${days}d ${hours}h` : `${hours}h ${String(minutes % 60).padStart(2, '0')}m`;
+  }
   if (ms < 10_000) return `${Math.floor(ms / 1000)}.${Math.floor((ms % 1000) / 100)}`;
   const s = Math.ceil(ms / 1000);
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
@@ -254,6 +263,8 @@ export function canPick(game) {
  */
 export function claimWin(game, now) {
   if (!game.seat || game.phase === 'over' || game.phase === 'resolved') return null;
+  // A correspondence game is decided by its deadlines: the server refuses every claim.
+  if (game.info.time_control?.per_phase_ms) return null;
   const opp = otherSeat(game.seat);
   if (game.connected[opp]) return null;
   const owes = game.owesSince[opp];

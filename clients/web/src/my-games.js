@@ -1,12 +1,8 @@
 // This player's open games and what each waits for, as the server's `my_games` answers:
-// the "My games" badge and the tab title's count read it. Asked for again after signing in
-// and after each event of the player's own games that changes who owes what; one request
-// at a time, with a second one queued behind it if more events come meanwhile.
-
-/** Events after which a game may wait for something else. */
-export const OWED_EVENTS = new Set([
-  'round_start', 'committed', 'reveal_phase', 'revealed', 'round_result', 'game_over',
-]);
+// the "My games" badge and the tab title's count read it. Asked for after signing in (which
+// also makes the server push `your_move` to this connection), and again on each
+// `your_move`, a game's start and end, and this player's own commits and reveals; one
+// request at a time, with a second one queued behind it if more come meanwhile.
 
 export class MyGames {
   constructor(app) {

@@ -175,6 +175,18 @@ test('a win can be claimed a grace period after the opponent left, counted from 
   assert.equal(claimWin(away, 11_000), null);
 });
 
+test('a correspondence game shows days and hours, and offers no claim', () => {
+  assert.equal(formatClock(2 * 86_400_000 + 5 * 3_600_000 + 59_000, true), '2d 5h');
+  assert.equal(formatClock(5 * 3_600_000 + 7 * 60_000 + 30_000, true), '5h 07m');
+  assert.equal(formatClock(59 * 60_000, true), '59:00', 'under an hour reads as a live clock');
+  assert.equal(formatClock(2 * 3_600_000), '120:00', 'a live bank keeps its minutes');
+  const corr = snapshot({ seq: 1, round: 2 });
+  corr.game.time_control = { initial_ms: 0, increment_ms: 0, reveal_ms: 0, per_phase_ms: 86_400_000 };
+  const game = fromSnapshot(corr, 'one', 0);
+  applyEvent(game, ev(2, 'presence', { seat: 'two', connected: false, grace_ms: 0 }), 1_000);
+  assert.equal(claimWin(game, 1_000_000), null);
+});
+
 test('a draw offer lapses when the round resolves', () => {
   const game = fromSnapshot(snapshot({ seq: 1, draw_offer: 'two' }), 'one', 0);
   applyEvent(game, ev(2, 'round_result', {

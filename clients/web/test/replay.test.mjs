@@ -2,7 +2,8 @@
 // clicking; the end of the game links its replay, which steps through the rounds with its
 // buttons and the keyboard and shows the positions the stored record holds; the player's
 // page lists the game with its replay, and so does the leaderboard (the leader's latest
-// games). axe-core finds nothing on these pages.
+// games, and each row's latest rated game). The page verifies the transcript's signature,
+// and says so when a changed one fails. axe-core finds nothing on these pages.
 
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -89,6 +90,9 @@ describe('a finished game\'s page and replay', { timeout: 600_000 }, () => {
       assert.equal(href, `/api/games/${gameId}/transcript`);
       const signed = await (await fetch(`${h.server.url}${href}`)).json();
       assert.equal(await page.textContent('.transcript-note code'), signed.key_id);
+      // The page checked its signature against the server's key, and its commitments.
+      await page.waitForSelector('#signature-check[data-verified="true"]', STEP);
+      assert.match(await page.textContent('#signature-check'), /^✓ Signature verified/);
       assert.deepEqual(await axeViolations(page), [], 'the replay');
 
       // The player page lists the game, with its replay.
@@ -108,6 +112,29 @@ describe('a finished game\'s page and replay', { timeout: 600_000 }, () => {
       assert.deepEqual(await axeViolations(page), [], 'the leaderboard');
       await leaderRow.getByRole('link', { name: /^Replay/ }).click();
       await atStep(page, 5);
+      // Each row links the player's page and the replay of their latest rated game.
+      await page.goto('/#/leaderboard');
+      const rowOf = (name) => page.locator(`.leaderboard tr[data-player="${name}"]`);
+      await rowOf('theo').waitFor(STEP);
+      for (const name of ['rhea', 'theo']) {
+        assert.equal(await rowOf(name).getByRole('link', { name, exact: true }).getAttribute('href'), `#/player/${name}`);
+      }
+      await rowOf('theo').getByRole('link', { name: 'Replay theo\'s last rated game' }).click();
+      await atStep(page, 5);
+      assert.equal(await page.getAttribute('.replay', 'data-game-id'), gameId);
+
+      // A transcript changed on its way (one letter of a name) fails the check, visibly.
+      await page.route('**/api/games/*/transcript', async (route) => {
+        const real = await (await route.fetch()).json();
+        const text = Buffer.from(real.transcript, 'base64').toString('utf8').replace('"theo"', '"thea"');
+        await route.fulfill({ json: { ...real, transcript: Buffer.from(text, 'utf8').toString('base64') } });
+      });
+      await page.goto('/#/leaderboard');
+      await page.goto(`/#/replay/${gameId}`);
+      await page.waitForSelector('#signature-check[data-verified="false"]', STEP);
+      assert.equal(await page.textContent('#signature-check'),
+        '✗ Not verified: the signature does not match the transcript\'s bytes. Do not trust this page\'s account of the game.');
+      await page.unroute('**/api/games/*/transcript');
 
       // An unknown game says so.
       await page.goto('/#/replay/00000000-0000-4000-8000-000000000000');

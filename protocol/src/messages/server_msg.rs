@@ -10,7 +10,7 @@ use crate::time_control::TimeControl;
 
 use super::{
     Account, Challenge, Clocks, GameId, GameInfo, GameResult, GameSnapshot, LiveGame, MyGame,
-    PoolCount, RequestId, RoundRecord, SeatPair, Seek,
+    OwedAction, PoolCount, RequestId, RoundRecord, SeatPair, Seek,
 };
 
 /// Limits a server announces in `welcome`.
@@ -142,6 +142,17 @@ pub enum ServerMsg {
         game_id: GameId,
         count: u32,
     },
+    /// An action of this player's became owed in one of their games (`seat` must `action`
+    /// in `round` by `deadline`): sent once per such change to the account's connection if
+    /// it has asked `my_games` since signing in (PROTOCOL.md, `your_move`).
+    YourMove {
+        game_id: GameId,
+        seat: Seat,
+        round: u32,
+        action: OwedAction,
+        /// Unix milliseconds, as in `Owed`; `None` while the game's clocks are held.
+        deadline: Option<u64>,
+    },
 
     // --- game events: numbered, identical for both players and every spectator ---
     RoundStart {
@@ -267,6 +278,7 @@ impl ServerMsg {
             | RematchOffered { .. }
             | GameStart { .. }
             | Spectators { .. }
+            | YourMove { .. }
             | RoundStart { .. }
             | Committed { .. }
             | RevealPhase { .. }

@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 
 use elementals_protocol::rules::{MAX_DISTANCE, MAX_NUMBER, MAX_ROUNDS};
 use elementals_protocol::time_control::{
-    MAX_INCREMENT_MS, MAX_INITIAL_MS, MAX_REVEAL_MS, MIN_INITIAL_MS, MIN_REVEAL_MS,
+    MAX_INCREMENT_MS, MAX_INITIAL_MS, MAX_PER_PHASE_MS, MAX_REVEAL_MS, MIN_INITIAL_MS,
+    MIN_PER_PHASE_MS, MIN_REVEAL_MS,
 };
 use elementals_protocol::wire::{
     self, MAX_CLIENT_MESSAGE_BYTES, MAX_DEPTH, MAX_SERVER_MESSAGE_BYTES,
@@ -144,16 +145,20 @@ fn protocol_md_states_the_limits_and_presets_of_the_code() {
         format!("| `initial_ms` | {MIN_INITIAL_MS} | {MAX_INITIAL_MS} |"),
         format!("| `increment_ms` | 0 | {MAX_INCREMENT_MS} |"),
         format!("| `reveal_ms` | {MIN_REVEAL_MS} | {MAX_REVEAL_MS} |"),
+        format!("| `per_phase_ms` | {MIN_PER_PHASE_MS} | {MAX_PER_PHASE_MS} |"),
         format!("`protocol_version` is `{PROTOCOL_VERSION}`"),
     ];
     for line in must {
         assert!(PROTOCOL_MD.contains(&line), "PROTOCOL.md lacks {line}");
     }
     for (name, tc) in TimeControl::PRESETS {
-        let row = format!(
-            "| `{name}` | {} | {} | {} |",
-            tc.initial_ms, tc.increment_ms, tc.reveal_ms
-        );
+        let row = match tc.per_phase_ms {
+            Some(per_phase_ms) => format!("| `{name}` | {per_phase_ms} |"),
+            None => format!(
+                "| `{name}` | {} | {} | {} |",
+                tc.initial_ms, tc.increment_ms, tc.reveal_ms
+            ),
+        };
         assert!(
             PROTOCOL_MD.contains(&row),
             "PROTOCOL.md lacks the preset row {row}"

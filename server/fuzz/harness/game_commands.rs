@@ -182,6 +182,7 @@ fn time_control(input: &Input) -> TimeControl {
         initial_ms: 10_000 + (input.initial_s as u64 * 1000) % 7_190_001,
         increment_ms: (input.increment_s as u64 * 1000) % 60_001,
         reveal_ms: 2_000 + (input.reveal_s as u64 * 1000) % 118_001,
+        per_phase_ms: None,
     }
 }
 

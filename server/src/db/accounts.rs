@@ -183,7 +183,10 @@ pub(super) fn revoke_session(conn: &Connection, token_hash: &[u8; 32]) -> DbResu
 /// play unrated only.
 pub(super) fn leaderboard(conn: &Connection, page: Page) -> DbResult<Vec<LeaderRow>> {
     let mut statement = conn.prepare_cached(
-        "SELECT name, rating, wins, losses, draws FROM accounts
+        "SELECT name, rating, wins, losses, draws,
+                (SELECT game_id FROM rating_history h WHERE h.account_id = accounts.id
+                 ORDER BY at DESC, game_id DESC LIMIT 1)
+         FROM accounts
          WHERE guest = 0 AND name NOT LIKE 'bot-%'
          ORDER BY rating DESC, name LIMIT ?1 OFFSET ?2",
     )?;
@@ -194,6 +197,7 @@ pub(super) fn leaderboard(conn: &Connection, page: Page) -> DbResult<Vec<LeaderR
             wins: row.get(2)?,
             losses: row.get(3)?,
             draws: row.get(4)?,
+            last_game: row.get(5)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

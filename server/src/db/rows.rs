@@ -26,6 +26,9 @@ pub struct LeaderRow {
     pub wins: u32,
     pub losses: u32,
     pub draws: u32,
+    /// The player's latest rated game (the newest entry of their rating history), which the
+    /// browser's leaderboard links; `None` before their first.
+    pub last_game: Option<String>,
 }
 
 /// One rating change in a player's history.

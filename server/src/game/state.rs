@@ -16,6 +16,13 @@
 //!   game is drawn (winner `None`) with reason `Time` if both banks ran out, else `NoReveal`.
 //! - A deadline is missed at its instant: an action arriving exactly at it is too late.
 //!
+//! A correspondence game (`TimeControl::per_phase_ms`) reuses the banks as deadlines: each
+//! phase's start (round 1's included: no first-commit window) refills both banks to the
+//! time per phase, and only the seats that owe the phase's action run, so a bank at zero
+//! is a missed deadline and loses on `Time` like a live bank's. It has no reveal window, no
+//! increment, no grace to claim a win by, and is neither held nor voided after a restart:
+//! its deadlines are re-anchored on the wall clock (see `hold.rs`).
+//!
 //! Every accepted commitment and reveal, every round result and the end are also written to
 //! the game's log (`take_log`), which the actor makes durable before it publishes anything;
 //! `replay` rebuilds a game from that log after a restart and `hold` (see `hold.rs`) keeps
@@ -96,6 +103,9 @@ pub(in crate::game) struct GameState {
     log: Vec<LogStep>,
     /// The number the next logged step gets.
     next_step: u64,
+    /// Set by `replay` for a correspondence game: the Unix milliseconds at which its
+    /// current phase began, from which `resume` re-anchors its deadlines.
+    replayed_phase_at: Option<u64>,
 }
 
 fn refuse<T>(code: ErrorCode, message: &str) -> Result<T, GameError> {
@@ -125,7 +135,8 @@ impl GameState {
             players: SeatPair::new(player(&setup.players.one), player(&setup.players.two)),
             started_at: started_at_ms,
         };
-        let initial = Duration::from_millis(setup.time_control.initial_ms);
+        let tc = setup.time_control;
+        let initial = Duration::from_millis(tc.per_phase_ms.unwrap_or(tc.initial_ms));
         let mut state = GameState {
             info,
             players: setup.players.clone(),
@@ -151,6 +162,7 @@ impl GameState {
             record: None,
             log: Vec::new(),
             next_step: 0,
+            replayed_phase_at: None,
         };
         state.log_step(
             now,
@@ -205,13 +217,20 @@ impl GameState {
         if self.hold.is_some() {
             return self.hold;
         }
-        if self.in_first_commit_window() {
-            return Some(self.started + self.timing.first_commit_window);
+        if let Some(window_end) = self.first_commit_deadline() {
+            return Some(window_end);
         }
         Seat::BOTH
             .into_iter()
             .filter_map(|s| self.seat_deadline(s))
             .min()
+    }
+
+    /// `next_deadline` in Unix milliseconds: when a game that holds no task must be woken.
+    /// Hibernation's index of deadlines is to read it; only tests do so far.
+    #[allow(dead_code)]
+    pub fn next_deadline_ms(&self) -> Option<u64> {
+        self.next_deadline().map(|at| self.wall_ms(at))
     }
 
     /// Settles the earliest deadline if it has passed by `now` (the game then ends).

@@ -11,6 +11,7 @@ pub(super) fn pins() -> Vec<Pin> {
             initial_ms,
             increment_ms: 0,
             reveal_ms: 2_000,
+            per_phase_ms: None,
         })
     };
     // The grace period is a tenth of the bank, within its bounds.

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
-use elementals_protocol::messages::{GameId, GameInfo, ServerMsg};
+use elementals_protocol::messages::{GameId, GameInfo, GameSnapshot, ServerMsg};
 use elementals_protocol::rules::Seat;
 use elementals_server::db::testing::TestPostgres;
 use tokio::process::{Child, Command};
@@ -86,6 +86,11 @@ impl Cluster {
 
     /// Starts a node and waits until it answers `/healthz`.
     pub async fn node(&self, id: &str) -> Node {
+        self.node_with(id, &[]).await
+    }
+
+    /// `node`, with these `ELEMENTALS_*` settings in its environment.
+    pub async fn node_with(&self, id: &str, env: &[(&str, &str)]) -> Node {
         let addr = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -105,6 +110,7 @@ impl Cluster {
             .env("ELEMENTALS_ARGON2_MEMORY_KIB", "8")
             .env("ELEMENTALS_MESSAGE_RATE", "1000")
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .kill_on_drop(true);
         if std::env::var_os("CLUSTER_TEST_LOGS").is_none() {
@@ -319,6 +325,41 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         self.accept.abort();
     }
+}
+
+/// Reads `client`'s numbered events up to and including `game_over`.
+pub async fn events_until_over(client: &mut TestClient) -> Vec<ServerMsg> {
+    let mut events = Vec::new();
+    loop {
+        let msg = tokio::time::timeout(WAIT, client.recv())
+            .await
+            .expect("the game's events arrive");
+        let over = matches!(msg, ServerMsg::GameOver { .. });
+        if msg.seq().is_some() {
+            events.push(msg);
+        }
+        if over {
+            return events;
+        }
+    }
+}
+
+/// Reads `spectator`'s events to the game's end: every event after `snapshot`, once and
+/// in order, with `rounds` round results among them.
+pub async fn watched_to_the_end(
+    spectator: &mut TestClient,
+    snapshot: &GameSnapshot,
+    rounds: usize,
+) {
+    let seen = events_until_over(spectator).await;
+    let seqs: Vec<u64> = seen.iter().filter_map(ServerMsg::seq).collect();
+    let expected: Vec<u64> = (snapshot.seq + 1..=snapshot.seq + seqs.len() as u64).collect();
+    assert_eq!(seqs, expected, "{seen:?}");
+    let results = seen
+        .iter()
+        .filter(|m| matches!(m, ServerMsg::RoundResult { .. }))
+        .count();
+    assert_eq!(results, rounds, "{seen:?}");
 }
 
 /// The game's end as both its players see it (seat two won, rated), and its rating change

@@ -57,6 +57,7 @@ async fn a_player_who_does_not_reveal_loses() {
             initial_ms: 60_000,
             increment_ms: 0,
             reveal_ms: 2_000,
+            per_phase_ms: None,
         };
         let id = a.id();
         let seek = match a
@@ -118,6 +119,7 @@ async fn a_player_whose_bank_runs_out_loses_on_time() {
             initial_ms: elementals_protocol::time_control::MIN_INITIAL_MS,
             increment_ms: 0,
             reveal_ms: 5_000,
+            per_phase_ms: None,
         };
         let id = a.id();
         let challenge = match a

@@ -1,7 +1,7 @@
 // "Play the computer": a game at once against a computer opponent the server runs
 // (`play_bot`), never rated, in the variant chosen for quick pairing.
 
-import { h, presetOf, PRESETS } from '../dom.js';
+import { fmtTimeControl, h, presetOf, PRESETS } from '../dom.js';
 
 const STRENGTHS = [
   { name: 'easy', label: 'Easy', about: 'picks at random' },
@@ -12,7 +12,7 @@ const STRENGTHS = [
 /** The section; `readVariant` gives the variant chosen for quick pairing. */
 export function computerCard(app, readVariant) {
   const preset = h('select', { id: 'bot-preset', 'aria-label': 'Time control against the computer' },
-    PRESETS.map((p) => h('option', { value: p.name }, `${p.label} ${p.initial_ms / 60000}+${p.increment_ms / 1000}`)));
+    PRESETS.map((p) => h('option', { value: p.name }, `${p.label} ${fmtTimeControl(p)}`)));
   const play = (strength) => app.act({ type: 'play_bot', strength, variant: readVariant(), time_control: preset.value });
   return h(
     'section',

@@ -197,7 +197,7 @@ function renderClocks(game, parts) {
   const now = clockNow(game, performance.now());
   for (const seat of SEATS) {
     const c = parts.cards[seat];
-    const text = formatClock(now[seat]);
+    const text = formatClock(now[seat], !!game.info.time_control?.per_phase_ms);
     if (c.clock.textContent !== text) c.clock.textContent = text;
     const running = !!game.clocks.running?.[seat] && game.phase !== 'over';
     c.clock.classList.toggle('running', running);

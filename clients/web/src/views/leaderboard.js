@@ -1,4 +1,5 @@
-// The leaderboard, from the JSON API, and the leader's latest games with their replays.
+// The leaderboard, from the JSON API: each row links the player's page (their games) and
+// the replay of their latest rated game; below it, the leader's latest games with replays.
 
 import { fmtRating, h, replace } from '../dom.js';
 import { gamesTable } from '../games-list.js';
@@ -16,14 +17,18 @@ export function leaderboardView() {
       if (!rows.length) return replace(body, h('p', { class: 'muted' }, 'No rated games yet.'));
       replace(body, h('table', { class: 'table' },
         h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, '#'), h('th', { scope: 'col' }, 'Player'), h('th', { scope: 'col', class: 'num' }, 'Rating'),
-          h('th', { scope: 'col', class: 'num' }, 'W'), h('th', { scope: 'col', class: 'num' }, 'L'), h('th', { scope: 'col', class: 'num' }, 'D'))),
+          h('th', { scope: 'col', class: 'num' }, 'W'), h('th', { scope: 'col', class: 'num' }, 'L'), h('th', { scope: 'col', class: 'num' }, 'D'),
+          h('th', { scope: 'col' }, 'Last game'))),
         h('tbody', {}, rows.map((row, i) => h('tr', { dataset: { player: row.name } },
           h('td', {}, String(i + 1)),
           h('td', {}, h('a', { href: `#/player/${encodeURIComponent(row.name)}` }, row.name)),
           h('td', { class: 'num rating' }, fmtRating(row.rating)),
           h('td', { class: 'num' }, String(row.wins)),
           h('td', { class: 'num' }, String(row.losses)),
-          h('td', { class: 'num' }, String(row.draws)))))));
+          h('td', { class: 'num' }, String(row.draws)),
+          h('td', {}, row.last_game
+            ? h('a', { href: `#/replay/${row.last_game}`, class: 'last-game', 'aria-label': `Replay ${row.name}'s last rated game` }, 'Replay')
+            : '–'))))));
       const leader = rows[0].name;
       return fetchGames(leader, LEADER_GAMES).then((list) => list.length && replace(games,
         h('h2', { id: 'leader-games-title' }, `${leader}'s latest games`),

@@ -1,6 +1,6 @@
 // The lobby: quick pairing by variant and time control, open seeks, and challenges.
 
-import { fmtGameKind, fmtRating, fmtVariant, h, PRESETS, replace } from '../dom.js';
+import { fmtGameKind, fmtRating, fmtTimeControl, fmtVariant, h, PRESETS, presetTimeControl, replace } from '../dom.js';
 import { computerCard } from './computer.js';
 import { lobbyCounts } from './counts.js';
 
@@ -44,10 +44,7 @@ function variantOf(v) {
 export function lobbyView(app) {
   const prefs = loadPrefs();
   const guest = () => app.account?.guest;
-  const presetTc = (name) => {
-    const { initial_ms, increment_ms, reveal_ms } = PRESETS.find((p) => p.name === name);
-    return { initial_ms, increment_ms, reveal_ms };
-  };
+  const presetTc = (name) => presetTimeControl(PRESETS.find((p) => p.name === name));
   const rated = () => !guest() && prefs.rated;
 
   // --- the variant chooser, shared by pools, seeks and challenges ---
@@ -107,7 +104,7 @@ export function lobbyView(app) {
             onclick: () => joinPool(p.name),
           },
           // The name read out is the visible text, then the variant.
-          h('span', { class: 'pool-tc' }, `${p.initial_ms / 60000}+${p.increment_ms / 1000}`),
+          h('span', { class: 'pool-tc' }, fmtTimeControl(p)),
           h('span', { class: 'pool-name' }, p.label),
           h('span', { class: 'sr-only' }, `, variant ${fmtVariant(v)}`),
           h('span', { class: 'pool-waiting', hidden: true }),
@@ -187,7 +184,7 @@ export function lobbyView(app) {
   };
 
   // --- seeks ---
-  const seekPreset = h('select', { id: 'seek-preset', 'aria-label': 'Time control' }, PRESETS.map((p) => h('option', { value: p.name }, `${p.label} ${p.initial_ms / 60000}+${p.increment_ms / 1000}`)));
+  const seekPreset = h('select', { id: 'seek-preset', 'aria-label': 'Time control' }, PRESETS.map((p) => h('option', { value: p.name }, `${p.label} ${fmtTimeControl(p)}`)));
   seekPreset.value = prefs.preset;
   seekPreset.addEventListener('change', () => {
     prefs.preset = seekPreset.value;

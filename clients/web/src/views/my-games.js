@@ -1,6 +1,8 @@
-// The player's open games: whom against, which round, and whose move it is and until when.
+// The player's open games: whom against, which round, and whose move it is and until when;
+// below them the escrow setting (one visit a round).
 
 import { fmtGameKind, h, replace } from '../dom.js';
+import { escrowToggle } from '../escrow.js';
 
 function owedText(g) {
   const mine = g.owed.find((o) => o.seat === g.seat);
@@ -26,7 +28,7 @@ export function myGamesView(app) {
         h('a', { class: 'button primary', href: `#/game/${g.game_id}`, 'aria-label': `Open the game against ${g.opponent.name}` }, 'Open'));
     })));
   };
-  const el = h('section', { class: 'my-games' }, h('h1', {}, 'My games'), list);
+  const el = h('section', { class: 'my-games' }, h('h1', {}, 'My games'), list, escrowToggle());
   render();
   app.myGames.refresh();
   return { el, update: render };

@@ -1,11 +1,13 @@
 // A finished game's page: who played what, how it ended, the rating changes, and a replay
 // that steps through the rounds on the board (first, previous, next, last: buttons, the
 // round list, and Home, ←, →, End on the keyboard). Read from the game's signed
-// transcript, which the page links for `elementals verify`.
+// transcript, whose signature and commitments the page checks (signature.js) and which it
+// links for `elementals verify`.
 
 import { Board } from '../board.js';
 import { fmtDelta, fmtGameKind, fmtRating, h, plural, replace } from '../dom.js';
 import { describeResult, describeRound, isGameId, SEATS } from '../game.js';
+import { checkCommitments, checkSignature } from '../signature.js';
 import { fetchTranscript } from '../transcript.js';
 
 export function replayView(app, route) {
@@ -101,6 +103,7 @@ function build(el, app, id, transcript) {
     status,
     said,
     rounds.length ? h('ol', { class: 'plain replay-rounds', 'aria-label': 'Rounds' }, items) : null,
+    checked(transcript),
     h('p', { class: 'muted transcript-note' },
       'Signed by the server (key ', h('code', {}, transcript.keyId), '): ',
       h('a', { href: `/api/games/${id}/transcript`, download: `elementals-${id}.json` }, 'the transcript'),
@@ -108,4 +111,19 @@ function build(el, app, id, transcript) {
   ));
   state.go(rounds.length);
   return state;
+}
+
+/** The signature check's line: "Checking…", then verified or why not. */
+function checked(transcript) {
+  const line = h('p', { class: 'signature-check', id: 'signature-check', role: 'status' }, 'Checking the server\'s signature…');
+  (async () => {
+    const signature = await checkSignature(transcript.signed);
+    const opened = signature.ok ? await checkCommitments(transcript.game) : signature;
+    line.dataset.verified = String(opened.ok);
+    line.classList.add(opened.ok ? 'verified' : 'failed');
+    line.textContent = opened.ok
+      ? '✓ Signature verified: this server signed this game, and every commitment opens with its pick.'
+      : `✗ Not verified: ${opened.why}. Do not trust this page's account of the game.`;
+  })();
+  return line;
 }

@@ -113,6 +113,13 @@ pub(crate) fn server_examples() -> Vec<ServerMsg> {
             game_id: g,
             count: 4,
         },
+        YourMove {
+            game_id: g,
+            seat: Seat::Two,
+            round: 3,
+            action: OwedAction::Reveal,
+            deadline: Some(1_767_225_612_000),
+        },
         RoundStart {
             game_id: g,
             seq: 1,

@@ -151,6 +151,9 @@ pub(super) struct Opened {
     pub log_health: watch::Receiver<LogHealth>,
 }
 
+/// The advisory lock that migrations take (any constant; this is "elem" "migr" in ASCII).
+const MIGRATION_LOCK: i64 = 0x656c_656d_6d69_6772;
+
 /// Connects, migrates, and starts the writer, the step log and the readers. Connections
 /// are made on the threads that own them (the blocking client runs a runtime of its own,
 /// which cannot start inside the caller's). With `leases` (cluster mode), games are
@@ -162,6 +165,12 @@ pub(super) fn open(url: &str, leases: Option<Arc<Leases>>) -> DbResult<Opened> {
         let url = Arc::clone(&url);
         move || {
             let mut client = connect(&url)?;
+            // Nodes of a cluster started together on a new database would each create the
+            // schema at once, and all but one fail: they migrate one at a time, under a
+            // lock held until this connection closes.
+            client
+                .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
+                .map_err(|e| DbError::Postgres(format!("locking the migrations: {e}")))?;
             let report = embedded::migrations::runner()
                 .set_abort_divergent(true)
                 .set_abort_missing(true)

@@ -60,7 +60,10 @@ pub(super) fn leaderboard(c: &mut Client, k: &mut Cache, page: Page) -> DbResult
     // computer's accounts (`bots`) play unrated only: not listed.
     let select = k.get(
         c,
-        "SELECT name, rating, wins, losses, draws FROM accounts
+        "SELECT name, rating, wins, losses, draws,
+                (SELECT game_id FROM rating_history h WHERE h.account_id = accounts.id
+                 ORDER BY at DESC, game_id DESC LIMIT 1)
+         FROM accounts
          WHERE NOT guest AND lower(name) NOT LIKE 'bot-%'
          ORDER BY rating DESC, lower(name), name LIMIT $1 OFFSET $2",
     )?;
@@ -75,6 +78,7 @@ pub(super) fn leaderboard(c: &mut Client, k: &mut Cache, page: Page) -> DbResult
                 wins: count(row, 2),
                 losses: count(row, 3),
                 draws: count(row, 4),
+                last_game: row.get(5),
             })
             .collect(),
     )

@@ -66,6 +66,36 @@ async fn the_leaderboard_ranks_registered_players_by_rating_then_name() {
 }
 
 #[tokio::test]
+async fn each_leaderboard_row_names_the_players_latest_rated_game() {
+    for t in open_both() {
+        let ann = register(&t.db, "Ann").await;
+        let bob = register(&t.db, "Bob").await;
+        register(&t.db, "cat").await;
+        let mut first = won(&ann, &bob, Seat::One);
+        first.ended_at = 10_000;
+        let mut second = won(&ann, &bob, Seat::Two);
+        second.ended_at = 20_000;
+        let second_id = second.game_id.to_string();
+        t.db.record_game(first).await.unwrap();
+        t.db.record_game(second).await.unwrap();
+        let board =
+            t.db.leaderboard(Page {
+                limit: 10,
+                offset: 0,
+            })
+            .await
+            .unwrap();
+        let mut last: Vec<(&str, Option<&str>)> = board
+            .iter()
+            .map(|r| (r.name.as_str(), r.last_game.as_deref()))
+            .collect();
+        last.sort();
+        let latest = Some(second_id.as_str());
+        assert_eq!(last, [("Ann", latest), ("Bob", latest), ("cat", None)]);
+    }
+}
+
+#[tokio::test]
 async fn a_player_page_lists_rating_history_newest_first() {
     for t in open_both() {
         let ann = register(&t.db, "Ann").await;

@@ -6,6 +6,7 @@
 //! already queued with `drain` rather than waiting, except where waiting is the point.
 
 mod clocks;
+mod correspondence;
 mod incident;
 mod isolation;
 mod play;
@@ -41,6 +42,7 @@ const TC: TimeControl = TimeControl {
     initial_ms: 60_000,
     increment_ms: 2_000,
     reveal_ms: 15_000,
+    per_phase_ms: None,
 };
 
 static NEXT_CONN: AtomicU64 = AtomicU64::new(1);

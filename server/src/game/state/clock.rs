@@ -57,6 +57,19 @@ impl Banks {
         self.running = running;
     }
 
+    /// Both banks refilled to `full` from `now`, each running or not as before: a
+    /// correspondence phase's start, where a bank is the time left to the phase's deadline.
+    pub fn refill(&mut self, full: Duration, now: Instant) {
+        self.charge(now);
+        self.left = SeatPair::new(full, full);
+    }
+
+    /// `seat`'s bank set to `left` from `now` (a correspondence deadline re-anchored).
+    pub fn set_left(&mut self, seat: Seat, left: Duration, now: Instant) {
+        self.charge(now);
+        *self.left.get_mut(seat) = left;
+    }
+
     /// Adds the per-round increment to both banks.
     pub fn add(&mut self, increment: Duration) {
         for seat in Seat::BOTH {

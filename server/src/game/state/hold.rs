@@ -20,6 +20,14 @@
 //! so voiding it reveals nothing. A round in which every commitment so far came with an
 //! escrowed reveal is kept instead (its escrows are in the log's commit steps): no client
 //! holds anything the round still needs.
+//!
+//! A correspondence game is neither held nor voided: its players come and go over days,
+//! keep their nonces for as long (or escrow), and a restart must not give anyone days. Its
+//! deadlines are re-anchored instead: each stays where the phase's start (a wall-clock
+//! stamp in the log) and the time per phase put it, except that one passed or nearer than
+//! a grace period is moved to a grace period after the restart, the outage having left
+//! nobody a chance to act. Nor does an incident hold it: its players' connections are not
+//! what it waits for.
 
 use std::time::{Duration, Instant};
 
@@ -47,7 +55,18 @@ impl GameState {
         self.connected = SeatPair::new(false, false);
         self.away_since = SeatPair::new(now, now);
         self.wall = (now, wall_ms);
-        self.start_hold(now);
+        match (self.per_phase(), self.replayed_phase_at.take()) {
+            (Some(per_phase), Some(phase_at)) => {
+                let gone = Duration::from_millis(wall_ms.saturating_sub(phase_at));
+                let left = per_phase.saturating_sub(gone).max(self.timing.grace);
+                let owing = self.outstanding();
+                self.banks.set_running(owing, now);
+                for seat in Seat::BOTH.into_iter().filter(|&s| *owing.get(s)) {
+                    self.banks.set_left(seat, left, now);
+                }
+            }
+            _ => self.start_hold(now),
+        }
         self.log_step(now, LogEntry::Restarted { voided });
     }
 
@@ -60,7 +79,7 @@ impl GameState {
         out: &mut Vec<ServerMsg>,
     ) -> bool {
         self.tick(now, out);
-        if self.record.is_some() || self.hold.is_some() {
+        if self.record.is_some() || self.hold.is_some() || self.per_phase().is_some() {
             return false;
         }
         let dropped: Vec<Seat> = Seat::BOTH
@@ -86,7 +105,8 @@ impl GameState {
         let all_escrowed = Seat::BOTH
             .into_iter()
             .all(|s| self.commits.get(s).is_none() || self.escrows.get(s).is_some());
-        if self.record.is_some() || !under_way || all_escrowed {
+        let correspondence = self.per_phase().is_some();
+        if self.record.is_some() || !under_way || all_escrowed || correspondence {
             return None;
         }
         self.clear_round(now);
@@ -159,9 +179,22 @@ impl GameState {
                 }
             }
             Phase::Reveal => {
-                let reveal = Duration::from_millis(self.info.time_control.reveal_ms);
-                self.reveal_by = Some(at + reveal);
                 self.banks.set_running(self.outstanding(), at);
+                // A correspondence phase goes on with the time it had left (a stall held
+                // it); a live one reopens with a full reveal window.
+                let reveal = match self.per_phase() {
+                    Some(_) => Seat::BOTH
+                        .into_iter()
+                        .filter(|&s| self.reveals.get(s).is_none())
+                        .map(|s| self.banks.left_at(s, at))
+                        .max()
+                        .unwrap_or_default(),
+                    None => {
+                        let window = Duration::from_millis(self.info.time_control.reveal_ms);
+                        self.reveal_by = Some(at + window);
+                        window
+                    }
+                };
                 out.push(ServerMsg::RevealPhase {
                     game_id,
                     seq: self.next_seq(),

@@ -36,10 +36,9 @@ impl GameState {
                 }
                 let due = if held {
                     None
-                } else if self.in_first_commit_window() {
-                    Some(self.started + self.timing.first_commit_window)
                 } else {
-                    self.seat_deadline(seat)
+                    self.first_commit_deadline()
+                        .or_else(|| self.seat_deadline(seat))
                 };
                 Some(Owed {
                     seat,

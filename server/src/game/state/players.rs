@@ -72,6 +72,13 @@ impl GameState {
         now: Instant,
         out: &mut Vec<ServerMsg>,
     ) -> Result<(), GameError> {
+        // A correspondence player is away most of the time: the deadline decides.
+        if self.per_phase().is_some() {
+            return refuse(
+                ErrorCode::ClaimNotAllowed,
+                "a correspondence game is decided by its deadlines, not by absence",
+            );
+        }
         // Only absence that holds the game up counts: time away while the opponent's own
         // move was done and only this seat's was outstanding blames nobody.
         let opponent = seat.other();
@@ -95,12 +102,17 @@ impl GameState {
         if self.record.is_some() {
             return;
         }
+        // No grace in a correspondence game: nobody may claim it (`claim_win`).
+        let grace = match self.per_phase() {
+            Some(_) => std::time::Duration::ZERO,
+            None => self.timing.grace,
+        };
         out.push(ServerMsg::Presence {
             game_id: self.info.game_id,
             seq: self.next_seq(),
             seat,
             connected,
-            grace_ms: duration_ms(self.timing.grace),
+            grace_ms: duration_ms(grace),
         });
     }
 }

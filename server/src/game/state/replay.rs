@@ -42,13 +42,22 @@ impl GameState {
             ..timing
         };
         let mut state = GameState::new(setup, *started_at, now, unbounded, &mut events);
+        // When the current phase began, by the log's wall-clock stamps.
+        let mut phase_at = steps[0].at;
         for step in &steps[1..] {
+            let before = (state.round, state.phase);
             state
                 .replay_step(step, now, &mut events)
                 .map_err(|reason| ReplayError::Step {
                     step: step.step,
                     reason,
                 })?;
+            if (state.round, state.phase) != before {
+                phase_at = step.at;
+            }
+        }
+        if state.per_phase().is_some() {
+            state.replayed_phase_at = Some(phase_at);
         }
         let last = steps.last().unwrap_or(&steps[0]);
         state.timing = timing;

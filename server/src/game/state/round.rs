@@ -62,8 +62,17 @@ impl GameState {
         if self.commits.one.is_some() && self.commits.two.is_some() {
             self.phase = Phase::Reveal;
             self.phase_since = now;
-            let reveal = Duration::from_millis(self.info.time_control.reveal_ms);
-            self.reveal_by = Some(now + reveal);
+            let reveal = match self.per_phase() {
+                Some(per_phase) => {
+                    self.banks.refill(per_phase, now);
+                    per_phase
+                }
+                None => {
+                    let window = Duration::from_millis(self.info.time_control.reveal_ms);
+                    self.reveal_by = Some(now + window);
+                    window
+                }
+            };
             self.banks.set_running(self.outstanding(), now);
             let (clocks, seq) = (self.banks.wire(now), self.next_seq());
             out.push(ServerMsg::RevealPhase {
@@ -272,6 +281,9 @@ impl GameState {
         self.reveals = SeatPair::default();
         self.escrows = SeatPair::default();
         self.reveal_by = None;
+        if let Some(per_phase) = self.per_phase() {
+            self.banks.refill(per_phase, now);
+        }
         self.banks.set_running(self.outstanding(), now);
     }
 
@@ -296,6 +308,21 @@ impl GameState {
         self.round == 1 && self.phase == Phase::Commit
     }
 
+    /// When round 1's first-commit window closes, while it governs (live games only: a
+    /// correspondence game's round 1 has its phase deadline like every other).
+    pub(super) fn first_commit_deadline(&self) -> Option<Instant> {
+        (self.in_first_commit_window() && self.per_phase().is_none())
+            .then(|| self.started + self.timing.first_commit_window)
+    }
+
+    /// A correspondence game's time for each phase.
+    pub(super) fn per_phase(&self) -> Option<Duration> {
+        self.info
+            .time_control
+            .per_phase_ms
+            .map(Duration::from_millis)
+    }
+
     /// Since when `seat`'s commit or reveal has been outstanding, if it is: what the game
     /// waits for from it.
     pub(super) fn outstanding_since(&self, seat: Seat) -> Option<Instant> {
@@ -307,14 +334,17 @@ impl GameState {
         (!acted).then_some(self.phase_since)
     }
 
-    /// Whose bank runs: each seat whose commit or reveal is outstanding (none in round 1's
-    /// commit phase, which the first-commit window governs instead, and none while held).
+    /// Whose bank runs: each seat whose commit or reveal is outstanding (none in a live
+    /// game's round 1 commit phase, which the first-commit window governs instead, and none
+    /// while held).
     pub(super) fn outstanding(&self) -> SeatPair<bool> {
         if self.hold.is_some() || self.stalled {
             return SeatPair::new(false, false);
         }
         match self.phase {
-            Phase::Commit if self.round > 1 => self.commits.map(|c| c.is_none()),
+            Phase::Commit if self.round > 1 || self.per_phase().is_some() => {
+                self.commits.map(|c| c.is_none())
+            }
             Phase::Reveal => self.reveals.map(|r| r.is_none()),
             _ => SeatPair::new(false, false),
         }

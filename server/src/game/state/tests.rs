@@ -20,6 +20,7 @@ const TC: TimeControl = TimeControl {
     initial_ms: 60_000,
     increment_ms: 2_000,
     reveal_ms: 15_000,
+    per_phase_ms: None,
 };
 
 const TIMING: Timing = Timing {
@@ -277,6 +278,7 @@ fn a_wrong_reveal_may_be_corrected_before_the_deadline() {
 
 mod bounds;
 mod clocks;
+mod correspondence;
 mod escrow;
 mod owed;
 mod players;
