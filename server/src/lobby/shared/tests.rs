@@ -67,6 +67,22 @@ fn key() -> SharedKey {
     }
 }
 
+/// Every preset, correspondence ones too (`corr-1d`: a dash inside the name's second part),
+/// names a pool whose Redis name reads back as the same pool.
+#[test]
+fn every_preset_names_a_pool_that_reads_back() {
+    for (preset, _) in elementals_protocol::TimeControl::PRESETS {
+        for rated in [true, false] {
+            let pool = SharedKey {
+                preset: preset.into(),
+                rated,
+                ..key()
+            };
+            assert_eq!(SharedKey::parse(&pool.name()), Some(pool));
+        }
+    }
+}
+
 fn member(account: AccountId, rating: f64) -> Member {
     Member {
         account,

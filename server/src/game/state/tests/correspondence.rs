@@ -113,9 +113,7 @@ fn absence_cannot_be_claimed_in_a_correspondence_game() {
     assert_eq!(game.result(), None);
     // Nor does an incident hold it.
     let now = game.at(21 * HOUR);
-    assert!(!game
-        .state
-        .hold_for_incident(game.at(0 * SEC), now, &mut game.events));
+    assert!(!game.state.hold_for_incident(game.t0, now, &mut game.events));
 }
 
 /// The log so far, replayed and resumed `restarted_after` after the game's start.
