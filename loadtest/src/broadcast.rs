@@ -300,3 +300,30 @@ fn read(
         }
     }
 }
+
+/// The fan-out ceiling of `--fanout-ceiling`, on a bare broadcast server started for it.
+pub async fn measure_ceiling(
+    options: &crate::options::RunOptions,
+) -> anyhow::Result<CeilingResult> {
+    if options.spectators == 0 {
+        anyhow::bail!("--fanout-ceiling needs --spectators");
+    }
+    let server = crate::local::LocalServer::broadcast().await?;
+    eprintln!(
+        "fan-out ceiling: {} spectators, {} broadcasts...",
+        options.spectators, options.fanout_ceiling_rounds
+    );
+    let result = measure(
+        server.addr,
+        options.spectators,
+        options.fanout_ceiling_rounds,
+    )
+    .await;
+    server.stop().await;
+    let result = result?;
+    eprintln!(
+        "fan-out ceiling: last spectator p50 {:.1} ms, p99 {:.1} ms",
+        result.last_spectator_ms.p50, result.last_spectator_ms.p99
+    );
+    Ok(result)
+}

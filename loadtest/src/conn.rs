@@ -76,6 +76,12 @@ pub enum ConnError {
     Server { code: ErrorCode },
     #[error("unexpected reply")]
     Unexpected,
+    /// Resumed after a lost node, not seated although its game is live: not yet claimed.
+    #[error("game not back yet")]
+    GameNotBack,
+    /// After a lost node: sign in again (`resume`) to hear where this player is seated.
+    #[error("to resume again")]
+    Reseat,
 }
 
 impl ConnError {
@@ -89,6 +95,8 @@ impl ConnError {
             ConnError::UpgradeTimeout => format!("{doing}: upgrade timeout"),
             ConnError::Server { code } => format!("{doing}: server error {code}"),
             ConnError::Unexpected => format!("{doing}: unexpected reply"),
+            ConnError::GameNotBack => format!("{doing}: game not back"),
+            ConnError::Reseat => format!("{doing}: resumed again"),
         }
     }
 }

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::lean::LeanSpectators;
+use crate::options::Spread;
 use crate::stats::Stats;
 
 /// How simulated players play.
@@ -38,7 +39,14 @@ pub enum Storm {
 }
 
 pub struct Ctx {
-    pub server: SocketAddr,
+    /// The servers (a cluster's nodes), each player's chosen by `server_for`.
+    pub servers: Vec<SocketAddr>,
+    pub spread: Spread,
+    /// `--kill-node`: a player whose connection drops reconnects to the next server and
+    /// resumes, and every round acknowledged is kept in `acked` for the check after.
+    pub failover: bool,
+    /// With `failover`: per game, the last round whose result a player received.
+    pub acked: DashMap<GameId, u32>,
     pub stats: Arc<Stats>,
     pub style: PlayStyle,
     /// Names are `lt` + this tag + the player's number, unique per run.
@@ -53,8 +61,10 @@ pub struct Ctx {
 }
 
 /// When each game's latest rounds had their last reveal sent, so the players and
-/// spectators receiving the result can time it. Both players of a game are in this
-/// process, so the later of the two sends is known before the result can exist. Also
+/// spectators receiving the result can time it. When both players of a game are in this
+/// process, the later of the two sends is known before the result can exist; when the
+/// other is in another generator process (`--processes`), only this player's own send is,
+/// and the time from it is an upper bound of the true figure. Also
 /// when the result first reached one of the players: the nearest this process sees to
 /// the moment it left the game (the server writes a round's players before its
 /// spectators).
@@ -217,6 +227,25 @@ impl FanoutLog {
 }
 
 impl Ctx {
+    /// The server of client `index`, `hop` servers on from its own (each reconnect after a
+    /// lost node moves one on).
+    pub fn server_for(&self, index: u64, hop: u32) -> SocketAddr {
+        let count = self.servers.len() as u64;
+        let own = match self.spread {
+            Spread::RoundRobin => index % count,
+            Spread::SameNode => 0,
+        };
+        self.servers[((own + u64::from(hop)) % count) as usize]
+    }
+
+    /// A player received the result of `round` of `game`.
+    pub fn round_acked(&self, game: GameId, round: u32) {
+        if self.failover {
+            let mut last = self.acked.entry(game).or_insert(round);
+            *last = (*last).max(round);
+        }
+    }
+
     pub fn player_name(&self, index: u64) -> String {
         format!("lt{}{}", self.tag, index)
     }

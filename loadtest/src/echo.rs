@@ -149,3 +149,20 @@ pub async fn measure(
         errors: errors.load(Relaxed),
     })
 }
+
+/// The echo ceiling of `--echo`, measured on a bare echo server started for it.
+pub async fn measure_ceiling(options: &crate::options::RunOptions) -> anyhow::Result<EchoResult> {
+    let server = crate::local::LocalServer::echo().await?;
+    eprintln!(
+        "echo ceiling: {} connections for {:?}...",
+        options.echo_connections, options.echo_duration
+    );
+    let result = measure(server.addr, options.echo_connections, options.echo_duration).await;
+    server.stop().await;
+    let result = result?;
+    eprintln!(
+        "echo ceiling: {:.0} round trips/s ({:.0} messages/s), p99 {:.2} ms",
+        result.round_trips_per_s, result.messages_per_s, result.latency_ms.p99
+    );
+    Ok(result)
+}

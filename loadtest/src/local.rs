@@ -34,10 +34,21 @@ impl LocalServer {
     pub async fn game(argon2_memory_kib: u32, extra: &[String]) -> anyhow::Result<LocalServer> {
         let dir = tempfile::tempdir().context("creating a temporary directory")?;
         let database = dir.path().join("loadtest.db");
+        let mut args = vec![format!("--database={}", database.display())];
+        args.extend(extra.iter().cloned());
+        LocalServer::game_at(argon2_memory_kib, &args, Some(dir)).await
+    }
+
+    /// Start the game server with `extra` flags (its `--database` among them), keeping
+    /// `dir` until it stops.
+    pub async fn game_at(
+        argon2_memory_kib: u32,
+        extra: &[String],
+        dir: Option<tempfile::TempDir>,
+    ) -> anyhow::Result<LocalServer> {
         let mut args = vec![
             "serve".to_owned(),
             "--listen=127.0.0.1:0".to_owned(),
-            format!("--database={}", database.display()),
             format!("--argon2-memory-kib={argon2_memory_kib}"),
             // Thousands of players sign up from a few loopback addresses: the per-address
             // limits on new accounts and API requests would refuse most of them.
@@ -45,7 +56,7 @@ impl LocalServer {
             "--http-requests-per-ip=0".to_owned(),
         ];
         args.extend(extra.iter().cloned());
-        LocalServer::spawn(&args, Some(dir)).await
+        LocalServer::spawn(&args, dir).await
     }
 
     /// Start the bare echo server.
@@ -103,6 +114,11 @@ impl LocalServer {
         {
             let _ = self.child.kill().await;
         }
+    }
+
+    /// `kill -9`, and wait for it.
+    pub async fn kill(mut self) {
+        let _ = self.child.kill().await;
     }
 
     pub fn memory(&self) -> Option<Memory> {
@@ -207,7 +223,10 @@ pub async fn serve(args: Vec<String>) -> anyhow::Result<()> {
     if !config.listen.ip().is_loopback() {
         bail!("the load test's server listens on loopback only");
     }
-    ensure_parent_dir(&config.database)?;
+    // A PostgreSQL URL (`--nodes`) is no path.
+    if !config.database.to_string_lossy().starts_with("postgres") {
+        ensure_parent_dir(&config.database)?;
+    }
     let listener = listen(config.listen)?;
     elementals_server::run(listener, config, parent_gone()).await?;
     Ok(())

@@ -2,10 +2,15 @@
 //! server (`serve`) or its echo server (`echo-serve`) in a process of their own.
 
 mod broadcast;
+mod cluster;
 mod conn;
+mod cpu;
 mod ctx;
+mod dump;
 mod echo;
+mod failover;
 mod flood;
+mod generators;
 mod lean;
 mod limits;
 mod local;
@@ -15,6 +20,7 @@ mod player;
 mod report;
 mod run;
 mod sampler;
+mod slice;
 mod spectator;
 mod stats;
 mod status;
@@ -58,6 +64,12 @@ fn main() -> anyhow::Result<()> {
             }
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
             Ok(())
+        }
+        None if cli.run.generator.is_some() => {
+            let result = runtime.block_on(generators::child(cli.run));
+            // Not waiting for the read of stdin that watches for the parent's end.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            result
         }
         None => {
             let json = cli.run.json.clone();

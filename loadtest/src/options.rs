@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Load test for the Elementals server: simulated players who sign in, queue and play
 /// whole games with real commit–reveal, spectators on live games, and the machine's
@@ -96,10 +96,54 @@ pub struct RunOptions {
     pub duration: Duration,
 
     /// A running server (`ws://127.0.0.1:7878/ws`, `127.0.0.1:7878`, ...); loopback only.
+    /// Repeatable: the nodes of one cluster, players spread over them (`--spread`).
     /// Without it the run starts its own server, in a separate process, on a temporary
-    /// database.
+    /// database (or, with `--nodes`, its own cluster).
     #[arg(long)]
-    pub server: Option<String>,
+    pub server: Vec<String>,
+
+    /// How players are spread over the servers: `round-robin` (player n on server n mod
+    /// N; who meets whom is the cluster's pool's choice, so with N nodes about (N-1)/N of
+    /// the games have their players on two nodes) or `same-node` (every player on the
+    /// first server: every game runs there with both its players, for comparison).
+    #[arg(long, value_enum, default_value_t = Spread::RoundRobin)]
+    pub spread: Spread,
+
+    /// Start a cluster of this many nodes on loopback for the run (`cluster.rs`): a
+    /// PostgreSQL database of the run's own on 127.0.0.1:5432, the Redis at
+    /// 127.0.0.1:6379 under a cluster name of the run's own; both are cleaned up after.
+    #[arg(long, default_value_t = 0)]
+    pub nodes: u32,
+
+    /// Generator processes: this many children share the players (disjoint names and
+    /// source addresses), since one process may hold at most about 20,000 sockets; their
+    /// histograms and counters are merged into one report (`generators.rs`).
+    #[arg(long, default_value_t = 1)]
+    pub processes: u32,
+
+    /// Failover under load (needs `--nodes` 2 or more): at the middle of the hold, kill
+    /// -9 the last node; players whose node died reconnect to the next and `resume`. The
+    /// report gives each of its games' time from the kill until another node claimed it,
+    /// and the acknowledged rounds that PostgreSQL does not hold after the run.
+    #[arg(long)]
+    pub kill_node: bool,
+
+    /// A generator child (`I/K`): run player slice I of K against `--child-server`s and
+    /// write the raw figures to `--dump`. Set by `--processes`/`--nodes`.
+    #[arg(long, hide = true)]
+    pub generator: Option<String>,
+
+    /// A generator child's servers, as the parent resolved them.
+    #[arg(long = "child-server", hide = true)]
+    pub child_servers: Vec<String>,
+
+    /// A generator child's name tag, the same in every child of a run.
+    #[arg(long, hide = true)]
+    pub tag: Option<String>,
+
+    /// Where a generator child writes its raw figures (JSON).
+    #[arg(long, hide = true)]
+    pub dump: Option<PathBuf>,
 
     /// Pool time-control preset.
     #[arg(long, default_value = "blitz")]
@@ -165,6 +209,13 @@ pub struct RunOptions {
     pub warmup: Option<Duration>,
 }
 
+/// How players are spread over several servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Spread {
+    RoundRobin,
+    SameNode,
+}
+
 impl RunOptions {
     /// How many of the players queue and play (`--playing-fraction` of them).
     pub fn playing(&self) -> u64 {
@@ -226,6 +277,19 @@ mod tests {
         };
         assert_eq!(run(&[]).warmup_s(1800.0), 360.0);
         assert_eq!(run(&["--warmup", "15m"]).warmup_s(1800.0), 900.0);
+    }
+
+    #[test]
+    fn servers_repeat_and_the_spread_names_how_players_are_shared() {
+        let run = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("elementals-loadtest").chain(args.iter().copied()))
+                .unwrap()
+                .run
+        };
+        let both = run(&["--server=127.0.0.1:1", "--server", "127.0.0.1:2"]);
+        assert_eq!(both.server, ["127.0.0.1:1", "127.0.0.1:2"]);
+        assert_eq!(both.spread, Spread::RoundRobin);
+        assert_eq!(run(&["--spread=same-node"]).spread, Spread::SameNode);
     }
 
     #[test]

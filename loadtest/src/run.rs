@@ -26,6 +26,7 @@ use crate::options::RunOptions;
 use crate::player::{Player, Role};
 use crate::report::{Counters, Report, StormResult};
 use crate::sampler::{self, Sampler};
+use crate::slice::Slice;
 use crate::spectator::Spectator;
 use crate::stats::Stats;
 use crate::status::Status;
@@ -50,8 +51,14 @@ pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
     if !(0.0..=1.0).contains(&options.playing_fraction) {
         bail!("--playing-fraction must be between 0 and 1");
     }
+    if options.nodes > 0 || options.processes > 1 {
+        return crate::generators::orchestrate(options).await;
+    }
+    if options.kill_node {
+        bail!("--kill-node needs a cluster of the run's own: --nodes 2 or more");
+    }
     if let Some(every) = options.sampling() {
-        if options.server.is_some() {
+        if !options.server.is_empty() {
             bail!("--sample-every and --samples-csv sample the local server: not with --server");
         }
         if every < sampler::MIN_INTERVAL {
@@ -64,7 +71,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
     let limit = limits::raise().context("reading RLIMIT_NOFILE")?;
     let local_cap = options
         .server
-        .is_none()
+        .is_empty()
         .then(|| server_cap(&options.server_args));
     let sources = spread_over_sources(total.max(options.echo_connections));
     eprintln!(
@@ -79,24 +86,25 @@ pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
     limits::check(&limit, total.max(options.echo_connections), local_cap)?;
 
     let echo = match options.echo {
-        true => Some(measure_echo(&options).await?),
+        true => Some(echo::measure_ceiling(&options).await?),
         false => None,
     };
     let ceiling = match options.fanout_ceiling {
-        true => Some(measure_fanout_ceiling(&options).await?),
+        true => Some(broadcast::measure_ceiling(&options).await?),
         false => None,
     };
 
-    let (local, server) = match &options.server {
-        Some(url) => (None, loopback_address(url)?),
-        None => {
+    let (local, servers) = match options.server.is_empty() {
+        false => (None, loopback_addresses(&options.server)?),
+        true => {
             let local = LocalServer::game(options.argon2_memory_kib, &options.server_args).await?;
             eprintln!("local server: pid {} on {}", local.pid, local.addr);
             let addr = local.addr;
-            (Some(local), addr)
+            (Some(local), vec![addr])
         }
     };
-    let result = drive(&options, server, local.as_ref(), echo, ceiling).await;
+    let slice = Slice::whole(&options);
+    let result = drive(&options, servers, &slice, local.as_ref(), echo, ceiling).await;
     if let Some(local) = local {
         local.stop().await;
     }
@@ -110,6 +118,11 @@ fn server_cap(server_args: &[String]) -> u64 {
         .find_map(|a| a.strip_prefix("--max-connections="))
         .and_then(|n| n.parse().ok())
         .unwrap_or(SERVER_DEFAULT_MAX_CONNECTIONS)
+}
+
+/// The servers' addresses, refusing anything but loopback.
+pub(crate) fn loopback_addresses(urls: &[String]) -> anyhow::Result<Vec<SocketAddr>> {
+    urls.iter().map(|url| loopback_address(url)).collect()
 }
 
 /// The server's address, refusing anything but loopback.
@@ -126,49 +139,10 @@ pub(crate) fn loopback_address(url: &str) -> anyhow::Result<SocketAddr> {
     Ok(addr)
 }
 
-async fn measure_echo(options: &RunOptions) -> anyhow::Result<EchoResult> {
-    let server = LocalServer::echo().await?;
-    eprintln!(
-        "echo ceiling: {} connections for {:?}...",
-        options.echo_connections, options.echo_duration
-    );
-    let result = echo::measure(server.addr, options.echo_connections, options.echo_duration).await;
-    server.stop().await;
-    let result = result?;
-    eprintln!(
-        "echo ceiling: {:.0} round trips/s ({:.0} messages/s), p99 {:.2} ms",
-        result.round_trips_per_s, result.messages_per_s, result.latency_ms.p99
-    );
-    Ok(result)
-}
-
-async fn measure_fanout_ceiling(options: &RunOptions) -> anyhow::Result<CeilingResult> {
-    if options.spectators == 0 {
-        bail!("--fanout-ceiling needs --spectators");
-    }
-    let server = LocalServer::broadcast().await?;
-    eprintln!(
-        "fan-out ceiling: {} spectators, {} broadcasts...",
-        options.spectators, options.fanout_ceiling_rounds
-    );
-    let result = broadcast::measure(
-        server.addr,
-        options.spectators,
-        options.fanout_ceiling_rounds,
-    )
-    .await;
-    server.stop().await;
-    let result = result?;
-    eprintln!(
-        "fan-out ceiling: last spectator p50 {:.1} ms, p99 {:.1} ms",
-        result.last_spectator_ms.p50, result.last_spectator_ms.p99
-    );
-    Ok(result)
-}
-
-async fn drive(
+pub async fn drive(
     options: &RunOptions,
-    server: SocketAddr,
+    servers: Vec<SocketAddr>,
+    slice: &Slice,
     local: Option<&LocalServer>,
     echo: Option<EchoResult>,
     ceiling: Option<CeilingResult>,
@@ -185,7 +159,10 @@ async fn drive(
         false => (None, None),
     };
     let ctx = Arc::new(Ctx {
-        server,
+        servers,
+        spread: options.spread,
+        failover: options.kill_node,
+        acked: Default::default(),
         stats: stats.clone(),
         style: PlayStyle {
             variant: Variant::CLASSIC,
@@ -194,7 +171,10 @@ async fn drive(
             lobby_poll: (options.lobby_poll_ms > 0)
                 .then(|| Duration::from_millis(options.lobby_poll_ms)),
         },
-        tag: format!("{:04x}", rand::random::<u16>()),
+        tag: options
+            .tag
+            .clone()
+            .unwrap_or_else(|| format!("{:04x}", rand::random::<u16>())),
         stop,
         storm: storm_rx,
         reveals: RevealLog::default(),
@@ -227,13 +207,17 @@ async fn drive(
     };
 
     // Ramp: players first (spectators need live games), at the given rate.
-    let total = options.players + options.spectators;
+    let total = slice.clients();
     let playing = options.playing();
     let started = Instant::now();
-    let interval = Duration::from_secs_f64(1.0 / options.ramp_per_s.max(1) as f64);
+    let interval = Duration::from_secs_f64(1.0 / slice.ramp_per_s);
     let mut clients = JoinSet::new();
-    for n in 0..total {
-        tokio::time::sleep_until(started + interval * n as u32).await;
+    let numbers = slice
+        .players
+        .clone()
+        .chain(slice.spectators.clone().map(|s| options.players + s));
+    for (k, n) in numbers.enumerate() {
+        tokio::time::sleep_until(started + interval * k as u32).await;
         let ctx = ctx.clone();
         if n < options.players {
             // Spread the lobby players evenly among the playing ones.
@@ -258,6 +242,9 @@ async fn drive(
     }
     let ramp_s = started.elapsed().as_secs_f64();
     status.phase("hold");
+    if slice.dump.is_some() {
+        crate::generators::say(crate::generators::HOLD_START);
+    }
 
     // Hold: rates and latencies describe this window only (the fan-out's tails too: a
     // round of the ramp reached fewer spectators than the run holds).
@@ -281,6 +268,9 @@ async fn drive(
     tokio::time::sleep_until(hold_start + options.duration).await;
     let at_end = Counters::take(&stats);
     let hold_s = hold_start.elapsed().as_secs_f64();
+    if slice.dump.is_some() {
+        crate::generators::say(crate::generators::HOLD_END);
+    }
     if let Some(sampler) = &sampler {
         sampler.sample_now();
     }
@@ -316,6 +306,16 @@ async fn drive(
     let server_peak = memory().map(|m| m.peak).or(status.peak_rss());
     status.finish();
 
+    if let Some(path) = &slice.dump {
+        let dump = crate::dump::Dump::take(
+            &ctx,
+            (at_start, at_end),
+            (hold_s, ramp_s),
+            (in_game_at_end, connected_at_end),
+            cpu_use.loadtest_cores,
+        );
+        dump.write(path)?;
+    }
     let fanout_rounds = ctx.fanout.rounds();
     for (_, round) in &fanout_rounds {
         stats.fanout_last.record(round.last);

@@ -39,7 +39,8 @@ impl Spectator {
         let stats = self.ctx.stats.clone();
         let source = source_address(self.index);
         let signed_in = async {
-            let mut conn = Conn::open(self.ctx.server, source, stats.clone()).await?;
+            let mut conn =
+                Conn::open(self.ctx.server_for(self.index, 0), source, stats.clone()).await?;
             conn.request(|id| ClientMsg::Guest { id }).await?;
             Ok::<_, ConnError>(conn)
         };

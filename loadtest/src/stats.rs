@@ -58,6 +58,23 @@ impl Latency {
     pub fn reset(&self) {
         self.0.lock().expect("histogram lock").reset();
     }
+
+    /// Every value recorded, as (value, count) pairs: the histogram as another process
+    /// can add it to its own (`add_recorded`).
+    pub fn recorded(&self) -> Vec<(u64, u64)> {
+        let h = self.0.lock().expect("histogram lock");
+        h.iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect()
+    }
+
+    /// Adds what another histogram recorded (`recorded`).
+    pub fn add_recorded(&self, recorded: &[(u64, u64)]) {
+        let mut h = self.0.lock().expect("histogram lock");
+        for &(value, count) in recorded {
+            h.saturating_record_n(value.clamp(1, MAX_LATENCY_US), count);
+        }
+    }
 }
 
 /// Everything a run measures.
@@ -90,6 +107,13 @@ pub struct Stats {
     pub spectator_resyncs: AtomicU64,
     /// Reconnects retried after being refused or failing during a storm.
     pub resume_retries: AtomicU64,
+    /// With `--kill-node`: players whose connection dropped (their node died) and who
+    /// reconnected to another node to resume.
+    pub failover_reconnects: AtomicU64,
+    /// ... and resumed too soon: not seated, their game not yet claimed; tried again.
+    pub game_not_back_retries: AtomicU64,
+    /// Players whose game went quiet (`player/failover.rs`) and who resumed to find it.
+    pub quiet_resumes: AtomicU64,
     /// First sign-ins answered `rate_limited` (the server's password checks were busy)
     /// and tried again a few seconds later, as the protocol asks of clients.
     pub sign_in_retries: AtomicU64,
@@ -121,6 +145,16 @@ impl Stats {
             .expect("errors lock")
             .entry(kind)
             .or_default() += 1;
+    }
+
+    /// Adds `n` errors of `kind` (another process's, `dump.rs`).
+    pub fn errors_add(&self, kind: &str, n: u64) {
+        *self
+            .errors
+            .lock()
+            .expect("errors lock")
+            .entry(kind.to_owned())
+            .or_default() += n;
     }
 
     pub fn errors(&self) -> BTreeMap<String, u64> {

@@ -11,6 +11,7 @@
 //! - `react`: what it does with each message the server sends.
 //! - `timer`: a deadline kept from one turn of the session's loop to the next.
 
+mod failover;
 mod react;
 mod sign_in;
 mod timer;
@@ -80,6 +81,13 @@ struct Seated {
     sealed: Option<SealedPick>,
     /// After `game_over` of a rated decisive game: wait for `rating_update` until then.
     rating_deadline: Option<Instant>,
+    /// With `--kill-node`: a move or `sync` of this game was refused (its node is gone,
+    /// or the game came back there with the round voided): ask for the game again then.
+    resync_at: Option<Instant>,
+    /// Since when the game has been asked for again without a snapshot.
+    resyncing_since: Option<Instant>,
+    /// A snapshot came since the last round's result.
+    snapshot_since_result: bool,
     last_event: Instant,
     _in_game: Gauge,
 }
@@ -90,12 +98,17 @@ enum Action {
     Commit,
     Reveal,
     ListSeeks,
+    Sync,
 }
 
 pub struct Player {
     ctx: Shared,
     index: u64,
     role: Role,
+    /// Servers on from its own (`Ctx::server_for`): one more after each lost node.
+    hop: u32,
+    /// With `--kill-node`: no `join_pool` before then (`failover.rs`).
+    join_after: Option<Instant>,
     token: Option<String>,
     /// Waiting in the pool (`queued` received, no `game_start` yet).
     queued: bool,
@@ -109,6 +122,8 @@ impl Player {
             ctx,
             index,
             role,
+            hop: 0,
+            join_after: None,
             token: None,
             queued: false,
             game: None,
@@ -136,6 +151,20 @@ impl Player {
             match exit {
                 Ok(Exit::Stop) => return,
                 Ok(Exit::Storm) => {}
+                Err(ConnError::Closed) if self.ctx.failover && !self.ctx.stop.is_cancelled() => {
+                    // Its node died: to the next, to resume there.
+                    tracing::debug!(player = self.index, game = ?self.game.as_ref().map(|g| g.state.game_id()), "node lost");
+                    stats.failover_reconnects.fetch_add(1, Relaxed);
+                    self.hop += 1;
+                    resumed_from = Some(Instant::now());
+                    continue;
+                }
+                // Resume on the same node, to hear where this player is seated.
+                Err(ConnError::Reseat) if !self.ctx.stop.is_cancelled() => {
+                    tracing::debug!(player = self.index, game = ?self.game.as_ref().map(|g| g.state.game_id()), "resuming to find its game");
+                    resumed_from = Some(Instant::now());
+                    continue;
+                }
                 Err(e) => {
                     if !self.ctx.stop.is_cancelled() {
                         stats.error(e.kind("playing"));
@@ -204,6 +233,11 @@ impl Player {
                     () = stall.fired() => {
                         if self.stall_deadline().is_some_and(|at| at <= Instant::now()) {
                             let waiting_rating = self.game.as_ref().is_some_and(|g| g.rating_deadline.is_some());
+                            if self.ctx.failover && !waiting_rating {
+                                // PROTOCOL.md: a game gone quiet may have lost its node.
+                                self.ctx.stats.quiet_resumes.fetch_add(1, Relaxed);
+                                return Err(ConnError::Reseat);
+                            }
                             self.ctx.stats.error(if waiting_rating {
                                 "playing: no rating_update within 15 s"
                             } else {
@@ -237,8 +271,13 @@ impl Player {
     fn stall_deadline(&self) -> Option<Instant> {
         let game = self.game.as_ref()?;
         let think = self.ctx.style.think * 2;
-        let stalled = game.last_event + Duration::from_secs(60).max(think);
-        Some(game.rating_deadline.unwrap_or(stalled))
+        // After a snapshot the game may be held until its other player is back too: a
+        // resume then would only make this one leave again.
+        let quiet = match self.ctx.failover && !game.snapshot_since_result {
+            true => failover::QUIET.max(think + failover::QUIET / 2),
+            false => Duration::from_secs(60).max(think),
+        };
+        Some(game.rating_deadline.unwrap_or(game.last_event + quiet))
     }
 
     fn next_action(
@@ -249,7 +288,9 @@ impl Player {
         let now = Instant::now();
         let Some(game) = self.game.as_mut() else {
             return match self.role {
-                Role::Playing if pending.is_empty() && !self.queued => Some((Action::Join, now)),
+                Role::Playing if pending.is_empty() && !self.queued => {
+                    Some((Action::Join, self.join_after.map_or(now, |at| at.max(now))))
+                }
                 Role::Playing => None,
                 Role::Lobby if pending.is_empty() && self.ctx.style.lobby_poll.is_some() => {
                     Some((Action::ListSeeks, lobby_next))
@@ -257,6 +298,10 @@ impl Player {
                 Role::Lobby => None,
             };
         };
+        if let Some(at) = game.resync_at {
+            let syncing = pending.iter().any(|(_, p)| matches!(p, Pending::Sync));
+            return (!syncing).then_some((Action::Sync, at));
+        }
         let state = &game.state;
         let round = state.round();
         match state.phase() {
@@ -308,6 +353,14 @@ impl Player {
             Action::ListSeeks => {
                 let id = conn.send(|id| ClientMsg::ListSeeks { id }).await?;
                 Ok((id, Pending::ListSeeks))
+            }
+            Action::Sync => {
+                let game = self.game.as_mut().expect("seated");
+                game.resync_at = None;
+                game.resyncing_since.get_or_insert_with(Instant::now);
+                let game_id = game.state.game_id();
+                let id = conn.send(|id| ClientMsg::Sync { id, game_id }).await?;
+                Ok((id, Pending::Sync))
             }
             Action::Commit => {
                 let game = self.game.as_mut().expect("seated");

@@ -25,7 +25,10 @@ impl Player {
             }
             (ServerMsg::Error { code, .. }, Some(what)) => {
                 stats.error(format!("{}: server error {code}", what.name()));
-                Ok(())
+                match self.ctx.failover {
+                    true => self.after_refusal(what, *code),
+                    false => Ok(()),
+                }
             }
             (ServerMsg::Error { code, .. }, None) => {
                 stats.error(format!("server error {code} (no request)"));
@@ -80,7 +83,26 @@ impl Player {
             return Ok(());
         };
         match game.state.apply(msg) {
-            Applied::Applied => game.last_event = Instant::now(),
+            Applied::Applied => {
+                game.last_event = Instant::now();
+                match msg {
+                    ServerMsg::Snapshot { .. } => {
+                        game.resync_at = None;
+                        game.resyncing_since = None;
+                        game.snapshot_since_result = true;
+                        // A round voided by a restart or a takeover is played again under
+                        // the same number: what the game holds of this seat decides.
+                        if !game.state.committed(game.seat) {
+                            (game.committed, game.think_until) = (None, None);
+                        }
+                        if !game.state.revealed(game.seat) {
+                            game.revealed = None;
+                        }
+                    }
+                    ServerMsg::RoundResult { .. } => game.snapshot_since_result = false,
+                    _ => {}
+                }
+            }
             Applied::Gap { .. } => {
                 self.ctx.stats.error("event gap (player)");
                 let game_id = game.state.game_id();
@@ -101,6 +123,7 @@ impl Player {
                     stats.result.record(now.saturating_duration_since(sent));
                 }
                 self.ctx.fanout.player_result(*game_id, record.round, now);
+                self.ctx.round_acked(*game_id, record.round);
                 if game.seat == Seat::One {
                     stats.rounds.fetch_add(1, Relaxed);
                 }
@@ -141,6 +164,9 @@ impl Player {
             revealed: None,
             sealed: None,
             rating_deadline: None,
+            resync_at: None,
+            resyncing_since: None,
+            snapshot_since_result: false,
             last_event: Instant::now(),
             _in_game: Gauge::up(self.ctx.stats.clone(), |s| &s.in_game),
         });

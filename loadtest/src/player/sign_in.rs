@@ -53,7 +53,21 @@ impl Player {
                     attempt += 1;
                 }
                 Err(ConnError::Server { code }) => return Err(ConnError::Server { code }),
+                // Its node is gone and no other has claimed the game yet: PROTOCOL.md
+                // asks for a new sign-in a few seconds later (here, every second).
+                Err(ConnError::GameNotBack) => {
+                    tracing::debug!(player = self.index, "game not back");
+                    self.ctx.stats.game_not_back_retries.fetch_add(1, Relaxed);
+                    tokio::select! {
+                        () = tokio::time::sleep(jittered(Duration::from_secs(1))) => {}
+                        () = self.ctx.stop.cancelled() => return Err(ConnError::Closed),
+                    }
+                }
                 Err(_) if resumed_from.is_some() && attempt < RESUME_ATTEMPTS => {
+                    if self.ctx.failover {
+                        // This node may be the dead one: try the next.
+                        self.hop += 1;
+                    }
                     self.ctx.stats.resume_retries.fetch_add(1, Relaxed);
                     tokio::time::sleep(jittered(backoff)).await;
                     backoff = (backoff * 2).min(Duration::from_secs(2));
@@ -67,7 +81,8 @@ impl Player {
     /// Connect and sign in: register the first time, resume with the token after.
     async fn sign_in(&mut self, resumed_from: Option<Instant>) -> Result<Conn, ConnError> {
         let source = source_address(self.index);
-        let mut conn = Conn::open(self.ctx.server, source, self.ctx.stats.clone()).await?;
+        let server = self.ctx.server_for(self.index, self.hop);
+        let mut conn = Conn::open(server, source, self.ctx.stats.clone()).await?;
         let reply = match &self.token {
             Some(token) => {
                 let token = token.clone();
@@ -103,6 +118,7 @@ impl Player {
         };
         self.token = Some(token);
         if let Some(from) = resumed_from {
+            tracing::debug!(player = self.index, ?game_id, %server, "resumed");
             // A dropped connection left the pool; a seat is kept.
             self.queued = false;
             match game_id {
@@ -114,9 +130,22 @@ impl Player {
                     }
                     self.await_snapshot(&mut conn).await?
                 }
+                // Not seated, after a lost node, although its game was live: no node
+                // has claimed the game yet.
+                None if self.ctx.failover
+                    && self.game.as_ref().is_some_and(|g| !g.state.is_over())
+                    && from.elapsed() < super::failover::GAME_BACK_WITHIN =>
+                {
+                    return Err(ConnError::GameNotBack);
+                }
                 // Not seated: a game it was in ended while it was away (its `game_over`
                 // lost with the old socket). It is back, with no game.
-                None => self.leave_game(),
+                None => {
+                    if self.ctx.failover && self.game.as_ref().is_some_and(|g| !g.state.is_over()) {
+                        self.ctx.stats.error("failover: game not back within 30 s");
+                    }
+                    self.leave_game()
+                }
             }
             self.ctx.stats.resume.record(from.elapsed());
         }

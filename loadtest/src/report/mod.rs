@@ -3,7 +3,10 @@
 //! This file builds the [`Report`] (what `--json` writes); `table` renders it as the
 //! table printed at the end of a run.
 
+mod cluster;
 mod table;
+
+pub use cluster::ClusterReport;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering::Relaxed;
@@ -46,7 +49,7 @@ pub struct FanoutRoundReport {
 }
 
 /// Counters read at the start and the end of the hold.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default, Serialize, serde::Deserialize)]
 pub struct Counters {
     rounds: u64,
     games: u64,
@@ -54,6 +57,15 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// The sum of two processes' counters.
+    pub fn add(self, other: Counters) -> Counters {
+        Counters {
+            rounds: self.rounds + other.rounds,
+            games: self.games + other.games,
+            frames: self.frames + other.frames,
+        }
+    }
+
     pub fn take(stats: &Stats) -> Counters {
         Counters {
             rounds: stats.rounds.load(Relaxed),
@@ -175,6 +187,9 @@ pub struct Report {
     /// With `--sample-every` or `--samples-csv`: the local server's RSS and descriptors
     /// over the run, and their trend over the hold after its warm-up.
     pub server_samples: Option<Samples>,
+    /// With `--nodes` or `--processes`: each process's cores and the failover's figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterReport>,
 }
 
 impl Report {
@@ -263,6 +278,7 @@ impl Report {
             loadtest_cpu_us_per_round: per_round(cpu.loadtest_cores, rounds_per_s),
             load_average_1m: load_average(),
             server_samples,
+            cluster: None,
         }
     }
 

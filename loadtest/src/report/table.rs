@@ -235,6 +235,7 @@ impl Report {
                 cores(self.load_average_1m)
             ),
         );
+        self.cluster_rows(&mut row);
         row("errors", self.errors.to_string());
         for (kind, n) in &self.errors_by_kind {
             row(&format!("  {kind}"), n.to_string());
