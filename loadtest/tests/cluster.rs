@@ -73,7 +73,10 @@ fn a_node_killed_under_load_has_every_game_claimed_and_loses_no_acknowledged_rou
         "--players=30",
         "--think-ms=300",
         "--ramp-per-s=200",
-        "--duration=24s",
+        // The kill comes halfway through the hold; the claim takes ~7 s and the players'
+        // resumes up to ~8 s more at CI's load, so the hold leaves every game time to play
+        // a round after it.
+        "--duration=32s",
         "--lobby-poll-ms=0",
         "--kill-node",
     ]);
