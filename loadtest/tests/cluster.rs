@@ -4,25 +4,13 @@
 //! 127.0.0.1:6379. Small and short; the figures are asserted for what they count (rounds,
 //! errors, players on every node, rounds lost), never for their timings.
 
-use std::process::Command;
+mod support;
 
 /// Runs the load generator with `args`; returns its `--json` report and its stdout.
 fn run(args: &[&str]) -> (serde_json::Value, String) {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let json = dir.path().join("report.json");
-    let output = Command::new(env!("CARGO_BIN_EXE_elementals-loadtest"))
-        .args(args)
-        .arg(format!("--json={}", json.display()))
-        .output()
-        .expect("running elementals-loadtest");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the load test failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    let text = std::fs::read_to_string(&json).expect("the --json file");
-    (serde_json::from_str(&text).expect("valid JSON"), stdout)
+    let (report, _text, stdout) = support::run(&dir, args);
+    (report, stdout)
 }
 
 #[test]

@@ -112,19 +112,6 @@ impl Drop for Nginx {
     }
 }
 
-/// A GET that reports a refused connection (nginx not listening yet) instead of panicking.
-async fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(req.as_bytes()).await?;
-    let mut buf = Vec::new();
-    stream.read_to_end(&mut buf).await?;
-    let text = String::from_utf8_lossy(&buf);
-    let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    Ok((status, text.to_string()))
-}
-
 /// A node's `elementals_connections` (its open WebSockets).
 async fn connections(node: &Node) -> u64 {
     let (_, body) = node.http_get("/metrics").await;

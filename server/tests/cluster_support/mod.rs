@@ -288,8 +288,9 @@ impl Node {
     }
 }
 
-/// A GET that reports a refused connection instead of panicking.
-async fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+/// A GET that reports a refused connection (a node or nginx not listening yet) instead of
+/// panicking.
+pub async fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await?;
     let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
