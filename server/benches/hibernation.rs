@@ -1,9 +1,9 @@
 //! Hibernation's two targets (issue 27; figures in BENCHMARKS.md, "Hibernation"):
 //!
 //! - `games`: 100,000 open games on one node, each started through the game tier
-//!   (`spawn_game`, as the lobby starts one) on a SQLite database, then put to sleep by its
-//!   own actor (its players are never there; round 1's first-commit window is set to 30
-//!   days, so nothing is due for a while). The process's RSS is read before the first
+//!   (`spawn_game`, as the lobby starts one) on a SQLite database, in the `corr-7d`
+//!   correspondence control, then put to sleep by its own actor (its players are never
+//!   there, and round 1 is due in 7 days). The process's RSS is read before the first
 //!   game and once every game sleeps: what 100,000 sleeping games cost the server.
 //!   Games are started in waves, each wave asleep before the next.
 //! - `stored`: 1,000,000 wake-up rows written straight into `game_wakeups` (their due
@@ -71,7 +71,6 @@ async fn games(count: usize) {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(&dir.path().join("hibernation.db")).unwrap();
     let settings = GameSettings {
-        first_commit_window: Duration::from_secs(30 * 86_400),
         hibernate: Some(Hibernation {
             idle: Duration::from_secs(1),
             min_deadline: Duration::from_secs(600),
@@ -102,12 +101,7 @@ async fn games(count: usize) {
             let setup = GameSetup {
                 game_id: GameId(uuid::Uuid::new_v4()),
                 variant: Variant::CLASSIC,
-                time_control: TimeControl {
-                    initial_ms: 3 * DAY_MS,
-                    increment_ms: 0,
-                    reveal_ms: DAY_MS,
-                    per_phase_ms: None,
-                },
+                time_control: TimeControl::CORR_7D,
                 rated: true,
                 players: SeatPair::new(player(2 * n as i64 + 1), player(2 * n as i64 + 2)),
             };
