@@ -8,13 +8,19 @@
 //! over. A game has at most one unrevealed commit, so one file a game. The writes are
 //! small and synchronous: one a round, on the player's own task. On Unix each file is
 //! readable by its owner only.
+//!
+//! A game that ended while no process of the account ran (lost on time while away) leaves
+//! its file behind; `prune` removes it when the account signs in and the server names the
+//! one game it sits in, if any. Files older than `NonceStore::MAX_AGE` go then too, whatever they are.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use elementals_protocol::commitment::NONCE_LEN;
 use elementals_protocol::messages::GameId;
+use elementals_protocol::time_control::MAX_PER_PHASE_MS;
 use serde::{Deserialize, Serialize};
 
 use crate::player::SealedPick;
@@ -35,6 +41,12 @@ struct Stored {
 }
 
 impl NonceStore {
+    /// How old a kept commit may grow before `prune` removes it as useless: 56 days. A
+    /// commit is of use until its round's reveal deadline, at most two phases of the
+    /// longest correspondence control (`MAX_PER_PHASE_MS`, 14 days) after it was written;
+    /// twice that leaves four weeks' margin for a clock set wrong or a server long down.
+    pub const MAX_AGE: Duration = Duration::from_millis(4 * MAX_PER_PHASE_MS);
+
     /// The store of `account` under `state_dir` (both made if missing). The account's name
     /// is used as it is when it is plain (letters, digits, `_`, `-`), else hex-encoded.
     pub fn open(state_dir: &Path, account: &str) -> io::Result<NonceStore> {
@@ -104,6 +116,24 @@ impl NonceStore {
         }
     }
 
+    /// Removes what is kept for games other than `seated` (the game the server says the
+    /// account sits in, if any, when it signs in: an account sits in one game at a time,
+    /// so every other game kept has ended), and for any game, files older than `max_age`
+    /// (`MAX_AGE`; left in place when their age cannot be read). Returns how many went.
+    pub fn prune(&self, seated: Option<GameId>, max_age: Duration) -> io::Result<usize> {
+        let now = SystemTime::now();
+        let mut removed = 0;
+        for game in self.games()? {
+            let modified = fs::metadata(self.path(game)).and_then(|m| m.modified());
+            let old = modified.is_ok_and(|at| now.duration_since(at).unwrap_or_default() > max_age);
+            if Some(game) != seated || old {
+                self.remove(game)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// The games with a commit kept, in no order.
     pub fn games(&self) -> io::Result<Vec<GameId>> {
         let mut games = Vec::new();
@@ -162,5 +192,45 @@ mod tests {
         again.remove(game).unwrap();
         assert_eq!(store.load(game).unwrap(), None);
         assert!(store.games().unwrap().is_empty());
+    }
+
+    #[test]
+    fn pruning_keeps_only_the_seated_game_and_no_file_past_its_age() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = NonceStore::open(dir.path(), "bea").unwrap();
+        let sealed = SealedPick {
+            round: 1,
+            pick: 2,
+            nonce: [3; NONCE_LEN],
+        };
+        let games: Vec<GameId> = (0..3u8)
+            .map(|n| GameId::new_random_from([n; 16]))
+            .collect();
+        for game in &games {
+            store.save(*game, &sealed).unwrap();
+        }
+        // Signed in seated in games[0]: games[1] and games[2] ended while it was away.
+        assert_eq!(store.prune(Some(games[0]), NonceStore::MAX_AGE).unwrap(), 2);
+        assert_eq!(store.games().unwrap(), [games[0]]);
+        assert_eq!(store.load(games[0]).unwrap(), Some(sealed));
+        // Seated in nothing: nothing kept is of use.
+        store.save(games[1], &sealed).unwrap();
+        assert_eq!(store.prune(None, NonceStore::MAX_AGE).unwrap(), 2);
+        assert!(store.games().unwrap().is_empty());
+        // Past its age, even the seated game's file goes: its reveal deadline has passed.
+        store.save(games[0], &sealed).unwrap();
+        let path = store.dir().join(format!("{}.json", games[0]));
+        let long_ago = SystemTime::now() - NonceStore::MAX_AGE - Duration::from_secs(60);
+        File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        assert_eq!(store.prune(Some(games[0]), NonceStore::MAX_AGE).unwrap(), 1);
+        assert!(store.games().unwrap().is_empty());
+        // A fresh one stays.
+        store.save(games[0], &sealed).unwrap();
+        assert_eq!(store.prune(Some(games[0]), NonceStore::MAX_AGE).unwrap(), 0);
     }
 }

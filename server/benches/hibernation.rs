@@ -9,22 +9,28 @@
 //! - `stored`: 1,000,000 wake-up rows written straight into `game_wakeups` (their due
 //!   times spread over 30 days), then the sweeper's read of a due batch (`due_wakeups`,
 //!   256 games) timed, and the plan of its query printed.
+//! - `wake`: as `games`, then one sleeping game after another is sent a command (a seat's
+//!   `attach`, as a returning player's connection sends) and the time to its answer taken:
+//!   the wake (its log read by key, put back, its row deleted, the game replayed) and the
+//!   answer. `HIBERNATION_WAKES` games (default 201), one at a time.
 //!
 //! `cargo bench -p elementals-server --bench hibernation -- games` (`HIBERNATION_GAMES`,
-//! default 100000) and `-- stored` (`HIBERNATION_ROWS`, default 1000000; on PostgreSQL
-//! with `PERSISTENCE_BACKEND=postgres`, a database of the bench's own, dropped after).
+//! default 100000), `-- wake` (the same, and `HIBERNATION_WAKES`) and `-- stored`
+//! (`HIBERNATION_ROWS`, default 1000000). `stored` and `wake` run on PostgreSQL with
+//! `PERSISTENCE_BACKEND=postgres` (a database of the bench's own, dropped after).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use elementals_protocol::messages::{GameId, SeatPair};
-use elementals_protocol::rules::Variant;
+use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::TimeControl;
 use elementals_server::db::testing::TestPostgres;
 use elementals_server::db::Db;
 use elementals_server::game::{
-    install_waker, spawn_game, sweep, GameServices, GameSettings, GameSetup, Hibernation,
+    install_waker, spawn_game, sweep, GameHandle, GameServices, GameSettings, GameSetup,
+    Hibernation,
 };
 use elementals_server::metrics::Metrics;
 use elementals_server::record::RecordPlayer;
@@ -61,6 +67,10 @@ fn main() {
     if which("games") {
         runtime.block_on(games(env("HIBERNATION_GAMES", 100_000)));
     }
+    if which("wake") {
+        let count = env("HIBERNATION_GAMES", 100_000);
+        runtime.block_on(wake(count, env("HIBERNATION_WAKES", 201)));
+    }
     if which("stored") {
         runtime.block_on(stored(env("HIBERNATION_ROWS", 1_000_000)));
     }
@@ -70,6 +80,43 @@ async fn games(count: usize) {
     elementals_server::alloc::configure();
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(&dir.path().join("hibernation.db")).unwrap();
+    let before = rss_kib();
+    let started = Instant::now();
+    let asleep = fall_asleep(&db, count).await;
+    let after = rss_kib();
+    let live = asleep.metrics.live_games.load(Relaxed);
+    println!(
+        "hibernation/games: {count} games asleep (live {live}) in {:.1} s; RSS {} -> {} KiB, \
+         growth {:.1} MiB ({:.0} bytes a game)",
+        started.elapsed().as_secs_f64(),
+        before,
+        after,
+        (after.saturating_sub(before)) as f64 / 1024.0,
+        (after.saturating_sub(before) * 1024) as f64 / count as f64,
+    );
+    asleep.stop().await;
+    db.shutdown().await.unwrap();
+}
+
+/// `count` games started and asleep, with the waker and the sweeper running.
+struct Asleep {
+    services: GameServices,
+    metrics: Arc<Metrics>,
+    sweeper: tokio::task::JoinHandle<()>,
+    games: Vec<GameId>,
+}
+
+impl Asleep {
+    async fn stop(self) {
+        self.services.stop.cancel();
+        let _ = self.sweeper.await;
+        self.services.registry.bus().set_waker(None);
+        self.services.tasks.close();
+        self.services.tasks.wait().await;
+    }
+}
+
+async fn fall_asleep(db: &Db, count: usize) -> Asleep {
     let settings = GameSettings {
         hibernate: Some(Hibernation {
             idle: Duration::from_secs(1),
@@ -92,14 +139,15 @@ async fn games(count: usize) {
         guest: false,
         rating: 1.0,
     };
-    let before = rss_kib();
-    let started = Instant::now();
+    let mut games = Vec::with_capacity(count);
     let mut made = 0;
     while made < count {
         let wave = WAVE.min(count - made);
         for n in made..made + wave {
+            let game_id = GameId(uuid::Uuid::new_v4());
+            games.push(game_id);
             let setup = GameSetup {
-                game_id: GameId(uuid::Uuid::new_v4()),
+                game_id,
                 variant: Variant::CLASSIC,
                 time_control: TimeControl::CORR_7D,
                 rated: true,
@@ -114,41 +162,72 @@ async fn games(count: usize) {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-    let after = rss_kib();
-    let live = metrics.live_games.load(Relaxed);
+    Asleep {
+        services,
+        metrics,
+        sweeper,
+        games,
+    }
+}
+
+/// A PostgreSQL database of the bench's own if `PERSISTENCE_BACKEND=postgres`, else a
+/// SQLite file in `dir` named `name`.
+async fn database(dir: &std::path::Path, name: &str) -> (std::path::PathBuf, Option<TestPostgres>) {
+    if !std::env::var("PERSISTENCE_BACKEND").is_ok_and(|b| b == "postgres") {
+        return (dir.join(name), None);
+    }
+    // The blocking client, off the runtime's threads.
+    let pg = tokio::task::spawn_blocking(TestPostgres::create)
+        .await
+        .unwrap();
+    (std::path::PathBuf::from(pg.url()), Some(pg))
+}
+
+async fn wake(count: usize, wakes: usize) {
+    elementals_server::alloc::configure();
+    let dir = tempfile::tempdir().unwrap();
+    let (path, pg) = database(dir.path(), "wake.db").await;
+    let db = Db::open(&path).unwrap();
+    let started = Instant::now();
+    let asleep = fall_asleep(&db, count).await;
     println!(
-        "hibernation/games: {count} games asleep (live {live}) in {:.1} s; RSS {} -> {} KiB, \
-         growth {:.1} MiB ({:.0} bytes a game)",
-        started.elapsed().as_secs_f64(),
-        before,
-        after,
-        (after.saturating_sub(before)) as f64 / 1024.0,
-        (after.saturating_sub(before) * 1024) as f64 / count as f64,
+        "hibernation/wake: {count} games asleep in {:.1} s",
+        started.elapsed().as_secs_f64()
     );
-    services.stop.cancel();
-    let _ = sweeper.await;
-    services.registry.bus().set_waker(None);
-    services.tasks.close();
-    services.tasks.wait().await;
+    let bus = asleep.services.registry.bus();
+    let mut times = Vec::with_capacity(wakes);
+    // Spread over the games, first to last asleep.
+    for n in 0..wakes {
+        let game_id = asleep.games[n * count / wakes];
+        let conn = 1_000_000 + n as u64;
+        let (outbox, _frames) = elementals_server::outbox::Outbox::new(conn, 64);
+        let seat = GameHandle::new(game_id, bus.clone()).player(Seat::One);
+        let start = Instant::now();
+        assert!(seat.attach_outbox(&outbox).await, "game {game_id} answers");
+        times.push(start.elapsed());
+    }
+    let woken = asleep.metrics.games_woken.load(Relaxed);
+    assert_eq!(woken, wakes as u64);
+    times.sort();
+    let at = |q: usize| times[(times.len() - 1) * q / 100].as_secs_f64() * 1e3;
+    println!(
+        "hibernation/wake: a command to one of {count} sleeping games answered in: median \
+         {:.2} ms, p90 {:.2} ms, max {:.2} ms ({wakes} wakes, one at a time, {})",
+        at(50),
+        at(90),
+        at(100),
+        if pg.is_some() { "PostgreSQL" } else { "SQLite" },
+    );
+    asleep.stop().await;
     db.shutdown().await.unwrap();
+    if let Some(pg) = pg {
+        tokio::task::spawn_blocking(move || drop(pg)).await.unwrap();
+    }
 }
 
 async fn stored(rows: usize) {
-    let postgres = std::env::var("PERSISTENCE_BACKEND").is_ok_and(|b| b == "postgres");
     let dir = tempfile::tempdir().unwrap();
-    // The blocking client, off the runtime's threads.
-    let pg = match postgres {
-        true => Some(
-            tokio::task::spawn_blocking(TestPostgres::create)
-                .await
-                .unwrap(),
-        ),
-        false => None,
-    };
-    let path = match &pg {
-        Some(pg) => std::path::PathBuf::from(pg.url()),
-        None => dir.path().join("wakeups.db"),
-    };
+    let (path, pg) = database(dir.path(), "wakeups.db").await;
     // Migrated by the first open; the rows go in while it is closed.
     Db::open(&path).unwrap().shutdown().await.unwrap();
     let now_ms = elementals_server::clock::unix_ms();

@@ -1,5 +1,6 @@
 //! HTTP routes: the WebSocket upgrade at `/ws`, the JSON API, health and metrics.
 
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -152,6 +153,11 @@ async fn ws_upgrade(
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     let mut body = state.metrics.render();
+    if let Some(read) = state.db.game_log_frames_read() {
+        let name = "elementals_game_log_frames_read_total";
+        let help = "Frames read back from the step-log file (SQLite): at startup, and the log of each game going to sleep.";
+        let _ = write!(body, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {read}\n");
+    }
     body.push_str(&state.registry.cluster_metrics());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }

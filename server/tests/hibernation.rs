@@ -1,7 +1,8 @@
-//! Hibernation over the real server: a game whose players are both away and whose next
-//! deadline is far off goes to sleep in storage; a player's return wakes it with its round
-//! kept, a restart leaves it asleep, and its deadline wakes it to end it on time, rated
-//! once. (The same with 10,000 games: `game::sweeper::tests`.)
+//! Hibernation over the real server, on both backends: a game whose players are both away
+//! and whose next deadline is far off goes to sleep in storage; a player's return wakes it
+//! with its round kept, a restart leaves it asleep, and its deadline wakes it to end it on
+//! time, rated once. On SQLite, sleeping and waking read no other game's log. (The same
+//! with 10,000 games: `game::sweeper::tests`.)
 
 mod common;
 
@@ -36,6 +37,14 @@ struct Asleep {
 /// Registers `a` and `b`, pairs them by a seek of `SLOW` (`corr-7d`), plays round 1, lets seat one
 /// commit in round 2, and has both leave; returns once the game sleeps.
 async fn put_to_sleep(server: &TestServer, a: &str, b: &str) -> Asleep {
+    let asleep = play_and_leave(server, a, b).await;
+    until_metric(server, "elementals_hibernated_games", 1).await;
+    assert_eq!(metric(server, "elementals_live_games").await, 0);
+    asleep
+}
+
+/// `put_to_sleep` up to the players' leaving: the game goes to sleep a second later.
+async fn play_and_leave(server: &TestServer, a: &str, b: &str) -> Asleep {
     let mut ca = TestClient::connect(server).await;
     ca.register(a).await;
     let mut cb = TestClient::connect(server).await;
@@ -68,8 +77,6 @@ async fn put_to_sleep(server: &TestServer, a: &str, b: &str) -> Asleep {
     let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
     one.close().await;
     two.close().await;
-    until_metric(server, "elementals_hibernated_games", 1).await;
-    assert_eq!(metric(server, "elementals_live_games").await, 0);
     Asleep {
         game_id,
         tokens,
@@ -139,12 +146,37 @@ async fn a_players_return_wakes_a_sleeping_game_with_its_round_kept() {
 
 #[tokio::test]
 async fn a_restart_leaves_a_sleeping_game_asleep_and_it_wakes_as_it_slept() {
+    for backend in BACKENDS {
+        let server = start_server_on_with(backend, hibernating).await;
+        let asleep = put_to_sleep(&server, "restart1", "restart2").await;
+        let server = server.restart_with(hibernating).await;
+        assert_eq!(metric(&server, "elementals_hibernated_games").await, 1);
+        assert_eq!(metric(&server, "elementals_live_games").await, 0);
+        woken_by_its_players_with_its_round_kept(&server, &asleep).await;
+    }
+}
+
+/// SQLite's step log is a file that only a pass over it could read one game from: a game
+/// going to sleep reads its own frames (by where they are), moving them into the database,
+/// and a wake reads its log from there, none from the file.
+#[tokio::test]
+async fn on_sqlite_sleeping_and_waking_read_no_other_games_log() {
+    const READ: &str = "elementals_game_log_frames_read_total";
     let server = start_server_with(hibernating).await;
-    let asleep = put_to_sleep(&server, "restart1", "restart2").await;
-    let server = server.restart_with(hibernating).await;
-    assert_eq!(metric(&server, "elementals_hibernated_games").await, 1);
-    assert_eq!(metric(&server, "elementals_live_games").await, 0);
-    woken_by_its_players_with_its_round_kept(&server, &asleep).await;
+    let first = put_to_sleep(&server, "many0a", "many0b").await;
+    let one_game = metric(&server, READ).await;
+    assert!(one_game > 0);
+    // Eight more games, played alike, go to sleep, the file holding the others' frames.
+    let names: Vec<(String, String)> = (1..=8)
+        .map(|n| (format!("many{n}a"), format!("many{n}b")))
+        .collect();
+    let games = names.iter().map(|(a, b)| play_and_leave(&server, a, b));
+    futures::future::join_all(games).await;
+    until_metric(&server, "elementals_hibernated_games", 9).await;
+    assert_eq!(metric(&server, READ).await, 9 * one_game);
+    // The first game's wake reads nothing from the file.
+    woken_by_its_players_with_its_round_kept(&server, &first).await;
+    assert_eq!(metric(&server, READ).await, 9 * one_game);
 }
 
 /// `GET /api/players/{name}`: (wins, losses).
@@ -158,7 +190,13 @@ async fn record_of(server: &TestServer, name: &str) -> (u64, u64) {
 
 #[tokio::test]
 async fn a_deadline_wakes_a_sleeping_game_which_is_lost_on_time_and_rated_once() {
-    let server = start_server_with(hibernating).await;
+    for backend in BACKENDS {
+        deadline_wakes_on(backend).await;
+    }
+}
+
+async fn deadline_wakes_on(backend: Backend) {
+    let server = start_server_on_with(backend, hibernating).await;
     let asleep = put_to_sleep(&server, "late1", "late2").await;
     // Seat two's week runs out while the game sleeps: on tokio's paused clock, which the
     // server's wall clock follows, three weeks pass at once.
@@ -191,15 +229,17 @@ async fn a_deadline_wakes_a_sleeping_game_which_is_lost_on_time_and_rated_once()
 
 #[tokio::test]
 async fn players_returning_at_once_wake_one_game() {
-    let server = start_server_with(hibernating).await;
-    let asleep = put_to_sleep(&server, "twice1", "twice2").await;
-    let game_id = asleep.game_id;
-    let ((_one, a), (_two, b)) = tokio::join!(
-        come_back(&server, &asleep.tokens.0, game_id),
-        come_back(&server, &asleep.tokens.1, game_id),
-    );
-    assert_eq!((a.round, b.round), (2, 2));
-    assert_eq!(metric(&server, "elementals_games_woken_total").await, 1);
-    assert_eq!(metric(&server, "elementals_live_games").await, 1);
-    assert_eq!(metric(&server, "elementals_hibernated_games").await, 0);
+    for backend in BACKENDS {
+        let server = start_server_on_with(backend, hibernating).await;
+        let asleep = put_to_sleep(&server, "twice1", "twice2").await;
+        let game_id = asleep.game_id;
+        let ((_one, a), (_two, b)) = tokio::join!(
+            come_back(&server, &asleep.tokens.0, game_id),
+            come_back(&server, &asleep.tokens.1, game_id),
+        );
+        assert_eq!((a.round, b.round), (2, 2));
+        assert_eq!(metric(&server, "elementals_games_woken_total").await, 1);
+        assert_eq!(metric(&server, "elementals_live_games").await, 1);
+        assert_eq!(metric(&server, "elementals_hibernated_games").await, 0);
+    }
 }

@@ -68,7 +68,7 @@ pub async fn run(args: BotArgs) -> anyhow::Result<()> {
         "{} signed in, rating {:.3}",
         session.account.name, session.account.rating
     );
-    let nonces = args.state.store(&session.account.name)?;
+    let nonces = args.state.store(&session.account.name, session.game_id)?;
     let options = PlayerOptions {
         think_time: Duration::from_millis(args.think_ms),
         escrow: args.escrow,

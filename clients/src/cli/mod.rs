@@ -77,20 +77,26 @@ pub struct StateArg {
     /// Keep each unrevealed pick and nonce in a file under DIR (per account and game,
     /// written before the commit is sent), so that a run stopped between its commit and
     /// its reveal reveals when started again. Signed in seated in a game, a run plays that
-    /// game to its end first.
+    /// game to its end first. At sign-in, files of games that have ended, and any older
+    /// than 56 days, are removed.
     #[arg(long, env = "ELEMENTALS_STATE_DIR", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 }
 
 impl StateArg {
-    /// `account`'s store under the directory, if one was given.
-    pub fn store(&self, account: &str) -> anyhow::Result<Option<NonceStore>> {
+    /// `account`'s store under the directory, if one was given, signed in `seated` in
+    /// that game (or in none): what is kept for other games, which have ended, goes
+    /// (`NonceStore::prune`).
+    pub fn store(&self, account: &str, seated: Option<GameId>) -> anyhow::Result<Option<NonceStore>> {
         let Some(dir) = &self.state_dir else {
             return Ok(None);
         };
-        NonceStore::open(dir, account)
-            .map(Some)
-            .with_context(|| format!("opening the state directory {}", dir.display()))
+        let store = NonceStore::open(dir, account)
+            .with_context(|| format!("opening the state directory {}", dir.display()))?;
+        store
+            .prune(seated, NonceStore::MAX_AGE)
+            .with_context(|| format!("pruning {}", store.dir().display()))?;
+        Ok(Some(store))
     }
 }
 

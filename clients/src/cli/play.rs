@@ -47,7 +47,7 @@ pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
         "signed in as {} (rating {:.3})",
         session.account.name, session.account.rating
     );
-    let nonces = args.state.store(&session.account.name)?;
+    let nonces = args.state.store(&session.account.name, session.game_id)?;
     let state = match session.game_id {
         // Back in a game this account was playing (a restart): play it on.
         Some(game_id) => {

@@ -24,8 +24,10 @@
 //! its frames. Opening keeps only the games the database has no record of, so a forget
 //! lost in a crash costs nothing; it does not rewrite the file (the recorded games'
 //! frames wait for the next compaction), so that a server starts on a disk too full to
-//! hold a second copy of its log. Only a torn tail is cut off, in place. Invariant: a
-//! game's frames leave the file only after its record is durable in the database.
+//! hold a second copy of its log. Only a torn tail is cut off, in place. A game going to
+//! sleep is forgotten the same way once its log is committed in the database, and opening
+//! leaves out a game whose log is there (`db/hibernation.rs`). Invariant: a game's frames
+//! leave the file only after its record, or its log, is durable in the database.
 //!
 //! Failures: an append whose write fails (a full disk, say) is cut off again and refused
 //! (`DbError::Io`, its `io::ErrorKind` kept); the game retries it, and later appends may
@@ -38,6 +40,8 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::Duration;
 
 use elementals_protocol::messages::GameId;
@@ -48,9 +52,11 @@ use crate::record::{GameLog, LogStep};
 
 mod append;
 mod file;
+mod index;
 mod thread;
 pub(super) use append::check_rows;
 use file::*;
+use index::LiveGame;
 #[cfg(test)]
 pub(super) use thread::run;
 pub(super) use thread::spawn;
@@ -96,7 +102,8 @@ pub(super) enum Request {
         skip: std::collections::HashSet<GameId>,
         reply: Reply<Vec<GameLog>>,
     },
-    /// The logs of these games (hibernated ones being woken), in step order.
+    /// The logs of these games, in step order: read by key (on SQLite, a game going to
+    /// sleep, whose log moves into the database; on PostgreSQL, games being woken).
     LoadSome {
         games: Vec<GameId>,
         reply: Reply<Vec<GameLog>>,
@@ -151,13 +158,6 @@ pub enum LogHealth {
     Broken,
 }
 
-/// A live game: the next step it may append and the bytes its frames take.
-#[derive(Debug, Clone, Copy)]
-struct LiveGame {
-    next_step: u64,
-    bytes: u64,
-}
-
 /// The open game log.
 pub(super) struct Journal {
     path: PathBuf,
@@ -181,6 +181,8 @@ pub(super) struct Journal {
     /// the system at once (`alloc.rs`), paid page faults and zeroed pages on every batch
     /// (a fifth of the game-log thread's samples at full load, 3 % of the server's).
     scratch: Vec<u8>,
+    /// Frames read back from the file (at startup, and by key), for `/metrics`.
+    frames_read: Arc<AtomicU64>,
     /// Held for the journal's life: a second server on the same database is refused.
     _lock: File,
 }
@@ -240,13 +242,13 @@ fn broken_error(what: &'static str, path: &Path, e: io::Error) -> DbError {
 
 impl Journal {
     /// Opens (creating if needed) the log at `path`, keeping only the games for which
-    /// `recorded` says no record is stored. A torn tail is cut off; the file is not
-    /// otherwise rewritten (see the module). Damage before the end is refused
-    /// (`DbError::LogDamaged`).
+    /// `settled` says the database holds them now (a record, or the log of a game
+    /// asleep). A torn tail is cut off; the file is not otherwise rewritten (see the
+    /// module). Damage before the end is refused (`DbError::LogDamaged`).
     pub(super) fn open(
         path: &Path,
         compaction: Compaction,
-        mut recorded: impl FnMut(&GameId) -> DbResult<bool>,
+        mut settled: impl FnMut(&GameId) -> DbResult<bool>,
     ) -> DbResult<Journal> {
         let lock_path = with_suffix(path, ".lock");
         let lock = OpenOptions::new()
@@ -263,13 +265,9 @@ impl Journal {
         let mut live: HashMap<GameId, LiveGame> = HashMap::new();
         let mut fresh = true;
         if path.exists() {
-            let end = scan(path, |game_id, step, encoded| {
-                let game = live.entry(game_id).or_insert(LiveGame {
-                    next_step: 0,
-                    bytes: 0,
-                });
-                game.next_step = game.next_step.max(step + 1);
-                game.bytes += (FRAME_HEADER + PAYLOAD_PREFIX + encoded.len()) as u64;
+            let end = scan(path, |at, game_id, step, encoded| {
+                let len = FRAME_HEADER + PAYLOAD_PREFIX + encoded.len();
+                live.entry(game_id).or_default().note(step, at, len);
             })
             .map_err(|e| io_error("cannot read", path, e))?;
             if let Some(damage) = end.damage {
@@ -287,7 +285,7 @@ impl Journal {
             }
             let mut finished = Vec::new();
             for game_id in live.keys() {
-                if recorded(game_id)? {
+                if settled(game_id)? {
                     finished.push(*game_id);
                 }
             }
@@ -296,7 +294,7 @@ impl Journal {
             }
         }
         if fresh {
-            let keep = |game_id: &GameId| live.contains_key(game_id);
+            let keep = |_, game_id: &GameId| live.contains_key(game_id);
             live = rewrite(path, keep, None)?;
         }
         let (file, len) = open_for_append(path)?;
@@ -313,6 +311,7 @@ impl Journal {
             #[cfg(any(test, feature = "test-hooks"))]
             fail_syncs: std::env::var_os("ELEMENTALS_FAIL_SYNC").is_some(),
             scratch: Vec::new(),
+            frames_read: Arc::default(),
             _lock: lock,
         })
     }
@@ -325,6 +324,15 @@ impl Journal {
     /// How many games the log holds.
     pub(super) fn live_games(&self) -> usize {
         self.live.len()
+    }
+
+    /// The count of frames read back from the file, shared with `Db`.
+    pub(super) fn frames_read(&self) -> Arc<AtomicU64> {
+        self.frames_read.clone()
+    }
+
+    fn count_read(&self, frames: u64) {
+        self.frames_read.fetch_add(frames, Relaxed);
     }
 
     fn forget(&mut self, game_id: &GameId) {
@@ -340,26 +348,27 @@ impl Journal {
             && self.len > self.compaction.ratio.saturating_mul(live)
     }
 
-    /// Rewrites the file with the live games' frames only. On failure the old file stays
+    /// Rewrites the file with the live games' indexed frames only. On failure the old file stays
     /// (it holds everything) and the next try waits for another `min_len` of growth.
     fn compact(&mut self) -> DbResult<()> {
-        let live = &self.live;
-        let kept = rewrite(&self.path, |id| live.contains_key(id), Some(self.len))?;
+        let kept = rewrite(&self.path, |at, id| self.indexed(id, at), Some(self.len))?;
         let (file, len) = open_for_append(&self.path)?;
         self.file = file;
         self.len = len;
         self.live_bytes = kept.values().map(|g| g.bytes).sum();
+        self.live = kept;
         Ok(())
     }
 
     /// The logs of the live games `wanted`, read back from the file (one pass over it,
-    /// however many are wanted).
+    /// however many are wanted: at startup, all of them).
     fn load(&self, wanted: impl Fn(&GameId) -> bool) -> DbResult<Vec<GameLog>> {
         let mut logs: HashMap<GameId, Vec<LogStep>> = HashMap::new();
         let mut broken: Vec<GameId> = Vec::new();
-        scan(&self.path, |game_id, _, bytes| {
-            if !self.live.contains_key(&game_id) || !wanted(&game_id) || broken.contains(&game_id)
-            {
+        let mut read = 0;
+        scan(&self.path, |at, game_id, _, bytes| {
+            read += 1;
+            if !self.indexed(&game_id, at) || !wanted(&game_id) || broken.contains(&game_id) {
                 return;
             }
             match decode_step(bytes) {
@@ -372,6 +381,7 @@ impl Journal {
             }
         })
         .map_err(|e| io_error("cannot read", &self.path, e))?;
+        self.count_read(read);
         let mut logs: Vec<GameLog> = logs
             .into_iter()
             .map(|(game_id, mut steps)| {

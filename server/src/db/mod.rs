@@ -93,6 +93,9 @@ pub struct Db {
     log_health: watch::Receiver<LogHealth>,
     /// Cluster mode: the leases the step log's thread holds.
     leases: Option<Arc<pg::Leases>>,
+    /// SQLite: the step log is a file, and the count of frames read back from it. Its
+    /// hibernated games' logs move out of it into the database (`hibernation.rs`).
+    log_file: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 pub type DbResult<T> = Result<T, DbError>;
@@ -167,6 +170,7 @@ impl Db {
             reads: opened.reads,
             log_health: opened.log_health,
             leases,
+            log_file: None,
         })
     }
 
@@ -180,8 +184,10 @@ impl Db {
             Location::Sqlite(path) => path,
         };
         let conn = schema::open(path)?;
+        // A game recorded, or asleep with its log moved into the database: what the file
+        // holds of it is older or the same, and is not restored.
         let journal = journal::Journal::open(&journal::path_for(path), compaction, |game_id| {
-            games::is_recorded(&conn, game_id)
+            Ok(games::is_recorded(&conn, game_id)? || wakeups::has_sleeping_log(&conn, game_id)?)
         })?;
         let checkpointer = checkpoint::spawn(path)?;
         let requests = writer::spawn(writer::Sqlite {
@@ -189,6 +195,7 @@ impl Db {
             checkpointer: Some(checkpointer),
         })?;
         let log_health = journal.health();
+        let frames_read = journal.frames_read();
         let journal = journal::spawn(journal, sync_interval)?;
         let reads = reader::spawn(path)?;
         Ok(Db {
@@ -197,7 +204,15 @@ impl Db {
             reads,
             log_health,
             leases: None,
+            log_file: Some(frames_read),
         })
+    }
+
+    /// SQLite: how many frames have been read back from the step-log file (at startup,
+    /// and the log of each game going to sleep), for `/metrics`. `None` on PostgreSQL.
+    pub fn game_log_frames_read(&self) -> Option<u64> {
+        let read = self.log_file.as_ref()?;
+        Some(read.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Whether the game log can be written now.

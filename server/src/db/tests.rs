@@ -247,5 +247,8 @@ mod journal;
 /// The game log under bad input and faults.
 mod journal_faults;
 
+/// Hibernated games' logs moved out of SQLite's game log and back.
+mod sleeping;
+
 /// Cluster mode's leases on PostgreSQL: taken, fenced, renewed, claimed, given up.
 mod leases;

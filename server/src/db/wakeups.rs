@@ -1,5 +1,6 @@
 //! Hibernated games' wake-up rows (`game_wakeups`), on SQLite: written and deleted by the
-//! writer, read by the sweeper through the writer too (one indexed range a sweep).
+//! writer, read by the sweeper through the writer too (one indexed range a sweep); and
+//! their logs moved out of the step-log file (`sleeping_logs`, read by key).
 
 use elementals_protocol::messages::{GameId, SeatPair};
 use rusqlite::{params, Connection};
@@ -28,7 +29,15 @@ pub(super) fn ms_sql(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
-pub(super) fn hibernate(conn: &Connection, sleeper: &Sleeper) -> DbResult<()> {
+/// The wake-up row, and the game's log if given (`hibernation::encode_log`).
+pub(super) fn hibernate(conn: &Connection, sleeper: &Sleeper, log: Option<&[u8]>) -> DbResult<()> {
+    if let Some(steps) = log {
+        conn.prepare_cached(
+            "INSERT INTO sleeping_logs (game_id, steps) VALUES (?1, ?2)
+             ON CONFLICT (game_id) DO UPDATE SET steps = excluded.steps",
+        )?
+        .execute(params![sleeper.game_id.to_string(), steps])?;
+    }
     conn.prepare_cached(
         "INSERT INTO game_wakeups (game_id, due_ms, one_id, two_id) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (game_id) DO UPDATE SET due_ms = excluded.due_ms",
@@ -43,9 +52,34 @@ pub(super) fn hibernate(conn: &Connection, sleeper: &Sleeper) -> DbResult<()> {
 }
 
 pub(super) fn woken(conn: &Connection, game_id: &GameId) -> DbResult<()> {
+    let id = game_id.to_string();
     conn.prepare_cached("DELETE FROM game_wakeups WHERE game_id = ?1")?
-        .execute([game_id.to_string()])?;
+        .execute([&id])?;
+    conn.prepare_cached("DELETE FROM sleeping_logs WHERE game_id = ?1")?
+        .execute([&id])?;
     Ok(())
+}
+
+/// The moved logs of those of `games` that have one, by key.
+pub(super) fn sleeping_logs(conn: &Connection, games: &[GameId]) -> DbResult<Vec<(GameId, Vec<u8>)>> {
+    let mut select = conn.prepare_cached("SELECT steps FROM sleeping_logs WHERE game_id = ?1")?;
+    let mut logs = Vec::new();
+    for game_id in games {
+        let mut rows = select.query([game_id.to_string()])?;
+        if let Some(row) = rows.next()? {
+            logs.push((*game_id, row.get(0)?));
+        }
+    }
+    Ok(logs)
+}
+
+/// Whether the game's log is in `sleeping_logs` (at startup: then the step-log file's
+/// frames of the game, if any, are older or the same, and are not restored).
+pub(super) fn has_sleeping_log(conn: &Connection, game_id: &GameId) -> DbResult<bool> {
+    let found = conn
+        .prepare_cached("SELECT 1 FROM sleeping_logs WHERE game_id = ?1")?
+        .exists([game_id.to_string()])?;
+    Ok(found)
 }
 
 /// At most `limit` games due by `now_ms`, earliest first, and the next due after them.

@@ -90,12 +90,19 @@ pub(super) enum Request {
         stored: Vec<u8>,
         reply: Reply<Changes>,
     },
-    /// A game goes to sleep: its wake-up row, written (or its due time moved).
+    /// A game goes to sleep: its wake-up row, written (or its due time moved), with its
+    /// log on SQLite (`hibernation::encode_log`), moved out of the step-log file.
     Hibernate {
         sleeper: Sleeper,
+        log: Option<Vec<u8>>,
         reply: Reply<()>,
     },
-    /// A game is awake: its wake-up row goes.
+    /// SQLite: the moved logs of these hibernated games (those that have one).
+    SleepingLogs {
+        games: Vec<GameId>,
+        reply: Reply<Vec<(GameId, Vec<u8>)>>,
+    },
+    /// A game is awake: its wake-up row goes (and on SQLite its moved log).
     Woken {
         game_id: GameId,
         reply: Reply<()>,
@@ -281,6 +288,7 @@ pub(super) fn refuse(request: Request, error: &DbError) {
         Request::Prune { reply, .. } => pending(reply, Err(error.clone())),
         Request::DueWakeups { reply, .. } => pending(reply, Err(error.clone())),
         Request::Sleepers { reply } => pending(reply, Err(error.clone())),
+        Request::SleepingLogs { reply, .. } => pending(reply, Err(error.clone())),
         #[cfg(test)]
         Request::Hold { .. } => Box::new(|_| {}),
     };

@@ -46,6 +46,13 @@ impl Registry {
         }
     }
 
+    /// What a game just woken waits for: what it waited for when it went to sleep (its
+    /// round is kept), which its players were pushed then, or which became owed while
+    /// nobody followed. Nothing is newly owed, so nobody is pushed `your_move` again.
+    pub fn set_owed_woken(&self, game_id: GameId, owed: OwedNow) {
+        self.owed.insert(game_id, owed);
+    }
+
     /// `account`'s connection `conn` asked `my_games`: from now on it is pushed `your_move`
     /// (until the account's connection changes or it signs out).
     pub fn follow_moves(&self, account: AccountId, conn: ConnId) {

@@ -73,3 +73,64 @@ fn past_its_memory_it_forgets_the_oldest_finished_games_and_goes_on() {
     assert!(registry.finished_game(later.last().unwrap()).is_some());
     assert!(registry.finished_game(ids.last().unwrap()).is_some());
 }
+
+/// How many `your_move` pushes a connection has been queued since last asked.
+fn your_moves(rx: &mut tokio::sync::mpsc::Receiver<crate::outbox::Outbound>) -> usize {
+    let mut pushes = 0;
+    while let Ok(item) = rx.try_recv() {
+        // A push is queued as a lone frame.
+        if let crate::outbox::Outbound::Frame(frame) = item {
+            let msg = elementals_protocol::wire::decode_server(&frame);
+            pushes += usize::from(matches!(
+                msg,
+                Ok(elementals_protocol::messages::ServerMsg::YourMove { .. })
+            ));
+        }
+    }
+    pushes
+}
+
+#[test]
+fn a_woken_game_pushes_no_your_move_for_what_it_owed_when_it_slept() {
+    use elementals_protocol::messages::{Owed, OwedAction, Phase};
+    let registry = Registry::new();
+    let (outbox, mut rx) = crate::outbox::Outbox::new(9, 16);
+    registry.bus().connect(&outbox);
+    let owed = |round| OwedNow {
+        round,
+        phase: Phase::Commit,
+        owed: vec![Owed {
+            seat: Seat::Two,
+            action: OwedAction::Commit,
+            deadline: Some(1),
+        }],
+    };
+    let seats = SeatPair::new(1, 2);
+    let live = |game_id| {
+        let summary = LiveGame {
+            game_id,
+            variant: Variant::CLASSIC,
+            time_control: TimeControl::CORR_7D,
+            rated: true,
+            players: SeatPair::new(info(1), info(2)),
+            round: 2,
+            positions: Vec::new(),
+            spectators: 0,
+        };
+        registry.insert_game(GameHandle::new(game_id, registry.bus()), summary, seats);
+    };
+    registry.follow_moves(2, 9);
+    // Seat two was pushed its round-2 commit before the game slept.
+    let game_id = GameId(uuid::Uuid::new_v4());
+    live(game_id);
+    registry.set_owed(game_id, owed(2));
+    assert_eq!(your_moves(&mut rx), 1);
+    registry.go_dormant(game_id, seats);
+    // Woken, the game owes the same: no second push. Its next round's commit is news.
+    live(game_id);
+    registry.set_owed_woken(game_id, owed(2));
+    registry.woke(game_id);
+    assert_eq!(your_moves(&mut rx), 0);
+    registry.set_owed(game_id, owed(3));
+    assert_eq!(your_moves(&mut rx), 1);
+}

@@ -12,14 +12,14 @@ impl Journal {
         buf.clear();
         let mut answers: Vec<DbResult<()>> = Vec::with_capacity(batch.len());
         // Each game's state before this batch, to put back if the write fails.
-        let mut undo: Vec<(GameId, Option<LiveGame>)> = Vec::new();
+        let mut undo: Vec<(GameId, Option<index::Mark>)> = Vec::new();
         let before = self.live_bytes;
         for (game_id, rows, _) in &batch {
             if let Some(broken) = &self.broken {
                 answers.push(Err(broken.clone()));
                 continue;
             }
-            let current = self.live.get(game_id).copied();
+            let current = self.live.get(game_id);
             let mut next = current.map_or(0, |g| g.next_step);
             if let Err(refused) = check_rows(game_id, &mut next, rows) {
                 answers.push(Err(refused));
@@ -29,28 +29,24 @@ impl Journal {
                 answers.push(Ok(()));
                 continue;
             }
-            let start = buf.len();
+            undo.push((*game_id, current.map(LiveGame::mark)));
+            let game = self.live.entry(*game_id).or_default();
             for (step, bytes) in rows {
+                let start = buf.len();
                 push_frame(&mut buf, game_id, *step, bytes);
+                let len = buf.len() - start;
+                game.note(*step, self.len + start as u64, len);
+                self.live_bytes += len as u64;
             }
-            let bytes = (buf.len() - start) as u64;
-            undo.push((*game_id, current));
-            let game = self.live.entry(*game_id).or_insert(LiveGame {
-                next_step: 0,
-                bytes: 0,
-            });
-            game.next_step = next;
-            game.bytes += bytes;
-            self.live_bytes += bytes;
             answers.push(Ok(()));
         }
         if !buf.is_empty() {
             if let Err(error) = self.write_durably(&buf) {
-                for (game_id, state) in undo.into_iter().rev() {
-                    match state {
-                        Some(state) => self.live.insert(game_id, state),
-                        None => self.live.remove(&game_id),
-                    };
+                for (game_id, mark) in undo.into_iter().rev() {
+                    match (mark, self.live.get_mut(&game_id)) {
+                        (Some(mark), Some(game)) => game.undo(mark),
+                        _ => drop(self.live.remove(&game_id)),
+                    }
                 }
                 self.live_bytes = before;
                 for answer in answers.iter_mut().filter(|a| a.is_ok()) {

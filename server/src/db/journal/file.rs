@@ -77,9 +77,12 @@ pub(super) fn whole_frame(bytes: &[u8]) -> Option<usize> {
     (crc32fast::hash(payload) == crc).then_some(FRAME_HEADER + len)
 }
 
-/// Calls `each(game_id, step, encoded)` for every whole frame, in file order, in a file of
-/// either version.
-pub(super) fn scan(path: &Path, mut each: impl FnMut(GameId, u64, &[u8])) -> io::Result<ScanEnd> {
+/// Calls `each(at, game_id, step, encoded)` for every whole frame (`at` its offset), in
+/// file order.
+pub(super) fn scan(
+    path: &Path,
+    mut each: impl FnMut(u64, GameId, u64, &[u8]),
+) -> io::Result<ScanEnd> {
     let file = File::open(path)?;
     let total = file.metadata()?.len();
     let mut reader = BufReader::with_capacity(256 << 10, file);
@@ -116,7 +119,7 @@ pub(super) fn scan(path: &Path, mut each: impl FnMut(GameId, u64, &[u8])) -> io:
         let payload = &frame[FRAME_HEADER..];
         let id = uuid::Uuid::from_bytes(payload[..16].try_into().expect("16 bytes"));
         let step = u64::from_le_bytes(payload[16..24].try_into().expect("8 bytes"));
-        each(GameId(id), step, &payload[PAYLOAD_PREFIX..]);
+        each(at, GameId(id), step, &payload[PAYLOAD_PREFIX..]);
         at += frame.len() as u64;
     }
     let damage = if at < total {
@@ -171,13 +174,13 @@ pub(super) fn cut_to(path: &Path, len: u64) -> DbResult<()> {
         .map_err(|e| io_error("cannot cut the torn tail off", path, e))
 }
 
-/// Writes a new file holding the magic and the frames of `path` whose game `keep`s;
-/// syncs it and renames it over `path`. Returns the games it holds. With
+/// Writes a new file holding the magic and the frames of `path` that `keep(at, game_id)`
+/// says to; syncs it and renames it over `path`. Returns the games it holds. With
 /// `whole`, the frames of `path` must end exactly there, or nothing is replaced: frames
 /// found bad since they were written are not dropped.
 pub(super) fn rewrite(
     path: &Path,
-    keep: impl Fn(&GameId) -> bool,
+    keep: impl Fn(u64, &GameId) -> bool,
     whole: Option<u64>,
 ) -> DbResult<HashMap<GameId, LiveGame>> {
     let tmp = with_suffix(path, ".tmp");
@@ -186,12 +189,13 @@ pub(super) fn rewrite(
         out: BufWriter::with_capacity(256 << 10, file),
         frame: Vec::new(),
         live: HashMap::new(),
+        written: 0,
         failed: None,
     };
     copier.write(MAGIC);
     if path.exists() {
-        let end = scan(path, |game_id, step, encoded| {
-            if keep(&game_id) {
+        let end = scan(path, |at, game_id, step, encoded| {
+            if keep(at, &game_id) {
                 copier.copy(game_id, step, encoded);
             }
         })
@@ -234,6 +238,8 @@ pub(super) struct Copier {
     out: BufWriter<File>,
     frame: Vec<u8>,
     live: HashMap<GameId, LiveGame>,
+    /// Bytes written so far: where the next frame goes.
+    written: u64,
     failed: Option<io::Error>,
 }
 
@@ -242,25 +248,25 @@ impl Copier {
         if self.failed.is_none() {
             self.failed = self.out.write_all(bytes).err();
         }
+        self.written += bytes.len() as u64;
     }
 
     fn copy(&mut self, game_id: GameId, step: u64, encoded: &[u8]) {
         let mut frame = std::mem::take(&mut self.frame);
         frame.clear();
         push_frame(&mut frame, &game_id, step, encoded);
+        let at = self.written;
         self.write(&frame);
-        let game = self.live.entry(game_id).or_insert(LiveGame {
-            next_step: 0,
-            bytes: 0,
-        });
-        game.next_step = game.next_step.max(step + 1);
-        game.bytes += frame.len() as u64;
+        let game = self.live.entry(game_id).or_default();
+        game.note(step, at, frame.len());
         self.frame = frame;
     }
 }
 
 pub(super) fn open_for_append(path: &Path) -> DbResult<(File, u64)> {
+    // Read too: a game's frames are read back by key (`index.rs`).
     let mut file = OpenOptions::new()
+        .read(true)
         .write(true)
         .open(path)
         .map_err(|e| io_error("cannot open", path, e))?;

@@ -81,8 +81,7 @@ pub(in crate::db) fn run(
                 let _ = reply.send(journal.load(|id| !skip.contains(id)));
             }
             Request::LoadSome { games, reply } => {
-                let games: std::collections::HashSet<_> = games.into_iter().collect();
-                let _ = reply.send(journal.load(|id| games.contains(id)));
+                let _ = reply.send(journal.load_some(&games));
             }
             // Every append before it was answered only once durable.
             Request::Flush { reply } => {

@@ -237,7 +237,8 @@ pub(super) fn execute(tx: &mut Transaction<'_>, cache: &mut Cache, request: Requ
             reply,
             in_savepoint(tx, cache, |c, k| record_game(c, k, &record, &stored)),
         ),
-        Request::Hibernate { sleeper, reply } => pending(
+        // A game's log stays in `game_log`, read by key when it wakes.
+        Request::Hibernate { sleeper, reply, .. } => pending(
             reply,
             in_savepoint(tx, cache, |c, k| wakeups::hibernate(c, k, &sleeper)),
         ),
@@ -251,6 +252,7 @@ pub(super) fn execute(tx: &mut Transaction<'_>, cache: &mut Cache, request: Requ
             reply,
         } => pending(reply, wakeups::due(tx, cache, now_ms, limit)),
         Request::Sleepers { reply } => pending(reply, wakeups::sleepers(tx, cache)),
+        Request::SleepingLogs { reply, .. } => pending(reply, Ok(Vec::new())),
         Request::Flush { reply } | Request::Shutdown { reply } => pending(reply, Ok(())),
         Request::Prune { reply, .. } => pending(reply, Err(DbError::Closed)),
         #[cfg(test)]

@@ -137,10 +137,19 @@ fn execute(tx: &mut rusqlite::Transaction<'_>, request: Request) -> Pending {
             reply,
             in_savepoint(tx, |c| games::record(c, &record, &stored)),
         ),
-        Request::Hibernate { sleeper, reply } => pending(
+        Request::Hibernate {
+            sleeper,
+            log,
             reply,
-            in_savepoint(tx, |c| super::super::wakeups::hibernate(c, &sleeper)),
+        } => pending(
+            reply,
+            in_savepoint(tx, |c| {
+                super::super::wakeups::hibernate(c, &sleeper, log.as_deref())
+            }),
         ),
+        Request::SleepingLogs { games, reply } => {
+            pending(reply, super::super::wakeups::sleeping_logs(tx, &games))
+        }
         Request::Woken { game_id, reply } => pending(
             reply,
             in_savepoint(tx, |c| super::super::wakeups::woken(c, &game_id)),

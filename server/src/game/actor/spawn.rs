@@ -63,6 +63,7 @@ fn launch(
     inbox: Option<GameInbox>,
 ) -> GameHandle {
     let bus = services.registry.bus();
+    let woken = inbox.is_some();
     let inbox = inbox.unwrap_or_else(|| bus.open_game(setup.game_id));
     let handle = GameHandle::new(setup.game_id, Arc::clone(&bus));
     let started_at = state.started_at();
@@ -71,7 +72,10 @@ fn launch(
         .registry
         .insert_game(handle.clone(), state.summary(0), seats);
     // Before `game_start` goes out, so that `my_games` lists the game from then on.
-    services.registry.set_owed(setup.game_id, state.owed());
+    match woken {
+        true => services.registry.set_owed_woken(setup.game_id, state.owed()),
+        false => services.registry.set_owed(setup.game_id, state.owed()),
+    }
     services.metrics.live_games.fetch_add(1, Relaxed);
     let mut shared = Shared::default();
     // A restored game's supervisor must know its rounds before anything is published.
