@@ -203,9 +203,7 @@ mod tests {
             pick: 2,
             nonce: [3; NONCE_LEN],
         };
-        let games: Vec<GameId> = (0..3u8)
-            .map(|n| GameId::new_random_from([n; 16]))
-            .collect();
+        let games: Vec<GameId> = (0..3u8).map(|n| GameId::new_random_from([n; 16])).collect();
         for game in &games {
             store.save(*game, &sealed).unwrap();
         }

@@ -156,7 +156,10 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     if let Some(read) = state.db.game_log_frames_read() {
         let name = "elementals_game_log_frames_read_total";
         let help = "Frames read back from the step-log file (SQLite): at startup, and the log of each game going to sleep.";
-        let _ = write!(body, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {read}\n");
+        let _ = write!(
+            body,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {read}\n"
+        );
     }
     body.push_str(&state.registry.cluster_metrics());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()

@@ -87,7 +87,11 @@ impl StateArg {
     /// `account`'s store under the directory, if one was given, signed in `seated` in
     /// that game (or in none): what is kept for other games, which have ended, goes
     /// (`NonceStore::prune`).
-    pub fn store(&self, account: &str, seated: Option<GameId>) -> anyhow::Result<Option<NonceStore>> {
+    pub fn store(
+        &self,
+        account: &str,
+        seated: Option<GameId>,
+    ) -> anyhow::Result<Option<NonceStore>> {
         let Some(dir) = &self.state_dir else {
             return Ok(None);
         };

@@ -61,7 +61,10 @@ pub(super) fn woken(conn: &Connection, game_id: &GameId) -> DbResult<()> {
 }
 
 /// The moved logs of those of `games` that have one, by key.
-pub(super) fn sleeping_logs(conn: &Connection, games: &[GameId]) -> DbResult<Vec<(GameId, Vec<u8>)>> {
+pub(super) fn sleeping_logs(
+    conn: &Connection,
+    games: &[GameId],
+) -> DbResult<Vec<(GameId, Vec<u8>)>> {
     let mut select = conn.prepare_cached("SELECT steps FROM sleeping_logs WHERE game_id = ?1")?;
     let mut logs = Vec::new();
     for game_id in games {

@@ -32,7 +32,9 @@ async fn logged_games(db: &Db, count: usize) -> Vec<GameRecord> {
     let (ann, bob) = (register(db, "ann").await, register(db, "bob").await);
     let games: Vec<GameRecord> = (0..count).map(|_| won(&ann, &bob, Seat::One)).collect();
     for game in &games {
-        db.append_log(game.game_id, &steps_of(game, 4)).await.unwrap();
+        db.append_log(game.game_id, &steps_of(game, 4))
+            .await
+            .unwrap();
     }
     games
 }

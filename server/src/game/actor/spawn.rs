@@ -73,7 +73,9 @@ fn launch(
         .insert_game(handle.clone(), state.summary(0), seats);
     // Before `game_start` goes out, so that `my_games` lists the game from then on.
     match woken {
-        true => services.registry.set_owed_woken(setup.game_id, state.owed()),
+        true => services
+            .registry
+            .set_owed_woken(setup.game_id, state.owed()),
         false => services.registry.set_owed(setup.game_id, state.owed()),
     }
     services.metrics.live_games.fetch_add(1, Relaxed);
