@@ -3,6 +3,11 @@
 //! time, earliest first), wakes them, and sleeps until the next row's due time, or until
 //! a game goes to sleep with an earlier one (`Wakeups::due`).
 //!
+//! In cluster mode every node runs a sweeper over the same rows; waking takes the game's
+//! lease (`hibernate.rs`), so each due game is woken by one of them. A node hears of the
+//! games other nodes put to sleep only through the rows, so it reads them at least every
+//! `CLUSTER_REREAD`: a node that dies with games asleep leaves their deadlines to the others.
+//!
 //! A woken game settles its own deadline as a live one does (`tick`: a loss on time, rated,
 //! recorded once). A due row whose game is not asleep (it is just going to sleep, or its
 //! waking failed) is tried again `RETRY` later.
@@ -21,6 +26,9 @@ const BATCH: usize = 256;
 
 /// How soon a due row whose game could not be woken is read again.
 const RETRY: Duration = Duration::from_secs(1);
+
+/// In cluster mode, the longest a sweeper waits between two reads of the rows.
+const CLUSTER_REREAD: Duration = Duration::from_secs(10);
 
 /// What the sweeper knows of the next due time, and how it is told of an earlier one.
 #[derive(Debug)]
@@ -78,6 +86,13 @@ pub async fn sweep(services: GameServices) {
         if full {
             continue;
         }
+        let wait_until = match services.registry.in_cluster() {
+            true => {
+                let reread = tokio::time::Instant::now() + CLUSTER_REREAD;
+                Some(wait_until.map_or(reread, |at| at.min(reread)))
+            }
+            false => wait_until,
+        };
         tokio::select! {
             () = stop.cancelled() => return,
             () = wakeups.notify.notified() => {}

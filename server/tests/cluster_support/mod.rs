@@ -64,6 +64,17 @@ impl Cluster {
         cluster
     }
 
+    /// One number from the cluster's PostgreSQL database (a `SELECT count(*)`, say).
+    pub fn sql(&self, sql: &str) -> i64 {
+        let (url, sql) = (self.pg.url().to_owned(), sql.to_owned());
+        std::thread::spawn(move || {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            client.query_one(&sql, &[]).unwrap().get(0)
+        })
+        .join()
+        .unwrap()
+    }
+
     /// A connection to Redis itself, for the test's own looks and changes.
     pub fn redis(&self) -> redis::Connection {
         redis::Client::open(REDIS)

@@ -43,8 +43,12 @@ pub struct Directory {
     link: Link,
     /// The other nodes' live games.
     remote: DashMap<GameId, DirEntry>,
-    /// The seats of the other nodes' games.
+    /// The seats of the other nodes' games and of the sleeping games.
     seats: DashMap<AccountId, (GameId, Seat)>,
+    /// The cluster's sleeping games (`game/hibernate.rs`), run by no node: their seats,
+    /// and the number they were put here under (`forget_dormant`).
+    dormant: DashMap<GameId, (SeatPair<AccountId>, u64)>,
+    dormant_seq: AtomicU64,
     /// This node's live games, as written to the hash.
     own: DashMap<GameId, DirEntry>,
     /// Games of the mirror the hash lacked when read again (`reload`), and since when.
@@ -72,6 +76,8 @@ impl Directory {
             link,
             remote: DashMap::new(),
             seats: DashMap::new(),
+            dormant: DashMap::new(),
+            dormant_seq: AtomicU64::new(0),
             own: DashMap::new(),
             unconfirmed: DashMap::new(),
             dirty: Mutex::new(HashMap::new()),
@@ -102,6 +108,7 @@ impl Directory {
         };
         self.own.insert(game, entry.clone());
         self.drop_remote(game);
+        self.drop_dormant(game);
         self.link.hset_game(game, &entry);
         self.link.cluster(&ClusterMsg::Opened { game, entry });
     }
@@ -126,6 +133,41 @@ impl Directory {
             game,
             node: self.node,
         });
+    }
+
+    /// This node's game `game` goes to sleep: it leaves the hash, and every node (this one
+    /// too) takes it for a sleeping game, which a command on any node wakes there.
+    pub fn game_slept(&self, game: GameId, seats: SeatPair<AccountId>) {
+        self.put_dormant(game, seats);
+        self.own.remove(&game);
+        lock(&self.dirty).remove(&game);
+        self.link.hdel_game(game);
+        self.link.cluster(&ClusterMsg::Slept {
+            game,
+            seats,
+            node: self.node,
+        });
+    }
+
+    /// A sleeping game read from storage at startup, unless a node runs it already (it woke
+    /// while this node was starting).
+    pub fn load_dormant(&self, game: GameId, seats: SeatPair<AccountId>) {
+        if !self.remote.contains_key(&game) {
+            self.put_dormant(game, seats);
+        }
+    }
+
+    /// Whether `game` sleeps, as far as this node has heard; with its number here.
+    pub fn dormant(&self, game: GameId) -> Option<(SeatPair<AccountId>, u64)> {
+        self.dormant.get(&game).map(|e| *e)
+    }
+
+    /// A waking of `game` found it awake nowhere and asleep no more (it ended, or a
+    /// message was lost): forgotten, unless it went to sleep again since (`number`).
+    pub fn forget_dormant(&self, game: GameId, number: u64) {
+        if self.dormant.get(&game).is_some_and(|e| e.1 == number) {
+            self.drop_dormant(game);
+        }
     }
 
     /// The game runs on another node now (its lease is that node's): this node forgets it
@@ -213,6 +255,12 @@ impl Directory {
                 self.own.remove(&game);
                 self.put_remote(game, entry);
             }
+            // This node's own word (taken when said), or news older than its waking here.
+            ClusterMsg::Slept { game, seats, node } => {
+                if node != self.node && !self.own.contains_key(&game) {
+                    self.put_dormant(game, seats);
+                }
+            }
             ClusterMsg::Ended { game, node } => {
                 if self.remote.get(&game).is_some_and(|e| e.node == node) {
                     self.drop_remote(game);
@@ -294,6 +342,11 @@ impl Directory {
                 self.remote.len() as u64,
             ),
             (
+                "elementals_cluster_games_asleep",
+                "Sleeping games of the cluster, as this node has heard.",
+                self.dormant.len() as u64,
+            ),
+            (
                 "elementals_cluster_bus_lag_ms",
                 "How late the last heartbeat of another node came.",
                 self.lag_ms.load(Ordering::Relaxed),
@@ -370,10 +423,27 @@ impl Directory {
 
     fn put_remote(&self, game: GameId, entry: DirEntry) {
         self.unconfirmed.remove(&game);
+        self.drop_dormant(game);
         self.drop_remote(game);
         self.seats.insert(entry.seats.one, (game, Seat::One));
         self.seats.insert(entry.seats.two, (game, Seat::Two));
         self.remote.insert(game, entry);
+    }
+
+    fn put_dormant(&self, game: GameId, seats: SeatPair<AccountId>) {
+        self.drop_remote(game);
+        self.seats.insert(seats.one, (game, Seat::One));
+        self.seats.insert(seats.two, (game, Seat::Two));
+        let number = self.dormant_seq.fetch_add(1, Ordering::Relaxed);
+        self.dormant.insert(game, (seats, number));
+    }
+
+    fn drop_dormant(&self, game: GameId) {
+        if let Some((_, (seats, _))) = self.dormant.remove(&game) {
+            for account in [seats.one, seats.two] {
+                self.seats.remove_if(&account, |_, (g, _)| *g == game);
+            }
+        }
     }
 
     fn drop_remote(&self, game: GameId) {
