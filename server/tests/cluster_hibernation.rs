@@ -12,10 +12,12 @@ use std::time::Duration;
 
 use cluster_support::*;
 use common::*;
-use elementals_protocol::messages::{ClientMsg, GameId, GameInfo, GameSnapshot, Phase, ServerMsg};
+use elementals_protocol::messages::{
+    ClientMsg, GameId, GameInfo, GameSnapshot, OwedAction, Phase, ServerMsg,
+};
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::TimeControl;
-use recovery_support::resume_at;
+use recovery_support::{resume_at, watch_at};
 
 /// Games sleep after 1 s without a command if nothing is due for 10 minutes.
 const HIBERNATING: [(&str, &str); 3] = [
@@ -211,6 +213,31 @@ async fn players_coming_back_on_two_nodes_at_once_wake_the_game_once() {
     let runs = total(&[&a, &b], "elementals_live_games").await;
     assert_eq!(runs, 1, "one node runs it");
     finish(&asleep, one, two, &[&a, &b]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn my_games_and_a_spectator_on_other_nodes_find_a_sleeping_game_as_it_stands() {
+    let cluster = Cluster::new();
+    let a = cluster.node_with("a", &HIBERNATING).await;
+    let b = cluster.node_with("b", &HIBERNATING).await;
+    let asleep = put_to_sleep(&cluster, &a, "gil", "hal").await;
+    let game_id = asleep.game.game_id;
+    heard_asleep(&[&a, &b]).await;
+    // Seat two asks B for its games (no connection: nothing else wakes it): B wakes it and
+    // lists it, owing seat two's commit in round 2.
+    let games = http_my_games(b.addr, &asleep.tokens.1).await;
+    assert_eq!(games.len(), 1, "{games:?}");
+    assert_eq!(games[0].game_id, game_id);
+    assert_eq!((games[0].round, games[0].phase), (2, Phase::Commit));
+    let owed: Vec<_> = games[0].owed.iter().map(|o| (o.seat, o.action)).collect();
+    assert_eq!(owed, [(Seat::Two, OwedAction::Commit)]);
+    assert_eq!(metric(&b, "elementals_games_woken_total").await, 1);
+    // A spectator on A watches it where it runs now.
+    a.until_listed(&[game_id]).await;
+    let (_spectator, snapshot) = watch_at(a.addr, game_id).await;
+    assert_eq!((snapshot.round, snapshot.phase), (2, Phase::Commit));
+    b.until_spectators(game_id, 1).await;
+    assert_eq!(total(&[&a, &b], "elementals_games_woken_total").await, 1);
 }
 
 /// `GET /api/players/{name}` at `node`: (wins, losses).

@@ -13,23 +13,6 @@ use elementals_protocol::messages::{GameId, GameInfo, MyGame, OwedAction, Phase,
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::{ClientMsg, ErrorCode};
 
-/// `GET /api/me/games` on `addr` with `token`'s session.
-async fn http_my_games(addr: SocketAddr, token: &str) -> Vec<MyGame> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!(
-        "GET /api/me/games HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
-         Connection: close\r\n\r\n"
-    );
-    stream.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    stream.read_to_end(&mut buf).await.unwrap();
-    let text = String::from_utf8_lossy(&buf).to_string();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{text}");
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
-}
-
 async fn ws_my_games(client: &mut TestClient) -> Vec<MyGame> {
     let id = client.id();
     match client.request(ClientMsg::MyGames { id }).await {

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
-use elementals_protocol::messages::{GameId, GameInfo, GameSnapshot, ServerMsg};
+use elementals_protocol::messages::{GameId, GameInfo, GameSnapshot, MyGame, ServerMsg};
 use elementals_protocol::rules::Seat;
 use elementals_server::db::testing::TestPostgres;
 use tokio::process::{Child, Command};
@@ -311,6 +311,23 @@ pub async fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, Stri
     let text = String::from_utf8_lossy(&buf);
     let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
     Ok((status, text.to_string()))
+}
+
+/// `GET /api/me/games` on `addr` with `token`'s session.
+pub async fn http_my_games(addr: SocketAddr, token: &str) -> Vec<MyGame> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "GET /api/me/games HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Connection: close\r\n\r\n"
+    );
+    stream.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    stream.read_to_end(&mut buf).await.unwrap();
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{text}");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
 
 /// A TCP proxy to Redis: forwards every connection while up; cut, it closes every
