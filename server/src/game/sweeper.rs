@@ -60,7 +60,21 @@ impl Wakeups {
 pub async fn sweep(services: GameServices) {
     let stop = services.stop.clone();
     let wakeups = services.wakeups.clone();
+    let mut rejoins = services.registry.cluster_rejoins();
     loop {
+        // Cluster mode: after the node rejoined Redis, the sleeping games it may have
+        // missed hearing of are read from storage.
+        let now = services.registry.cluster_rejoins();
+        if now != rejoins {
+            let mended = services
+                .registry
+                .mend_sleepers(services.db.sleepers())
+                .await;
+            match mended {
+                Ok(()) => rejoins = now,
+                Err(error) => tracing::warn!(%error, "cannot read the sleeping games"),
+            }
+        }
         // Forgotten before the read: a game put to sleep from here on says so (and the
         // `Notify` keeps that until the wait below), one put to sleep before is in the rows.
         wakeups.earliest.store(u64::MAX, Ordering::SeqCst);

@@ -16,6 +16,7 @@ use tokio::sync::watch;
 
 use super::Registry;
 use crate::bus::GameInbox;
+use crate::db::DbResult;
 use crate::record::AccountId;
 
 /// How long `my_games` waits for a player's game to wake before answering without it.
@@ -121,6 +122,26 @@ impl Registry {
             cluster.node_of(game_id),
             cluster.dormant(game_id).map(|(_, n)| n),
         )
+    }
+
+    /// Cluster mode: how often this node has rejoined Redis (`None` outside cluster mode).
+    pub fn cluster_rejoins(&self) -> Option<u64> {
+        self.cluster.as_ref().map(|c| c.rejoins())
+    }
+
+    /// Cluster mode: the sleeping games read from storage after a rejoin, to mend the
+    /// directory's mirror of them (`Directory::sleepers_read`). `read` reads them.
+    pub async fn mend_sleepers<F>(&self, read: F) -> DbResult<()>
+    where
+        F: std::future::Future<Output = DbResult<Vec<crate::db::Sleeper>>>,
+    {
+        let Some(cluster) = &self.cluster else {
+            return Ok(());
+        };
+        let mark = cluster.dormant_mark();
+        let rows: Vec<_> = read.await?.iter().map(|s| (s.game_id, s.seats)).collect();
+        cluster.sleepers_read(&rows, mark);
+        Ok(())
     }
 
     /// The woken game runs (it is in `games` already).

@@ -24,6 +24,7 @@ use super::link::Link;
 use super::wire::{ClusterMsg, DirEntry};
 
 mod reload;
+mod sleeping;
 use crate::bus::ConnId;
 use crate::record::AccountId;
 
@@ -49,6 +50,9 @@ pub struct Directory {
     /// and the number they were put here under (`forget_dormant`).
     dormant: DashMap<GameId, (SeatPair<AccountId>, u64)>,
     dormant_seq: AtomicU64,
+    /// How often the node has read the hash again after rejoining Redis (`reload`): the
+    /// sleeping games said meanwhile are then read from storage (`sleepers_read`).
+    rejoins: AtomicU64,
     /// This node's live games, as written to the hash.
     own: DashMap<GameId, DirEntry>,
     /// Games of the mirror the hash lacked when read again (`reload`), and since when.
@@ -78,6 +82,7 @@ impl Directory {
             seats: DashMap::new(),
             dormant: DashMap::new(),
             dormant_seq: AtomicU64::new(0),
+            rejoins: AtomicU64::new(0),
             own: DashMap::new(),
             unconfirmed: DashMap::new(),
             dirty: Mutex::new(HashMap::new()),
@@ -133,41 +138,6 @@ impl Directory {
             game,
             node: self.node,
         });
-    }
-
-    /// This node's game `game` goes to sleep: it leaves the hash, and every node (this one
-    /// too) takes it for a sleeping game, which a command on any node wakes there.
-    pub fn game_slept(&self, game: GameId, seats: SeatPair<AccountId>) {
-        self.put_dormant(game, seats);
-        self.own.remove(&game);
-        lock(&self.dirty).remove(&game);
-        self.link.hdel_game(game);
-        self.link.cluster(&ClusterMsg::Slept {
-            game,
-            seats,
-            node: self.node,
-        });
-    }
-
-    /// A sleeping game read from storage at startup, unless a node runs it already (it woke
-    /// while this node was starting).
-    pub fn load_dormant(&self, game: GameId, seats: SeatPair<AccountId>) {
-        if !self.remote.contains_key(&game) {
-            self.put_dormant(game, seats);
-        }
-    }
-
-    /// Whether `game` sleeps, as far as this node has heard; with its number here.
-    pub fn dormant(&self, game: GameId) -> Option<(SeatPair<AccountId>, u64)> {
-        self.dormant.get(&game).map(|e| *e)
-    }
-
-    /// A waking of `game` found it awake nowhere and asleep no more (it ended, or a
-    /// message was lost): forgotten, unless it went to sleep again since (`number`).
-    pub fn forget_dormant(&self, game: GameId, number: u64) {
-        if self.dormant.get(&game).is_some_and(|e| e.1 == number) {
-            self.drop_dormant(game);
-        }
     }
 
     /// The game runs on another node now (its lease is that node's): this node forgets it
@@ -428,22 +398,6 @@ impl Directory {
         self.seats.insert(entry.seats.one, (game, Seat::One));
         self.seats.insert(entry.seats.two, (game, Seat::Two));
         self.remote.insert(game, entry);
-    }
-
-    fn put_dormant(&self, game: GameId, seats: SeatPair<AccountId>) {
-        self.drop_remote(game);
-        self.seats.insert(seats.one, (game, Seat::One));
-        self.seats.insert(seats.two, (game, Seat::Two));
-        let number = self.dormant_seq.fetch_add(1, Ordering::Relaxed);
-        self.dormant.insert(game, (seats, number));
-    }
-
-    fn drop_dormant(&self, game: GameId) {
-        if let Some((_, (seats, _))) = self.dormant.remove(&game) {
-            for account in [seats.one, seats.two] {
-                self.seats.remove_if(&account, |_, (g, _)| *g == game);
-            }
-        }
     }
 
     fn drop_remote(&self, game: GameId) {
