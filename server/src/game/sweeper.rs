@@ -7,6 +7,8 @@
 //! lease (`hibernate.rs`), so each due game is woken by one of them. A node hears of the
 //! games other nodes put to sleep only through the rows, so it reads them at least every
 //! `CLUSTER_REREAD`: a node that dies with games asleep leaves their deadlines to the others.
+//! A due row of a game its mirror does not know asleep (a `Slept` message lost), and every
+//! rejoin of Redis, make it read the sleeping games from storage into the mirror.
 //!
 //! A woken game settles its own deadline as a live one does (`tick`: a loss on time, rated,
 //! recorded once). A due row whose game is not asleep (it is just going to sleep, or its
@@ -61,11 +63,13 @@ pub async fn sweep(services: GameServices) {
     let stop = services.stop.clone();
     let wakeups = services.wakeups.clone();
     let mut rejoins = services.registry.cluster_rejoins();
+    let mut unheard = false;
     loop {
-        // Cluster mode: after the node rejoined Redis, the sleeping games it may have
-        // missed hearing of are read from storage.
+        // Cluster mode: after the node rejoined Redis, or found a due game it had not
+        // heard sleeps, the sleeping games it may have missed are read from storage.
         let now = services.registry.cluster_rejoins();
-        if now != rejoins {
+        if now != rejoins || unheard {
+            unheard = false;
             let mended = services
                 .registry
                 .mend_sleepers(services.db.sleepers())
@@ -86,6 +90,7 @@ pub async fn sweep(services: GameServices) {
                 let next = due.next_ms.unwrap_or(u64::MAX);
                 wakeups.earliest.fetch_min(next, Ordering::SeqCst);
                 let mut at = (next < u64::MAX).then(|| services.clock.instant_at(next));
+                unheard = skipped && services.registry.in_cluster();
                 if skipped {
                     let retry = tokio::time::Instant::now() + RETRY;
                     at = Some(at.map_or(retry, |at| at.min(retry)));
