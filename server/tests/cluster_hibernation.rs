@@ -240,6 +240,31 @@ async fn my_games_and_a_spectator_on_other_nodes_find_a_sleeping_game_as_it_stan
     assert_eq!(total(&[&a, &b], "elementals_games_woken_total").await, 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_redis_as_a_game_fell_asleep_learns_it_once_back() {
+    let cluster = Cluster::new();
+    let proxy = Proxy::start().await;
+    let a = cluster.node_with("a", &HIBERNATING).await;
+    let b = cluster.node_through_with("b", &proxy, &HIBERNATING).await;
+    // B hears nothing while the game goes to sleep on A.
+    proxy.cut();
+    b.until_health(503).await;
+    let asleep = put_to_sleep(&cluster, &a, "ivy", "jon").await;
+    assert_eq!(metric(&b, "elementals_cluster_games_asleep").await, 0);
+    // Back, B reads the sleeping games from storage, and its player wakes the game there.
+    proxy.restore();
+    // Rejoining takes up to a few seconds of backoff, then its sweeper's next look (10 s).
+    let deadline = tokio::time::Instant::now() + 2 * WAIT;
+    while metric(&b, "elementals_cluster_games_asleep").await != 1 {
+        assert!(tokio::time::Instant::now() < deadline, "B never heard it sleeps");
+        tokio::time::sleep(POLL).await;
+    }
+    let game_id = asleep.game.game_id;
+    let (_two, snapshot) = come_back(&b, &asleep.tokens.1, game_id).await;
+    assert_eq!(snapshot.phase, Phase::Commit);
+    assert_eq!(metric(&b, "elementals_games_woken_total").await, 1);
+}
+
 /// `GET /api/players/{name}` at `node`: (wins, losses).
 async fn record_of(node: &Node, name: &str) -> (u64, u64) {
     let page = node.player(name).await;

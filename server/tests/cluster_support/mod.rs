@@ -111,6 +111,12 @@ impl Cluster {
             .await
     }
 
+    /// `node_through`, with these `ELEMENTALS_*` settings in its environment.
+    pub async fn node_through_with(&self, id: &str, proxy: &Proxy, env: &[(&str, &str)]) -> Node {
+        self.node_on(id, &format!("redis://{}", proxy.addr), env)
+            .await
+    }
+
     async fn node_on(&self, id: &str, redis: &str, env: &[(&str, &str)]) -> Node {
         let addr = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
