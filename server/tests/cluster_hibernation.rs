@@ -256,7 +256,10 @@ async fn a_node_cut_off_from_redis_as_a_game_fell_asleep_learns_it_once_back() {
     // Rejoining takes up to a few seconds of backoff, then its sweeper's next look (10 s).
     let deadline = tokio::time::Instant::now() + 2 * WAIT;
     while metric(&b, "elementals_cluster_games_asleep").await != 1 {
-        assert!(tokio::time::Instant::now() < deadline, "B never heard it sleeps");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "B never heard it sleeps"
+        );
         tokio::time::sleep(POLL).await;
     }
     let game_id = asleep.game.game_id;
