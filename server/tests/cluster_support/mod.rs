@@ -11,9 +11,8 @@ use elementals_protocol::rules::Seat;
 use elementals_server::db::testing::TestPostgres;
 use tokio::process::Child;
 
-use crate::common::{
-    free_addr, http_get, player_at, server_command, wait_healthy, TestClient, WAIT,
-};
+use crate::common::process::{free_addr, server_command, wait_healthy};
+use crate::common::{http_get, player_at, TestClient, WAIT};
 
 /// Where the tests' Redis is (started by `.ci/services`).
 pub const REDIS: &str = "redis://127.0.0.1:6379";

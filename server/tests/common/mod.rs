@@ -23,12 +23,11 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 mod client;
 mod http;
 mod play;
-mod process;
+pub mod process;
 
 pub use client::*;
 pub use http::*;
 pub use play::*;
-pub use process::*;
 
 /// How long a test waits for a message it expects before failing (a guard, not a sleep).
 pub const WAIT: Duration = Duration::from_secs(15);

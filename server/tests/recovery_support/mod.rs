@@ -16,10 +16,8 @@ use tokio::process::Child;
 
 use elementals_server::db::testing::TestPostgres;
 
-use crate::common::{
-    free_addr, http_get, metric_at, play_round, player_at, server_command, wait_healthy, Backend,
-    TestClient, WAIT,
-};
+use crate::common::process::{free_addr, server_command, wait_healthy};
+use crate::common::{http_get, metric_at, play_round, player_at, Backend, TestClient, WAIT};
 
 /// Between two polls of `/metrics` while a test waits for a value.
 const POLL: Duration = Duration::from_millis(25);
