@@ -23,7 +23,7 @@ use tokio::time::sleep_until;
 use super::hibernate::wake;
 use super::GameServices;
 
-/// Games woken per read of the rows: one pass over the log file on SQLite.
+/// Games woken per read of the due rows (each log is then read by its key).
 const BATCH: usize = 256;
 
 /// How soon a due row whose game could not be woken is read again.
@@ -120,7 +120,7 @@ pub async fn sweep(services: GameServices) {
     }
 }
 
-/// Wakes the due games that sleep, their logs read in one pass; returns whether some due
+/// Wakes the due games that sleep, their logs read by key in one request; returns whether some due
 /// game was not asleep (to be read again soon).
 async fn wake_all(
     services: &GameServices,
