@@ -35,13 +35,22 @@ use crate::record::AccountId;
 /// How long a lobby waits for Redis before it answers `internal`.
 pub const REDIS_WAIT: Duration = Duration::from_secs(3);
 
+/// How long a player stays marked seating once a pairing, or the acceptance of a seek or
+/// challenge, has taken them (`{cluster}:seating:{account}`): no other pairing or
+/// acceptance takes them meanwhile. Far past the time every node takes to hear of the
+/// game (one PUBLISH), after which it is seated in every node's registry.
+pub const SEATING: Duration = Duration::from_secs(2);
+
 /// Adds a member (if `ARGV[2]` holds its entry) and pairs it with its closest compatible
 /// neighbour. KEYS: the pool's sorted set, its hash, the cluster's set of pools. ARGV:
 /// id, entry ("" to pair a member already waiting), rating, base window, widening per
 /// second, widest window, the pool's name, the member's node, the prefix of the nodes'
-/// owner keys (a neighbour whose node's key has expired is dropped). Returns {0} when the member is not waiting (taken, or gone),
-/// {1, waiting, waited_ms} when it waits on, {2, other id, other's entry} when paired
-/// (both have left the pool), {3} when it already waits there.
+/// owner keys (a neighbour whose node's key has expired is dropped), the prefix of the
+/// seating marks, their life in ms. Returns {0} when the member is not waiting (taken, or
+/// gone), {1, waiting, waited_ms} when it waits on, {2, other id, other's entry} when
+/// paired (both have left the pool and are marked seating), {3} when it already waits
+/// there. A member marked seating (a seek or challenge it took part in was just accepted)
+/// is not paired: its node withdraws it, or it is paired once the mark lapses.
 const PAIR: &str = r#"
 local z, h, pools = KEYS[1], KEYS[2], KEYS[3]
 local id, entry = ARGV[1], ARGV[2]
@@ -65,8 +74,11 @@ local function forget(m)
   redis.call('ZREM', z, m)
   redis.call('HDEL', h, m .. ':t', m .. ':e', m .. ':n')
 end
+local seating, hold = ARGV[10], ARGV[11]
+local function busy(m) return redis.call('EXISTS', seating .. m) == 1 end
 local me = tonumber(redis.call('ZSCORE', z, id))
 local since = tonumber(redis.call('HGET', h, id .. ':t')) or now
+if busy(id) then return {1, redis.call('ZCARD', z), now - since} end
 local mine = window(since)
 local best, bestd
 local around = redis.call('ZRANGE', z, math.max(rank - 1, 0), rank + 1, 'WITHSCORES')
@@ -77,7 +89,7 @@ for i = 1, #around, 2 do
     if node and redis.call('EXISTS', ARGV[9] .. node) == 0 then
       -- Its node has died: it waits no more.
       forget(other)
-    else
+    elseif not busy(other) then
       local d = math.abs(tonumber(around[i + 1]) - me)
       local theirs = window(tonumber(redis.call('HGET', h, other .. ':t')) or now)
       if d <= math.max(mine, theirs)
@@ -91,6 +103,8 @@ if not best then return {1, redis.call('ZCARD', z), now - since} end
 local found = redis.call('HGET', h, best .. ':e')
 forget(id)
 forget(best)
+redis.call('SET', seating .. id, 1, 'PX', hold)
+redis.call('SET', seating .. best, 1, 'PX', hold)
 return {2, best, found}
 "#;
 
@@ -183,7 +197,7 @@ pub enum SharedError {
 /// The cluster's pools, reached from one node's lobby.
 #[derive(Clone)]
 pub struct SharedPools {
-    con: MultiplexedConnection,
+    conn: conn::Conn,
     prefix: String,
     /// This node's number: the high bits of the seek and challenge ids it gives, so that
     /// ids are unique in the cluster.
@@ -191,6 +205,7 @@ pub struct SharedPools {
     pair: Script,
     count: Script,
     find_name: Script,
+    take: Script,
     sweep: Script,
 }
 
@@ -202,14 +217,6 @@ impl std::fmt::Debug for SharedPools {
     }
 }
 
-async fn timed<T>(
-    fut: impl std::future::Future<Output = ::redis::RedisResult<T>>,
-) -> Result<T, SharedError> {
-    Ok(tokio::time::timeout(REDIS_WAIT, fut)
-        .await
-        .map_err(|_| SharedError::Timeout)??)
-}
-
 impl SharedPools {
     /// Connects to `redis_url` for the cluster `cluster` (every key is prefixed by it), as
     /// node number `node`.
@@ -219,16 +226,32 @@ impl SharedPools {
         node: u16,
     ) -> Result<SharedPools, SharedError> {
         let client = ::redis::Client::open(redis_url)?;
-        let con = timed(client.get_multiplexed_async_connection()).await?;
         Ok(SharedPools {
-            con,
+            conn: conn::Conn::open(client).await?,
             prefix: cluster.to_owned(),
             node,
             pair: Script::new(PAIR),
             count: Script::new(COUNT),
             find_name: Script::new(offers::FIND_NAME),
+            take: Script::new(offers::TAKE),
             sweep: Script::new(sweep::SWEEP),
         })
+    }
+
+    fn con(&self) -> MultiplexedConnection {
+        self.conn.get()
+    }
+
+    async fn timed<T>(
+        &self,
+        fut: impl std::future::Future<Output = ::redis::RedisResult<T>>,
+    ) -> Result<T, SharedError> {
+        self.conn.timed(fut).await
+    }
+
+    /// Makes the connection to Redis again if it was lost (each lobby tick).
+    pub async fn heal(&self) {
+        self.conn.heal().await;
     }
 
     /// The first id this node gives seeks and challenges (its number in the high bits).
@@ -248,14 +271,19 @@ impl SharedPools {
         if node == 0 {
             return Ok(true);
         }
-        let mut con = self.con.clone();
-        let alive: bool = timed(
+        let mut con = self.con();
+        let alive: bool = self.timed(
             ::redis::cmd("EXISTS")
                 .arg(format!("{}{node}", self.owner_prefix()))
                 .query_async(&mut con),
         )
         .await?;
         Ok(alive)
+    }
+
+    /// The seating marks' keys but for the account (see `SEATING`).
+    fn seating_prefix(&self) -> String {
+        format!("{}:seating:", self.prefix)
     }
 
     fn pools_prefix(&self) -> String {
@@ -280,7 +308,7 @@ impl SharedPools {
         account: AccountId,
         (entry, rating, conn): (&str, f64, ConnId),
     ) -> Result<Paired, SharedError> {
-        let mut con = self.con.clone();
+        let mut con = self.con();
         let mut call = self.pair.prepare_invoke();
         call.key(self.zset(key))
             .key(self.hash(key))
@@ -293,8 +321,10 @@ impl SharedPools {
             .arg(MAX_WINDOW)
             .arg(key.name())
             .arg(node_of(conn))
-            .arg(self.owner_prefix());
-        let got: Vec<Value> = timed(call.invoke_async(&mut con)).await?;
+            .arg(self.owner_prefix())
+            .arg(self.seating_prefix())
+            .arg(SEATING.as_millis() as u64);
+        let got: Vec<Value> = self.timed(call.invoke_async(&mut con)).await?;
         let int = |v: Option<&Value>| match v {
             Some(Value::Int(n)) => Some(*n),
             _ => None,
@@ -347,8 +377,8 @@ impl SharedPools {
 
     /// `account` leaves pool `key`; returns whether it was waiting there.
     pub async fn leave(&self, key: &SharedKey, account: AccountId) -> Result<bool, SharedError> {
-        let mut con = self.con.clone();
-        let (removed, _): (u32, u32) = timed(
+        let mut con = self.con();
+        let (removed, _): (u32, u32) = self.timed(
             ::redis::pipe()
                 .atomic()
                 .zrem(self.zset(key), account)
@@ -366,12 +396,36 @@ impl SharedPools {
         Ok(removed > 0)
     }
 
+    /// Whether `account` waits in pool `key` (no node has paired it, nor has it left).
+    pub async fn is_waiting(&self, key: &SharedKey, account: AccountId) -> Result<bool, SharedError> {
+        let mut con = self.con();
+        let score: Option<f64> = self.timed(
+            ::redis::cmd("ZSCORE")
+                .arg(self.zset(key))
+                .arg(account)
+                .query_async(&mut con),
+        )
+        .await?;
+        Ok(score.is_some())
+    }
+
+    /// Whether `account` is marked seating (see `SEATING`).
+    pub async fn is_seating(&self, account: AccountId) -> Result<bool, SharedError> {
+        let mut con = self.con();
+        self.timed(
+            ::redis::cmd("EXISTS")
+                .arg(format!("{}{account}", self.seating_prefix()))
+                .query_async(&mut con),
+        )
+        .await
+    }
+
     /// Every pool of the cluster that has someone waiting, with how many.
     pub async fn counts(&self) -> Result<Vec<(SharedKey, u32)>, SharedError> {
-        let mut con = self.con.clone();
+        let mut con = self.con();
         let mut call = self.count.prepare_invoke();
         call.key(self.pools_set()).arg(self.pools_prefix());
-        let got: Vec<Value> = timed(call.invoke_async(&mut con)).await?;
+        let got: Vec<Value> = self.timed(call.invoke_async(&mut con)).await?;
         let mut out = Vec::new();
         for pair in got.chunks(2) {
             if let [Value::BulkString(name), Value::Int(n)] = pair {
@@ -386,10 +440,11 @@ impl SharedPools {
     }
 }
 
+mod conn;
 mod offers;
 mod sweep;
 
-pub use offers::SharedChallenge;
+pub use offers::{SharedChallenge, Taken};
 pub use sweep::Swept;
 
 #[cfg(test)]

@@ -67,6 +67,16 @@ impl RedisBus {
             }
             NodeMsg::AskOwed { game, from, ask } => self.tell_owed(game, from, ask),
             NodeMsg::ToldOwed { ask, owed } => self.told_owed(ask, owed),
+            NodeMsg::Follow {
+                game,
+                account,
+                conn,
+                tell_owed,
+            } => {
+                if let Some(registry) = self.asks.registry() {
+                    registry.follow_here(game, account, conn, tell_owed);
+                }
+            }
             NodeMsg::Rematch(offer) => self.take_rematch(offer),
         }
     }
@@ -165,6 +175,9 @@ impl RedisBus {
                 }
                 _ => None,
             };
+            if let ClusterMsg::Opened { game, entry } = &msg {
+                self.follow_there(*game, entry);
+            }
             if let Some(conn) = self.directory.heard(msg) {
                 crate::connection::supersede(&**self, conn);
             }

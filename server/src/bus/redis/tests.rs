@@ -308,3 +308,24 @@ async fn the_mirror_read_again_takes_what_was_missed_and_drops_only_games_nobody
     assert_eq!(dir.node_of(announced), Some(2));
     assert_eq!(dir.node_of(moved), Some(3));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_time_cut_off_from_redis_does_not_count_against_the_other_nodes() {
+    let dir = Directory::new(1, Link::nowhere(Keys::new("t", 1, "n")));
+    let alive = |node| ClusterMsg::Alive {
+        node,
+        online: 0,
+        sent_ms: 0,
+    };
+    dir.heard(alive(2));
+    dir.heard(alive(3));
+    dir.heard(ClusterMsg::Gone { node: 3 });
+    dir.set_reaches_redis(false);
+    tokio::time::advance(directory::NODE_TIMEOUT * 3).await;
+    assert!(!dir.is_alive(2), "not heard for long, as seen while cut off");
+    dir.set_reaches_redis(true);
+    assert!(dir.is_alive(2), "its silence while this node could not hear it says nothing");
+    assert!(!dir.is_alive(3), "a node gone before the cut stays gone");
+    tokio::time::advance(directory::NODE_TIMEOUT).await;
+    assert!(!dir.is_alive(2), "silent a whole NODE_TIMEOUT since the rejoin: dead");
+}

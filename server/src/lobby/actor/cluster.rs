@@ -33,6 +33,12 @@ pub(super) fn unreachable_redis(error: &SharedError) -> LobbyError {
     )
 }
 
+/// The answer to a player whom another node is seating in a game this very moment (its
+/// `game_start` is on its way).
+pub(super) fn seating_elsewhere() -> LobbyError {
+    LobbyError::new(ErrorCode::AlreadyInGame, "finish your current game first")
+}
+
 impl Lobby {
     /// `handle`, with the requests on pools taken to the cluster's.
     pub(super) async fn handle_shared(&mut self, cmd: LobbyCmd) {
@@ -81,7 +87,9 @@ impl Lobby {
                 rated,
                 reply,
             } => {
-                let created = match self.create_seek(member.clone(), variant, time_control, rated) {
+                let created = match self.forget_if_paired(member.account).await.and_then(|()| {
+                    self.create_seek(member.clone(), variant, time_control, rated)
+                }) {
                     Ok(seek) => match self.shared_pools().put_seek(&seek, &member).await {
                         Ok(()) => Ok(ServerMsg::SeekCreated {
                             id: reply.request_id.unwrap_or_default(),
@@ -221,6 +229,7 @@ impl Lobby {
         preset: String,
         rated: bool,
     ) -> super::Result<()> {
+        self.forget_if_paired(member.account).await?;
         let (key, tc) = self.check_join(&member, variant, preset, rated)?;
         let paired = self
             .shared_pools()
@@ -256,6 +265,65 @@ impl Lobby {
             }
         }
         Ok(())
+    }
+
+    /// A member queued here whom another node has paired since this node's last tick
+    /// waits no more: forgotten now (one look at its pool, only then), so that it may
+    /// queue again at once.
+    async fn forget_if_paired(&mut self, account: AccountId) -> super::Result<()> {
+        let Some((key, _)) = self.queued.get(&account) else {
+            return Ok(());
+        };
+        let waiting = self
+            .shared_pools()
+            .is_waiting(&shared_key(key), account)
+            .await
+            .map_err(|e| unreachable_redis(&e))?;
+        if !waiting {
+            self.queued.remove(&account);
+            self.shared_since.remove(&account);
+            self.update_queued_metric();
+        }
+        Ok(())
+    }
+
+    /// A member queued here that no pool holds any more, yet that no pairing took (it
+    /// is neither seated nor being seated anywhere): its entry was lost, swept while
+    /// this node was cut off from Redis longer than its presence lasts, or with a Redis
+    /// restarted empty. It is put back (paired at once if it can be) and waits on as if
+    /// nothing had happened; returns whether it was.
+    async fn requeue_if_lost(&mut self, shared: &SharedPools, key: &PoolKey, account: AccountId) -> bool {
+        if self.services.registry.is_seated(account) {
+            return false;
+        }
+        match shared.is_seating(account).await {
+            Ok(false) => {}
+            Ok(true) => return false,
+            Err(error) => {
+                tracing::error!(%error, "looking up a member's seating mark");
+                return false;
+            }
+        }
+        let Some((_, member)) = self.queued.get(&account).cloned() else {
+            return false;
+        };
+        tracing::info!(account, "a pool's member whose entry was lost waits there again");
+        match shared.join(&shared_key(key), &member).await {
+            Ok(Paired::With(other)) => {
+                self.shared_since.remove(&account);
+                self.queued.remove(&account);
+                let tc = TimeControl::preset(&key.preset).expect("pool keys hold valid presets");
+                self.start_shared_game(key, member, other, tc);
+                true
+            }
+            Ok(_) => true,
+            Err(error) => {
+                tracing::error!(%error, "putting a member back in its pool");
+                // Withdrawn again, should it have joined before the answer was lost.
+                self.shared_leaves.push((key.clone(), account));
+                false
+            }
+        }
     }
 
     fn start_shared_game(&mut self, key: &PoolKey, mine: Member, other: Member, tc: TimeControl) {
@@ -315,6 +383,7 @@ impl Lobby {
         let Some(shared) = self.shared.clone() else {
             return;
         };
+        shared.heal().await;
         self.reconcile_seeks().await;
         self.reconcile_challenges().await;
         let mut waiting: Vec<(Instant, AccountId)> =
@@ -346,10 +415,13 @@ impl Lobby {
                         self.start_shared_game(&key, mine, other, tc);
                     }
                 }
-                // Paired by another node (its game_start reaches the member by the bus).
+                // Paired by another node (its game_start reaches the member by the bus),
+                // or its entry lost (`requeue_if_lost`).
                 Ok(Paired::NotWaiting | Paired::AlreadyWaiting) => {
-                    self.shared_since.remove(&account);
-                    self.queued.remove(&account);
+                    if !self.requeue_if_lost(&shared, &key, account).await {
+                        self.shared_since.remove(&account);
+                        self.queued.remove(&account);
+                    }
                 }
                 Err(error) => {
                     tracing::error!(%error, "pairing in the cluster's pools");
