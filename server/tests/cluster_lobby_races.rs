@@ -163,7 +163,7 @@ async fn a_node_cut_off_past_its_presence_puts_its_swept_pool_member_and_seek_ba
     let b = cluster.node("b").await;
     let mut pat = signed_in(&a, "pat").await;
     pat.join_pool(Variant::CLASSIC, "blitz").await;
-    let mut mo = signed_in(&a, "mo").await;
+    let mut mo = signed_in(&a, "moe").await;
     let seek_id = seek_at(&mut mo).await;
     let mut quin = signed_in(&b, "quin").await;
     assert!(!lobby_empty(&mut quin).await);

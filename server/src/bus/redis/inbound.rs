@@ -299,7 +299,7 @@ impl RedisBus {
 
     /// This node's spectators of `game` (another node's) watch it again, from the node
     /// that runs it now: a fresh snapshot, then its events.
-    fn resync_topic(&self, game: GameId) {
+    pub(super) fn resync_topic(&self, game: GameId) {
         for conn in self.local.subscribed(game) {
             self.local.unsubscribe(game, conn);
             let reply = ReplyTo {
