@@ -200,7 +200,10 @@ async fn your_move_reaches_a_follower_on_another_node_once_per_owed_action() {
     let mut logs = Vec::new();
     let mut seats = Vec::new();
     for client in &mut clients {
-        let got = until(client, "game_start", |m| matches!(m, ServerMsg::GameStart { .. })).await;
+        let got = until(client, "game_start", |m| {
+            matches!(m, ServerMsg::GameStart { .. })
+        })
+        .await;
         match got.last() {
             Some(ServerMsg::GameStart { game, seat }) => seats.push((game.game_id, *seat)),
             _ => unreachable!(),
@@ -219,7 +222,12 @@ async fn your_move_reaches_a_follower_on_another_node_once_per_owed_action() {
         assert_ok(&clients[i].commit(g, 1, seat, picks[i], nonces[i]).await);
     }
     for (client, log) in clients.iter_mut().zip(&mut logs) {
-        log.extend(until(client, "reveal_phase", |m| matches!(m, ServerMsg::RevealPhase { .. })).await);
+        log.extend(
+            until(client, "reveal_phase", |m| {
+                matches!(m, ServerMsg::RevealPhase { .. })
+            })
+            .await,
+        );
     }
     for i in 0..2 {
         assert_ok(&clients[i].reveal(g, 1, picks[i], nonces[i]).await);
@@ -234,7 +242,12 @@ async fn your_move_reaches_a_follower_on_another_node_once_per_owed_action() {
     }
     clients[0].resign(g).await;
     for (client, log) in clients.iter_mut().zip(&mut logs) {
-        log.extend(until(client, "rating_update", |m| matches!(m, ServerMsg::RatingUpdate { .. })).await);
+        log.extend(
+            until(client, "rating_update", |m| {
+                matches!(m, ServerMsg::RatingUpdate { .. })
+            })
+            .await,
+        );
         log.extend(client.received_before_pong().await);
     }
     let (c, r) = (OwedAction::Commit, OwedAction::Reveal);

@@ -52,7 +52,10 @@ impl Registry {
     /// (until the account's connection changes or it signs out). In cluster mode `conn`
     /// may be another node's (`follow_here`).
     pub fn follow_moves(&self, account: AccountId, conn: ConnId) {
-        let mut follower = self.followers.entry(account).or_insert(Follower { conn, told: None });
+        let mut follower = self
+            .followers
+            .entry(account)
+            .or_insert(Follower { conn, told: None });
         if follower.conn != conn {
             *follower = Follower { conn, told: None };
         }
@@ -103,9 +106,10 @@ impl Registry {
 
     /// Whether `conn` is this node's (always, outside cluster mode).
     fn is_local(&self, conn: ConnId) -> bool {
+        let node = node_of(conn);
         self.cluster
             .as_ref()
-            .map_or(true, |c| matches!(node_of(conn), 0) || node_of(conn) == c.node)
+            .is_none_or(|c| node == 0 || node == c.node)
     }
 
     fn tell_your_move(&self, game_id: GameId, round: u32, newly: &[Owed]) {

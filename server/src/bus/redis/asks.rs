@@ -72,7 +72,14 @@ impl RedisBus {
 
     /// `account`'s connection `conn` of this node follows its moves in game `game`, which
     /// node `node` runs (`Registry::follow_here`).
-    pub fn follow(&self, node: u16, game: GameId, account: AccountId, conn: ConnId, tell_owed: bool) {
+    pub fn follow(
+        &self,
+        node: u16,
+        game: GameId,
+        account: AccountId,
+        conn: ConnId,
+        tell_owed: bool,
+    ) {
         let msg = NodeMsg::Follow {
             game,
             account,

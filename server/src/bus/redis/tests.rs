@@ -322,12 +322,21 @@ async fn the_time_cut_off_from_redis_does_not_count_against_the_other_nodes() {
     dir.heard(ClusterMsg::Gone { node: 3 });
     dir.set_reaches_redis(false);
     tokio::time::advance(directory::NODE_TIMEOUT * 3).await;
-    assert!(!dir.is_alive(2), "not heard for long, as seen while cut off");
+    assert!(
+        !dir.is_alive(2),
+        "not heard for long, as seen while cut off"
+    );
     dir.set_reaches_redis(true);
-    assert!(dir.is_alive(2), "its silence while this node could not hear it says nothing");
+    assert!(
+        dir.is_alive(2),
+        "its silence while this node could not hear it says nothing"
+    );
     assert!(!dir.is_alive(3), "a node gone before the cut stays gone");
     tokio::time::advance(directory::NODE_TIMEOUT).await;
-    assert!(!dir.is_alive(2), "silent a whole NODE_TIMEOUT since the rejoin: dead");
+    assert!(
+        !dir.is_alive(2),
+        "silent a whole NODE_TIMEOUT since the rejoin: dead"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -371,7 +380,10 @@ async fn a_fresh_snapshot_no_node_heard_is_asked_again_at_the_next_tick() {
     bus.resync_topic(game);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while !bus.resync_later.contains_key(&(game, conn)) {
-        assert!(tokio::time::Instant::now() < deadline, "the watch is kept to ask again");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the watch is kept to ask again"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // The node hears its channel now: the next tick asks it again.

@@ -174,7 +174,10 @@ impl Lobby {
     }
 
     pub(super) fn accept_challenge(&mut self, member: Member, challenge_id: u64) -> Result<()> {
-        let Some(open) = self.challenges.get(&challenge_id).filter(|c| c.to == member.account)
+        let Some(open) = self
+            .challenges
+            .get(&challenge_id)
+            .filter(|c| c.to == member.account)
         else {
             return Err(no_such_challenge());
         };

@@ -46,7 +46,10 @@ impl Conn {
             self.broken.store(true, Relaxed);
         }
         if let Err(SharedError::Redis(error)) = &answer {
-            if error.is_connection_dropped() || error.is_io_error() || error.is_unrecoverable_error() {
+            if error.is_connection_dropped()
+                || error.is_io_error()
+                || error.is_unrecoverable_error()
+            {
                 self.broken.store(true, Relaxed);
             }
         }

@@ -151,13 +151,14 @@ impl SharedPools {
     /// Open seek `seek_id`, whichever node it was made on, with its maker.
     pub async fn get_seek(&self, seek_id: u64) -> Result<Option<(Seek, Member)>, SharedError> {
         let mut con = self.con();
-        let entry: Option<Vec<u8>> = self.timed(
-            ::redis::cmd("HGET")
-                .arg(self.seeks_hash())
-                .arg(seek_id)
-                .query_async(&mut con),
-        )
-        .await?;
+        let entry: Option<Vec<u8>> = self
+            .timed(
+                ::redis::cmd("HGET")
+                    .arg(self.seeks_hash())
+                    .arg(seek_id)
+                    .query_async(&mut con),
+            )
+            .await?;
         let Some(entry) = entry else {
             return Ok(None);
         };
@@ -173,13 +174,14 @@ impl SharedPools {
     /// Takes seek `seek_id` off the list: true for the one caller that took it.
     pub async fn take_seek(&self, seek_id: u64) -> Result<bool, SharedError> {
         let mut con = self.con();
-        let taken: u32 = self.timed(
-            ::redis::cmd("HDEL")
-                .arg(self.seeks_hash())
-                .arg(seek_id)
-                .query_async(&mut con),
-        )
-        .await?;
+        let taken: u32 = self
+            .timed(
+                ::redis::cmd("HDEL")
+                    .arg(self.seeks_hash())
+                    .arg(seek_id)
+                    .query_async(&mut con),
+            )
+            .await?;
         Ok(taken == 1)
     }
 
@@ -209,13 +211,14 @@ impl SharedPools {
         }
         let mut con = self.con();
         // HMGET answers one value per field, even for one field.
-        let got: Vec<Option<Vec<u8>>> = self.timed(
-            ::redis::cmd("HMGET")
-                .arg(hash)
-                .arg(ids)
-                .query_async(&mut con),
-        )
-        .await?;
+        let got: Vec<Option<Vec<u8>>> = self
+            .timed(
+                ::redis::cmd("HMGET")
+                    .arg(hash)
+                    .arg(ids)
+                    .query_async(&mut con),
+            )
+            .await?;
         Ok(got.iter().map(Option::is_some).collect())
     }
 
@@ -271,13 +274,14 @@ impl SharedPools {
     /// Open challenge `id`, whichever node it was made on.
     pub async fn get_challenge(&self, id: u64) -> Result<Option<SharedChallenge>, SharedError> {
         let mut con = self.con();
-        let entry: Option<Vec<u8>> = self.timed(
-            ::redis::cmd("HGET")
-                .arg(self.challenges_hash())
-                .arg(id)
-                .query_async(&mut con),
-        )
-        .await?;
+        let entry: Option<Vec<u8>> = self
+            .timed(
+                ::redis::cmd("HGET")
+                    .arg(self.challenges_hash())
+                    .arg(id)
+                    .query_async(&mut con),
+            )
+            .await?;
         let Some(entry) = entry else {
             return Ok(None);
         };
@@ -298,13 +302,14 @@ impl SharedPools {
     /// Takes challenge `id` off the store: true for the one caller that took it.
     pub async fn take_challenge(&self, id: u64) -> Result<bool, SharedError> {
         let mut con = self.con();
-        let taken: u32 = self.timed(
-            ::redis::cmd("HDEL")
-                .arg(self.challenges_hash())
-                .arg(id)
-                .query_async(&mut con),
-        )
-        .await?;
+        let taken: u32 = self
+            .timed(
+                ::redis::cmd("HDEL")
+                    .arg(self.challenges_hash())
+                    .arg(id)
+                    .query_async(&mut con),
+            )
+            .await?;
         Ok(taken == 1)
     }
 
@@ -332,12 +337,13 @@ impl SharedPools {
     /// Every node's open seeks, oldest id first per node.
     pub async fn seeks(&self) -> Result<Vec<Seek>, SharedError> {
         let mut con = self.con();
-        let entries: Vec<Vec<u8>> = self.timed(
-            ::redis::cmd("HVALS")
-                .arg(self.seeks_hash())
-                .query_async(&mut con),
-        )
-        .await?;
+        let entries: Vec<Vec<u8>> = self
+            .timed(
+                ::redis::cmd("HVALS")
+                    .arg(self.seeks_hash())
+                    .query_async(&mut con),
+            )
+            .await?;
         let entries: Vec<SeekEntry> = entries
             .iter()
             .filter_map(|e| serde_json::from_slice::<SeekEntry>(e).ok())

@@ -3,10 +3,11 @@
 
 use std::collections::HashSet;
 
-use elementals_protocol::messages::{Challenge, Seek};
+use elementals_protocol::messages::{Challenge, PlayerInfo, Seek};
 use elementals_protocol::TimeControl;
 
 use super::*;
+use crate::lobby::Member;
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 
