@@ -86,7 +86,7 @@ pub struct Registry {
     owed: DashMap<GameId, OwedNow>,
     /// Accounts whose connection asked `my_games`, and that connection: it is sent
     /// `your_move` (`registry/owed.rs`).
-    followers: DashMap<AccountId, ConnId>,
+    followers: DashMap<AccountId, owed::Follower>,
     seated: DashMap<AccountId, (GameId, Seat)>,
     /// Hibernated games (`dormant.rs`): their seats stay in `seated`.
     dormant: DashMap<GameId, dormant::Dormant>,
@@ -184,6 +184,7 @@ impl Registry {
     pub fn finish_game(&self, game_id: GameId, finished: FinishedGame) {
         self.games.remove(&game_id);
         self.owed.remove(&game_id);
+        self.unfollow_remote(finished.players);
         if let Some(cluster) = &self.cluster {
             cluster.game_ended(game_id);
         }
@@ -215,6 +216,7 @@ impl Registry {
     pub fn remove_game(&self, game_id: GameId, seats: SeatPair<AccountId>) {
         self.games.remove(&game_id);
         self.owed.remove(&game_id);
+        self.unfollow_remote(seats);
         if let Some(cluster) = &self.cluster {
             cluster.game_moved(game_id);
         }

@@ -1,6 +1,7 @@
 //! Cluster mode (issue 26), a player's own games across nodes, with real server processes:
 //! `my_games` and `GET /api/me/games` list a game another node runs, with what it waits
-//! for as it stands; a rematch is offered and accepted by players on different nodes.
+//! for as it stands; `your_move` reaches a player whose game runs on another node; a
+//! rematch is offered and accepted by players on different nodes.
 
 mod cluster_support;
 mod common;
@@ -10,7 +11,7 @@ use std::net::SocketAddr;
 use cluster_support::*;
 use common::*;
 use elementals_protocol::messages::{GameId, GameInfo, MyGame, OwedAction, Phase, ServerMsg};
-use elementals_protocol::rules::{Seat, Variant};
+use elementals_protocol::rules::{Element, Seat, Variant};
 use elementals_protocol::{ClientMsg, ErrorCode};
 
 async fn ws_my_games(client: &mut TestClient) -> Vec<MyGame> {
@@ -131,6 +132,117 @@ async fn my_games_lists_a_game_another_node_runs_as_it_stands() {
     .await;
     for player in [&mut one, &mut two] {
         assert!(ws_my_games(&mut player.client).await.is_empty());
+    }
+}
+
+/// Every message `client` is sent up to the first one `pred` picks, that one too.
+async fn until(
+    client: &mut TestClient,
+    what: &str,
+    pred: impl Fn(&ServerMsg) -> bool,
+) -> Vec<ServerMsg> {
+    let mut got = Vec::new();
+    loop {
+        let msg = client.expect(what, |_| true).await;
+        let done = pred(&msg);
+        got.push(msg);
+        if done {
+            return got;
+        }
+    }
+}
+
+/// The `your_move` pushes among `got`: game, seat, round, action.
+fn pushes(got: &[ServerMsg]) -> Vec<(GameId, Seat, u32, OwedAction)> {
+    got.iter()
+        .filter_map(|m| match m {
+            ServerMsg::YourMove {
+                game_id,
+                seat,
+                round,
+                action,
+                ..
+            } => Some((*game_id, *seat, *round, *action)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn your_move_reaches_a_follower_on_another_node_once_per_owed_action() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    // Each asks `my_games` (and so follows) before being paired: one of them is on a node
+    // that does not run the game.
+    let mut clients = Vec::new();
+    for (node, name) in [(&a, "eve"), (&b, "fay")] {
+        let mut client = TestClient::connect_at(node.addr).await;
+        client.register(name).await;
+        assert!(ws_my_games(&mut client).await.is_empty());
+        client.join_pool(Variant::CLASSIC, "blitz").await;
+        clients.push(client);
+    }
+    let mut logs = Vec::new();
+    let mut seats = Vec::new();
+    for client in &mut clients {
+        let got = until(client, "game_start", |m| {
+            matches!(m, ServerMsg::GameStart { .. })
+        })
+        .await;
+        match got.last() {
+            Some(ServerMsg::GameStart { game, seat }) => seats.push((game.game_id, *seat)),
+            _ => unreachable!(),
+        }
+        logs.push(got);
+    }
+    let g = seats[0].0;
+    assert_eq!(seats[1].0, g);
+    if seats[0].1 == Seat::Two {
+        clients.swap(0, 1);
+        logs.swap(0, 1);
+    }
+    let picks: [Element; 2] = [5, 2];
+    let nonces = [rand::random::<[u8; 32]>(), rand::random::<[u8; 32]>()];
+    for (i, seat) in [Seat::One, Seat::Two].into_iter().enumerate() {
+        assert_ok(&clients[i].commit(g, 1, seat, picks[i], nonces[i]).await);
+    }
+    for (client, log) in clients.iter_mut().zip(&mut logs) {
+        log.extend(
+            until(client, "reveal_phase", |m| {
+                matches!(m, ServerMsg::RevealPhase { .. })
+            })
+            .await,
+        );
+    }
+    for i in 0..2 {
+        assert_ok(&clients[i].reveal(g, 1, picks[i], nonces[i]).await);
+    }
+    for (client, log) in clients.iter_mut().zip(&mut logs) {
+        log.extend(
+            until(client, "round 2", |m| {
+                matches!(m, ServerMsg::RoundStart { round: 2, .. })
+            })
+            .await,
+        );
+    }
+    clients[0].resign(g).await;
+    for (client, log) in clients.iter_mut().zip(&mut logs) {
+        log.extend(
+            until(client, "rating_update", |m| {
+                matches!(m, ServerMsg::RatingUpdate { .. })
+            })
+            .await,
+        );
+        log.extend(client.received_before_pong().await);
+    }
+    let (c, r) = (OwedAction::Commit, OwedAction::Reveal);
+    for (log, seat) in logs.iter().zip([Seat::One, Seat::Two]) {
+        assert_eq!(
+            pushes(log),
+            [(g, seat, 1, c), (g, seat, 1, r), (g, seat, 2, c)],
+            "seat {seat:?}, once per newly owed action, wherever the game runs"
+        );
     }
 }
 

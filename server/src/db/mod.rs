@@ -317,14 +317,18 @@ impl Db {
                 stored,
                 reply,
             })
-            .await?;
-        // Durable now: its log can go at the next compaction. Should this be lost (a
-        // crash), the next open drops the log anyway, the record being there.
-        let _ = self
-            .journal
-            .send(journal::Request::Forget { game_id })
             .await;
-        Ok(changes)
+        // Durable now: its log can go at the next compaction. Should this be lost (a
+        // crash), the next open drops the log anyway, the record being there. Refused
+        // for a lost lease, the game is another node's, and its actor here has ended:
+        // forgotten likewise, so that this node may claim it again should that node die.
+        if matches!(changes, Ok(_) | Err(DbError::LeaseLost { .. })) {
+            let _ = self
+                .journal
+                .send(journal::Request::Forget { game_id })
+                .await;
+        }
+        changes
     }
 
     /// Append steps to a live game's log; returns once they are durable (with whatever

@@ -27,6 +27,7 @@ mod cluster;
 mod cluster_challenges;
 mod cluster_rematch;
 mod cluster_seeks;
+mod cluster_tick;
 mod computer;
 mod counts;
 mod pools;

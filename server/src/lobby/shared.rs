@@ -22,77 +22,19 @@ use std::time::Duration;
 
 use ::redis::aio::MultiplexedConnection;
 use ::redis::{Script, Value};
-use elementals_protocol::messages::PlayerInfo;
 use elementals_protocol::rules::Variant;
-use serde::{Deserialize, Serialize};
 
-use super::pairing::{BASE_WINDOW, MAX_WINDOW, WIDEN_PER_S};
-use super::Member;
-use crate::bus::redis::{node_of, Keys};
-use crate::bus::ConnId;
+use crate::bus::redis::Keys;
 use crate::record::AccountId;
 
 /// How long a lobby waits for Redis before it answers `internal`.
 pub const REDIS_WAIT: Duration = Duration::from_secs(3);
 
-/// Adds a member (if `ARGV[2]` holds its entry) and pairs it with its closest compatible
-/// neighbour. KEYS: the pool's sorted set, its hash, the cluster's set of pools. ARGV:
-/// id, entry ("" to pair a member already waiting), rating, base window, widening per
-/// second, widest window, the pool's name, the member's node, the prefix of the nodes'
-/// owner keys (a neighbour whose node's key has expired is dropped). Returns {0} when the member is not waiting (taken, or gone),
-/// {1, waiting, waited_ms} when it waits on, {2, other id, other's entry} when paired
-/// (both have left the pool), {3} when it already waits there.
-const PAIR: &str = r#"
-local z, h, pools = KEYS[1], KEYS[2], KEYS[3]
-local id, entry = ARGV[1], ARGV[2]
-local base, widen, widest = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if entry ~= '' then
-  if redis.call('ZSCORE', z, id) then return {3} end
-  redis.call('ZADD', z, ARGV[3], id)
-  redis.call('HSET', h, id .. ':t', now, id .. ':e', entry, id .. ':n', ARGV[8])
-  redis.call('SADD', pools, ARGV[7])
-end
-local rank = redis.call('ZRANK', z, id)
-if not rank then return {0} end
-local function window(since)
-  local w = base + widen * math.max(0, now - since) / 1000
-  if w > widest then w = widest end
-  return w
-end
-local function forget(m)
-  redis.call('ZREM', z, m)
-  redis.call('HDEL', h, m .. ':t', m .. ':e', m .. ':n')
-end
-local me = tonumber(redis.call('ZSCORE', z, id))
-local since = tonumber(redis.call('HGET', h, id .. ':t')) or now
-local mine = window(since)
-local best, bestd
-local around = redis.call('ZRANGE', z, math.max(rank - 1, 0), rank + 1, 'WITHSCORES')
-for i = 1, #around, 2 do
-  local other = around[i]
-  if other ~= id then
-    local node = redis.call('HGET', h, other .. ':n')
-    if node and redis.call('EXISTS', ARGV[9] .. node) == 0 then
-      -- Its node has died: it waits no more.
-      forget(other)
-    else
-      local d = math.abs(tonumber(around[i + 1]) - me)
-      local theirs = window(tonumber(redis.call('HGET', h, other .. ':t')) or now)
-      if d <= math.max(mine, theirs)
-        and (not best or d < bestd or (d == bestd and tonumber(other) < tonumber(best))) then
-        best, bestd = other, d
-      end
-    end
-  end
-end
-if not best then return {1, redis.call('ZCARD', z), now - since} end
-local found = redis.call('HGET', h, best .. ':e')
-forget(id)
-forget(best)
-return {2, best, found}
-"#;
+/// How long a player stays marked seating once a pairing, or the acceptance of a seek or
+/// challenge, has taken them (`{cluster}:seating:{account}`): no other pairing or
+/// acceptance takes them meanwhile. Far past the time every node takes to hear of the
+/// game (one PUBLISH), after which it is seated in every node's registry.
+pub const SEATING: Duration = Duration::from_secs(2);
 
 /// Every pool's size, forgetting pools that are empty. KEYS: the cluster's set of pools.
 /// ARGV: the pools' key prefix. Returns {pool, size, ...}.
@@ -148,27 +90,6 @@ impl SharedKey {
     }
 }
 
-/// What a member's node stores for the node that pairs it.
-#[derive(Debug, Serialize, Deserialize)]
-struct Entry {
-    account: AccountId,
-    conn: ConnId,
-    info: PlayerInfo,
-}
-
-/// What a pairing attempt found.
-#[derive(Debug)]
-pub enum Paired {
-    /// The member is not in the pool: another node paired it, or it left.
-    NotWaiting,
-    /// It waits on, with `waiting` in its pool, for `waited`.
-    Waiting { waiting: u32, waited: Duration },
-    /// Paired with this member, who has left the pool with it.
-    With(Member),
-    /// The account already waits in this pool (from another connection).
-    AlreadyWaiting,
-}
-
 /// Why Redis did not answer.
 #[derive(Debug, thiserror::Error)]
 pub enum SharedError {
@@ -183,7 +104,7 @@ pub enum SharedError {
 /// The cluster's pools, reached from one node's lobby.
 #[derive(Clone)]
 pub struct SharedPools {
-    con: MultiplexedConnection,
+    conn: conn::Conn,
     prefix: String,
     /// This node's number: the high bits of the seek and challenge ids it gives, so that
     /// ids are unique in the cluster.
@@ -191,6 +112,7 @@ pub struct SharedPools {
     pair: Script,
     count: Script,
     find_name: Script,
+    take: Script,
     sweep: Script,
 }
 
@@ -202,14 +124,6 @@ impl std::fmt::Debug for SharedPools {
     }
 }
 
-async fn timed<T>(
-    fut: impl std::future::Future<Output = ::redis::RedisResult<T>>,
-) -> Result<T, SharedError> {
-    Ok(tokio::time::timeout(REDIS_WAIT, fut)
-        .await
-        .map_err(|_| SharedError::Timeout)??)
-}
-
 impl SharedPools {
     /// Connects to `redis_url` for the cluster `cluster` (every key is prefixed by it), as
     /// node number `node`.
@@ -219,16 +133,32 @@ impl SharedPools {
         node: u16,
     ) -> Result<SharedPools, SharedError> {
         let client = ::redis::Client::open(redis_url)?;
-        let con = timed(client.get_multiplexed_async_connection()).await?;
         Ok(SharedPools {
-            con,
+            conn: conn::Conn::open(client).await?,
             prefix: cluster.to_owned(),
             node,
-            pair: Script::new(PAIR),
+            pair: Script::new(pair::PAIR),
             count: Script::new(COUNT),
             find_name: Script::new(offers::FIND_NAME),
+            take: Script::new(offers::TAKE),
             sweep: Script::new(sweep::SWEEP),
         })
+    }
+
+    fn con(&self) -> MultiplexedConnection {
+        self.conn.get()
+    }
+
+    async fn timed<T>(
+        &self,
+        fut: impl std::future::Future<Output = ::redis::RedisResult<T>>,
+    ) -> Result<T, SharedError> {
+        self.conn.timed(fut).await
+    }
+
+    /// Makes the connection to Redis again if it was lost (each lobby tick).
+    pub async fn heal(&self) {
+        self.conn.heal().await;
     }
 
     /// The first id this node gives seeks and challenges (its number in the high bits).
@@ -248,14 +178,20 @@ impl SharedPools {
         if node == 0 {
             return Ok(true);
         }
-        let mut con = self.con.clone();
-        let alive: bool = timed(
-            ::redis::cmd("EXISTS")
-                .arg(format!("{}{node}", self.owner_prefix()))
-                .query_async(&mut con),
-        )
-        .await?;
+        let mut con = self.con();
+        let alive: bool = self
+            .timed(
+                ::redis::cmd("EXISTS")
+                    .arg(format!("{}{node}", self.owner_prefix()))
+                    .query_async(&mut con),
+            )
+            .await?;
         Ok(alive)
+    }
+
+    /// The seating marks' keys but for the account (see `SEATING`).
+    fn seating_prefix(&self) -> String {
+        format!("{}:seating:", self.prefix)
     }
 
     fn pools_prefix(&self) -> String {
@@ -274,104 +210,63 @@ impl SharedPools {
         format!("{}:m", self.zset(key))
     }
 
-    async fn run_pair(
+    /// `account` leaves pool `key`; returns whether it was waiting there.
+    pub async fn leave(&self, key: &SharedKey, account: AccountId) -> Result<bool, SharedError> {
+        let mut con = self.con();
+        let (removed, _): (u32, u32) = self
+            .timed(
+                ::redis::pipe()
+                    .atomic()
+                    .zrem(self.zset(key), account)
+                    .hdel(
+                        self.hash(key),
+                        &[
+                            format!("{account}:t"),
+                            format!("{account}:e"),
+                            format!("{account}:n"),
+                        ],
+                    )
+                    .query_async(&mut con),
+            )
+            .await?;
+        Ok(removed > 0)
+    }
+
+    /// Whether `account` waits in pool `key` (no node has paired it, nor has it left).
+    pub async fn is_waiting(
         &self,
         key: &SharedKey,
         account: AccountId,
-        (entry, rating, conn): (&str, f64, ConnId),
-    ) -> Result<Paired, SharedError> {
-        let mut con = self.con.clone();
-        let mut call = self.pair.prepare_invoke();
-        call.key(self.zset(key))
-            .key(self.hash(key))
-            .key(self.pools_set())
-            .arg(account)
-            .arg(entry)
-            .arg(rating)
-            .arg(BASE_WINDOW)
-            .arg(WIDEN_PER_S)
-            .arg(MAX_WINDOW)
-            .arg(key.name())
-            .arg(node_of(conn))
-            .arg(self.owner_prefix());
-        let got: Vec<Value> = timed(call.invoke_async(&mut con)).await?;
-        let int = |v: Option<&Value>| match v {
-            Some(Value::Int(n)) => Some(*n),
-            _ => None,
-        };
-        let bytes = |v: Option<&Value>| match v {
-            Some(Value::BulkString(b)) => Some(b.clone()),
-            _ => None,
-        };
-        match int(got.first()) {
-            Some(0) => Ok(Paired::NotWaiting),
-            Some(1) => {
-                let waiting = int(got.get(1)).ok_or(SharedError::Malformed)?;
-                let waited = int(got.get(2)).ok_or(SharedError::Malformed)?;
-                Ok(Paired::Waiting {
-                    waiting: u32::try_from(waiting).unwrap_or(u32::MAX),
-                    waited: Duration::from_millis(u64::try_from(waited).unwrap_or(0)),
-                })
-            }
-            Some(2) => {
-                let entry = bytes(got.get(2)).ok_or(SharedError::Malformed)?;
-                let entry: Entry =
-                    serde_json::from_slice(&entry).map_err(|_| SharedError::Malformed)?;
-                Ok(Paired::With(Member {
-                    account: entry.account,
-                    info: entry.info,
-                    conn_id: entry.conn,
-                }))
-            }
-            Some(3) => Ok(Paired::AlreadyWaiting),
-            _ => Err(SharedError::Malformed),
-        }
+    ) -> Result<bool, SharedError> {
+        let mut con = self.con();
+        let score: Option<f64> = self
+            .timed(
+                ::redis::cmd("ZSCORE")
+                    .arg(self.zset(key))
+                    .arg(account)
+                    .query_async(&mut con),
+            )
+            .await?;
+        Ok(score.is_some())
     }
 
-    /// `member` joins pool `key` and is paired at once if it can be.
-    pub async fn join(&self, key: &SharedKey, member: &Member) -> Result<Paired, SharedError> {
-        let entry = serde_json::to_string(&Entry {
-            account: member.account,
-            conn: member.conn_id,
-            info: member.info.clone(),
-        })
-        .map_err(|_| SharedError::Malformed)?;
-        let joining = (entry.as_str(), member.info.rating, member.conn_id);
-        self.run_pair(key, member.account, joining).await
-    }
-
-    /// Pairs `account`, waiting in `key`, if it can be now.
-    pub async fn pair(&self, key: &SharedKey, account: AccountId) -> Result<Paired, SharedError> {
-        self.run_pair(key, account, ("", 0.0, 0)).await
-    }
-
-    /// `account` leaves pool `key`; returns whether it was waiting there.
-    pub async fn leave(&self, key: &SharedKey, account: AccountId) -> Result<bool, SharedError> {
-        let mut con = self.con.clone();
-        let (removed, _): (u32, u32) = timed(
-            ::redis::pipe()
-                .atomic()
-                .zrem(self.zset(key), account)
-                .hdel(
-                    self.hash(key),
-                    &[
-                        format!("{account}:t"),
-                        format!("{account}:e"),
-                        format!("{account}:n"),
-                    ],
-                )
+    /// Whether `account` is marked seating (see `SEATING`).
+    pub async fn is_seating(&self, account: AccountId) -> Result<bool, SharedError> {
+        let mut con = self.con();
+        self.timed(
+            ::redis::cmd("EXISTS")
+                .arg(format!("{}{account}", self.seating_prefix()))
                 .query_async(&mut con),
         )
-        .await?;
-        Ok(removed > 0)
+        .await
     }
 
     /// Every pool of the cluster that has someone waiting, with how many.
     pub async fn counts(&self) -> Result<Vec<(SharedKey, u32)>, SharedError> {
-        let mut con = self.con.clone();
+        let mut con = self.con();
         let mut call = self.count.prepare_invoke();
         call.key(self.pools_set()).arg(self.pools_prefix());
-        let got: Vec<Value> = timed(call.invoke_async(&mut con)).await?;
+        let got: Vec<Value> = self.timed(call.invoke_async(&mut con)).await?;
         let mut out = Vec::new();
         for pair in got.chunks(2) {
             if let [Value::BulkString(name), Value::Int(n)] = pair {
@@ -386,10 +281,13 @@ impl SharedPools {
     }
 }
 
+mod conn;
 mod offers;
+mod pair;
 mod sweep;
 
-pub use offers::SharedChallenge;
+pub use offers::{SharedChallenge, Taken};
+pub use pair::Paired;
 pub use sweep::Swept;
 
 #[cfg(test)]

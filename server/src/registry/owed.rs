@@ -3,16 +3,20 @@
 //!
 //! Kept for this node's games only. In cluster mode a player seated in another node's game
 //! (the directory says which) is answered with what that node says when asked
-//! (`bus/redis/asks.rs`), and the game's summary from the directory; `your_move` is pushed
-//! only for games of the node the player is connected to.
+//! (`bus/redis/asks.rs`), and the game's summary from the directory. `your_move` reaches a
+//! follower wherever it is connected: its node tells the game's node that it follows
+//! (`NodeMsg::Follow`, when it hears the game open and when it asks `my_games`), and the
+//! game's node pushes to that connection through the bus like to one of its own.
 
 use bytes::Bytes;
-use elementals_protocol::messages::{GameId, LiveGame, MyGame, Owed, ServerMsg};
+use elementals_protocol::messages::{
+    GameId, LiveGame, MyGame, Owed, OwedAction, SeatPair, ServerMsg,
+};
 use elementals_protocol::rules::Seat;
 use elementals_protocol::wire;
 
 use super::Registry;
-use crate::bus::ConnId;
+use crate::bus::{redis::node_of, ConnId};
 use crate::game::OwedNow;
 use crate::record::AccountId;
 
@@ -27,21 +31,19 @@ impl Registry {
             if known.as_deref() == Some(&owed) {
                 return;
             }
-            // Nobody follows (no client asked `my_games`): nothing to work out.
-            if self.followers.is_empty() {
-                Vec::new()
-            } else {
-                let known = known.as_deref();
-                owed.owed
-                    .iter()
-                    .filter(|o| !known.is_some_and(|k| is_owed_in(k, owed.round, o)))
-                    .copied()
-                    .collect()
-            }
+            let known = known.as_deref();
+            owed.owed
+                .iter()
+                .filter(|o| !known.is_some_and(|k| is_owed_in(k, owed.round, o)))
+                .copied()
+                .collect()
         };
         let round = owed.round;
+        // Stored before the followers are read: a follower that arrives meanwhile
+        // (`follow_here`) reads it after it is in, so one of the two pushes it.
         self.owed.insert(game_id, owed);
-        if !newly.is_empty() {
+        // Nobody follows (no client asked `my_games`): nothing to push.
+        if !newly.is_empty() && !self.followers.is_empty() {
             self.tell_your_move(game_id, round, &newly);
         }
     }
@@ -54,14 +56,67 @@ impl Registry {
     }
 
     /// `account`'s connection `conn` asked `my_games`: from now on it is pushed `your_move`
-    /// (until the account's connection changes or it signs out).
+    /// (until the account's connection changes or it signs out). In cluster mode `conn`
+    /// may be another node's (`follow_here`).
     pub fn follow_moves(&self, account: AccountId, conn: ConnId) {
-        self.followers.insert(account, conn);
+        let mut follower = self
+            .followers
+            .entry(account)
+            .or_insert(Follower { conn, told: None });
+        if follower.conn != conn {
+            *follower = Follower { conn, told: None };
+        }
     }
 
     /// Stops following for `account` if its follower connection is one `gone` names.
     pub(super) fn unfollow(&self, account: AccountId, gone: impl FnOnce(ConnId) -> bool) {
-        self.followers.remove_if(&account, |_, conn| gone(*conn));
+        self.followers.remove_if(&account, |_, f| gone(f.conn));
+    }
+
+    /// Cluster mode: `account`, seated in this node's game `game_id`, follows on another
+    /// node's connection `conn`. Told of the game opening (`tell_owed`), it is pushed
+    /// what its seat owes now, unless it has been already; asking `my_games`, it is
+    /// answered that in the list.
+    pub fn follow_here(&self, game_id: GameId, account: AccountId, conn: ConnId, tell_owed: bool) {
+        self.follow_moves(account, conn);
+        if !tell_owed {
+            return;
+        }
+        let Some(seats) = self.games.get(&game_id).map(|e| e.seats) else {
+            return;
+        };
+        let Some(owed) = self.owed_of(&game_id) else {
+            return;
+        };
+        for o in &owed.owed {
+            if *seats.get(o.seat) == account {
+                self.push_your_move(account, game_id, owed.round, o);
+            }
+        }
+    }
+
+    /// Cluster mode: `account`'s follower, if it is a connection of this node (which
+    /// tells the node running `account`'s game, `follow_here`).
+    pub fn follower_here(&self, account: AccountId) -> Option<ConnId> {
+        let conn = self.followers.get(&account)?.conn;
+        self.is_local(conn).then_some(conn)
+    }
+
+    /// A game of this node has ended or moved: its players' followers on other nodes
+    /// are forgotten (their node tells the node of their next game).
+    pub(super) fn unfollow_remote(&self, seats: SeatPair<AccountId>) {
+        for account in [seats.one, seats.two] {
+            self.followers
+                .remove_if(&account, |_, f| !self.is_local(f.conn));
+        }
+    }
+
+    /// Whether `conn` is this node's (always, outside cluster mode).
+    fn is_local(&self, conn: ConnId) -> bool {
+        let node = node_of(conn);
+        self.cluster
+            .as_ref()
+            .is_none_or(|c| node == 0 || node == c.node)
     }
 
     fn tell_your_move(&self, game_id: GameId, round: u32, newly: &[Owed]) {
@@ -69,20 +124,34 @@ impl Registry {
             return;
         };
         for owed in newly {
-            let Some(conn) = self.followers.get(seats.get(owed.seat)).map(|c| *c) else {
-                continue;
-            };
-            let frame = Bytes::from(wire::encode(&ServerMsg::YourMove {
-                game_id,
-                seat: owed.seat,
-                round,
-                action: owed.action,
-                deadline: owed.deadline,
-            }));
-            // Nothing waits: a full queue loses a push whose news the game's events and
-            // `my_games` also carry.
-            let _ = self.bus.send(conn, frame);
+            self.push_your_move(*seats.get(owed.seat), game_id, round, owed);
         }
+    }
+
+    /// Pushes `your_move` for `owed` to `account`'s follower, unless it was its last push
+    /// (a follower told of a game as it opens may race the game's own push).
+    fn push_your_move(&self, account: AccountId, game_id: GameId, round: u32, owed: &Owed) {
+        let conn = {
+            let Some(mut follower) = self.followers.get_mut(&account) else {
+                return;
+            };
+            let told = Some((game_id, round, owed.action));
+            if follower.told == told {
+                return;
+            }
+            follower.told = told;
+            follower.conn
+        };
+        let frame = Bytes::from(wire::encode(&ServerMsg::YourMove {
+            game_id,
+            seat: owed.seat,
+            round,
+            action: owed.action,
+            deadline: owed.deadline,
+        }));
+        // Nothing waits: a full queue loses a push whose news the game's events and
+        // `my_games` also carry. Another node's connection is reached through Redis.
+        let _ = self.bus.send(conn, frame);
     }
 
     /// What this node's live game `game_id` waits for now.
@@ -107,6 +176,10 @@ impl Registry {
         let Some((node, summary)) = cluster.entry_of(game_id) else {
             return here;
         };
+        // Asked before the answer: `your_move` from that node from now on.
+        if let Some(conn) = self.follower_here(account) {
+            redis.follow(node, game_id, account, conn, false);
+        }
         match redis.ask_owed(node, game_id).await {
             Some(owed) => vec![my_game(game_id, seat, &summary, owed)],
             None => here,
@@ -142,6 +215,14 @@ fn my_game(game_id: GameId, seat: Seat, summary: &LiveGame, owed: OwedNow) -> My
         phase: owed.phase,
         owed: owed.owed,
     }
+}
+
+/// A connection that asked `my_games`, and the last `your_move` pushed to it (game,
+/// round, action).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Follower {
+    conn: ConnId,
+    told: Option<(GameId, u32, OwedAction)>,
 }
 
 /// Whether `known` already owed `o`'s action from `o`'s seat in `round` (a deadline that

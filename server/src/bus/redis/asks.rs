@@ -1,6 +1,8 @@
-//! `my_games` across nodes: a player seated in a game another node runs asks that node
-//! what the game waits for now (`NodeMsg::AskOwed`), and its answer (`ToldOwed`) comes
-//! back on this node's channel. The game's node answers from its registry, which the game
+//! `my_games` and `your_move` across nodes: a player seated in a game another node runs
+//! asks that node what the game waits for now (`NodeMsg::AskOwed`), and its answer
+//! (`ToldOwed`) comes back on this node's channel. A player following its moves here
+//! (it asked `my_games`) is followed there too (`Follow`): when this node hears the game
+//! open (or move) there, and when it asks. The game's node answers from its registry, which the game
 //! updates before it publishes the events that change it: a player who has heard an event
 //! and then asks is answered as the event left the game, wherever either is.
 //!
@@ -15,6 +17,7 @@ use tokio::sync::oneshot;
 
 use super::*;
 use crate::game::OwedNow;
+use crate::record::AccountId;
 use crate::registry::Registry;
 use wire::WireOwed;
 
@@ -65,6 +68,41 @@ impl RedisBus {
             .and_then(|registry| registry.owed_of(&game))
             .map(|o| (o.round, o.phase, o.owed));
         self.link.node(from, &NodeMsg::ToldOwed { ask, owed }, None);
+    }
+
+    /// `account`'s connection `conn` of this node follows its moves in game `game`, which
+    /// node `node` runs (`Registry::follow_here`).
+    pub fn follow(
+        &self,
+        node: u16,
+        game: GameId,
+        account: AccountId,
+        conn: ConnId,
+        tell_owed: bool,
+    ) {
+        let msg = NodeMsg::Follow {
+            game,
+            account,
+            conn,
+            tell_owed,
+        };
+        self.link.node(node, &msg, None);
+    }
+
+    /// Game `game` opened on (or moved to) another node: its players who follow their
+    /// moves here are followed there, and told what they owe now.
+    pub(super) fn follow_there(&self, game: GameId, entry: &wire::DirEntry) {
+        if entry.node == self.node {
+            return;
+        }
+        let Some(registry) = self.asks.registry() else {
+            return;
+        };
+        for account in [entry.seats.one, entry.seats.two] {
+            if let Some(conn) = registry.follower_here(account) {
+                self.follow(entry.node, game, account, conn, true);
+            }
+        }
     }
 
     /// The answer to this node's ask `ask` (dropped if it has stopped waiting).

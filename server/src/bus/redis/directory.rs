@@ -66,6 +66,8 @@ pub struct Directory {
     online: DashMap<AccountId, (String, ConnId, SignInAt)>,
     /// Whether the node hears Redis (its subscription is up): `/healthz`.
     reached: AtomicBool,
+    /// Since when it has not (see `set_reaches_redis`, `reload.rs`).
+    cut_at: Mutex<Option<Instant>>,
     /// How late the last other node's heartbeat came, in milliseconds (`/metrics`).
     lag_ms: AtomicU64,
     /// When this node joined: until `NODE_TIMEOUT` after, a node not yet heard from is
@@ -89,6 +91,7 @@ impl Directory {
             nodes: DashMap::new(),
             online: DashMap::new(),
             reached: AtomicBool::new(true),
+            cut_at: Mutex::new(None),
             joined: Instant::now(),
             lag_ms: AtomicU64::new(0),
         }
@@ -339,10 +342,6 @@ impl Directory {
     /// Whether this node hears Redis (its subscription is up).
     pub fn reaches_redis(&self) -> bool {
         self.reached.load(Ordering::Relaxed)
-    }
-
-    pub fn set_reaches_redis(&self, reached: bool) {
-        self.reached.store(reached, Ordering::Relaxed);
     }
 
     /// Whether `node` has been heard from within `NODE_TIMEOUT` (this node always is; one

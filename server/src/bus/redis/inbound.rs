@@ -68,6 +68,16 @@ impl RedisBus {
             }
             NodeMsg::AskOwed { game, from, ask } => self.tell_owed(game, from, ask),
             NodeMsg::ToldOwed { ask, owed } => self.told_owed(ask, owed),
+            NodeMsg::Follow {
+                game,
+                account,
+                conn,
+                tell_owed,
+            } => {
+                if let Some(registry) = self.asks.registry() {
+                    registry.follow_here(game, account, conn, tell_owed);
+                }
+            }
             NodeMsg::Rematch(offer) => self.take_rematch(offer),
         }
     }
@@ -166,6 +176,9 @@ impl RedisBus {
                 }
                 _ => None,
             };
+            if let ClusterMsg::Opened { game, entry } = &msg {
+                self.follow_there(*game, entry);
+            }
             if let Some(conn) = self.directory.heard(msg) {
                 crate::connection::supersede(&**self, conn);
             }
@@ -287,7 +300,7 @@ impl RedisBus {
 
     /// This node's spectators of `game` (another node's) watch it again, from the node
     /// that runs it now: a fresh snapshot, then its events.
-    fn resync_topic(&self, game: GameId) {
+    pub(super) fn resync_topic(&self, game: GameId) {
         for conn in self.local.subscribed(game) {
             self.local.unsubscribe(game, conn);
             let reply = ReplyTo {

@@ -110,6 +110,9 @@ pub struct Owed {
     pub game: GameId,
     pub node: u16,
     pub reply: ReplyTo,
+    /// A spectator's fresh snapshot, asked by this node (`RedisBus::resync_topic`): asked
+    /// again rather than answered, should no node hear it.
+    pub resync: bool,
 }
 
 #[derive(Debug)]

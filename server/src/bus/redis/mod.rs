@@ -95,6 +95,8 @@ pub struct RedisBus {
     owed: DashMap<ConnId, (Owed, Instant)>,
     /// Resyncs of this node's spectators of remote games: (count, first) by (game, conn).
     resyncs: DashMap<(GameId, ConnId), (u8, Instant)>,
+    /// Spectators' fresh snapshots that no node heard, to ask again (`retry_resyncs`).
+    resync_later: DashMap<(GameId, ConnId), ()>,
     /// `my_games` asked of other nodes (`asks.rs`).
     asks: asks::Asks,
     /// Which node ran the games that ended elsewhere (`rematch.rs`).
@@ -161,6 +163,7 @@ impl RedisBus {
             sink: tokio::sync::Mutex::new(sink),
             owed: DashMap::new(),
             resyncs: DashMap::new(),
+            resync_later: DashMap::new(),
             asks: asks::Asks::default(),
             ended: rematch::Ended::default(),
         });
@@ -195,6 +198,24 @@ impl RedisBus {
         self.refresh_number();
         self.directory.flush();
         self.sweep();
+        self.retry_resyncs();
+    }
+
+    /// Asks again for the fresh snapshots no node heard, for the spectators still here of
+    /// games still running elsewhere.
+    fn retry_resyncs(&self) {
+        let waiting: Vec<(GameId, ConnId)> = self.resync_later.iter().map(|e| *e.key()).collect();
+        for (game, conn) in waiting {
+            self.resync_later.remove(&(game, conn));
+            if self.directory.node_of(game).is_some() && !self.local.is_closed(conn) {
+                let reply = ReplyTo {
+                    conn,
+                    request_id: None,
+                    settle: false,
+                };
+                self.notify_game(game, GameCmd::Watch { reply });
+            }
+        }
     }
 
     /// Calls `tick` every `TICK` until `stop`.
@@ -241,8 +262,14 @@ impl RedisBus {
         }
     }
 
-    /// A command `o` that no node will answer: answered here, once.
+    /// A command `o` that no node will answer: answered here, once. A spectator's fresh
+    /// snapshot is asked again at the next tick instead (`retry_resyncs`): the game's node,
+    /// rejoining Redis after a cut as this node has, may not hear its channel yet.
     fn unheard(&self, o: Owed) {
+        if o.resync {
+            self.resync_later.insert((o.game, o.reply.conn), ());
+            return;
+        }
         if o.reply.settle
             && self
                 .owed
@@ -280,12 +307,18 @@ impl RedisBus {
     /// Sends `cmd` to game `game` on node `node`.
     fn forward(&self, node: u16, game: GameId, cmd: GameCmd) {
         let reply = cmd.reply_to();
+        let resync = matches!(&cmd, GameCmd::Watch { reply } if reply.request_id.is_none());
         let cmd = match WireCmd::of(cmd) {
             Ok(cmd) => cmd,
             // The test hooks' commands carry a channel: not across nodes.
             Err(cmd) => return self.refuse(game, &cmd),
         };
-        let owed = reply.map(|reply| Owed { game, node, reply });
+        let owed = reply.map(|reply| Owed {
+            game,
+            node,
+            reply,
+            resync,
+        });
         if let Some(o) = owed.filter(|o| o.reply.settle) {
             self.owed.insert(o.reply.conn, (o, Instant::now()));
         }

@@ -65,7 +65,12 @@ impl RedisBus {
     /// answers it to `reply`. Should that node die first, the offer is answered here as
     /// a command to a gone node's game is.
     pub fn forward_rematch(&self, node: u16, game: GameId, member: Member, reply: ReplyTo) {
-        let owed = Owed { game, node, reply };
+        let owed = Owed {
+            game,
+            node,
+            reply,
+            resync: false,
+        };
         if reply.settle {
             self.owed.insert(reply.conn, (owed, Instant::now()));
         }

@@ -309,6 +309,107 @@ async fn the_mirror_read_again_takes_what_was_missed_and_drops_only_games_nobody
     assert_eq!(dir.node_of(moved), Some(3));
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_time_cut_off_from_redis_does_not_count_against_the_other_nodes() {
+    let dir = Directory::new(1, Link::nowhere(Keys::new("t", 1, "n")));
+    let alive = |node| ClusterMsg::Alive {
+        node,
+        online: 0,
+        sent_ms: 0,
+    };
+    dir.heard(alive(2));
+    dir.heard(alive(3));
+    dir.heard(ClusterMsg::Gone { node: 3 });
+    dir.set_reaches_redis(false);
+    tokio::time::advance(directory::NODE_TIMEOUT * 3).await;
+    assert!(
+        !dir.is_alive(2),
+        "not heard for long, as seen while cut off"
+    );
+    dir.set_reaches_redis(true);
+    assert!(
+        dir.is_alive(2),
+        "its silence while this node could not hear it says nothing"
+    );
+    assert!(!dir.is_alive(3), "a node gone before the cut stays gone");
+    tokio::time::advance(directory::NODE_TIMEOUT).await;
+    assert!(
+        !dir.is_alive(2),
+        "silent a whole NODE_TIMEOUT since the rejoin: dead"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_snapshot_no_node_heard_is_asked_again_at_the_next_tick() {
+    use elementals_protocol::messages::{LiveGame, PlayerInfo, SeatPair};
+    use elementals_protocol::rules::Variant;
+    use elementals_protocol::TimeControl;
+    use futures::StreamExt;
+
+    let name = format!("unit-{}-{:08x}", std::process::id(), rand::random::<u32>());
+    let (bus, stop) = node_on_redis(&name).await;
+    // The game runs on node `far`, which does not hear its channel yet (it is rejoining).
+    let far: u16 = 16_001;
+    let game = GameId(uuid::Uuid::new_v4());
+    let player = PlayerInfo {
+        name: "p".into(),
+        rating: 1.0,
+        guest: false,
+        bot: false,
+    };
+    let summary = LiveGame {
+        game_id: game,
+        variant: Variant::CLASSIC,
+        time_control: TimeControl::BLITZ,
+        rated: true,
+        players: SeatPair::new(player.clone(), player),
+        round: 1,
+        positions: vec![0; 5],
+        spectators: 0,
+    };
+    let entry = wire::DirEntry {
+        node: far,
+        seats: SeatPair::new(1, 2),
+        summary,
+    };
+    bus.directory.load(vec![(game, entry)]);
+    let conn = bus.first_conn_id();
+    let (outbox, _rx) = crate::outbox::Outbox::new(conn, 8);
+    bus.connect(&outbox);
+    bus.apply(NodeMsg::Subscribe { topic: game, conn });
+    bus.resync_topic(game);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !bus.resync_later.contains_key(&(game, conn)) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the watch is kept to ask again"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The node hears its channel now: the next tick asks it again.
+    let client = ::redis::Client::open("redis://127.0.0.1:6379").unwrap();
+    let (mut sink, mut heard) = client.get_async_pubsub().await.unwrap().split();
+    sink.subscribe(format!("{name}:node:{far}")).await.unwrap();
+    bus.tick(0);
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(10), heard.next())
+            .await
+            .expect("the game's node is asked again")
+            .unwrap();
+        if let Some(NodeMsg::ToGame { game: g, cmd }) = wire::decode(msg.get_payload_bytes()) {
+            assert_eq!(g, game);
+            assert!(matches!(
+                cmd.into_cmd(),
+                GameCmd::Watch { reply } if reply.conn == conn && reply.request_id.is_none()
+            ));
+            break;
+        }
+    }
+    assert!(!bus.resync_later.contains_key(&(game, conn)));
+    stop.cancel();
+    forget(&name);
+}
+
 #[tokio::test]
 async fn sleeping_games_are_mirrored_seated_woken_elsewhere_and_mended_from_storage() {
     use elementals_protocol::messages::SeatPair;

@@ -69,6 +69,15 @@ pub enum NodeMsg {
         ask: u64,
         owed: Option<WireOwed>,
     },
+    /// `account`, seated in this node's game `game`, follows its moves on connection
+    /// `conn` (of the sender): it is pushed `your_move` there, and, with `tell_owed`, what
+    /// it owes now (`asks.rs`).
+    Follow {
+        game: GameId,
+        account: AccountId,
+        conn: ConnId,
+        tell_owed: bool,
+    },
     /// A rematch offer for a game this node ran (`rematch.rs`).
     Rematch(super::rematch::WireRematch),
 }

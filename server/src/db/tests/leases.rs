@@ -204,6 +204,30 @@ async fn a_token_moved_on_refuses_the_next_step_and_renewal_reports_it() {
 }
 
 #[tokio::test]
+async fn a_node_whose_record_was_refused_may_claim_the_game_again_later() {
+    let cluster = Cluster::new();
+    let (a, b) = (cluster.node("a"), cluster.node("b"));
+    let (setup, one, two) = game_on(&a).await;
+    cluster.lapse();
+    assert_eq!(b.claim_lapsed().await.unwrap().len(), 1);
+    // A finds the lease lost at its renewal (not to be claimed back while its actor
+    // runs), and its finished game's record is refused: the actor is done with it.
+    assert_eq!(a.renew_leases().await.unwrap(), [setup.game_id]);
+    assert!(matches!(
+        a.record_game(record_of(&setup, &one, &two)).await,
+        Err(DbError::LeaseLost { .. })
+    ));
+    // B dies in its turn: A claims the game like any other node would.
+    cluster.lapse();
+    let claimed = a.claim_lapsed().await.unwrap();
+    assert_eq!(claimed.len(), 1, "the game is not kept as lost by A");
+    assert_eq!(cluster.lease(setup.game_id), Some(("a".into(), 3)));
+    for db in [a, b] {
+        db.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test]
 async fn a_record_without_the_lease_is_refused_and_the_claimers_is_applied_once() {
     let cluster = Cluster::new();
     let (a, b) = (cluster.node("a"), cluster.node("b"));

@@ -12,12 +12,11 @@ use elementals_protocol::{ErrorCode, TimeControl};
 use tokio::time::Instant;
 
 use super::{Lobby, PoolKey};
-use crate::lobby::pairing::window;
-use crate::lobby::shared::{Paired, SharedError, SharedKey, SharedPools, Swept};
+use crate::lobby::shared::{Paired, SharedError, SharedKey};
 use crate::lobby::{LobbyCmd, LobbyError, Member};
 use crate::record::AccountId;
 
-fn shared_key(key: &PoolKey) -> SharedKey {
+pub(super) fn shared_key(key: &PoolKey) -> SharedKey {
     SharedKey {
         variant: key.variant,
         preset: key.preset.clone(),
@@ -31,6 +30,12 @@ pub(super) fn unreachable_redis(error: &SharedError) -> LobbyError {
         ErrorCode::Internal,
         "the cluster's pools cannot be reached; retry later",
     )
+}
+
+/// The answer to a player whom another node is seating in a game this very moment (its
+/// `game_start` is on its way).
+pub(super) fn seating_elsewhere() -> LobbyError {
+    LobbyError::new(ErrorCode::AlreadyInGame, "finish your current game first")
 }
 
 impl Lobby {
@@ -81,19 +86,22 @@ impl Lobby {
                 rated,
                 reply,
             } => {
-                let created = match self.create_seek(member.clone(), variant, time_control, rated) {
-                    Ok(seek) => match self.shared_pools().put_seek(&seek, &member).await {
-                        Ok(()) => Ok(ServerMsg::SeekCreated {
-                            id: reply.request_id.unwrap_or_default(),
-                            seek,
-                        }),
-                        Err(e) => {
-                            self.seeks.remove(&seek.seek_id);
-                            Err(unreachable_redis(&e))
-                        }
-                    },
-                    Err(e) => Err(e),
-                };
+                let created =
+                    match self.forget_if_paired(member.account).await.and_then(|()| {
+                        self.create_seek(member.clone(), variant, time_control, rated)
+                    }) {
+                        Ok(seek) => match self.shared_pools().put_seek(&seek, &member).await {
+                            Ok(()) => Ok(ServerMsg::SeekCreated {
+                                id: reply.request_id.unwrap_or_default(),
+                                seek,
+                            }),
+                            Err(e) => {
+                                self.seeks.remove(&seek.seek_id);
+                                Err(unreachable_redis(&e))
+                            }
+                        },
+                        Err(e) => Err(e),
+                    };
                 self.bus
                     .answer(reply, created.map_err(|e| (e.code, e.message)));
             }
@@ -221,6 +229,7 @@ impl Lobby {
         preset: String,
         rated: bool,
     ) -> super::Result<()> {
+        self.forget_if_paired(member.account).await?;
         let (key, tc) = self.check_join(&member, variant, preset, rated)?;
         let paired = self
             .shared_pools()
@@ -258,7 +267,33 @@ impl Lobby {
         Ok(())
     }
 
-    fn start_shared_game(&mut self, key: &PoolKey, mine: Member, other: Member, tc: TimeControl) {
+    /// A member queued here whom another node has paired since this node's last tick
+    /// waits no more: forgotten now (one look at its pool, only then), so that it may
+    /// queue again at once.
+    async fn forget_if_paired(&mut self, account: AccountId) -> super::Result<()> {
+        let Some((key, _)) = self.queued.get(&account) else {
+            return Ok(());
+        };
+        let waiting = self
+            .shared_pools()
+            .is_waiting(&shared_key(key), account)
+            .await
+            .map_err(|e| unreachable_redis(&e))?;
+        if !waiting {
+            self.queued.remove(&account);
+            self.shared_since.remove(&account);
+            self.update_queued_metric();
+        }
+        Ok(())
+    }
+
+    pub(super) fn start_shared_game(
+        &mut self,
+        key: &PoolKey,
+        mine: Member,
+        other: Member,
+        tc: TimeControl,
+    ) {
         let account = mine.account;
         if let Err(error) = self.start_game(mine, other, key.variant, tc, key.rated) {
             tracing::error!(account, message = %error.message, "a pool paired an account with itself");
@@ -282,101 +317,6 @@ impl Lobby {
         let dropped = std::mem::take(&mut self.shared_challenge_drops);
         if let Err(error) = shared.drop_challenges(&dropped).await {
             tracing::error!(%error, "withdrawing challenges from the cluster's store");
-        }
-    }
-
-    /// Takes dead nodes' members, seeks and challenges out of Redis (`shared/sweep.rs`);
-    /// the players they challenged hear the challenges are cancelled.
-    async fn sweep_dead_nodes(&self, shared: &SharedPools) {
-        match shared.sweep_dead().await {
-            Ok(swept) => {
-                for (challenge_id, to) in &swept.challenges {
-                    let cancelled = ServerMsg::ChallengeCancelled {
-                        challenge_id: *challenge_id,
-                    };
-                    let _ = self.bus.send_msg(*to, &cancelled);
-                }
-                if swept != Swept::default() {
-                    tracing::info!(
-                        members = swept.members,
-                        seeks = swept.seeks,
-                        challenges = swept.challenges.len(),
-                        "swept a dead node's lobby entries"
-                    );
-                }
-            }
-            Err(error) => tracing::error!(%error, "sweeping dead nodes' lobby entries"),
-        }
-    }
-
-    /// Pairs this node's members waiting in the cluster's pools, longest-waiting first,
-    /// tells the others how long they have waited, and counts the cluster's pools.
-    pub(super) async fn tick_shared(&mut self) {
-        let Some(shared) = self.shared.clone() else {
-            return;
-        };
-        self.reconcile_seeks().await;
-        self.reconcile_challenges().await;
-        let mut waiting: Vec<(Instant, AccountId)> =
-            self.shared_since.iter().map(|(a, t)| (*t, *a)).collect();
-        waiting.sort_unstable();
-        for (_, account) in waiting {
-            let Some((key, _)) = self.queued.get(&account) else {
-                continue;
-            };
-            let key = key.clone();
-            match shared.pair(&shared_key(&key), account).await {
-                Ok(Paired::Waiting { waiting, waited }) => {
-                    if let Some((_, member)) = self.queued.get(&account) {
-                        let _ = self.bus.send_msg(
-                            member.conn_id,
-                            &ServerMsg::QueueStatus {
-                                players_waiting: waiting,
-                                rating_window: window(waited),
-                                waited_ms: waited.as_millis() as u64,
-                            },
-                        );
-                    }
-                }
-                Ok(Paired::With(other)) => {
-                    self.shared_since.remove(&account);
-                    if let Some((_, mine)) = self.queued.remove(&account) {
-                        let tc =
-                            TimeControl::preset(&key.preset).expect("pool keys hold valid presets");
-                        self.start_shared_game(&key, mine, other, tc);
-                    }
-                }
-                // Paired by another node (its game_start reaches the member by the bus).
-                Ok(Paired::NotWaiting | Paired::AlreadyWaiting) => {
-                    self.shared_since.remove(&account);
-                    self.queued.remove(&account);
-                }
-                Err(error) => {
-                    tracing::error!(%error, "pairing in the cluster's pools");
-                    break;
-                }
-            }
-        }
-        self.update_queued_metric();
-        self.sweep_dead_nodes(&shared).await;
-        match shared.counts().await {
-            Ok(counts) => {
-                let mut counted: Vec<(PoolKey, u32)> = counts
-                    .into_iter()
-                    .map(|(k, n)| {
-                        let key = PoolKey {
-                            variant: k.variant,
-                            preset: k.preset,
-                            rated: k.rated,
-                        };
-                        (key, n)
-                    })
-                    .collect();
-                counted.sort_by_key(|p| std::cmp::Reverse(p.1));
-                counted.truncate(super::MAX_COUNTED_POOLS + 1);
-                self.counted = counted;
-            }
-            Err(error) => tracing::error!(%error, "counting the cluster's pools"),
         }
     }
 }

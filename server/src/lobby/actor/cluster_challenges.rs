@@ -6,15 +6,12 @@ use elementals_protocol::messages::{Challenge, ServerMsg};
 use elementals_protocol::rules::Variant;
 use elementals_protocol::{ErrorCode, TimeControl};
 
-use super::cluster::unreachable_redis;
+use super::cluster::{seating_elsewhere, unreachable_redis};
+use super::offers::{challenger_gone, no_such_challenge};
 use super::{Lobby, Result};
-use crate::lobby::shared::SharedChallenge;
+use crate::lobby::shared::{SharedChallenge, Taken};
 use crate::lobby::{LobbyError, Member};
 use crate::record::AccountId;
-
-fn no_such_challenge() -> LobbyError {
-    LobbyError::new(ErrorCode::UnknownChallenge, "no such challenge to you")
-}
 
 impl Lobby {
     pub(super) async fn challenge_shared(
@@ -91,27 +88,32 @@ impl Lobby {
 
     pub(super) async fn accept_challenge_shared(&mut self, member: Member, id: u64) -> Result<()> {
         let c = self.challenge_to(member.account, id).await?;
-        if c.challenge.rated && member.info.guest {
-            return Err(LobbyError::new(
-                ErrorCode::GuestNotAllowed,
-                "guests cannot play rated games",
-            ));
-        }
-        self.ready_for_new_game(member.account)?;
-        self.take(id).await?;
-        let alive = self
-            .shared_pools()
+        self.check_challenged(&member, c.challenge.rated)?;
+        let shared = self.shared_pools();
+        let alive = shared
             .node_alive(crate::bus::redis::node_of(c.from.conn_id))
             .await
             .map_err(|e| unreachable_redis(&e))?;
-        if !alive
-            || self.services.registry.is_seated(c.from.account)
-            || self.bus.is_closed(c.from.conn_id)
+        if !alive || !self.maker_free(&c.from) {
+            self.take(id).await?;
+            return Err(challenger_gone());
+        }
+        // Taken, and both players marked seating, in one step (as a seek: see
+        // `accept_shared_seek`).
+        match shared
+            .accept_challenge(id, member.account, c.from.account)
+            .await
+            .map_err(|e| unreachable_redis(&e))?
         {
-            return Err(LobbyError::new(
-                ErrorCode::UnknownChallenge,
-                "the challenger is no longer available",
-            ));
+            Taken::Taken => {
+                self.challenges.remove(&id);
+            }
+            Taken::NotOpen => {
+                self.challenges.remove(&id);
+                return Err(no_such_challenge());
+            }
+            Taken::MakerSeating => return Err(challenger_gone()),
+            Taken::AcceptorSeating => return Err(seating_elsewhere()),
         }
         let g = c.challenge;
         self.start_game(c.from, member, g.variant, g.time_control, g.rated)

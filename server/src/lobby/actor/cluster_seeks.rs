@@ -5,8 +5,10 @@
 use elementals_protocol::messages::ServerMsg;
 use elementals_protocol::ErrorCode;
 
-use super::cluster::unreachable_redis;
+use super::cluster::{seating_elsewhere, unreachable_redis};
+use super::offers::seek_gone;
 use super::Lobby;
+use crate::lobby::shared::Taken;
 use crate::lobby::{LobbyError, Member};
 
 impl Lobby {
@@ -39,24 +41,61 @@ impl Lobby {
             .node_alive(crate::bus::redis::node_of(maker.conn_id))
             .await
             .map_err(|e| unreachable_redis(&e))?;
-        let gone = !alive
-            || self.services.registry.is_seated(maker.account)
-            || self.bus.is_closed(maker.conn_id);
-        let taken = shared
-            .take_seek(seek_id)
+        if !alive || !self.maker_free(&maker) {
+            // Its maker cannot play it: off the list.
+            shared
+                .take_seek(seek_id)
+                .await
+                .map_err(|e| unreachable_redis(&e))?;
+            self.seeks.remove(&seek_id);
+            return Err(seek_gone());
+        }
+        // Taken, and both players marked seating, in one step: a pool's pairing on any
+        // node takes neither of them now, nor has it just taken either.
+        match shared
+            .accept_seek(seek_id, member.account, maker.account)
             .await
-            .map_err(|e| unreachable_redis(&e))?;
-        self.seeks.remove(&seek_id);
-        if gone || !taken {
-            return Err(LobbyError::new(
-                ErrorCode::UnknownSeek,
-                "the seek is no longer open",
-            ));
+            .map_err(|e| unreachable_redis(&e))?
+        {
+            Taken::Taken => {
+                self.seeks.remove(&seek_id);
+            }
+            Taken::NotOpen => {
+                self.seeks.remove(&seek_id);
+                return Err(seek_gone());
+            }
+            Taken::MakerSeating => return Err(seek_gone()),
+            Taken::AcceptorSeating => return Err(seating_elsewhere()),
         }
         let _ = self
             .bus
             .send_msg(maker.conn_id, &ServerMsg::SeekRemoved { seek_id });
         self.start_game(maker, member, seek.variant, seek.time_control, seek.rated)
+    }
+
+    /// A seek of this node's that the cluster's list lost (swept while this node was cut
+    /// off from Redis, or with a Redis restarted empty) rather than one accepted (its
+    /// maker is then seated or being seated): listed again. Returns whether it was.
+    async fn relist_if_lost(&mut self, seek_id: u64) -> bool {
+        let Some(open) = self.seeks.get(&seek_id) else {
+            return false;
+        };
+        let (seek, member) = (open.seek.clone(), open.member.clone());
+        let shared = self.shared_pools();
+        if self.services.registry.is_seated(member.account) {
+            return false;
+        }
+        // Redis out of reach: kept, and looked at again at the next tick.
+        let relisted = match shared.is_seating(member.account).await {
+            Ok(true) => return false,
+            Ok(false) => shared.put_seek(&seek, &member).await,
+            Err(error) => Err(error),
+        };
+        match relisted {
+            Ok(()) => tracing::info!(seek_id, "a seek the cluster's list lost is listed again"),
+            Err(error) => tracing::error!(%error, "listing a lost seek again"),
+        }
+        true
     }
 
     /// Forgets this node's seeks accepted on another node, and withdraws those whose
@@ -67,7 +106,7 @@ impl Lobby {
         match shared.listed(&ids).await {
             Ok(listed) => {
                 for (id, listed) in ids.iter().zip(listed) {
-                    if !listed {
+                    if !listed && !self.relist_if_lost(*id).await {
                         self.seeks.remove(id);
                     }
                 }

@@ -83,14 +83,9 @@ impl Lobby {
             ));
         }
         self.ready_for_new_game(member.account)?;
-        if self.services.registry.is_seated(open.member.account)
-            || self.bus.is_closed(open.member.conn_id)
-        {
+        if !self.maker_free(&open.member) {
             self.seeks.remove(&seek_id);
-            return Err(LobbyError::new(
-                ErrorCode::UnknownSeek,
-                "the seek is no longer open",
-            ));
+            return Err(seek_gone());
         }
         let open = self.seeks.remove(&seek_id).expect("checked above");
         let _ = self
@@ -179,33 +174,20 @@ impl Lobby {
     }
 
     pub(super) fn accept_challenge(&mut self, member: Member, challenge_id: u64) -> Result<()> {
-        match self.challenges.get(&challenge_id) {
-            Some(c) if c.to == member.account => {}
-            _ => {
-                return Err(LobbyError::new(
-                    ErrorCode::UnknownChallenge,
-                    "no such challenge to you",
-                ))
-            }
-        }
-        if self.challenges[&challenge_id].challenge.rated && member.info.guest {
-            return Err(LobbyError::new(
-                ErrorCode::GuestNotAllowed,
-                "guests cannot play rated games",
-            ));
-        }
-        self.ready_for_new_game(member.account)?;
+        let Some(open) = self
+            .challenges
+            .get(&challenge_id)
+            .filter(|c| c.to == member.account)
+        else {
+            return Err(no_such_challenge());
+        };
+        self.check_challenged(&member, open.challenge.rated)?;
         let open = self
             .challenges
             .remove(&challenge_id)
             .expect("checked above");
-        if self.services.registry.is_seated(open.from.account)
-            || self.bus.is_closed(open.from.conn_id)
-        {
-            return Err(LobbyError::new(
-                ErrorCode::UnknownChallenge,
-                "the challenger is no longer available",
-            ));
+        if !self.maker_free(&open.from) {
+            return Err(challenger_gone());
         }
         let c = open.challenge;
         self.start_game(open.from, member, c.variant, c.time_control, c.rated)
@@ -228,10 +210,7 @@ impl Lobby {
                 );
                 Ok(())
             }
-            _ => Err(LobbyError::new(
-                ErrorCode::UnknownChallenge,
-                "no such challenge to you",
-            )),
+            _ => Err(no_such_challenge()),
         }
     }
 
@@ -329,6 +308,40 @@ impl Lobby {
         self.start_game_seated(one, two, now.variant, now.time_control, now.rated)
             .map(drop)
     }
+}
+
+impl Lobby {
+    /// What accepting a challenge requires of the challenged `member`, here or on any node.
+    pub(super) fn check_challenged(&self, member: &Member, rated: bool) -> Result<()> {
+        if rated && member.info.guest {
+            return Err(LobbyError::new(
+                ErrorCode::GuestNotAllowed,
+                "guests cannot play rated games",
+            ));
+        }
+        self.ready_for_new_game(member.account)
+    }
+
+    /// Whether the maker of a seek or challenge, as this node sees them, can still play
+    /// it (not seated in a game, still connected).
+    pub(super) fn maker_free(&self, maker: &Member) -> bool {
+        !self.services.registry.is_seated(maker.account) && !self.bus.is_closed(maker.conn_id)
+    }
+}
+
+pub(super) fn no_such_challenge() -> LobbyError {
+    LobbyError::new(ErrorCode::UnknownChallenge, "no such challenge to you")
+}
+
+pub(super) fn challenger_gone() -> LobbyError {
+    LobbyError::new(
+        ErrorCode::UnknownChallenge,
+        "the challenger is no longer available",
+    )
+}
+
+pub(super) fn seek_gone() -> LobbyError {
+    LobbyError::new(ErrorCode::UnknownSeek, "the seek is no longer open")
 }
 
 /// A rematch offered to an opponent who is not online.

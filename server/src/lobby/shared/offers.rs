@@ -5,7 +5,7 @@
 use elementals_protocol::messages::{Challenge, Seek};
 use serde::{Deserialize, Serialize};
 
-use super::{timed, SharedError, SharedPools};
+use super::{SharedError, SharedPools};
 use crate::bus::redis::{node_of, Keys};
 use crate::bus::ConnId;
 use crate::lobby::Member;
@@ -49,7 +49,82 @@ if not node or redis.call('EXISTS', ARGV[2] .. node) == 0 then return false end
 return v
 "#;
 
+/// Takes an open seek or challenge for its acceptor: both players are marked seating
+/// (`SEATING`) in the same step, unless either is already (a pool's pairing, or another
+/// acceptance, took them a moment ago). KEYS: the offers' hash, the acceptor's seating
+/// mark, the maker's. ARGV: the offer's id, the marks' life in ms. Returns 1 taken, 0 not
+/// open, 2 the acceptor marked, 3 the maker marked.
+pub(super) const TAKE: &str = r#"
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[2]) == 1 then return 2 end
+if redis.call('EXISTS', KEYS[3]) == 1 then return 3 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], 1, 'PX', ARGV[2])
+redis.call('SET', KEYS[3], 1, 'PX', ARGV[2])
+return 1
+"#;
+
+/// What accepting a seek or challenge found (`SharedPools::accept_seek`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// Taken by this acceptor: the game is theirs to start.
+    Taken,
+    /// Not open any more (accepted, withdrawn, or never made).
+    NotOpen,
+    /// The acceptor is being seated in another game.
+    AcceptorSeating,
+    /// The maker is being seated in another game.
+    MakerSeating,
+}
+
 impl SharedPools {
+    /// Takes open offer `id` of `hash` for `acceptor`, against `maker` (`TAKE`).
+    async fn take_for(
+        &self,
+        hash: String,
+        id: u64,
+        acceptor: AccountId,
+        maker: AccountId,
+    ) -> Result<Taken, SharedError> {
+        let mut con = self.con();
+        let mut call = self.take.prepare_invoke();
+        call.key(hash)
+            .key(format!("{}{acceptor}", self.seating_prefix()))
+            .key(format!("{}{maker}", self.seating_prefix()))
+            .arg(id)
+            .arg(super::SEATING.as_millis() as u64);
+        let got: i64 = self.timed(call.invoke_async(&mut con)).await?;
+        match got {
+            0 => Ok(Taken::NotOpen),
+            1 => Ok(Taken::Taken),
+            2 => Ok(Taken::AcceptorSeating),
+            3 => Ok(Taken::MakerSeating),
+            _ => Err(SharedError::Malformed),
+        }
+    }
+
+    /// Takes seek `seek_id`, made by `maker`, for `acceptor` (see `TAKE`).
+    pub async fn accept_seek(
+        &self,
+        seek_id: u64,
+        acceptor: AccountId,
+        maker: AccountId,
+    ) -> Result<Taken, SharedError> {
+        self.take_for(self.seeks_hash(), seek_id, acceptor, maker)
+            .await
+    }
+
+    /// Takes challenge `id`, made by `maker`, for the challenged `acceptor` (see `TAKE`).
+    pub async fn accept_challenge(
+        &self,
+        id: u64,
+        acceptor: AccountId,
+        maker: AccountId,
+    ) -> Result<Taken, SharedError> {
+        self.take_for(self.challenges_hash(), id, acceptor, maker)
+            .await
+    }
+
     pub(super) fn seeks_hash(&self) -> String {
         format!("{}:seeks", self.prefix)
     }
@@ -62,8 +137,8 @@ impl SharedPools {
             conn: member.conn_id,
         })
         .map_err(|_| SharedError::Malformed)?;
-        let mut con = self.con.clone();
-        timed(
+        let mut con = self.con();
+        self.timed(
             ::redis::cmd("HSET")
                 .arg(self.seeks_hash())
                 .arg(seek.seek_id)
@@ -75,14 +150,15 @@ impl SharedPools {
 
     /// Open seek `seek_id`, whichever node it was made on, with its maker.
     pub async fn get_seek(&self, seek_id: u64) -> Result<Option<(Seek, Member)>, SharedError> {
-        let mut con = self.con.clone();
-        let entry: Option<Vec<u8>> = timed(
-            ::redis::cmd("HGET")
-                .arg(self.seeks_hash())
-                .arg(seek_id)
-                .query_async(&mut con),
-        )
-        .await?;
+        let mut con = self.con();
+        let entry: Option<Vec<u8>> = self
+            .timed(
+                ::redis::cmd("HGET")
+                    .arg(self.seeks_hash())
+                    .arg(seek_id)
+                    .query_async(&mut con),
+            )
+            .await?;
         let Some(entry) = entry else {
             return Ok(None);
         };
@@ -97,14 +173,15 @@ impl SharedPools {
 
     /// Takes seek `seek_id` off the list: true for the one caller that took it.
     pub async fn take_seek(&self, seek_id: u64) -> Result<bool, SharedError> {
-        let mut con = self.con.clone();
-        let taken: u32 = timed(
-            ::redis::cmd("HDEL")
-                .arg(self.seeks_hash())
-                .arg(seek_id)
-                .query_async(&mut con),
-        )
-        .await?;
+        let mut con = self.con();
+        let taken: u32 = self
+            .timed(
+                ::redis::cmd("HDEL")
+                    .arg(self.seeks_hash())
+                    .arg(seek_id)
+                    .query_async(&mut con),
+            )
+            .await?;
         Ok(taken == 1)
     }
 
@@ -113,8 +190,8 @@ impl SharedPools {
         if ids.is_empty() {
             return Ok(());
         }
-        let mut con = self.con.clone();
-        timed(
+        let mut con = self.con();
+        self.timed(
             ::redis::cmd("HDEL")
                 .arg(self.seeks_hash())
                 .arg(ids)
@@ -132,15 +209,16 @@ impl SharedPools {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut con = self.con.clone();
+        let mut con = self.con();
         // HMGET answers one value per field, even for one field.
-        let got: Vec<Option<Vec<u8>>> = timed(
-            ::redis::cmd("HMGET")
-                .arg(hash)
-                .arg(ids)
-                .query_async(&mut con),
-        )
-        .await?;
+        let got: Vec<Option<Vec<u8>>> = self
+            .timed(
+                ::redis::cmd("HMGET")
+                    .arg(hash)
+                    .arg(ids)
+                    .query_async(&mut con),
+            )
+            .await?;
         Ok(got.iter().map(Option::is_some).collect())
     }
 
@@ -150,12 +228,12 @@ impl SharedPools {
         &self,
         name: &str,
     ) -> Result<Option<(AccountId, ConnId, String)>, SharedError> {
-        let mut con = self.con.clone();
+        let mut con = self.con();
         let mut call = self.find_name.prepare_invoke();
         call.key(Keys::names(&self.prefix))
             .arg(name.to_lowercase())
             .arg(self.owner_prefix());
-        let entry: Option<String> = timed(call.invoke_async(&mut con)).await?;
+        let entry: Option<String> = self.timed(call.invoke_async(&mut con)).await?;
         let Some(entry) = entry else {
             return Ok(None);
         };
@@ -182,8 +260,8 @@ impl SharedPools {
             to_conn: c.to_conn,
         })
         .map_err(|_| SharedError::Malformed)?;
-        let mut con = self.con.clone();
-        timed(
+        let mut con = self.con();
+        self.timed(
             ::redis::cmd("HSET")
                 .arg(self.challenges_hash())
                 .arg(c.challenge.challenge_id)
@@ -195,14 +273,15 @@ impl SharedPools {
 
     /// Open challenge `id`, whichever node it was made on.
     pub async fn get_challenge(&self, id: u64) -> Result<Option<SharedChallenge>, SharedError> {
-        let mut con = self.con.clone();
-        let entry: Option<Vec<u8>> = timed(
-            ::redis::cmd("HGET")
-                .arg(self.challenges_hash())
-                .arg(id)
-                .query_async(&mut con),
-        )
-        .await?;
+        let mut con = self.con();
+        let entry: Option<Vec<u8>> = self
+            .timed(
+                ::redis::cmd("HGET")
+                    .arg(self.challenges_hash())
+                    .arg(id)
+                    .query_async(&mut con),
+            )
+            .await?;
         let Some(entry) = entry else {
             return Ok(None);
         };
@@ -222,14 +301,15 @@ impl SharedPools {
 
     /// Takes challenge `id` off the store: true for the one caller that took it.
     pub async fn take_challenge(&self, id: u64) -> Result<bool, SharedError> {
-        let mut con = self.con.clone();
-        let taken: u32 = timed(
-            ::redis::cmd("HDEL")
-                .arg(self.challenges_hash())
-                .arg(id)
-                .query_async(&mut con),
-        )
-        .await?;
+        let mut con = self.con();
+        let taken: u32 = self
+            .timed(
+                ::redis::cmd("HDEL")
+                    .arg(self.challenges_hash())
+                    .arg(id)
+                    .query_async(&mut con),
+            )
+            .await?;
         Ok(taken == 1)
     }
 
@@ -238,8 +318,8 @@ impl SharedPools {
         if ids.is_empty() {
             return Ok(());
         }
-        let mut con = self.con.clone();
-        timed(
+        let mut con = self.con();
+        self.timed(
             ::redis::cmd("HDEL")
                 .arg(self.challenges_hash())
                 .arg(ids)
@@ -256,13 +336,14 @@ impl SharedPools {
 
     /// Every node's open seeks, oldest id first per node.
     pub async fn seeks(&self) -> Result<Vec<Seek>, SharedError> {
-        let mut con = self.con.clone();
-        let entries: Vec<Vec<u8>> = timed(
-            ::redis::cmd("HVALS")
-                .arg(self.seeks_hash())
-                .query_async(&mut con),
-        )
-        .await?;
+        let mut con = self.con();
+        let entries: Vec<Vec<u8>> = self
+            .timed(
+                ::redis::cmd("HVALS")
+                    .arg(self.seeks_hash())
+                    .query_async(&mut con),
+            )
+            .await?;
         let entries: Vec<SeekEntry> = entries
             .iter()
             .filter_map(|e| serde_json::from_slice::<SeekEntry>(e).ok())

@@ -13,7 +13,7 @@
 use ::redis::Value;
 use serde::Deserialize;
 
-use super::{timed, SharedError, SharedPools};
+use super::{SharedError, SharedPools};
 use crate::bus::ConnId;
 
 /// KEYS: the set of nodes with lobby state, the set of pools, the seeks hash, the
@@ -94,7 +94,7 @@ struct Id {
 impl SharedPools {
     /// Sweeps the entries of every node found dead since the last sweep (see the module).
     pub async fn sweep_dead(&self) -> Result<Swept, SharedError> {
-        let mut con = self.con.clone();
+        let mut con = self.con();
         let mut call = self.sweep.prepare_invoke();
         call.key(format!("{}:lobby-nodes", self.prefix))
             .key(self.pools_set())
@@ -104,7 +104,7 @@ impl SharedPools {
             .arg(self.owner_prefix())
             .arg(self.pools_prefix())
             .arg(ID_NODE_SHIFT);
-        let got: Vec<Value> = timed(call.invoke_async(&mut con)).await?;
+        let got: Vec<Value> = self.timed(call.invoke_async(&mut con)).await?;
         let int = |v: Option<&Value>| match v {
             Some(Value::Int(n)) => u32::try_from(*n).ok(),
             _ => None,

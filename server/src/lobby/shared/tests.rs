@@ -3,10 +3,11 @@
 
 use std::collections::HashSet;
 
-use elementals_protocol::messages::{Challenge, Seek};
+use elementals_protocol::messages::{Challenge, PlayerInfo, Seek};
 use elementals_protocol::TimeControl;
 
 use super::*;
+use crate::lobby::Member;
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 
@@ -47,7 +48,7 @@ const NODE: u64 = 7;
 impl Pools {
     /// Node `node` alive (its owner key set) or dead.
     async fn set_alive(&self, node: u64, alive: bool) {
-        let mut con = self.pools.con.clone();
+        let mut con = self.pools.con();
         let key = format!("{}{node}", self.pools.owner_prefix());
         let cmd = if alive {
             let mut cmd = ::redis::cmd("SET");
@@ -102,7 +103,7 @@ fn member(account: AccountId, rating: f64) -> Member {
 impl Pools {
     /// Moves `account`'s joining time `secs` seconds back, as if it had waited that long.
     async fn backdate(&self, key: &SharedKey, account: AccountId, secs: u64) {
-        let mut con = self.pools.con.clone();
+        let mut con = self.pools.con();
         let field = format!("{account}:t");
         let since: i64 = ::redis::cmd("HGET")
             .arg(self.pools.hash(key))
@@ -295,7 +296,7 @@ async fn concurrent_tickers_never_pair_a_member_twice() {
 
 /// Members neither waiting nor paired by the tickers: paired as they joined.
 async fn joined_pairs(p: &Pools, k: &SharedKey, ticked: &HashSet<AccountId>) -> u64 {
-    let mut con = p.pools.con.clone();
+    let mut con = p.pools.con();
     let waiting: Vec<AccountId> = ::redis::cmd("ZRANGE")
         .arg(p.pools.zset(k))
         .arg(0)

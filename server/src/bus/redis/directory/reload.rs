@@ -1,5 +1,5 @@
 //! The mirror read again from Redis after the node rejoins it: the cluster's messages sent
-//! while it was away (games opened, taken over, ended) were lost to it.
+//! while it was away (games opened, taken over, ended, heartbeats) were lost to it.
 
 use std::collections::HashSet;
 
@@ -44,6 +44,28 @@ impl Directory {
         for game in stale {
             self.unconfirmed.remove(&game);
             self.drop_remote(game);
+        }
+    }
+
+    /// Whether this node hears Redis. Hearing it again after a cut, the time it was cut
+    /// off does not count against the other nodes, whose heartbeats it could not hear
+    /// (`is_alive`): otherwise a cut past `NODE_TIMEOUT` would have it take them all for
+    /// dead until their next heartbeats, and answer the commands it forwards to them
+    /// meanwhile as if their node were gone (`RedisBus::sweep`).
+    pub fn set_reaches_redis(&self, reached: bool) {
+        let was = self.reached.swap(reached, Ordering::Relaxed);
+        let mut cut_at = lock(&self.cut_at);
+        match (was, reached) {
+            (true, false) => *cut_at = Some(Instant::now()),
+            (false, true) => {
+                if let Some(away) = cut_at.take().map(|at| at.elapsed()) {
+                    let now = Instant::now();
+                    for mut node in self.nodes.iter_mut() {
+                        node.0 = (node.0 + away).min(now);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 }

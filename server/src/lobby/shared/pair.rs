@@ -1,0 +1,178 @@
+//! Joining and pairing in a pool of the cluster's (one Lua script), and what a member's
+//! node stores there for the node that pairs it.
+
+use std::time::Duration;
+
+use ::redis::Value;
+use elementals_protocol::messages::PlayerInfo;
+use serde::{Deserialize, Serialize};
+
+use super::{SharedError, SharedKey, SharedPools, SEATING};
+use crate::bus::redis::node_of;
+use crate::bus::ConnId;
+use crate::lobby::pairing::{BASE_WINDOW, MAX_WINDOW, WIDEN_PER_S};
+use crate::lobby::Member;
+use crate::record::AccountId;
+
+/// Adds a member (if `ARGV[2]` holds its entry) and pairs it with its closest compatible
+/// neighbour. KEYS: the pool's sorted set, its hash, the cluster's set of pools. ARGV:
+/// id, entry ("" to pair a member already waiting), rating, base window, widening per
+/// second, widest window, the pool's name, the member's node, the prefix of the nodes'
+/// owner keys (a neighbour whose node's key has expired is dropped), the prefix of the
+/// seating marks, their life in ms. Returns {0} when the member is not waiting (taken, or
+/// gone), {1, waiting, waited_ms} when it waits on, {2, other id, other's entry} when
+/// paired (both have left the pool and are marked seating), {3} when it already waits
+/// there. A member marked seating (a seek or challenge it took part in was just accepted)
+/// is not paired: its node withdraws it, or it is paired once the mark lapses.
+pub(super) const PAIR: &str = r#"
+local z, h, pools = KEYS[1], KEYS[2], KEYS[3]
+local id, entry = ARGV[1], ARGV[2]
+local base, widen, widest = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if entry ~= '' then
+  if redis.call('ZSCORE', z, id) then return {3} end
+  redis.call('ZADD', z, ARGV[3], id)
+  redis.call('HSET', h, id .. ':t', now, id .. ':e', entry, id .. ':n', ARGV[8])
+  redis.call('SADD', pools, ARGV[7])
+end
+local rank = redis.call('ZRANK', z, id)
+if not rank then return {0} end
+local function window(since)
+  local w = base + widen * math.max(0, now - since) / 1000
+  if w > widest then w = widest end
+  return w
+end
+local function forget(m)
+  redis.call('ZREM', z, m)
+  redis.call('HDEL', h, m .. ':t', m .. ':e', m .. ':n')
+end
+local seating, hold = ARGV[10], ARGV[11]
+local function busy(m) return redis.call('EXISTS', seating .. m) == 1 end
+local me = tonumber(redis.call('ZSCORE', z, id))
+local since = tonumber(redis.call('HGET', h, id .. ':t')) or now
+if busy(id) then return {1, redis.call('ZCARD', z), now - since} end
+local mine = window(since)
+local best, bestd
+local around = redis.call('ZRANGE', z, math.max(rank - 1, 0), rank + 1, 'WITHSCORES')
+for i = 1, #around, 2 do
+  local other = around[i]
+  if other ~= id then
+    local node = redis.call('HGET', h, other .. ':n')
+    if node and redis.call('EXISTS', ARGV[9] .. node) == 0 then
+      -- Its node has died: it waits no more.
+      forget(other)
+    elseif not busy(other) then
+      local d = math.abs(tonumber(around[i + 1]) - me)
+      local theirs = window(tonumber(redis.call('HGET', h, other .. ':t')) or now)
+      if d <= math.max(mine, theirs)
+        and (not best or d < bestd or (d == bestd and tonumber(other) < tonumber(best))) then
+        best, bestd = other, d
+      end
+    end
+  end
+end
+if not best then return {1, redis.call('ZCARD', z), now - since} end
+local found = redis.call('HGET', h, best .. ':e')
+forget(id)
+forget(best)
+redis.call('SET', seating .. id, 1, 'PX', hold)
+redis.call('SET', seating .. best, 1, 'PX', hold)
+return {2, best, found}
+"#;
+
+/// What a member's node stores for the node that pairs it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Entry {
+    account: AccountId,
+    conn: ConnId,
+    info: PlayerInfo,
+}
+
+/// What a pairing attempt found.
+#[derive(Debug)]
+pub enum Paired {
+    /// The member is not in the pool: another node paired it, or it left.
+    NotWaiting,
+    /// It waits on, with `waiting` in its pool, for `waited`.
+    Waiting { waiting: u32, waited: Duration },
+    /// Paired with this member, who has left the pool with it.
+    With(Member),
+    /// The account already waits in this pool (from another connection).
+    AlreadyWaiting,
+}
+
+impl SharedPools {
+    async fn run_pair(
+        &self,
+        key: &SharedKey,
+        account: AccountId,
+        (entry, rating, conn): (&str, f64, ConnId),
+    ) -> Result<Paired, SharedError> {
+        let mut con = self.con();
+        let mut call = self.pair.prepare_invoke();
+        call.key(self.zset(key))
+            .key(self.hash(key))
+            .key(self.pools_set())
+            .arg(account)
+            .arg(entry)
+            .arg(rating)
+            .arg(BASE_WINDOW)
+            .arg(WIDEN_PER_S)
+            .arg(MAX_WINDOW)
+            .arg(key.name())
+            .arg(node_of(conn))
+            .arg(self.owner_prefix())
+            .arg(self.seating_prefix())
+            .arg(SEATING.as_millis() as u64);
+        let got: Vec<Value> = self.timed(call.invoke_async(&mut con)).await?;
+        let int = |v: Option<&Value>| match v {
+            Some(Value::Int(n)) => Some(*n),
+            _ => None,
+        };
+        let bytes = |v: Option<&Value>| match v {
+            Some(Value::BulkString(b)) => Some(b.clone()),
+            _ => None,
+        };
+        match int(got.first()) {
+            Some(0) => Ok(Paired::NotWaiting),
+            Some(1) => {
+                let waiting = int(got.get(1)).ok_or(SharedError::Malformed)?;
+                let waited = int(got.get(2)).ok_or(SharedError::Malformed)?;
+                Ok(Paired::Waiting {
+                    waiting: u32::try_from(waiting).unwrap_or(u32::MAX),
+                    waited: Duration::from_millis(u64::try_from(waited).unwrap_or(0)),
+                })
+            }
+            Some(2) => {
+                let entry = bytes(got.get(2)).ok_or(SharedError::Malformed)?;
+                let entry: Entry =
+                    serde_json::from_slice(&entry).map_err(|_| SharedError::Malformed)?;
+                Ok(Paired::With(Member {
+                    account: entry.account,
+                    info: entry.info,
+                    conn_id: entry.conn,
+                }))
+            }
+            Some(3) => Ok(Paired::AlreadyWaiting),
+            _ => Err(SharedError::Malformed),
+        }
+    }
+
+    /// `member` joins pool `key` and is paired at once if it can be.
+    pub async fn join(&self, key: &SharedKey, member: &Member) -> Result<Paired, SharedError> {
+        let entry = serde_json::to_string(&Entry {
+            account: member.account,
+            conn: member.conn_id,
+            info: member.info.clone(),
+        })
+        .map_err(|_| SharedError::Malformed)?;
+        let joining = (entry.as_str(), member.info.rating, member.conn_id);
+        self.run_pair(key, member.account, joining).await
+    }
+
+    /// Pairs `account`, waiting in `key`, if it can be now.
+    pub async fn pair(&self, key: &SharedKey, account: AccountId) -> Result<Paired, SharedError> {
+        self.run_pair(key, account, ("", 0.0, 0)).await
+    }
+}
