@@ -91,8 +91,10 @@ pub struct Db {
     journal: mpsc::Sender<journal::Request>,
     reads: mpsc::Sender<reader::Read>,
     log_health: watch::Receiver<LogHealth>,
-    /// Cluster mode: the leases the step log's thread holds.
+    /// Cluster mode: the leases this process holds.
     leases: Option<Arc<pg::Leases>>,
+    /// Cluster mode: the lease renewer's queue.
+    renewals: Option<mpsc::Sender<pg::Renewal>>,
 }
 
 pub type DbResult<T> = Result<T, DbError>;
@@ -167,6 +169,7 @@ impl Db {
             reads: opened.reads,
             log_health: opened.log_health,
             leases,
+            renewals: opened.renewals,
         })
     }
 
@@ -197,6 +200,7 @@ impl Db {
             reads,
             log_health,
             leases: None,
+            renewals: None,
         })
     }
 
@@ -339,7 +343,10 @@ impl Db {
     /// Cluster mode: renews this node's leases; returns the games whose lease is lost (their
     /// next step is refused `LeaseLost`). Without leases, none.
     pub async fn renew_leases(&self) -> DbResult<Vec<GameId>> {
-        call(&self.journal, |reply| journal::Request::Renew { reply }).await
+        match &self.renewals {
+            Some(renewals) => call(renewals, pg::Renewal::Renew).await,
+            None => Ok(Vec::new()),
+        }
     }
 
     /// Cluster mode: claims the games whose lease has lapsed; returns their logs, to be
@@ -459,6 +466,10 @@ impl Db {
     /// and the writer. Later calls on any handle return [`DbError::Closed`].
     pub async fn shutdown(&self) -> DbResult<()> {
         let journal = call(&self.journal, |reply| journal::Request::Shutdown { reply }).await;
+        if let Some(renewals) = &self.renewals {
+            // Cluster mode: its games' leases lapse now, for other nodes to claim.
+            let _ = call(renewals, pg::Renewal::GiveUp).await;
+        }
         let writer = self.call(|reply| Request::Shutdown { reply }).await;
         journal.and(writer)
     }

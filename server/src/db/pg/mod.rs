@@ -26,8 +26,9 @@
 //!   records it again, and a record written twice inserts nothing and rates nobody.
 //! - The readers' connections are read-only (`default_transaction_read_only`).
 //! - Cluster mode: each live game has a lease (`lease.rs`), taken with its first step,
-//!   renewed and claimed by the step log's thread; every step-log batch and every record
-//!   checks, in its transaction, that this process still holds each game's lease.
+//!   claimed by the step log's thread, renewed on a thread of its own (`renewer.rs`); every
+//!   step-log batch and every record checks, in its transaction, that this process still
+//!   holds each game's lease.
 
 use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
@@ -54,7 +55,9 @@ mod lease;
 mod readers;
 mod record_one;
 mod records;
+mod renewer;
 mod step_log;
+mod step_write;
 mod store;
 mod transcript_key;
 mod wakeups;
@@ -65,6 +68,7 @@ mod embedded {
 
 pub(crate) use lease::Leases;
 pub use lease::{CLAIM as LEASE_CLAIM, LEASE, RENEW as LEASE_RENEW};
+pub(crate) use renewer::Renewal;
 pub(crate) use transcript_key::shared_transcript_key;
 
 /// Reader threads, as for SQLite.
@@ -150,6 +154,8 @@ pub(super) struct Opened {
     pub journal: mpsc::Sender<journal::Request>,
     pub reads: mpsc::Sender<Read>,
     pub log_health: watch::Receiver<LogHealth>,
+    /// Cluster mode: the lease renewer's queue.
+    pub renewals: Option<mpsc::Sender<Renewal>>,
 }
 
 /// The advisory lock that migrations take (any constant; this is "elem" "migr" in ASCII).
@@ -196,6 +202,10 @@ pub(super) fn open(url: &str, leases: Option<Arc<Leases>>) -> DbResult<Opened> {
         conn: writer_conn,
         leases: leases.clone(),
     })?;
+    let renewals = match &leases {
+        Some(leases) => Some(renewer::spawn(Arc::clone(&url), Arc::clone(leases))?),
+        None => None,
+    };
 
     let (health_tx, log_health) = watch::channel(LogHealth::Writable);
     let (journal, log_queue) = mpsc::channel(journal::REQUEST_QUEUE);
@@ -242,6 +252,7 @@ pub(super) fn open(url: &str, leases: Option<Arc<Leases>>) -> DbResult<Opened> {
         journal,
         reads,
         log_health,
+        renewals,
     })
 }
 
