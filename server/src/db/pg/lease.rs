@@ -28,7 +28,6 @@ use elementals_protocol::messages::GameId;
 use postgres::{GenericClient, Transaction};
 
 use super::Cache;
-use crate::db::journal::Row;
 use crate::db::DbResult;
 
 /// How long a lease lasts from its last renewal.

@@ -368,8 +368,8 @@ async fn a_renewal_in_flight_delays_no_step_and_a_step_in_flight_no_renewal() {
          WHERE game_id = $1 AND node_id = 'a' AND token = 1",
     )
     .await;
-    let step = a.append_log(setup.game_id, &steps(&setup, 3, 4));
-    tokio::time::timeout(bound, step)
+    let step = steps(&setup, 3, 4);
+    tokio::time::timeout(bound, a.append_log(setup.game_id, &step))
         .await
         .expect("the step does not wait for the renewal")
         .unwrap();
