@@ -266,16 +266,7 @@ impl Client {
         round: u32,
         commitment: [u8; COMMITMENT_LEN],
     ) -> Result<(), ClientError> {
-        let commitment = commitment.to_vec();
-        self.ok(|id| ClientMsg::Commit {
-            id,
-            game_id,
-            round,
-            commitment,
-            pick: None,
-            nonce: None,
-        })
-        .await
+        self.send_commit(game_id, round, commitment, None).await
     }
 
     /// Commits and escrows the reveal in one visit: the server checks `pick` and `nonce`
@@ -290,14 +281,28 @@ impl Client {
         pick: u16,
         nonce: [u8; NONCE_LEN],
     ) -> Result<(), ClientError> {
-        let (commitment, nonce) = (commitment.to_vec(), nonce.to_vec());
+        self.send_commit(game_id, round, commitment, Some((pick, nonce)))
+            .await
+    }
+
+    async fn send_commit(
+        &self,
+        game_id: GameId,
+        round: u32,
+        commitment: [u8; COMMITMENT_LEN],
+        escrow: Option<(u16, [u8; NONCE_LEN])>,
+    ) -> Result<(), ClientError> {
+        let commitment = commitment.to_vec();
+        let (pick, nonce) = escrow.map_or((None, None), |(pick, nonce)| {
+            (Some(pick), Some(nonce.to_vec()))
+        });
         self.ok(|id| ClientMsg::Commit {
             id,
             game_id,
             round,
             commitment,
-            pick: Some(pick),
-            nonce: Some(nonce),
+            pick,
+            nonce,
         })
         .await
     }

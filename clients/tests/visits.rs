@@ -5,11 +5,12 @@
 
 use std::time::Duration;
 
-use elementals_client::protocol::messages::OwedAction;
+use elementals_client::protocol::messages::{GameId, OwedAction};
+use elementals_client::protocol::rules::{Element, Seat};
 use elementals_client::protocol::ServerMsg;
 use elementals_client::render::seat_name;
 use elementals_client::{
-    apply_or_resync, wait_for_game_start, Client, GameState, NonceStore, SealedPick,
+    apply_or_resync, wait_for_game_start, Client, GameStart, GameState, NonceStore, SealedPick,
 };
 
 mod real_server;
@@ -29,6 +30,24 @@ async fn until(client: &Client, state: &mut GameState, done: impl Fn(&GameState)
     })
     .await
     .expect("the game gets there in time");
+}
+
+/// Waits until the pool pairs `client`'s queued player with another.
+async fn paired(client: &Client) -> GameStart {
+    tokio::time::timeout(WAIT, wait_for_game_start(client))
+        .await
+        .expect("the pool pairs the players")
+        .unwrap()
+}
+
+/// `client`, seated as `seat`, commits to `pick` in round 1 and reveals it at once.
+async fn commit_and_reveal(client: &Client, game: GameId, seat: Seat, pick: Element) {
+    let (sealed, commitment) = SealedPick::new(game, 1, seat, pick);
+    client.commit(game, 1, commitment).await.unwrap();
+    client
+        .reveal(game, 1, sealed.pick, sealed.nonce)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -53,10 +72,7 @@ async fn a_bot_killed_between_its_commit_and_its_reveal_reveals_when_it_comes_ba
     };
     let mut first = bot("1").spawn().unwrap();
     let bob = queued_bot(&server, "bob").await;
-    let start = tokio::time::timeout(WAIT, wait_for_game_start(&bob))
-        .await
-        .expect("the pool pairs bob with the bot")
-        .unwrap();
+    let start = paired(&bob).await;
     let game = start.game.game_id;
     let (mine, dots) = (start.seat, start.seat.other());
     let mut seen = GameState::new(start.game, Some(mine));
@@ -69,11 +85,7 @@ async fn a_bot_killed_between_its_commit_and_its_reveal_reveals_when_it_comes_ba
     first.kill().await.unwrap();
 
     // The reveal phase opens while the bot is gone.
-    let (sealed, commitment) = SealedPick::new(game, 1, mine, 2);
-    bob.commit(game, 1, commitment).await.unwrap();
-    bob.reveal(game, 1, sealed.pick, sealed.nonce)
-        .await
-        .unwrap();
+    commit_and_reveal(&bob, game, mine, 2).await;
 
     // Started again with no game to seek, it finishes the one it is seated in, revealing
     // the kept pick: the round resolves with it.
@@ -111,10 +123,7 @@ async fn a_client_that_asked_my_games_hears_your_move_when_its_move_is_owed() {
         queued_bot(&server, "ivy").await,
         queued_bot(&server, "jon").await,
     );
-    let start = tokio::time::timeout(WAIT, wait_for_game_start(&ivy))
-        .await
-        .expect("paired")
-        .unwrap();
+    let start = paired(&ivy).await;
     let jon_start = wait_for_game_start(&jon).await.unwrap();
     let game = start.game.game_id;
     assert_eq!(ivy.my_games().await.unwrap().len(), 1);
@@ -176,10 +185,7 @@ async fn a_person_whose_terminal_player_stopped_after_their_pick_reveals_on_comi
     };
     let (mut first, mut stdin, mut lines) = play();
     let bob = queued_bot(&server, "lou").await;
-    let start = tokio::time::timeout(WAIT, wait_for_game_start(&bob))
-        .await
-        .expect("paired")
-        .unwrap();
+    let start = paired(&bob).await;
     let game = start.game.game_id;
     let (mine, kims) = (start.seat, start.seat.other());
     let mut seen = GameState::new(start.game, Some(mine));
@@ -197,11 +203,7 @@ async fn a_person_whose_terminal_player_stopped_after_their_pick_reveals_on_comi
     until(&bob, &mut seen, |s| s.committed(kims)).await;
     first.kill().await.unwrap();
 
-    let (sealed, commitment) = SealedPick::new(game, 1, mine, 2);
-    bob.commit(game, 1, commitment).await.unwrap();
-    bob.reveal(game, 1, sealed.pick, sealed.nonce)
-        .await
-        .unwrap();
+    commit_and_reveal(&bob, game, mine, 2).await;
     let (mut second, mut stdin, mut lines) = play();
     until(&bob, &mut seen, |s| !s.history().is_empty()).await;
     assert_eq!(*seen.history()[0].picks.get(kims), 4);

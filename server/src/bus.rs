@@ -137,8 +137,9 @@ pub trait Bus: Send + Sync + Debug {
     fn has_game(&self, game: GameId) -> bool;
 
     /// Hibernation: `waker` is asked to wake a game that takes no commands when a command
-    /// comes for it (it opens the game's inbox and answers true if the game sleeps). Only
-    /// the local bus has sleeping games (cluster mode does not hibernate).
+    /// comes for it (it opens the game's inbox and answers true if the game sleeps). In
+    /// cluster mode the node a command reaches wakes the game (`RedisBus` passes the waker
+    /// to its `LocalBus`).
     fn set_waker(&self, _waker: Option<Waker>) {}
 
     /// Wakes game `game` if it sleeps; whether it is waking now.

@@ -209,8 +209,8 @@ pub struct Config {
 
     /// Seconds without a command after which a game whose players are both away goes to
     /// sleep in storage (hibernates: no task, next to no memory) if nothing is due in it
-    /// for `--hibernate-min-deadline-secs`. 0: games never hibernate. Cluster mode never
-    /// hibernates.
+    /// for `--hibernate-min-deadline-secs`. 0: games never hibernate. In cluster mode a
+    /// sleeping game is no node's, and a command on any node wakes it there.
     #[arg(long, env = "ELEMENTALS_HIBERNATE_AFTER_SECS", default_value_t = 60)]
     pub hibernate_after_secs: u64,
 
@@ -263,9 +263,9 @@ impl Config {
         config
     }
 
-    /// When games hibernate (`None`: never; always so in cluster mode).
+    /// When games hibernate (`None`: never).
     pub fn hibernation(&self) -> Option<crate::game::Hibernation> {
-        (self.hibernate_after_secs > 0 && self.redis.is_none()).then(|| crate::game::Hibernation {
+        (self.hibernate_after_secs > 0).then(|| crate::game::Hibernation {
             idle: Duration::from_secs(self.hibernate_after_secs),
             min_deadline: Duration::from_secs(self.hibernate_min_deadline_secs),
         })

@@ -5,6 +5,8 @@ pub mod accept;
 pub mod admission;
 pub mod alloc;
 pub mod api;
+#[cfg(test)]
+mod architecture_md;
 pub mod auth;
 pub mod bots;
 pub mod bus;

@@ -234,8 +234,9 @@ impl Registry {
             return Some(GameHandle::new(*game_id, self.bus.clone()));
         }
         let cluster = self.cluster.as_ref()?;
-        cluster.node_of(*game_id)?;
-        Some(GameHandle::new(*game_id, self.bus.clone()))
+        // Another node's game, or a sleeping one (a command to it wakes it here).
+        (cluster.node_of(*game_id).is_some() || cluster.dormant(*game_id).is_some())
+            .then(|| GameHandle::new(*game_id, self.bus.clone()))
     }
 
     /// Every live game of this node, the most watched first.

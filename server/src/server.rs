@@ -138,6 +138,15 @@ pub async fn run(
     if let Some(clock) = config.clock {
         services.clock = clock;
     }
+    // The tests of a cluster's sleeping games: a node whose wall clock is ahead finds
+    // their deadlines passed.
+    #[cfg(feature = "test-hooks")]
+    if let Some(secs) = std::env::var("ELEMENTALS_CLOCK_AHEAD_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        services.clock = services.clock.ahead(Duration::from_secs(secs));
+    }
     if lease_node.is_some() {
         services.lease_alarms = Some(Arc::default());
     }
@@ -152,14 +161,9 @@ pub async fn run(
     );
     // Hibernated games wake on a command, and on their deadlines by the sweeper. (The
     // sweeper runs without hibernation too: games put to sleep by an earlier run wake.)
-    // Not in cluster mode, which does not hibernate.
-    let sweeper = match &cluster {
-        Some(_) => None,
-        None => {
-            crate::game::install_waker(&services);
-            Some(tokio::spawn(crate::game::sweep(services.clone())))
-        }
-    };
+    // In cluster mode every node runs one; PostgreSQL gives each due game to one of them.
+    crate::game::install_waker(&services);
+    let sweeper = tokio::spawn(crate::game::sweep(services.clone()));
     let bots = Arc::new(
         Bots::load(
             &db,
@@ -264,9 +268,7 @@ pub async fn run(
     // Stopped with the connections; a batch under way finishes first.
     let _ = pruner.await;
     // Stopped with the games. The waker holds the games' services: let them go.
-    if let Some(sweeper) = sweeper {
-        let _ = sweeper.await;
-    }
+    let _ = sweeper.await;
     games.registry.bus().set_waker(None);
     // Everything the games and connections sent is committed before this returns.
     db.shutdown().await?;

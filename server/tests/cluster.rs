@@ -7,13 +7,27 @@ mod recovery_support;
 
 use cluster_support::*;
 use common::*;
-use elementals_protocol::messages::{ClientMsg, GameSnapshot, ServerMsg};
+use elementals_protocol::messages::{ClientMsg, GameInfo, GameSnapshot, ServerMsg};
 use elementals_protocol::rules::Seat;
 use elementals_protocol::ErrorCode;
 use recovery_support::{resume_at, watch_at};
 
 /// Seat two's 2 beats seat one's 5 and moves one square towards -3: three such rounds win.
 const TWO_WINS: (u16, u16) = (5, 2);
+
+/// Ann and Bob paired on `a`, then Bob signed in again on `b` once `b` lists the game: the
+/// game runs on `a`, its players are on `a` and `b`. Also returns Bob's snapshot there.
+async fn two_moved_to(
+    a: &Node,
+    b: &Node,
+) -> (TestClient, TestClient, GameInfo, Option<GameSnapshot>) {
+    let (one, two, game) = paired_at(a.addr, "ann", "bob").await;
+    let token = two.token.clone().unwrap();
+    two.close().await;
+    b.until_listed(&[game.game_id]).await;
+    let (two, snapshot) = resume_at(b.addr, &token).await;
+    (one, two, game, snapshot)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spectator_on_a_third_node_gets_every_event_in_order() {
@@ -22,11 +36,7 @@ async fn a_spectator_on_a_third_node_gets_every_event_in_order() {
     let b = cluster.node("b").await;
     let c = cluster.node("c").await;
     // The game on A, its players on A and B, its spectator on C.
-    let (mut one, two, game) = paired_at(a.addr, "ann", "bob").await;
-    let token = two.token.clone().unwrap();
-    two.close().await;
-    b.until_listed(&[game.game_id]).await;
-    let (mut two, _) = resume_at(b.addr, &token).await;
+    let (mut one, mut two, game, _) = two_moved_to(&a, &b).await;
     c.until_listed(&[game.game_id]).await;
     let (mut spectator, snapshot) = watch_at(c.addr, game.game_id).await;
     assert_eq!(snapshot.game.game_id, game.game_id);
@@ -126,11 +136,7 @@ async fn a_command_to_a_game_whose_node_is_gone_is_answered() {
     let cluster = Cluster::new();
     let a = cluster.node("a").await;
     let b = cluster.node("b").await;
-    let (_one, two, game) = paired_at(a.addr, "ann", "bob").await;
-    let token = two.token.clone().unwrap();
-    two.close().await;
-    b.until_listed(&[game.game_id]).await;
-    let (mut two, snapshot) = resume_at(b.addr, &token).await;
+    let (_one, mut two, game, snapshot) = two_moved_to(&a, &b).await;
     assert!(snapshot.is_some());
     a.kill().await;
     let answer = tokio::time::timeout(WAIT, two.commit(game.game_id, 1, Seat::Two, 2, [7; 32]))
@@ -151,11 +157,7 @@ async fn redis_lost_and_back_empty_loses_no_game_and_no_spectator() {
     let cluster = Cluster::through(&proxy);
     let a = cluster.node("a").await;
     let b = cluster.node("b").await;
-    let (mut one, two, game) = paired_at(a.addr, "ann", "bob").await;
-    let token = two.token.clone().unwrap();
-    two.close().await;
-    b.until_listed(&[game.game_id]).await;
-    let (mut two, _) = resume_at(b.addr, &token).await;
+    let (mut one, mut two, game, _) = two_moved_to(&a, &b).await;
     let (mut spectator, _) = watch_at(b.addr, game.game_id).await;
     play_round(&mut one, &mut two, game.game_id, 1, TWO_WINS).await;
 
@@ -195,14 +197,7 @@ async fn redis_lost_and_back_empty_loses_no_game_and_no_spectator() {
     for round in 2..=3 {
         play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
     }
-    let seen = events_until_over(&mut spectator).await;
-    let after: Vec<u64> = seen
-        .iter()
-        .filter_map(ServerMsg::seq)
-        .filter(|s| *s > snapshot.seq)
-        .collect();
-    let expected: Vec<u64> = (snapshot.seq + 1..=snapshot.seq + after.len() as u64).collect();
-    assert_eq!(after, expected, "{seen:?}");
+    seen_once_in_order_after(&mut spectator, snapshot.seq).await;
     let (loser, winner) = (&game.players.one.name, &game.players.two.name);
     two.expect("rating_update", |m| {
         matches!(m, ServerMsg::RatingUpdate { .. })
@@ -266,14 +261,7 @@ async fn a_game_restarted_on_another_node_keeps_its_players_and_spectators_elsew
     for round in 2..=3 {
         play_round(&mut one, &mut two, game.game_id, round, TWO_WINS).await;
     }
-    let seen = events_until_over(&mut spectator).await;
-    let after: Vec<u64> = seen
-        .iter()
-        .filter_map(ServerMsg::seq)
-        .filter(|s| *s > snapshot.seq)
-        .collect();
-    let expected: Vec<u64> = (snapshot.seq + 1..=snapshot.seq + after.len() as u64).collect();
-    assert_eq!(after, expected, "{seen:?}");
+    seen_once_in_order_after(&mut spectator, snapshot.seq).await;
     two.expect("rating_update", |m| {
         matches!(m, ServerMsg::RatingUpdate { .. })
     })

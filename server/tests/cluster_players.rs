@@ -13,23 +13,6 @@ use elementals_protocol::messages::{GameId, GameInfo, MyGame, OwedAction, Phase,
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::{ClientMsg, ErrorCode};
 
-/// `GET /api/me/games` on `addr` with `token`'s session.
-async fn http_my_games(addr: SocketAddr, token: &str) -> Vec<MyGame> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!(
-        "GET /api/me/games HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
-         Connection: close\r\n\r\n"
-    );
-    stream.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    stream.read_to_end(&mut buf).await.unwrap();
-    let text = String::from_utf8_lossy(&buf).to_string();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{text}");
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
-}
-
 async fn ws_my_games(client: &mut TestClient) -> Vec<MyGame> {
     let id = client.id();
     match client.request(ClientMsg::MyGames { id }).await {
@@ -96,6 +79,17 @@ async fn check_both(
     assert_eq!(seen[0].owed, seen[1].owed, "both see the same deadlines");
 }
 
+/// Waits until both players have heard what `pred` matches.
+async fn both_hear(
+    players: [&mut Player; 2],
+    what: &str,
+    pred: impl Fn(&ServerMsg) -> bool + Copy,
+) {
+    for player in players {
+        player.client.expect(what, pred).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn my_games_lists_a_game_another_node_runs_as_it_stands() {
     let cluster = Cluster::new();
@@ -117,14 +111,10 @@ async fn my_games_lists_a_game_another_node_runs_as_it_stands() {
     assert_ok(&one.client.commit(g, 1, s1, 5, n1).await);
     check_both([&mut one, &mut two], &info, (1, Phase::Commit), &[(s2, c)]).await;
     assert_ok(&two.client.commit(g, 1, s2, 2, n2).await);
-    for player in [&mut one, &mut two] {
-        player
-            .client
-            .expect("reveal_phase", |m| {
-                matches!(m, ServerMsg::RevealPhase { .. })
-            })
-            .await;
-    }
+    both_hear([&mut one, &mut two], "reveal_phase", |m| {
+        matches!(m, ServerMsg::RevealPhase { .. })
+    })
+    .await;
     check_both(
         [&mut one, &mut two],
         &info,
@@ -135,26 +125,13 @@ async fn my_games_lists_a_game_another_node_runs_as_it_stands() {
 
     // Over (and recorded, so forgotten by every registry): nobody lists it.
     two.client.resign(g).await;
-    for player in [&mut one, &mut two] {
-        player
-            .client
-            .expect("rating_update", |m| {
-                matches!(m, ServerMsg::RatingUpdate { .. })
-            })
-            .await;
-    }
+    both_hear([&mut one, &mut two], "rating_update", |m| {
+        matches!(m, ServerMsg::RatingUpdate { .. })
+    })
+    .await;
     for player in [&mut one, &mut two] {
         assert!(ws_my_games(&mut player.client).await.is_empty());
     }
-}
-
-/// `name`'s value in `node`'s `/metrics`.
-async fn metric(node: SocketAddr, name: &str) -> u64 {
-    let (status, body) = http_get(node, "/metrics").await;
-    assert_eq!(status, 200);
-    body.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no metric {name} in {body}"))
 }
 
 async fn offer_rematch(client: &mut TestClient, game_id: GameId) -> ServerMsg {
@@ -173,23 +150,19 @@ async fn a_rematch_is_offered_and_accepted_by_players_on_different_nodes() {
     let g = info.game_id;
     play_round(&mut one.client, &mut two.client, g, 1, (5, 2)).await;
     one.client.resign(g).await;
-    for player in [&mut one, &mut two] {
-        player
-            .client
-            .expect("rating_update", |m| {
-                matches!(m, ServerMsg::RatingUpdate { .. })
-            })
-            .await;
-    }
+    both_hear([&mut one, &mut two], "rating_update", |m| {
+        matches!(m, ServerMsg::RatingUpdate { .. })
+    })
+    .await;
     // Which of them is on the node that ran the game (the other's offers go there).
-    let ran_it = metric(one.addr, "elementals_games_finished_total").await == 1;
+    let ran_it = metric_at(one.addr, "elementals_games_finished_total").await == 1;
     let ((mut here, here_seat), (mut there, there_seat)) = if ran_it {
         ((one, Seat::One), (two, Seat::Two))
     } else {
         ((two, Seat::Two), (one, Seat::One))
     };
     assert_eq!(
-        metric(there.addr, "elementals_games_finished_total").await,
+        metric_at(there.addr, "elementals_games_finished_total").await,
         0
     );
 

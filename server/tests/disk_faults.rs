@@ -170,7 +170,7 @@ async fn on_a_full_disk_moves_are_refused_and_held_and_every_acknowledged_step_s
 
     // Killed while the moves wait: they were never acknowledged, and they are not there
     // after the restart, which happens on the full disk and needs no help.
-    let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
+    let tokens = tokens(&one, &two);
     server.kill().await;
     drop((one, two));
     let server = ServerProcess::start_answering(&db).await;

@@ -10,7 +10,7 @@ mod recovery_support;
 use std::time::Duration;
 
 use common::*;
-use elementals_protocol::messages::{SeatPair, ServerMsg};
+use elementals_protocol::messages::{GameId, SeatPair, ServerMsg};
 use elementals_protocol::rules::Seat;
 use elementals_protocol::ErrorCode;
 use recovery_support::*;
@@ -18,6 +18,29 @@ use tokio::time::Instant;
 
 /// The failover target: a dead node's games run again elsewhere within this.
 const FAILOVER: Duration = Duration::from_secs(10);
+
+/// Another node ("z") takes `g`'s lease over, as its claim would.
+fn take_lease_over(db: &Database, g: GameId) {
+    assert_eq!(
+        db.sql(&format!(
+            "UPDATE game_leases SET node_id = 'z', token = token + 1 WHERE game_id = '{g}'"
+        )),
+        1
+    );
+}
+
+/// Both players hear `notice game_moved`, then their connections close with 1012.
+async fn told_the_game_moved(players: [&mut TestClient; 2]) {
+    for player in players {
+        player
+            .expect(
+                "the game moved",
+                |m| matches!(m, ServerMsg::Notice { code, .. } if code == "game_moved"),
+            )
+            .await;
+        assert_eq!(player.closed_with().await, Some(1012));
+    }
+}
 
 #[tokio::test]
 async fn a_killed_nodes_games_are_claimed_by_another_node_within_10_s_and_finish_there_rated_once()
@@ -32,27 +55,8 @@ async fn a_killed_nodes_games_are_claimed_by_another_node_within_10_s_and_finish
     play_round(&mut one, &mut two, g, 1, TWO_WINS).await;
     play_round(&mut three, &mut four, h, 1, TWO_WINS).await;
     // Round 2 under way, all acknowledged: both committed, one revealed.
-    let (n1, n2) = (rand::random(), rand::random());
-    assert_ok(&one.commit(g, 2, Seat::One, TWO_WINS.0, n1).await);
-    assert_ok(&two.commit(g, 2, Seat::Two, TWO_WINS.1, n2).await);
-    assert_ok(&one.reveal(g, 2, TWO_WINS.0, n1).await);
-    let before = match one
-        .expect("revealed", |m| {
-            matches!(
-                m,
-                ServerMsg::Revealed {
-                    round: 2,
-                    seat: Seat::One,
-                    ..
-                }
-            )
-        })
-        .await
-    {
-        ServerMsg::Revealed { clocks, .. } => banks(&clocks),
-        _ => unreachable!(),
-    };
-    let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
+    let before = round_two_half_revealed(&mut one, &mut two, g).await;
+    let tokens = tokens(&one, &two);
     let logged = db.sql(&format!(
         "SELECT count(*) FROM game_log WHERE game_id = '{g}'"
     ));
@@ -134,12 +138,7 @@ async fn a_node_whose_lease_was_taken_over_writes_nothing_more_and_its_players_a
     let logged = steps(&db);
 
     // Another node takes the lease over, as a claim would.
-    assert_eq!(
-        db.sql(&format!(
-            "UPDATE game_leases SET node_id = 'z', token = token + 1 WHERE game_id = '{g}'"
-        )),
-        1
-    );
+    take_lease_over(&db, g);
     let refused = one
         .commit(g, 2, Seat::One, TWO_WINS.0, rand::random())
         .await;
@@ -153,21 +152,13 @@ async fn a_node_whose_lease_was_taken_over_writes_nothing_more_and_its_players_a
         other => panic!("expected an error, got {other:?}"),
     }
     assert_eq!(steps(&db), logged, "the refused step is not written");
-    for player in [&mut one, &mut two] {
-        player
-            .expect(
-                "the game moved",
-                |m| matches!(m, ServerMsg::Notice { code, .. } if code == "game_moved"),
-            )
-            .await;
-        assert_eq!(player.closed_with().await, Some(1012));
-    }
+    told_the_game_moved([&mut one, &mut two]).await;
     assert_eq!(a.metric("elementals_games_moved_total").await, 1);
     assert_eq!(a.metric("elementals_live_games").await, 0);
 
     // "Node z" is gone: once its lease lapses, a claims the game back and the players
     // finish it there.
-    let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
+    let tokens = tokens(&one, &two);
     let deadline = Instant::now() + FAILOVER;
     a.until_metric("elementals_games_claimed_total", 1, deadline)
         .await;
@@ -188,21 +179,8 @@ async fn a_game_whose_lease_was_taken_over_stops_at_the_next_renewal_without_a_m
 
     // Another node takes the lease over; nobody moves.
     let taken = Instant::now();
-    assert_eq!(
-        db.sql(&format!(
-            "UPDATE game_leases SET node_id = 'z', token = token + 1 WHERE game_id = '{g}'"
-        )),
-        1
-    );
-    for player in [&mut one, &mut two] {
-        player
-            .expect(
-                "the game moved",
-                |m| matches!(m, ServerMsg::Notice { code, .. } if code == "game_moved"),
-            )
-            .await;
-        assert_eq!(player.closed_with().await, Some(1012));
-    }
+    take_lease_over(&db, g);
+    told_the_game_moved([&mut one, &mut two]).await;
     // Within a renewal interval (2 s), with room for a loaded machine; the game's clocks
     // would have let it wait far longer for a move.
     let stopped = taken.elapsed();

@@ -21,28 +21,8 @@ async fn after_kill_9_the_game_resumes_where_it_stood_and_is_rated_once() {
         let (winner, loser) = (game.players.two.name, game.players.one.name);
         play_round(&mut one, &mut two, g, 1, TWO_WINS).await;
         // Round 2: both commit and one reveals, all acknowledged; then the server dies.
-        let (n1, n2) = (rand::random(), rand::random());
-        assert_ok(&one.commit(g, 2, Seat::One, TWO_WINS.0, n1).await);
-        assert_ok(&two.commit(g, 2, Seat::Two, TWO_WINS.1, n2).await);
-        assert_ok(&one.reveal(g, 2, TWO_WINS.0, n1).await);
-        // The banks as of the last step the server acknowledged (and so logged).
-        let before = match one
-            .expect("revealed", |m| {
-                matches!(
-                    m,
-                    ServerMsg::Revealed {
-                        round: 2,
-                        seat: Seat::One,
-                        ..
-                    }
-                )
-            })
-            .await
-        {
-            ServerMsg::Revealed { clocks, .. } => banks(&clocks),
-            _ => unreachable!(),
-        };
-        let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
+        let before = round_two_half_revealed(&mut one, &mut two, g).await;
+        let tokens = tokens(&one, &two);
         server.kill().await;
         drop((one, two));
 
@@ -116,7 +96,7 @@ async fn sigterm_tells_the_clients_flushes_and_the_game_resumes_after_the_restar
                 .await;
             assert_eq!(client.closed_with().await, Some(1012));
         }
-        let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
+        let tokens = tokens(&one, &two);
         drop((one, two, watcher));
 
         let server = ServerProcess::start(&db).await;

@@ -7,7 +7,6 @@ mod recovery_support;
 
 use common::*;
 use elementals_protocol::messages::{ClientMsg, EndReason, ServerMsg};
-use elementals_protocol::rules::Seat;
 use recovery_support::*;
 
 /// On each backend: plays a game whose first player resigns in round 2, crashing at `step`, restarts, and
@@ -32,7 +31,7 @@ async fn crash_on(backend: Backend, step: &str, names: (&str, &str), replayed: b
     one.send(&ClientMsg::Resign { id, game_id: g }).await;
     let status = server.crashed().await;
     assert!(!status.success(), "{status}");
-    let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
+    let tokens = tokens(&one, &two);
     drop((one, two));
 
     let server = ServerProcess::start(&db).await;
@@ -98,26 +97,7 @@ async fn a_panic_after_the_end_is_logged_records_the_logged_end() {
     play_round(&mut one, &mut two, g, 1, (1, 1)).await;
     let id = one.id();
     assert_ok(&one.request(ClientMsg::Resign { id, game_id: g }).await);
-    for client in [&mut one, &mut two] {
-        match client
-            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
-            .await
-        {
-            ServerMsg::GameOver { result, rated, .. } => {
-                assert_eq!(
-                    (result.winner, result.reason),
-                    (Some(Seat::Two), EndReason::Resignation)
-                );
-                assert!(rated);
-            }
-            _ => unreachable!(),
-        }
-        client
-            .expect("rating_update", |m| {
-                matches!(m, ServerMsg::RatingUpdate { .. })
-            })
-            .await;
-    }
+    seat_two_won([&mut one, &mut two], EndReason::Resignation).await;
     server.assert_rated_once(&winner, &loser).await;
     let (status, body) = server.http_get(&format!("/api/games/{g}")).await;
     assert_eq!(status, 200, "{body}");

@@ -59,11 +59,7 @@ impl StrategyName {
 }
 
 pub async fn run(args: BotArgs) -> anyhow::Result<()> {
-    let client = args.server.connect().await?;
-    let session = client
-        .register_or_login(&args.account.name, &args.account.password)
-        .await
-        .context("signing in")?;
+    let (client, session) = args.account.sign_in(&args.server).await?;
     println!(
         "{} signed in, rating {:.3}",
         session.account.name, session.account.rating

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use elementals_client::http::{self, Http};
-use elementals_client::{Client, ConnectOptions, GameState, NonceStore, ServerUrl, TlsRoots};
+use elementals_client::{
+    Client, ConnectOptions, GameState, NonceStore, ServerUrl, Session, TlsRoots,
+};
 use elementals_protocol::messages::GameId;
 use elementals_protocol::{ServerMsg, Variant};
 use rustls::pki_types::pem::PemObject;
@@ -115,6 +117,18 @@ pub struct AccountArgs {
     /// Account password (8-128 bytes).
     #[arg(long, env = "ELEMENTALS_PASSWORD", hide_env_values = true)]
     pub password: String,
+}
+
+impl AccountArgs {
+    /// Connects to `server` and signs in (registering the name on first use).
+    pub async fn sign_in(&self, server: &ServerArg) -> anyhow::Result<(Client, Session)> {
+        let client = server.connect().await?;
+        let session = client
+            .register_or_login(&self.name, &self.password)
+            .await
+            .context("signing in")?;
+        Ok((client, session))
+    }
 }
 
 /// What kind of game to seek.

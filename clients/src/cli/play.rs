@@ -38,11 +38,7 @@ const HELP: &str = "type an element number to pick it, or: board, draw (offer or
                     decline (a draw offer), resign, help";
 
 pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
-    let client = args.server.connect().await?;
-    let session = client
-        .register_or_login(&args.account.name, &args.account.password)
-        .await
-        .context("signing in")?;
+    let (client, session) = args.account.sign_in(&args.server).await?;
     println!(
         "signed in as {} (rating {:.3})",
         session.account.name, session.account.rating

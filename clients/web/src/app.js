@@ -4,13 +4,14 @@
 
 import { Alerts } from './alerts.js';
 import { Connection, ProtocolError, wsUrl } from './connection.js';
-import { applyEvent, canPick, describeResult, describeRound, fromSnapshot, owesReveal } from './game.js';
+import { applyEvent, canPick, fromSnapshot } from './game.js';
 import { h, replace } from './dom.js';
 import { plainMessage } from './errors.js';
 import { buildShell, renderShell } from './shell.js';
 import { play } from './play.js';
 import { fetchRecord } from './record.js';
 import { MyGames } from './my-games.js';
+import { onPush } from './pushes.js';
 import { parseRoute, VIEWS } from './routes.js';
 
 const TOKEN_KEY = 'elementals.token';
@@ -18,10 +19,6 @@ const TOKEN_KEY = 'elementals.token';
 function token() {
   return localStorage.getItem(TOKEN_KEY);
 }
-const GAME_EVENTS = new Set([
-  'round_start', 'committed', 'reveal_phase', 'revealed', 'round_result', 'draw_offered',
-  'draw_declined', 'presence', 'game_over', 'rating_update', 'spectators',
-]);
 
 export class App {
   constructor(root) {
@@ -161,10 +158,7 @@ export class App {
     for (const [id, game] of this.games) if (game.phase !== 'over' && id !== rewatch) this.games.delete(id);
     this.watching.clear();
     // The server dropped this player from pools, seeks and challenges with the old socket.
-    this.queue = null;
-    this.mySeeks.clear();
-    this.challengesIn.clear();
-    this.challengesOut.clear();
+    this.forgetLobby();
     const saved = token();
     if (saved) {
       try {
@@ -262,14 +256,19 @@ export class App {
     localStorage.removeItem(TOKEN_KEY);
     this.account = null;
     this.myGames.clear();
-    this.queue = null;
     this.myGameId = null;
-    this.mySeeks.clear();
-    this.challengesIn.clear();
-    this.challengesOut.clear();
+    this.forgetLobby();
     // The server forgets a logged-out connection's state; start clean.
     this.connect();
     this.go('#/login');
+  }
+
+  /** Forget this player's place in the pools, seeks and challenges (the server has). */
+  forgetLobby() {
+    this.queue = null;
+    this.mySeeks.clear();
+    this.challengesIn.clear();
+    this.challengesOut.clear();
   }
 
   // ---- games ----
@@ -343,97 +342,6 @@ export class App {
   }
 
   onPush(msg) {
-    if (GAME_EVENTS.has(msg.type)) {
-      this.onGameEvent(msg);
-    } else {
-      switch (msg.type) {
-        case 'game_start':
-          this.myGames.refresh();
-          this.alerts.beep('round');
-          this.myGameId = msg.game.game_id;
-          this.early.set(msg.game.game_id, []);
-          this.queue = null;
-          this.mySeeks.clear();
-          this.challengesOut.clear();
-          this.go(`#/game/${msg.game.game_id}`);
-          break;
-        case 'snapshot': {
-          const game = this.installSnapshot(msg.snapshot, msg.seat ?? null);
-          if (msg.seat && game.phase !== 'over' && this.route?.id !== game.id) this.go(`#/game/${game.id}`);
-          break;
-        }
-        case 'your_move':
-          // One of this player's games waits for them (maybe one not open here).
-          this.myGames.refresh();
-          break;
-        case 'queue_status':
-          if (this.queue) this.queue.status = msg;
-          break;
-        case 'challenge_received':
-          this.challengesIn.set(msg.challenge.challenge_id, msg.challenge);
-          this.toast(`${msg.challenge.from.name} challenges you.`);
-          break;
-        case 'challenge_declined':
-          this.challengesOut.delete(msg.challenge_id);
-          this.toast('Your challenge was declined.');
-          break;
-        case 'challenge_cancelled':
-          this.challengesIn.delete(msg.challenge_id);
-          this.challengesOut.delete(msg.challenge_id);
-          break;
-        case 'seek_removed':
-          this.mySeeks.delete(msg.seek_id);
-          break;
-        case 'rematch_offered':
-          this.rematchOffers.add(msg.game_id);
-          this.toast('Your opponent offers a rematch.');
-          break;
-        case 'notice':
-          this.toast(msg.message);
-          break;
-        case 'error':
-          this.toast(msg.message, 'error');
-          break;
-        default:
-          break;
-      }
-    }
-    this.refresh();
-  }
-
-  onGameEvent(msg) {
-    const game = this.games.get(msg.game_id);
-    if (!game) {
-      const early = this.early.get(msg.game_id);
-      if (early && early.length < 256) early.push(msg);
-      return;
-    }
-    const result = applyEvent(game, msg, performance.now());
-    if (result === 'gap') {
-      this.sync(game);
-      return;
-    }
-    if (result !== 'applied') return;
-    if (msg.type === 'round_result') this.announce(describeRound(game, msg.record));
-    if (game.seat && msg.type === 'round_start') this.alerts.beep('round');
-    if (game.seat && msg.type === 'game_over') this.alerts.beep('result');
-    // Draw offers and refusals are said out loud (a toast is an alert), not only shown by
-    // the buttons changing.
-    const who = (seat) => game.info.players[seat].name;
-    if (msg.type === 'draw_offered' && msg.by !== game.seat) this.toast(`${who(msg.by)} offers a draw.`);
-    if (msg.type === 'draw_declined' && msg.by !== game.seat) {
-      this.toast(game.seat ? `${who(msg.by)} declined your draw offer.` : `${who(msg.by)} declined the draw offer.`);
-    }
-    if (msg.type === 'game_over') {
-      this.announce(describeResult(game));
-      if (game.seat) play.forget(game.id);
-    }
-    if (msg.type === 'rating_update' && game.seat && this.account) {
-      this.account.rating = msg.ratings[game.seat].after;
-    }
-    if (game.seat && owesReveal(game)) play.reveal(this, game);
-    // The list changes when a game ends; new moves owed come as `your_move`, and this
-    // player's own commits and reveals ask again when answered (play.js).
-    if (game.seat && msg.type === 'game_over') this.myGames.refresh();
+    onPush(this, msg);
   }
 }

@@ -154,7 +154,10 @@ pub(super) const RECORDED_CHANGES: &str = r#"
     WHERE g.id = ?1"#;
 
 /// The changes a stored game made, seat by seat; `None` if it changed no rating.
-fn recorded_changes(conn: &Connection, game_id: &str) -> DbResult<Option<SeatPair<RatingChange>>> {
+pub(super) fn recorded_changes(
+    conn: &Connection,
+    game_id: &str,
+) -> DbResult<Option<SeatPair<RatingChange>>> {
     let changes = conn
         .prepare_cached(RECORDED_CHANGES)?
         .query_row([game_id], |row| {

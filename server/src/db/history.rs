@@ -173,21 +173,7 @@ pub(super) fn stored_game(conn: &Connection, game_id: &GameId) -> DbResult<Optio
         return Ok(None);
     };
     let record = stored::to_json(game_id, &record)?;
-    let changes = conn
-        .prepare_cached(games::RECORDED_CHANGES)?
-        .query_row([&id], |row| {
-            Ok(SeatPair::new(
-                RatingChange {
-                    before: row.get(0)?,
-                    after: row.get(1)?,
-                },
-                RatingChange {
-                    before: row.get(2)?,
-                    after: row.get(3)?,
-                },
-            ))
-        })
-        .optional()?;
+    let changes = games::recorded_changes(conn, &id)?;
     Ok(Some(StoredGame { record, changes }))
 }
 

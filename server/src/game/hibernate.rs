@@ -9,6 +9,11 @@
 //! takes the game up where it slept (`GameState::woken`: the round kept, the clocks run
 //! on), then starts its actor on the inbox. Concurrent wakes make one actor: only the one
 //! that claims the registry's entry (`begin_wake`) wakes it.
+//!
+//! In cluster mode a sleeping game holds no lease and has no node; any node may wake it.
+//! Reading its log there takes its lease in PostgreSQL (`db/pg/step_log/wake.rs`), so of
+//! several nodes waking it at once one reads it and runs it; the others `follow` it: what
+//! waited in their inboxes goes to the winner once the directory names its node.
 
 use std::time::Duration;
 
@@ -71,6 +76,11 @@ pub(super) async fn wake(
     };
     let log = match read {
         Ok(Some(log)) => log,
+        Ok(None) if services.registry.in_cluster() => {
+            let tasks = services.tasks.clone();
+            tasks.spawn(follow(services, game_id, inbox, done));
+            return;
+        }
         Ok(None) => {
             let _ = services.db.woken(game_id).await;
             return failed(&services, game_id, inbox, done, true, "no log");
@@ -95,6 +105,52 @@ pub(super) async fn wake(
         Err(Unrestorable::Ended(_)) => {
             return failed(&services, game_id, inbox, done, true, "its end is logged");
         }
+    }
+    done.send_replace(true);
+}
+
+/// How long a node that lost a wake waits for the directory to name the winner's node.
+const FOLLOW_WAIT: Duration = Duration::from_secs(5);
+/// How often it looks.
+const FOLLOW_POLL: Duration = Duration::from_millis(20);
+
+/// Cluster mode: another node woke the game (or it sleeps no more). Once the directory
+/// names the node that runs it, or after `FOLLOW_WAIT` if none does (then the directory's
+/// word that it sleeps is dropped, unless it went to sleep again meanwhile), what waits in
+/// the inbox opened here goes on through the bus: to that node, or answered there.
+async fn follow(
+    services: GameServices,
+    game_id: GameId,
+    mut inbox: GameInbox,
+    done: watch::Sender<bool>,
+) {
+    let registry = &services.registry;
+    let (_, asleep_as) = registry.where_awake(game_id);
+    let give_up = tokio::time::Instant::now() + FOLLOW_WAIT;
+    let found = loop {
+        if registry.where_awake(game_id).0.is_some() {
+            break true;
+        }
+        if tokio::time::Instant::now() >= give_up || services.stop.is_cancelled() {
+            break false;
+        }
+        tokio::time::sleep(FOLLOW_POLL).await;
+    };
+    tracing::debug!(%game_id, found, "another node woke the game");
+    let bus = registry.bus();
+    bus.close_game(game_id);
+    registry.wake_lost(game_id, asleep_as.filter(|_| !found));
+    inbox.players.close();
+    inbox.spectators.close();
+    let mut left = Vec::new();
+    while let Ok(cmd) = inbox.players.try_recv() {
+        left.push(cmd);
+    }
+    while let Ok(cmd) = inbox.spectators.try_recv() {
+        left.push(cmd);
+    }
+    for cmd in left {
+        bus.to_game(game_id, cmd).await;
     }
     done.send_replace(true);
 }

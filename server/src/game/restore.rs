@@ -42,17 +42,16 @@ pub struct Restored {
 
 /// Restores every unfinished game; call before accepting connections.
 pub async fn restore_games(services: &GameServices) -> DbResult<Restored> {
-    // Cluster mode does not hibernate: a claim restores a sleeping game awake (as it slept).
-    let sleepers = match services.registry.in_cluster() {
-        true => Vec::new(),
-        false => services.db.sleepers().await?,
-    };
+    // In cluster mode the sleeping games are the cluster's: every node knows them all.
+    let sleepers = services.db.sleepers().await?;
     for sleeper in &sleepers {
         services
             .registry
             .insert_dormant(sleeper.game_id, sleeper.seats);
     }
-    services.metrics.note_asleep(sleepers.len());
+    if !services.registry.in_cluster() {
+        services.metrics.note_asleep(sleepers.len());
+    }
     let logs = services.db.unfinished_games().await?;
     let restored = restore_logs(logs, services).await;
     Ok(Restored {

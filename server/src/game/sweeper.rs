@@ -3,6 +3,13 @@
 //! time, earliest first), wakes them, and sleeps until the next row's due time, or until
 //! a game goes to sleep with an earlier one (`Wakeups::due`).
 //!
+//! In cluster mode every node runs a sweeper over the same rows; waking takes the game's
+//! lease (`hibernate.rs`), so each due game is woken by one of them. A node hears of the
+//! games other nodes put to sleep only through the rows, so it reads them at least every
+//! `CLUSTER_REREAD`: a node that dies with games asleep leaves their deadlines to the others.
+//! A due row of a game its mirror does not know asleep (a `Slept` message lost), and every
+//! rejoin of Redis, make it read the sleeping games from storage into the mirror.
+//!
 //! A woken game settles its own deadline as a live one does (`tick`: a loss on time, rated,
 //! recorded once). A due row whose game is not asleep (it is just going to sleep, or its
 //! waking failed) is tried again `RETRY` later.
@@ -21,6 +28,9 @@ const BATCH: usize = 256;
 
 /// How soon a due row whose game could not be woken is read again.
 const RETRY: Duration = Duration::from_secs(1);
+
+/// In cluster mode, the longest a sweeper waits between two reads of the rows.
+const CLUSTER_REREAD: Duration = Duration::from_secs(10);
 
 /// What the sweeper knows of the next due time, and how it is told of an earlier one.
 #[derive(Debug)]
@@ -52,7 +62,23 @@ impl Wakeups {
 pub async fn sweep(services: GameServices) {
     let stop = services.stop.clone();
     let wakeups = services.wakeups.clone();
+    let mut rejoins = services.registry.cluster_rejoins();
+    let mut unheard = false;
     loop {
+        // Cluster mode: after the node rejoined Redis, or found a due game it had not
+        // heard sleeps, the sleeping games it may have missed are read from storage.
+        let now = services.registry.cluster_rejoins();
+        if now != rejoins || unheard {
+            unheard = false;
+            let mended = services
+                .registry
+                .mend_sleepers(services.db.sleepers())
+                .await;
+            match mended {
+                Ok(()) => rejoins = now,
+                Err(error) => tracing::warn!(%error, "cannot read the sleeping games"),
+            }
+        }
         // Forgotten before the read: a game put to sleep from here on says so (and the
         // `Notify` keeps that until the wait below), one put to sleep before is in the rows.
         wakeups.earliest.store(u64::MAX, Ordering::SeqCst);
@@ -64,6 +90,7 @@ pub async fn sweep(services: GameServices) {
                 let next = due.next_ms.unwrap_or(u64::MAX);
                 wakeups.earliest.fetch_min(next, Ordering::SeqCst);
                 let mut at = (next < u64::MAX).then(|| services.clock.instant_at(next));
+                unheard = skipped && services.registry.in_cluster();
                 if skipped {
                     let retry = tokio::time::Instant::now() + RETRY;
                     at = Some(at.map_or(retry, |at| at.min(retry)));
@@ -78,6 +105,13 @@ pub async fn sweep(services: GameServices) {
         if full {
             continue;
         }
+        let wait_until = match services.registry.in_cluster() {
+            true => {
+                let reread = tokio::time::Instant::now() + CLUSTER_REREAD;
+                Some(wait_until.map_or(reread, |at| at.min(reread)))
+            }
+            false => wait_until,
+        };
         tokio::select! {
             () = stop.cancelled() => return,
             () = wakeups.notify.notified() => {}

@@ -4,21 +4,19 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::process::Stdio;
 use std::time::Duration;
 
-use elementals_protocol::messages::{GameId, GameInfo, GameSnapshot, ServerMsg};
+use elementals_protocol::messages::{GameId, GameInfo, GameSnapshot, MyGame, ServerMsg};
 use elementals_protocol::rules::Seat;
 use elementals_server::db::testing::TestPostgres;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
-use crate::common::{http_get, TestClient, WAIT};
+use crate::common::process::{free_addr, server_command, wait_healthy};
+use crate::common::{http_get, player_at, TestClient, WAIT};
 
 /// Where the tests' Redis is (started by `.ci/services`).
 pub const REDIS: &str = "redis://127.0.0.1:6379";
 
-/// How long a node may take to answer `/healthz` after it is started.
-const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// Between two looks at something the test waits for (a node starting, a game listed).
 const POLL: Duration = Duration::from_millis(25);
 /// Between two looks at a node's live games (the API allows 10 requests a second).
@@ -64,6 +62,17 @@ impl Cluster {
         cluster
     }
 
+    /// One number from the cluster's PostgreSQL database (a `SELECT count(*)`, say).
+    pub fn sql(&self, sql: &str) -> i64 {
+        let (url, sql) = (self.pg.url().to_owned(), sql.to_owned());
+        std::thread::spawn(move || {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            client.query_one(&sql, &[]).unwrap().get(0)
+        })
+        .join()
+        .unwrap()
+    }
+
     /// A connection to Redis itself, for the test's own looks and changes.
     pub fn redis(&self) -> redis::Connection {
         redis::Client::open(REDIS)
@@ -100,50 +109,32 @@ impl Cluster {
             .await
     }
 
+    /// `node_through`, with these `ELEMENTALS_*` settings in its environment.
+    pub async fn node_through_with(&self, id: &str, proxy: &Proxy, env: &[(&str, &str)]) -> Node {
+        self.node_on(id, &format!("redis://{}", proxy.addr), env)
+            .await
+    }
+
     async fn node_on(&self, id: &str, redis: &str, env: &[(&str, &str)]) -> Node {
-        let addr = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_elementals-server"));
+        let addr = free_addr();
+        let mut command = server_command(addr, self.pg.url(), "CLUSTER_TEST_LOGS");
         command
-            .arg("--listen")
-            .arg(addr.to_string())
-            .arg("--database")
-            .arg(self.pg.url())
             .arg("--redis")
             .arg(redis)
             .arg("--cluster")
             .arg(&self.name)
             .arg("--node-id")
             .arg(id)
-            .env("ELEMENTALS_ARGON2_MEMORY_KIB", "8")
-            .env("ELEMENTALS_MESSAGE_RATE", "1000")
-            .env("RUST_LOG", "warn")
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        if std::env::var_os("CLUSTER_TEST_LOGS").is_none() {
-            command.stdout(Stdio::null()).stderr(Stdio::null());
-        }
-        let mut node = Node {
-            child: command.spawn().expect("the server binary starts"),
+            .envs(env.iter().copied());
+        let mut child = command.spawn().expect("the server binary starts");
+        wait_healthy(
+            &mut child,
             addr,
-        };
-        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
-        loop {
-            if let Some(status) = node.child.try_wait().unwrap() {
-                panic!("node {id} exited while starting: {status}");
-            }
-            if let Ok((200, _)) = try_get(addr, "/healthz").await {
-                return node;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "node {id} did not come up"
-            );
-            tokio::time::sleep(POLL).await;
-        }
+            |status| status == 200,
+            &format!("node {id}"),
+        )
+        .await;
+        Node { child, addr }
     }
 }
 
@@ -282,24 +273,25 @@ impl Node {
 
     /// `GET /api/players/{name}` as JSON.
     pub async fn player(&self, name: &str) -> serde_json::Value {
-        let (status, body) = self.http_get(&format!("/api/players/{name}")).await;
-        assert_eq!(status, 200, "{body}");
-        serde_json::from_str(&body).unwrap()
+        player_at(self.addr, name).await
     }
 }
 
-/// A GET that reports a refused connection (a node or nginx not listening yet) instead of
-/// panicking.
-pub async fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+/// `GET /api/me/games` on `addr` with `token`'s session.
+pub async fn http_my_games(addr: SocketAddr, token: &str) -> Vec<MyGame> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(req.as_bytes()).await?;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "GET /api/me/games HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Connection: close\r\n\r\n"
+    );
+    stream.write_all(req.as_bytes()).await.unwrap();
     let mut buf = Vec::new();
-    stream.read_to_end(&mut buf).await?;
-    let text = String::from_utf8_lossy(&buf);
-    let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    Ok((status, text.to_string()))
+    stream.read_to_end(&mut buf).await.unwrap();
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{text}");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
 
 /// A TCP proxy to Redis: forwards every connection while up; cut, it closes every
@@ -370,6 +362,19 @@ pub async fn events_until_over(client: &mut TestClient) -> Vec<ServerMsg> {
             return events;
         }
     }
+}
+
+/// Reads `spectator`'s events to the game's end: every event numbered after `seq` comes
+/// once and in order.
+pub async fn seen_once_in_order_after(spectator: &mut TestClient, seq: u64) {
+    let seen = events_until_over(spectator).await;
+    let after: Vec<u64> = seen
+        .iter()
+        .filter_map(ServerMsg::seq)
+        .filter(|s| *s > seq)
+        .collect();
+    let expected: Vec<u64> = (seq + 1..=seq + after.len() as u64).collect();
+    assert_eq!(after, expected, "{seen:?}");
 }
 
 /// Reads `spectator`'s events to the game's end: every event after `snapshot`, once and

@@ -21,9 +21,12 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 mod client;
+mod http;
 mod play;
+pub mod process;
 
 pub use client::*;
+pub use http::*;
 pub use play::*;
 
 /// How long a test waits for a message it expects before failing (a guard, not a sleep).
@@ -184,34 +187,9 @@ impl Drop for TestServer {
     }
 }
 
-/// A minimal HTTP/1.1 GET over loopback.
-pub async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    stream.read_to_end(&mut buf).await.unwrap();
-    let text = String::from_utf8_lossy(&buf).to_string();
-    let status: u16 = text[9..12].parse().unwrap();
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    // Bodies from axum's Json are sent with content-length here; chunked would need decoding.
-    (status, body)
-}
-
 /// A metric's current value, from `GET /metrics`.
 pub async fn metric(server: &TestServer, name: &str) -> u64 {
-    let (_, body) = server.http_get("/metrics").await;
-    let prefix = format!("{name} ");
-    body.lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .unwrap_or_else(|| panic!("{name} is exported"))
-        .trim()
-        .parse()
-        .unwrap()
+    metric_at(server.addr, name).await
 }
 
 /// Asks `/metrics` until `name` reads `value` (a gauge catching up with a connection

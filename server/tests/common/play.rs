@@ -72,17 +72,8 @@ impl TestClient {
         pick: Element,
         nonce: [u8; 32],
     ) -> ServerMsg {
-        let id = self.id();
-        let commitment = commitment::make(&game.0, round, seat, pick, &nonce).to_vec();
-        self.request(ClientMsg::Commit {
-            id,
-            game_id: game,
-            round,
-            commitment,
-            pick: None,
-            nonce: None,
-        })
-        .await
+        self.send_commit(game, round, seat, pick, nonce, false)
+            .await
     }
 
     /// A commit escrowing its reveal: the pick and nonce go with the commitment.
@@ -94,6 +85,18 @@ impl TestClient {
         pick: Element,
         nonce: [u8; 32],
     ) -> ServerMsg {
+        self.send_commit(game, round, seat, pick, nonce, true).await
+    }
+
+    async fn send_commit(
+        &mut self,
+        game: GameId,
+        round: u32,
+        seat: Seat,
+        pick: Element,
+        nonce: [u8; 32],
+        escrow: bool,
+    ) -> ServerMsg {
         let id = self.id();
         let commitment = commitment::make(&game.0, round, seat, pick, &nonce).to_vec();
         self.request(ClientMsg::Commit {
@@ -101,8 +104,8 @@ impl TestClient {
             game_id: game,
             round,
             commitment,
-            pick: Some(pick),
-            nonce: Some(nonce.to_vec()),
+            pick: escrow.then_some(pick),
+            nonce: escrow.then(|| nonce.to_vec()),
         })
         .await
     }

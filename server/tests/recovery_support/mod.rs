@@ -5,22 +5,21 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use elementals_protocol::messages::{
     ClientMsg, Clocks, EndReason, GameId, GameSnapshot, Phase, SeatPair, ServerMsg,
 };
 use elementals_protocol::rules::Seat;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 use elementals_server::db::testing::TestPostgres;
 
-use crate::common::{http_get, play_round, Backend, TestClient, WAIT};
+use crate::common::process::{free_addr, server_command, wait_healthy};
+use crate::common::{http_get, metric_at, play_round, player_at, Backend, TestClient, WAIT};
 
-/// How long a server may take to answer `/healthz` after it is started.
-const START_TIMEOUT: Duration = Duration::from_secs(20);
-/// Between two `/healthz` polls while a server starts.
+/// Between two polls of `/metrics` while a test waits for a value.
 const POLL: Duration = Duration::from_millis(25);
 
 /// A database that outlives the servers started on it: a SQLite file in a temporary
@@ -157,59 +156,18 @@ impl ServerProcess {
     }
 
     async fn spawn(db: &Database, env: &[(&str, &str)], up: fn(u16) -> bool) -> ServerProcess {
-        // Another process could take the port between this probe and the server's bind;
-        // on loopback with ephemeral ports that is rare enough for a test.
-        let addr = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_elementals-server"));
+        let addr = free_addr();
+        let mut command = server_command(addr, db.path(), "RECOVERY_TEST_LOGS");
         command
-            .arg("--listen")
-            .arg(addr.to_string())
-            .arg("--database")
-            .arg(db.path())
-            .env("ELEMENTALS_ARGON2_MEMORY_KIB", "8")
-            .env("ELEMENTALS_MESSAGE_RATE", "1000")
             .env_remove("ELEMENTALS_CRASH_AT")
             .env_remove("ELEMENTALS_FAIL_SYNC")
             .env_remove("ELEMENTALS_REDIS")
             .env_remove("ELEMENTALS_CLUSTER")
             .env_remove("ELEMENTALS_NODE_ID")
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        if std::env::var_os("RECOVERY_TEST_LOGS").is_none() {
-            command.stdout(Stdio::null()).stderr(Stdio::null());
-        }
-        command.envs(env.iter().copied());
-        let mut server = ServerProcess {
-            child: command.spawn().expect("the server binary starts"),
-            addr,
-        };
-        server.wait_healthy(up).await;
-        server
-    }
-
-    async fn wait_healthy(&mut self, up: fn(u16) -> bool) {
-        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("the server exited while starting: {status}");
-            }
-            if let Ok(Ok((status, _))) =
-                tokio::time::timeout(POLL * 4, try_get(self.addr, "/healthz")).await
-            {
-                if up(status) {
-                    return;
-                }
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the server did not come up"
-            );
-            tokio::time::sleep(POLL).await;
-        }
+            .envs(env.iter().copied());
+        let mut child = command.spawn().expect("the server binary starts");
+        wait_healthy(&mut child, addr, up, "the server").await;
+        ServerProcess { child, addr }
     }
 
     /// `kill -9`: the process ends at once, with nothing flushed beyond what it committed.
@@ -261,18 +219,12 @@ impl ServerProcess {
 
     /// A counter or gauge of `/metrics`.
     pub async fn metric(&self, name: &str) -> u64 {
-        let (status, body) = self.http_get("/metrics").await;
-        assert_eq!(status, 200);
-        body.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or_else(|| panic!("no metric {name} in {body}"))
+        metric_at(self.addr, name).await
     }
 
     /// `GET /api/players/{name}` as JSON.
     pub async fn player(&self, name: &str) -> serde_json::Value {
-        let (status, body) = self.http_get(&format!("/api/players/{name}")).await;
-        assert_eq!(status, 200, "{body}");
-        serde_json::from_str(&body).unwrap()
+        player_at(self.addr, name).await
     }
 
     /// Asserts that exactly one rated game, won by `winner` from 1.0 against `loser` at
@@ -295,19 +247,6 @@ impl ServerProcess {
         );
         assert_eq!(lost["history"].as_array().unwrap().len(), 1, "{lost}");
     }
-}
-
-/// A GET that reports a refused connection instead of panicking.
-async fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(req.as_bytes()).await?;
-    let mut buf = Vec::new();
-    stream.read_to_end(&mut buf).await?;
-    let text = String::from_utf8_lossy(&buf);
-    let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    Ok((status, text.to_string()))
 }
 
 /// Signs in again with `token`; returns the client and the snapshot of the game it is
@@ -354,6 +293,41 @@ pub async fn watch_at(
 /// Seat two's 2 beats seat one's 5 and moves one square towards -3: three such rounds win.
 pub const TWO_WINS: (u16, u16) = (5, 2);
 
+/// Round 2 under way with every step acknowledged, as the tests' crashes find it: both
+/// players committed (seat two to win), seat one revealed. Returns the banks as of that
+/// reveal, the last step the server acknowledged (and so logged).
+pub async fn round_two_half_revealed(
+    one: &mut TestClient,
+    two: &mut TestClient,
+    g: GameId,
+) -> (u64, u64) {
+    let (n1, n2) = (rand::random(), rand::random());
+    crate::common::assert_ok(&one.commit(g, 2, Seat::One, TWO_WINS.0, n1).await);
+    crate::common::assert_ok(&two.commit(g, 2, Seat::Two, TWO_WINS.1, n2).await);
+    crate::common::assert_ok(&one.reveal(g, 2, TWO_WINS.0, n1).await);
+    match one
+        .expect("revealed", |m| {
+            matches!(
+                m,
+                ServerMsg::Revealed {
+                    round: 2,
+                    seat: Seat::One,
+                    ..
+                }
+            )
+        })
+        .await
+    {
+        ServerMsg::Revealed { clocks, .. } => banks(&clocks),
+        _ => unreachable!(),
+    }
+}
+
+/// Both players' session tokens, to sign in again with after the server is gone.
+pub fn tokens(one: &TestClient, two: &TestClient) -> (String, String) {
+    (one.token.clone().unwrap(), two.token.clone().unwrap())
+}
+
 /// Both banks as a message showed them.
 pub fn banks(clocks: &Clocks) -> (u64, u64) {
     (clocks.one_ms, clocks.two_ms)
@@ -386,16 +360,18 @@ pub async fn two_wins_from(one: &mut TestClient, two: &mut TestClient, game: Gam
     for round in from..=3 {
         play_round(one, two, game, round, TWO_WINS).await;
     }
-    for player in [one, two] {
+    seat_two_won([one, two], EndReason::Edge).await;
+}
+
+/// Both players see seat two win by `reason`, rated, and hear their rating change.
+pub async fn seat_two_won(players: [&mut TestClient; 2], reason: EndReason) {
+    for player in players {
         match player
             .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
             .await
         {
             ServerMsg::GameOver { result, rated, .. } => {
-                assert_eq!(
-                    (result.winner, result.reason),
-                    (Some(Seat::Two), EndReason::Edge)
-                );
+                assert_eq!((result.winner, result.reason), (Some(Seat::Two), reason));
                 assert!(rated);
             }
             _ => unreachable!(),

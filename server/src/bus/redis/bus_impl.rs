@@ -189,15 +189,29 @@ impl Bus for RedisBus {
         self.games.contains_key(&game) || self.directory.node_of(game).is_some()
     }
 
-    /// To this node's game, or the node the directory names; a `watch` of a remote game
-    /// first subscribes this node to its topic.
+    fn set_waker(&self, waker: Option<Waker>) {
+        self.local.set_waker(waker);
+    }
+
+    fn wake(&self, game: GameId) -> bool {
+        self.local.wake(game)
+    }
+
+    /// To this node's game (a sleeping game is woken here), or the node the directory
+    /// names; a `watch` of a remote game first subscribes this node to its topic. A queue
+    /// that closes under the send (the game has just gone to sleep) is looked up, or
+    /// woken, once more.
     fn to_game(&self, game: GameId, cmd: GameCmd) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if let Some(queue) = self.queue_for(game, &cmd) {
-                if let Err(mpsc::error::SendError(cmd)) = queue.send(cmd).await {
-                    self.refuse(game, &cmd);
+            let mut cmd = cmd;
+            for _ in 0..2 {
+                let Some(queue) = self.local_queue(game, &cmd) else {
+                    break;
+                };
+                match queue.send(cmd).await {
+                    Ok(()) => return,
+                    Err(mpsc::error::SendError(back)) => cmd = back,
                 }
-                return;
             }
             let Some(node) = self.directory.node_of(game) else {
                 return self.refuse(game, &cmd);

@@ -24,6 +24,7 @@ use super::link::Link;
 use super::wire::{ClusterMsg, DirEntry};
 
 mod reload;
+mod sleeping;
 use crate::bus::ConnId;
 use crate::record::AccountId;
 
@@ -43,8 +44,15 @@ pub struct Directory {
     link: Link,
     /// The other nodes' live games.
     remote: DashMap<GameId, DirEntry>,
-    /// The seats of the other nodes' games.
+    /// The seats of the other nodes' games and of the sleeping games.
     seats: DashMap<AccountId, (GameId, Seat)>,
+    /// The cluster's sleeping games (`game/hibernate.rs`), run by no node: their seats,
+    /// and the number they were put here under (`forget_dormant`).
+    dormant: DashMap<GameId, (SeatPair<AccountId>, u64)>,
+    dormant_seq: AtomicU64,
+    /// How often the node has read the hash again after rejoining Redis (`reload`): the
+    /// sleeping games said meanwhile are then read from storage (`sleepers_read`).
+    rejoins: AtomicU64,
     /// This node's live games, as written to the hash.
     own: DashMap<GameId, DirEntry>,
     /// Games of the mirror the hash lacked when read again (`reload`), and since when.
@@ -72,6 +80,9 @@ impl Directory {
             link,
             remote: DashMap::new(),
             seats: DashMap::new(),
+            dormant: DashMap::new(),
+            dormant_seq: AtomicU64::new(0),
+            rejoins: AtomicU64::new(0),
             own: DashMap::new(),
             unconfirmed: DashMap::new(),
             dirty: Mutex::new(HashMap::new()),
@@ -102,6 +113,7 @@ impl Directory {
         };
         self.own.insert(game, entry.clone());
         self.drop_remote(game);
+        self.drop_dormant(game);
         self.link.hset_game(game, &entry);
         self.link.cluster(&ClusterMsg::Opened { game, entry });
     }
@@ -213,6 +225,12 @@ impl Directory {
                 self.own.remove(&game);
                 self.put_remote(game, entry);
             }
+            // This node's own word (taken when said), or news older than its waking here.
+            ClusterMsg::Slept { game, seats, node } => {
+                if node != self.node && !self.own.contains_key(&game) {
+                    self.put_dormant(game, seats);
+                }
+            }
             ClusterMsg::Ended { game, node } => {
                 if self.remote.get(&game).is_some_and(|e| e.node == node) {
                     self.drop_remote(game);
@@ -294,6 +312,11 @@ impl Directory {
                 self.remote.len() as u64,
             ),
             (
+                "elementals_cluster_games_asleep",
+                "Sleeping games of the cluster, as this node has heard.",
+                self.dormant.len() as u64,
+            ),
+            (
                 "elementals_cluster_bus_lag_ms",
                 "How late the last heartbeat of another node came.",
                 self.lag_ms.load(Ordering::Relaxed),
@@ -370,6 +393,7 @@ impl Directory {
 
     fn put_remote(&self, game: GameId, entry: DirEntry) {
         self.unconfirmed.remove(&game);
+        self.drop_dormant(game);
         self.drop_remote(game);
         self.seats.insert(entry.seats.one, (game, Seat::One));
         self.seats.insert(entry.seats.two, (game, Seat::Two));

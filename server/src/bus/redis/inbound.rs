@@ -7,7 +7,8 @@ impl RedisBus {
     /// A command for one of this node's games, from another node: queued in order
     /// (waiting for room in a task of its own only if the queue is full).
     fn take_cmd(self: &Arc<Self>, game: GameId, cmd: GameCmd) {
-        let Some(queue) = self.queue_for(game, &cmd) else {
+        // A game that went to sleep here as the command came is woken here.
+        let Some(queue) = self.local_queue(game, &cmd) else {
             return self.refuse(game, &cmd);
         };
         match queue.try_send(cmd) {

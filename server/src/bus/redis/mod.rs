@@ -265,6 +265,18 @@ impl RedisBus {
         })
     }
 
+    /// This node's queue for game `game`, woken here first if it sleeps (the waker asks
+    /// PostgreSQL: of several nodes waking it at once, one runs it).
+    fn local_queue(&self, game: GameId, cmd: &GameCmd) -> Option<mpsc::Sender<GameCmd>> {
+        if let Some(queue) = self.queue_for(game, cmd) {
+            return Some(queue);
+        }
+        if self.directory.node_of(game).is_some() || !self.local.wake(game) {
+            return None;
+        }
+        self.queue_for(game, cmd)
+    }
+
     /// Sends `cmd` to game `game` on node `node`.
     fn forward(&self, node: u16, game: GameId, cmd: GameCmd) {
         let reply = cmd.reply_to();

@@ -308,3 +308,47 @@ async fn the_mirror_read_again_takes_what_was_missed_and_drops_only_games_nobody
     assert_eq!(dir.node_of(announced), Some(2));
     assert_eq!(dir.node_of(moved), Some(3));
 }
+
+#[tokio::test]
+async fn sleeping_games_are_mirrored_seated_woken_elsewhere_and_mended_from_storage() {
+    use elementals_protocol::messages::SeatPair;
+    let dir = Directory::new(1, Link::nowhere(Keys::new("t", 1, "n")));
+    let (slept, woke, missed) = (
+        GameId(uuid::Uuid::new_v4()),
+        GameId(uuid::Uuid::new_v4()),
+        GameId(uuid::Uuid::new_v4()),
+    );
+    for (game, seats) in [(slept, SeatPair::new(1, 2)), (woke, SeatPair::new(3, 4))] {
+        dir.heard(wire::ClusterMsg::Slept {
+            game,
+            seats,
+            node: 2,
+        });
+    }
+    assert!(dir.dormant(slept).is_some());
+    assert_eq!(dir.seat_of(2), Some((slept, Seat::Two)));
+    assert_eq!(dir.node_of(slept), None);
+    // A node wakes `woke`: it runs there, and sleeps no more.
+    let entry = wire::DirEntry {
+        seats: SeatPair::new(3, 4),
+        ..dir_entry(woke, 3)
+    };
+    dir.heard(wire::ClusterMsg::Opened { game: woke, entry });
+    assert_eq!((dir.node_of(woke), dir.dormant(woke)), (Some(3), None));
+    assert_eq!(dir.seat_of(3), Some((woke, Seat::One)));
+    // This node's own word, heard back, changes nothing.
+    dir.heard(wire::ClusterMsg::Slept {
+        game: woke,
+        seats: SeatPair::new(3, 4),
+        node: 1,
+    });
+    assert_eq!(dir.node_of(woke), Some(3));
+    // Back from a Redis outage: storage lists `missed` asleep and `slept` no longer (it
+    // woke and ended meanwhile): the mirror follows, its seats freed.
+    let mark = dir.dormant_mark();
+    dir.sleepers_read(&[(missed, SeatPair::new(5, 6))], mark);
+    assert!(dir.dormant(missed).is_some());
+    assert_eq!(dir.seat_of(5), Some((missed, Seat::One)));
+    assert!(dir.dormant(slept).is_none());
+    assert_eq!(dir.seat_of(1), None);
+}

@@ -113,6 +113,12 @@ pub enum ClusterMsg {
         node: u16,
         at_ms: u64,
     },
+    /// A game went to sleep (it runs on no node until a command or its deadline wakes it).
+    Slept {
+        game: GameId,
+        seats: SeatPair<AccountId>,
+        node: u16,
+    },
 }
 
 /// A live game in the cluster's directory (the Redis hash, and each node's mirror).

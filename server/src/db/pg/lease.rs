@@ -104,6 +104,13 @@ impl Leases {
         state.lost.remove(game_id);
     }
 
+    /// The game is woken here under `token` (`wake`): held again, lost no more.
+    pub fn woke(&self, game_id: GameId, token: i64) {
+        let mut state = self.state();
+        state.lost.remove(&game_id);
+        state.tokens.insert(game_id, token);
+    }
+
     /// What this process holds, as the statements' columns.
     fn columns(&self) -> (Vec<String>, Vec<i64>) {
         self.state()
@@ -294,6 +301,7 @@ pub(super) fn claim(
              FROM game_log g
              WHERE NOT EXISTS (SELECT 1 FROM game_leases l WHERE l.game_id = g.game_id)
                AND NOT EXISTS (SELECT 1 FROM games r WHERE r.id = g.game_id)
+               AND NOT EXISTS (SELECT 1 FROM game_wakeups w WHERE w.game_id = g.game_id)
              ON CONFLICT (game_id) DO NOTHING
              RETURNING game_id, token",
         )?;
@@ -302,6 +310,69 @@ pub(super) fn claim(
         }
     }
     Ok(taken)
+}
+
+/// The node id of a sleeping game's lease (no node's: `--node-id` is never empty). Its
+/// row keeps its token, so that whoever wakes the game fences with a higher one.
+const DORMANT: &str = "";
+
+/// Cluster mode: game `game_id` goes to sleep, in the writer's transaction that writes its
+/// wake-up row: its lease, if still this process's, becomes no node's and never expires
+/// (no claim of lapsed leases takes it). `LeaseLost` if it is not this process's.
+pub(super) fn go_dormant(
+    c: &mut impl GenericClient,
+    cache: &mut Cache,
+    leases: &Leases,
+    game_id: &GameId,
+) -> DbResult<()> {
+    let lost = crate::db::DbError::LeaseLost { game_id: *game_id };
+    let token = leases.token(game_id).ok_or_else(|| lost.clone())?;
+    let update = cache.get(
+        c,
+        "UPDATE game_leases SET node_id = $4, expires_at = 'infinity'
+         WHERE game_id = $1 AND node_id = $2 AND token = $3",
+    )?;
+    let id = game_id.to_string();
+    match c.execute(&update, &[&id, &leases.node_id, &token, &DORMANT])? {
+        1 => Ok(()),
+        _ => Err(lost),
+    }
+}
+
+/// Cluster mode: wakes the sleeping games of `ids` that no other transaction is waking
+/// (their wake-up rows locked, `SKIP LOCKED`): each one's lease becomes this node's with
+/// its token one higher (token 1 for a game put to sleep without cluster mode, which has
+/// none) and its wake-up row goes. Returns the ids and tokens taken; a game awake already
+/// (woken by another node) or being woken elsewhere is not among them.
+pub(super) fn wake(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    node: &str,
+    ids: &[String],
+) -> DbResult<Vec<(String, i64)>> {
+    let wake = cache.get(
+        tx,
+        "WITH w AS (
+             SELECT game_id FROM game_wakeups WHERE game_id = ANY($1)
+             FOR UPDATE SKIP LOCKED
+         ), l AS (
+             INSERT INTO game_leases (game_id, node_id, token, expires_at)
+             SELECT game_id, $2, 1, now() + $3::float8 * interval '1 millisecond' FROM w
+             ON CONFLICT (game_id) DO UPDATE
+                 SET node_id = excluded.node_id, token = game_leases.token + 1,
+                     expires_at = excluded.expires_at
+                 WHERE game_leases.node_id = $4
+             RETURNING game_id, token
+         ), d AS (
+             DELETE FROM game_wakeups WHERE game_id IN (SELECT game_id FROM l)
+         )
+         SELECT game_id, token FROM l",
+    )?;
+    Ok(tx
+        .query(&wake, &[&ids, &node, &lease_ms(), &DORMANT])?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect())
 }
 
 /// The lease's length in milliseconds, as `interval * float8` takes it.

@@ -7,6 +7,8 @@ use elementals_protocol::messages::GameId;
 
 use tokio::sync::{mpsc, watch};
 
+mod wake;
+
 use super::conn::Conn;
 use super::lease::{self, Claim, Leases};
 use super::step_write::{self, Failed};
@@ -100,7 +102,11 @@ impl StepLog {
                     }
                 }
                 journal::Request::LoadSome { games, reply } => {
-                    let _ = reply.send(self.load_some(&games));
+                    let loaded = match self.leases.is_some() {
+                        true => self.wake(&games),
+                        false => self.load_some(&games),
+                    };
+                    let _ = reply.send(loaded);
                 }
                 journal::Request::Load { reply, .. } => {
                     let loaded = match self.leases.is_some() {

@@ -86,7 +86,7 @@ impl Store for PgStore {
                             std::mem::take(&mut run),
                             &mut answers,
                         );
-                        answers.push(execute(&mut tx, cache, other));
+                        answers.push(execute(&mut tx, cache, other, self.leases.as_deref()));
                     }
                 }
             }
@@ -189,7 +189,14 @@ fn fence_records(
     Ok((kept, released))
 }
 
-pub(super) fn execute(tx: &mut Transaction<'_>, cache: &mut Cache, request: Request) -> Pending {
+/// One request in the batch's transaction; `leases` in cluster mode (a game goes to sleep
+/// only under its lease, which it lets go: `lease::go_dormant`).
+pub(super) fn execute(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    request: Request,
+    leases: Option<&Leases>,
+) -> Pending {
     match request {
         Request::CreateAccount {
             name,
@@ -239,7 +246,13 @@ pub(super) fn execute(tx: &mut Transaction<'_>, cache: &mut Cache, request: Requ
         ),
         Request::Hibernate { sleeper, reply } => pending(
             reply,
-            in_savepoint(tx, cache, |c, k| wakeups::hibernate(c, k, &sleeper)),
+            in_savepoint(tx, cache, |c, k| {
+                wakeups::hibernate(c, k, &sleeper)?;
+                match leases {
+                    Some(leases) => lease::go_dormant(c, k, leases, &sleeper.game_id),
+                    None => Ok(()),
+                }
+            }),
         ),
         Request::Woken { game_id, reply } => pending(
             reply,

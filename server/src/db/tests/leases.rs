@@ -396,3 +396,59 @@ async fn a_renewal_in_flight_delays_no_step_and_a_step_in_flight_no_renewal() {
         .unwrap();
     a.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_sleeping_games_lease_is_no_nodes_and_one_of_two_waking_nodes_takes_it() {
+    let cluster = Cluster::new();
+    let (a, b, c) = (cluster.node("a"), cluster.node("b"), cluster.node("c"));
+    let (setup, one, two) = game_on(&a).await;
+    let game_id = setup.game_id;
+    let sleeper = Sleeper {
+        game_id,
+        due_ms: 1,
+        seats: SeatPair::new(one.id, two.id),
+    };
+    a.hibernate(sleeper).await.unwrap();
+    a.forget_moved(game_id).await;
+    assert_eq!(cluster.lease(game_id), Some((String::new(), 1)));
+    // Neither renewed (it is not lost) nor claimed, however long it sleeps.
+    assert_eq!(a.renew_leases().await.unwrap(), []);
+    assert!(b.claim_lapsed().await.unwrap().is_empty());
+    assert!(a.append_log(game_id, &steps(&setup, 3, 4)).await.is_err());
+
+    // B and C wake it at once: one reads its log and holds its lease, with the next token.
+    let (by_b, by_c) = tokio::join!(b.game_logs(vec![game_id]), c.game_logs(vec![game_id]));
+    let (by_b, by_c) = (by_b.unwrap(), by_c.unwrap());
+    assert_eq!(by_b.len() + by_c.len(), 1, "{by_b:?} {by_c:?}");
+    let (winner, loser, name) = match by_b.len() {
+        1 => (&b, &c, "b"),
+        _ => (&c, &b, "c"),
+    };
+    assert_eq!(by_b.iter().chain(&by_c).next().unwrap().steps.len(), 3);
+    assert_eq!(cluster.lease(game_id), Some((name.to_owned(), 2)));
+    assert_eq!(count(&cluster.path, "game_wakeups"), 0);
+    assert!(winner.game_logs(vec![game_id]).await.unwrap().is_empty());
+
+    // The winner goes on from the log's next step; nobody else writes.
+    winner
+        .append_log(game_id, &steps(&setup, 3, 4))
+        .await
+        .unwrap();
+    for other in [&a, loser] {
+        assert!(other
+            .append_log(game_id, &steps(&setup, 4, 5))
+            .await
+            .is_err());
+    }
+    assert_eq!(cluster.steps_of(game_id), 4);
+    // A node without the lease cannot put it to sleep either.
+    assert!(matches!(
+        a.hibernate(sleeper).await,
+        Err(DbError::LeaseLost { .. })
+    ));
+    assert_eq!(count(&cluster.path, "game_wakeups"), 0);
+    assert_eq!(winner.renew_leases().await.unwrap(), []);
+    for db in [a, b, c] {
+        db.shutdown().await.unwrap();
+    }
+}

@@ -56,6 +56,11 @@ impl Actor {
             tracing::warn!(%game_id, %error, "cannot write the game's wake-up; it stays awake");
             return false;
         }
+        if self.services.lease_alarms.is_some() {
+            // Cluster mode: the row's transaction let its lease go (no node's now); the
+            // step log forgets the game, which any node may wake.
+            self.services.db.forget_moved(self.game_id).await;
+        }
         // From here a command finds the game asleep and wakes it from storage.
         self.services.registry.go_dormant(self.game_id, seats);
         self.bus.close_game(self.game_id);

@@ -13,6 +13,7 @@ impl Directory {
     /// dropped (`drop_unconfirmed`) unless its node announces it within `NODE_TIMEOUT`
     /// (every node announces all its games when it rejoins).
     pub fn reload(&self, entries: Vec<(GameId, DirEntry)>) {
+        self.rejoins.fetch_add(1, Ordering::SeqCst);
         let listed: HashSet<GameId> = entries.iter().map(|(game, _)| *game).collect();
         for (game, entry) in entries {
             if entry.node != self.node && !self.own.contains_key(&game) {

@@ -1,0 +1,59 @@
+//! Plain HTTP/1.1 over loopback for the tests: a GET, one that tolerates a server not
+//! listening yet, and the `/metrics` and `/api/players` reads every harness makes.
+
+use std::net::SocketAddr;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A minimal HTTP/1.1 GET over loopback.
+pub async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    stream.read_to_end(&mut buf).await.unwrap();
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let status: u16 = text[9..12].parse().unwrap();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    // Bodies from axum's Json are sent with content-length here; chunked would need decoding.
+    (status, body)
+}
+
+/// A GET that reports a refused connection (a server or nginx not listening yet) instead
+/// of panicking; the text is the whole response, head included.
+pub async fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    let mut stream = TcpStream::connect(addr).await?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(req.as_bytes()).await?;
+    let mut buf = Vec::new();
+    stream.read_to_end(&mut buf).await?;
+    let text = String::from_utf8_lossy(&buf);
+    let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Ok((status, text.to_string()))
+}
+
+/// A counter or gauge of `addr`'s `/metrics`.
+pub async fn metric_at(addr: SocketAddr, name: &str) -> u64 {
+    let (status, body) = http_get(addr, "/metrics").await;
+    assert_eq!(status, 200);
+    body.lines()
+        .find_map(|line| {
+            line.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no metric {name} in {body}"))
+}
+
+/// `GET /api/players/{name}` on `addr`, as JSON.
+pub async fn player_at(addr: SocketAddr, name: &str) -> serde_json::Value {
+    let (status, body) = http_get(addr, &format!("/api/players/{name}")).await;
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
