@@ -16,12 +16,13 @@
 //!   memory, and the key (game_id, step) refuses a step twice whatever process sends it.
 //!   A game's rows are deleted in the transaction that records it.
 //! - Failures: each thread's connection is made again when it is lost (`conn.rs`), and
-//!   requests fail `Unavailable` until it is. A batch of steps that fails before its
-//!   commit is refused (the games stall and retry, `LogHealth::Failing`); a commit whose
-//!   outcome is unknown (the connection lost during it) breaks the log for good, as a
-//!   failed `fdatasync` does the file's: the thread's next step for each game lives in
-//!   memory and would be wrong one way or the other, so the server stops, and the restart
-//!   reads what was committed. A writer's batch whose commit answer is lost is answered
+//!   requests fail `Unavailable` until it is. A batch of steps (one statement, its own
+//!   transaction: `step_write.rs`) that the database answers with an `ERROR` is refused
+//!   (the games stall and retry, `LogHealth::Failing`); one whose outcome is unknown (the
+//!   connection lost while it was out) breaks the log for good, as a failed `fdatasync`
+//!   does the file's: the thread's next step for each game lives in memory and would be
+//!   wrong one way or the other, so the server stops, and the restart reads what was
+//!   committed. A writer's batch whose commit answer is lost is answered
 //!   as failed and not retried: a finished game it recorded has no log left, so no restart
 //!   records it again, and a record written twice inserts nothing and rates nobody.
 //! - The readers' connections are read-only (`default_transaction_read_only`).
