@@ -1,7 +1,8 @@
-//! The node's lease loop: every `Schedule::renew` it renews all its leases in one
-//! statement, every `Schedule::claim` it claims the leases that have lapsed (their node
-//! dead, or cut off from the database) and restores those games here. Both go through the
-//! step log's thread (`Db::renew_leases`, `Db::claim_lapsed`), which owns the leases.
+//! The node's lease loop: every `Schedule::renew` it renews all its leases (a statement a
+//! chunk of them), every `Schedule::claim` it claims the leases that have lapsed (their node
+//! dead, or cut off from the database) and restores those games here. Claims go through the
+//! step log's thread (`Db::claim_lapsed`), which takes the claimed games' logs; renewals
+//! through a thread of their own (`Db::renew_leases`), so that moves never wait behind one.
 //!
 //! A renewal that fails is tried again after `Schedule::retry`. A lease found lost
 //! (claimed elsewhere) stops its game at once (`alarms.rs`), and so does every game here

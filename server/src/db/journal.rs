@@ -112,9 +112,6 @@ pub(super) enum Request {
     Flush { reply: Reply<()> },
     /// Like `Flush`, then the thread stops.
     Shutdown { reply: Reply<()> },
-    /// Cluster mode (PostgreSQL): renew this node's leases; answers the games whose lease
-    /// is lost. Without leases, answers nothing lost.
-    Renew { reply: Reply<Vec<GameId>> },
     /// Cluster mode (PostgreSQL): claim the games whose lease has lapsed; answers their
     /// logs. Without leases, answers none.
     Claim { reply: Reply<Vec<GameLog>> },

@@ -91,11 +91,13 @@ pub struct Db {
     journal: mpsc::Sender<journal::Request>,
     reads: mpsc::Sender<reader::Read>,
     log_health: watch::Receiver<LogHealth>,
-    /// Cluster mode: the leases the step log's thread holds.
+    /// Cluster mode: the leases this process holds.
     leases: Option<Arc<pg::Leases>>,
     /// SQLite: the step log is a file, and the count of frames read back from it. Its
     /// hibernated games' logs move out of it into the database (`hibernation.rs`).
     log_file: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// Cluster mode: the lease renewer's queue.
+    renewals: Option<mpsc::Sender<pg::Renewal>>,
 }
 
 pub type DbResult<T> = Result<T, DbError>;
@@ -171,6 +173,7 @@ impl Db {
             log_health: opened.log_health,
             leases,
             log_file: None,
+            renewals: opened.renewals,
         })
     }
 
@@ -205,6 +208,7 @@ impl Db {
             log_health,
             leases: None,
             log_file: Some(frames_read),
+            renewals: None,
         })
     }
 
@@ -358,7 +362,10 @@ impl Db {
     /// Cluster mode: renews this node's leases; returns the games whose lease is lost (their
     /// next step is refused `LeaseLost`). Without leases, none.
     pub async fn renew_leases(&self) -> DbResult<Vec<GameId>> {
-        call(&self.journal, |reply| journal::Request::Renew { reply }).await
+        match &self.renewals {
+            Some(renewals) => call(renewals, pg::Renewal::Renew).await,
+            None => Ok(Vec::new()),
+        }
     }
 
     /// Cluster mode: claims the games whose lease has lapsed; returns their logs, to be
@@ -478,6 +485,10 @@ impl Db {
     /// and the writer. Later calls on any handle return [`DbError::Closed`].
     pub async fn shutdown(&self) -> DbResult<()> {
         let journal = call(&self.journal, |reply| journal::Request::Shutdown { reply }).await;
+        if let Some(renewals) = &self.renewals {
+            // Cluster mode: its games' leases lapse now, for other nodes to claim.
+            let _ = call(renewals, pg::Renewal::GiveUp).await;
+        }
         let writer = self.call(|reply| Request::Shutdown { reply }).await;
         journal.and(writer)
     }

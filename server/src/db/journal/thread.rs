@@ -88,10 +88,7 @@ pub(in crate::db) fn run(
                 let _ = reply.send(Ok(()));
             }
             Request::Shutdown { reply } => break Some(reply),
-            // A file serves one process: there are no leases to renew or claim.
-            Request::Renew { reply } => {
-                let _ = reply.send(Ok(Vec::new()));
-            }
+            // A file serves one process: there are no leases to claim.
             Request::Claim { reply } => {
                 let _ = reply.send(Ok(Vec::new()));
             }

@@ -2,18 +2,23 @@
 //!
 //! Each live game has a row in `game_leases` (migration V6): the node that runs it, a
 //! token, and an expiry on the database's clock. The node takes the row with the game's
-//! first step (token 1), renews all its rows in one statement every `RENEW`, and the row
+//! first step (token 1), renews all its rows every `RENEW` (`renewer.rs`), and the row
 //! goes in the transaction that records the game. Once a row has expired, any node may
 //! claim it (`claim`): it becomes the row's node, adds one to the token, and replays the
 //! game's log.
 //!
 //! The fence: every transaction that writes a game's steps or its record first locks the
 //! game's row and checks that it still names this node with the token this process holds
-//! (`held`, `held_for_record`); a game that fails the check is refused `LeaseLost` and
-//! nothing of it is written. A claim updates the row, so the two are serialized by the
-//! row's lock: a claim that comes first makes the write fail its check, and a write that
-//! comes first is committed before the claim reads the log it replays. Only PostgreSQL
-//! decides; a node cut off from everything else can write nothing once its game is claimed.
+//! (`step_write.rs`, `held_for_record`); a game that fails the check is refused
+//! `LeaseLost` and nothing of it is written. A claim locks the row `FOR UPDATE` before it updates it, so
+//! the two are serialized by the row's lock: a claim that comes first makes the write fail
+//! its check, and a write that comes first is committed before the claim reads the log it
+//! replays. Only PostgreSQL decides; a node cut off from everything else can write nothing
+//! once its game is claimed.
+//!
+//! A step batch's lock is `FOR KEY SHARE`, the weakest: it conflicts with the claim's
+//! `FOR UPDATE` (and a record's delete), but not with a renewal's `UPDATE` of the expiry,
+//! which changes no key column; so renewals and moves never wait on each other.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -23,7 +28,6 @@ use elementals_protocol::messages::GameId;
 use postgres::{GenericClient, Transaction};
 
 use super::Cache;
-use crate::db::journal::Row;
 use crate::db::DbResult;
 
 /// How long a lease lasts from its last renewal.
@@ -37,8 +41,9 @@ pub const CLAIM: Duration = Duration::from_secs(1);
 /// Most games one claim takes, so that a claim's replay is bounded.
 const CLAIM_LIMIT: i64 = 5_000;
 
-/// The leases this process holds, shared by the step log's thread (which takes, renews
-/// and claims them) and the writer's (which checks them when it records a game).
+/// The leases this process holds, shared by the step log's thread (which takes and claims
+/// them), the renewer's (`renewer.rs`) and the writer's (which checks them when it records
+/// a game).
 #[derive(Debug)]
 pub(crate) struct Leases {
     pub node_id: String,
@@ -120,104 +125,10 @@ impl Leases {
     }
 }
 
-/// Cluster mode: takes the leases of the batch's new games (those whose first step is 0),
-/// then locks and checks those of the others. Returns the games refused (their lease not
-/// this process's) and the new games whose lease this transaction takes.
-pub(super) fn fence(
-    tx: &mut Transaction<'_>,
-    cache: &mut Cache,
-    leases: &Leases,
-    games: &[(GameId, Vec<Row>)],
-) -> DbResult<(HashSet<GameId>, Vec<GameId>)> {
-    let is_new = |game_id: &GameId, rows: &[Row]| {
-        rows.first().is_some_and(|(step, _)| *step == 0) && leases.token(game_id).is_none()
-    };
-    let new: Vec<String> = games
-        .iter()
-        .filter(|(game_id, rows)| is_new(game_id, rows))
-        .map(|(game_id, _)| game_id.to_string())
-        .collect();
-    let fresh = if new.is_empty() {
-        HashSet::new()
-    } else {
-        take_new(tx, cache, &leases.node_id, &new)?
-    };
-    let (mut ids, mut tokens) = (Vec::new(), Vec::new());
-    for (game_id, _) in games {
-        let id = game_id.to_string();
-        if let (false, Some(token)) = (fresh.contains(&id), leases.token(game_id)) {
-            ids.push(id);
-            tokens.push(token);
-        }
-    }
-    let held = if ids.is_empty() {
-        HashSet::new()
-    } else {
-        held(tx, cache, &leases.node_id, &ids, &tokens)?
-    };
-    let mut refused = HashSet::new();
-    let mut taken = Vec::new();
-    for (game_id, _) in games {
-        let id = game_id.to_string();
-        if fresh.contains(&id) {
-            taken.push(*game_id);
-        } else if !held.contains(&id) {
-            refused.insert(*game_id);
-        }
-    }
-    Ok((refused, taken))
-}
-
-/// Inserts the leases of new games (token 1); returns the ids it inserted (a game id
-/// another node already leases is not).
-pub(super) fn take_new(
-    tx: &mut Transaction<'_>,
-    cache: &mut Cache,
-    node: &str,
-    ids: &[String],
-) -> DbResult<HashSet<String>> {
-    let insert = cache.get(
-        tx,
-        "INSERT INTO game_leases (game_id, node_id, token, expires_at)
-         SELECT id, $2, 1, now() + $3::float8 * interval '1 millisecond' FROM UNNEST($1::text[]) AS id
-         ON CONFLICT (game_id) DO NOTHING
-         RETURNING game_id",
-    )?;
-    Ok(tx
-        .query(&insert, &[&ids, &node, &lease_ms()])?
-        .iter()
-        .map(|row| row.get(0))
-        .collect())
-}
-
-/// The statement of `held` and `held_for_record`, with its lock (a `&'static str`, as the
-/// statement cache keys on it).
-macro_rules! held_sql {
-    ($lock:literal) => {
-        concat!(
-            "SELECT l.game_id FROM game_leases l
-             JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
-                 ON l.game_id = h.game_id AND l.token = h.token
-             WHERE l.node_id = $3 ",
-            $lock
-        )
-    };
-}
-
-/// Locks the leases of `ids` (with `tokens`) that this node holds, until the transaction
-/// ends, and returns their ids: a claim waits for the transaction, then sees its writes.
-pub(super) fn held(
-    tx: &mut Transaction<'_>,
-    cache: &mut Cache,
-    node: &str,
-    ids: &[String],
-    tokens: &[i64],
-) -> DbResult<HashSet<String>> {
-    locked(tx, cache, node, ids, tokens, held_sql!("FOR SHARE OF l"))
-}
-
-/// `held` for the writer, which deletes the rows it locks (a game recorded lets its lease
-/// go): an exclusive lock at once rather than a shared one to upgrade.
+/// For the writer: locks the leases of `ids` (with `tokens`) that this node holds, until
+/// the transaction ends, and returns their ids. It deletes the rows it locks (a game
+/// recorded lets its lease go): an exclusive lock at once rather than a shared one to
+/// upgrade.
 pub(super) fn held_for_record(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
@@ -225,19 +136,13 @@ pub(super) fn held_for_record(
     ids: &[String],
     tokens: &[i64],
 ) -> DbResult<HashSet<String>> {
-    locked(tx, cache, node, ids, tokens, held_sql!("FOR UPDATE OF l"))
-}
-
-/// The leases of `ids` with `tokens` that `node` holds, locked as `sql` says.
-fn locked(
-    tx: &mut Transaction<'_>,
-    cache: &mut Cache,
-    node: &str,
-    ids: &[String],
-    tokens: &[i64],
-    sql: &'static str,
-) -> DbResult<HashSet<String>> {
-    let select = cache.get(tx, sql)?;
+    let select = cache.get(
+        tx,
+        "SELECT l.game_id FROM game_leases l
+         JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
+             ON l.game_id = h.game_id AND l.token = h.token
+         WHERE l.node_id = $3 FOR UPDATE OF l",
+    )?;
     Ok(tx
         .query(&select, &[&ids, &tokens, &node])?
         .iter()
@@ -266,13 +171,14 @@ pub(super) const FORGET_GAMES: &str =
     "WITH leases AS (DELETE FROM game_leases WHERE game_id = ANY($1))
      DELETE FROM game_log WHERE game_id = ANY($1)";
 
-/// Renews every lease this process holds, in one statement; the games whose lease is
-/// no longer this process's (claimed by another node, or its token moved on) are marked
-/// lost and returned.
+/// Renews every lease this process holds, `chunk` leases a statement (each statement its
+/// own transaction); the games whose lease is no longer this process's (claimed by
+/// another node, or its token moved on) are marked lost and returned.
 pub(super) fn renew(
     c: &mut impl GenericClient,
     cache: &mut Cache,
     leases: &Leases,
+    chunk: usize,
 ) -> DbResult<Vec<GameId>> {
     let (ids, tokens) = leases.columns();
     if ids.is_empty() {
@@ -285,24 +191,26 @@ pub(super) fn renew(
          WHERE l.game_id = h.game_id AND l.token = h.token AND l.node_id = $3
          RETURNING l.game_id",
     )?;
-    let renewed: HashSet<String> = c
-        .query(&update, &[&ids, &tokens, &leases.node_id, &lease_ms()])?
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
     let mut lost = Vec::new();
-    for (id, token) in ids.iter().zip(&tokens) {
-        if renewed.contains(id) {
-            continue;
-        }
-        let Ok(game_id) = id.parse::<GameId>() else {
-            continue;
-        };
-        // Taken since the statement was sent (a new game's first step) or already given
-        // up: only a token the statement was about is lost.
-        if leases.token(&game_id) == Some(*token) {
-            leases.lose(game_id);
-            lost.push(game_id);
+    for (ids, tokens) in ids.chunks(chunk.max(1)).zip(tokens.chunks(chunk.max(1))) {
+        let renewed: HashSet<String> = c
+            .query(&update, &[&ids, &tokens, &leases.node_id, &lease_ms()])?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        for (id, token) in ids.iter().zip(tokens) {
+            if renewed.contains(id) {
+                continue;
+            }
+            let Ok(game_id) = id.parse::<GameId>() else {
+                continue;
+            };
+            // Taken since the statement was sent (a new game's first step) or already
+            // given up: only a token the statement was about is lost.
+            if leases.token(&game_id) == Some(*token) {
+                leases.lose(game_id);
+                lost.push(game_id);
+            }
         }
     }
     Ok(lost)
@@ -468,6 +376,6 @@ pub(super) fn wake(
 }
 
 /// The lease's length in milliseconds, as `interval * float8` takes it.
-fn lease_ms() -> f64 {
+pub(super) fn lease_ms() -> f64 {
     LEASE.as_millis() as f64
 }

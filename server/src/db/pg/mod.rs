@@ -16,18 +16,20 @@
 //!   memory, and the key (game_id, step) refuses a step twice whatever process sends it.
 //!   A game's rows are deleted in the transaction that records it.
 //! - Failures: each thread's connection is made again when it is lost (`conn.rs`), and
-//!   requests fail `Unavailable` until it is. A batch of steps that fails before its
-//!   commit is refused (the games stall and retry, `LogHealth::Failing`); a commit whose
-//!   outcome is unknown (the connection lost during it) breaks the log for good, as a
-//!   failed `fdatasync` does the file's: the thread's next step for each game lives in
-//!   memory and would be wrong one way or the other, so the server stops, and the restart
-//!   reads what was committed. A writer's batch whose commit answer is lost is answered
+//!   requests fail `Unavailable` until it is. A batch of steps (one statement, its own
+//!   transaction: `step_write.rs`) that the database answers with an `ERROR` is refused
+//!   (the games stall and retry, `LogHealth::Failing`); one whose outcome is unknown (the
+//!   connection lost while it was out) breaks the log for good, as a failed `fdatasync`
+//!   does the file's: the thread's next step for each game lives in memory and would be
+//!   wrong one way or the other, so the server stops, and the restart reads what was
+//!   committed. A writer's batch whose commit answer is lost is answered
 //!   as failed and not retried: a finished game it recorded has no log left, so no restart
 //!   records it again, and a record written twice inserts nothing and rates nobody.
 //! - The readers' connections are read-only (`default_transaction_read_only`).
 //! - Cluster mode: each live game has a lease (`lease.rs`), taken with its first step,
-//!   renewed and claimed by the step log's thread; every step-log batch and every record
-//!   checks, in its transaction, that this process still holds each game's lease.
+//!   claimed by the step log's thread, renewed on a thread of its own (`renewer.rs`); every
+//!   step-log batch and every record checks, in its transaction, that this process still
+//!   holds each game's lease.
 
 use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
@@ -54,7 +56,9 @@ mod lease;
 mod readers;
 mod record_one;
 mod records;
+mod renewer;
 mod step_log;
+mod step_write;
 mod store;
 mod transcript_key;
 mod wakeups;
@@ -65,6 +69,7 @@ mod embedded {
 
 pub(crate) use lease::Leases;
 pub use lease::{CLAIM as LEASE_CLAIM, LEASE, RENEW as LEASE_RENEW};
+pub(crate) use renewer::Renewal;
 pub(crate) use transcript_key::shared_transcript_key;
 
 /// Reader threads, as for SQLite.
@@ -150,6 +155,8 @@ pub(super) struct Opened {
     pub journal: mpsc::Sender<journal::Request>,
     pub reads: mpsc::Sender<Read>,
     pub log_health: watch::Receiver<LogHealth>,
+    /// Cluster mode: the lease renewer's queue.
+    pub renewals: Option<mpsc::Sender<Renewal>>,
 }
 
 /// The advisory lock that migrations take (any constant; this is "elem" "migr" in ASCII).
@@ -196,6 +203,10 @@ pub(super) fn open(url: &str, leases: Option<Arc<Leases>>) -> DbResult<Opened> {
         conn: writer_conn,
         leases: leases.clone(),
     })?;
+    let renewals = match &leases {
+        Some(leases) => Some(renewer::spawn(Arc::clone(&url), Arc::clone(leases))?),
+        None => None,
+    };
 
     let (health_tx, log_health) = watch::channel(LogHealth::Writable);
     let (journal, log_queue) = mpsc::channel(journal::REQUEST_QUEUE);
@@ -242,6 +253,7 @@ pub(super) fn open(url: &str, leases: Option<Arc<Leases>>) -> DbResult<Opened> {
         journal,
         reads,
         log_health,
+        renewals,
     })
 }
 

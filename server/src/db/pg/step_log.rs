@@ -11,6 +11,7 @@ mod wake;
 
 use super::conn::Conn;
 use super::lease::{self, Claim, Leases};
+use super::step_write::{self, Failed};
 use crate::db::journal::{self, LogHealth, Row};
 use crate::db::writer;
 use crate::db::{DbError, DbResult};
@@ -114,9 +115,6 @@ impl StepLog {
                     };
                     let _ = reply.send(loaded);
                 }
-                journal::Request::Renew { reply } => {
-                    let _ = reply.send(self.renew());
-                }
                 journal::Request::Claim { reply } => {
                     let claimed = self.claim(Claim::Lapsed);
                     // Every second, whether or not a game moves: in cluster mode the log's
@@ -129,7 +127,6 @@ impl StepLog {
                     let _ = reply.send(Ok(()));
                 }
                 journal::Request::Shutdown { reply } => {
-                    self.give_up_leases();
                     let _ = reply.send(Ok(()));
                     break;
                 }
@@ -207,103 +204,57 @@ impl StepLog {
         }
     }
 
-    /// Writes the games' rows in one transaction; returns the games refused for want of
-    /// their lease (cluster mode), of which nothing is written.
+    /// Writes the games' rows as one statement, its own transaction; returns the games
+    /// refused for want of their lease (cluster mode), of which nothing is written.
     fn write(&mut self, games: Vec<(GameId, Vec<Row>)>) -> DbResult<HashSet<GameId>> {
-        // Before the commit, a failure (the connection lost, say) leaves nothing written:
-        // the batch is refused and its games retry.
-        let (client, cache) = self.conn.get()?;
-        let insert = cache.get(
-            client,
-            "INSERT INTO game_log (game_id, step, entry)
-             SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bytea[])",
-        )?;
-        let mut tx = client.transaction()?;
-        let (refused, taken) = match &self.leases {
-            Some(leases) => lease::fence(&mut tx, cache, leases, &games)?,
-            None => Default::default(),
+        let rows = step_write::Rows::of(games);
+        let written = match self.conn.get() {
+            // Not sent: nothing written; the batch is refused and its games retry.
+            Err(error) => return Err(error),
+            Ok((client, cache)) => match &self.leases {
+                Some(leases) => step_write::write_fenced(client, cache, leases, rows),
+                None => step_write::write_unfenced(client, cache, rows),
+            },
         };
-        let (mut ids, mut steps, mut entries) = (Vec::new(), Vec::new(), Vec::new());
-        for (game_id, rows) in games {
-            if refused.contains(&game_id) {
-                continue;
-            }
-            let id = game_id.to_string();
-            for (step, bytes) in rows {
-                ids.push(id.clone());
-                steps.push(step as i64);
-                entries.push(bytes);
-            }
-        }
-        if !ids.is_empty() {
-            tx.execute(&insert, &[&ids, &steps, &entries])?;
-        }
         #[cfg(any(test, feature = "test-hooks"))]
         let fail = self.fail_commits;
         #[cfg(not(any(test, feature = "test-hooks")))]
         let fail = false;
-        let committed = tx.commit().map_err(|e| e.to_string()).and_then(|()| {
-            // The test hook: the commit happened, its answer is lost (as when the
+        let fenced = match written {
+            // The test hook: the statement committed, its answer is lost (as when the
             // connection drops during it).
-            if fail {
-                Err("the commit's answer was lost (test hook)".to_owned())
-            } else {
-                Ok(())
+            Ok(_) if fail => Err("the commit's answer was lost (test hook)".to_owned()),
+            Ok(fenced) => Ok(fenced),
+            Err(Failed::NotWritten(error)) => return Err(error),
+            Err(Failed::Unknown(message)) => Err(message),
+        };
+        let fenced = match fenced {
+            Ok(fenced) => fenced,
+            Err(message) => {
+                // It may or may not have committed: nothing after it is trusted.
+                let error = DbError::LogBroken {
+                    what: "cannot commit",
+                    path: "postgresql game_log".into(),
+                    kind: std::io::ErrorKind::Other,
+                    message,
+                };
+                tracing::error!(%error, "the game log is broken: no more moves can be made durable; the server stops");
+                self.broken = Some(error.clone());
+                self.health.send_replace(LogHealth::Broken);
+                return Err(error);
             }
-        });
-        if let Err(message) = committed {
-            // The commit may or may not have happened: nothing after it is trusted.
-            let error = DbError::LogBroken {
-                what: "cannot commit",
-                path: "postgresql game_log".into(),
-                kind: std::io::ErrorKind::Other,
-                message,
-            };
-            tracing::error!(%error, "the game log is broken: no more moves can be made durable; the server stops");
-            self.broken = Some(error.clone());
-            self.health.send_replace(LogHealth::Broken);
-            return Err(error);
-        }
+        };
         if let Some(leases) = &self.leases {
             // Held from the commit on: a batch rolled back takes them again at its retry.
-            for game_id in taken {
+            for game_id in fenced.taken {
                 leases.hold(game_id, 1);
             }
-            for game_id in &refused {
+            for game_id in &fenced.refused {
                 tracing::warn!(%game_id, "the game's lease is another node's: the game stops here");
                 leases.lose(*game_id);
             }
         }
-        Ok(refused)
-    }
-
-    /// At shutdown (the games stopped, every step they acknowledged committed): the
-    /// leases lapse now for other nodes to claim. A game that has not stopped and writes
-    /// again is fenced like any other; should this fail, the leases lapse on their own.
-    fn give_up_leases(&mut self) {
-        let Some(leases) = self.leases.clone() else {
-            return;
-        };
-        let given = self
-            .conn
-            .get()
-            .and_then(|(client, cache)| lease::give_up(client, cache, &leases));
-        match given {
-            Ok(games) => tracing::info!(games, "this node's game leases lapse now"),
-            Err(error) => {
-                tracing::warn!(%error, "cannot give up the game leases; they lapse on their own")
-            }
-        }
-    }
-
-    /// Renews this node's leases (see `lease::renew`).
-    fn renew(&mut self) -> DbResult<Vec<GameId>> {
-        let Some(leases) = self.leases.clone() else {
-            return Ok(Vec::new());
-        };
-        let (client, cache) = self.conn.get()?;
-        let lost = lease::renew(client, cache, &leases);
-        self.conn.settle(lost)
+        Ok(fenced.refused)
     }
 
     /// Claims leases (`which`) and reads the claimed games' logs in the same transaction:

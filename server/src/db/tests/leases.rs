@@ -323,7 +323,7 @@ async fn a_lease_locked_by_a_write_in_flight_is_claimed_only_after_it_with_its_s
         let held = tx
             .query(
                 "SELECT game_id FROM game_leases WHERE game_id = $1 AND node_id = 'a'
-                 AND token = 1 FOR SHARE",
+                 AND token = 1 FOR KEY SHARE",
                 &[&game],
             )
             .unwrap();
@@ -352,6 +352,73 @@ async fn a_lease_locked_by_a_write_in_flight_is_claimed_only_after_it_with_its_s
         .await
         .unwrap();
     b.shutdown().await.unwrap();
+}
+
+/// Runs `sql` (on `$1`, the game's id, touching one row) in a transaction on a
+/// connection of the test's, as another of the node's threads would, and holds the
+/// transaction open until the returned sender is used or dropped.
+async fn in_flight(
+    cluster: &Cluster,
+    game: GameId,
+    sql: &'static str,
+) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (go, commit) = std::sync::mpsc::channel::<()>();
+    let (locked_tx, locked) = tokio::sync::oneshot::channel();
+    let url = cluster.path.to_str().unwrap().to_owned();
+    let held = std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let mut tx = client.transaction().unwrap();
+        assert_eq!(tx.execute(sql, &[&game.to_string()]).unwrap(), 1);
+        locked_tx.send(()).unwrap();
+        let _ = commit.recv();
+        tx.commit().unwrap();
+    });
+    locked.await.unwrap();
+    (go, held)
+}
+
+#[tokio::test]
+async fn a_renewal_in_flight_delays_no_step_and_a_step_in_flight_no_renewal() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a");
+    let (setup, _, _) = game_on(&a).await;
+    let bound = std::time::Duration::from_secs(20);
+    // A renewal not yet committed (as the renewer's thread makes it): the step is
+    // committed all the same.
+    let (go, renewal) = in_flight(
+        &cluster,
+        setup.game_id,
+        "UPDATE game_leases SET expires_at = now() + interval '6 seconds'
+         WHERE game_id = $1 AND node_id = 'a' AND token = 1",
+    )
+    .await;
+    let step = steps(&setup, 3, 4);
+    tokio::time::timeout(bound, a.append_log(setup.game_id, &step))
+        .await
+        .expect("the step does not wait for the renewal")
+        .unwrap();
+    assert_eq!(cluster.steps_of(setup.game_id), 4);
+    drop(go);
+    tokio::task::spawn_blocking(move || renewal.join().unwrap())
+        .await
+        .unwrap();
+    // A step batch not yet committed, its lease locked as the step log locks it: the
+    // node's renewal goes through all the same.
+    let (go, batch) = in_flight(
+        &cluster,
+        setup.game_id,
+        "SELECT game_id FROM game_leases WHERE game_id = $1 FOR KEY SHARE",
+    )
+    .await;
+    let renewed = tokio::time::timeout(bound, a.renew_leases())
+        .await
+        .expect("the renewal does not wait for the step batch");
+    assert_eq!(renewed.unwrap(), []);
+    drop(go);
+    tokio::task::spawn_blocking(move || batch.join().unwrap())
+        .await
+        .unwrap();
+    a.shutdown().await.unwrap();
 }
 
 #[tokio::test]

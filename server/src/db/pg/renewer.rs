@@ -1,0 +1,74 @@
+//! Cluster mode: this process's leases are renewed on a connection and a thread of their
+//! own, so that a renewal (an `UPDATE` of every lease the node holds, ~13 µs a lease) never
+//! waits in line with the step log's batches, nor they behind it. Nor do the two wait on
+//! each other in the database: a batch locks its games' leases `FOR KEY SHARE`, which an
+//! `UPDATE` of a lease's other columns does not conflict with (`lease.rs`).
+//!
+//! A renewal goes in chunks of `CHUNK` leases, each its own transaction: no transaction
+//! holds thousands of lease rows locked, so a claim, which skips locked rows, or a record,
+//! which waits for them, is held up by one chunk at most.
+
+use std::sync::Arc;
+
+use elementals_protocol::messages::GameId;
+use tokio::sync::mpsc;
+
+use super::conn::Conn;
+use super::lease::{self, Leases};
+use crate::db::writer::Reply;
+use crate::db::{DbError, DbResult};
+
+/// Leases renewed by one statement (one transaction).
+const CHUNK: usize = 1_000;
+
+/// What the renewer's thread is asked.
+pub(crate) enum Renewal {
+    /// Renew every lease held; answered with the games whose lease is lost.
+    Renew(Reply<Vec<GameId>>),
+    /// At shutdown, once the games have stopped and their steps are committed: every
+    /// lease held lapses now, for other nodes to claim at once, and the thread stops.
+    /// After any renewal under way, which would otherwise push the leases out again.
+    GiveUp(Reply<()>),
+}
+
+/// Connects, then starts the renewer's thread.
+pub(super) fn spawn(url: Arc<str>, leases: Arc<Leases>) -> DbResult<mpsc::Sender<Renewal>> {
+    let conn = super::on_thread("db-connect", {
+        let url = Arc::clone(&url);
+        move || Conn::open(url, "lease renewal", "")
+    })?;
+    let (renewals, queue) = mpsc::channel(4);
+    std::thread::Builder::new()
+        .name("lease-renewal".into())
+        .spawn(move || run(conn, &leases, queue))
+        .map_err(|e| DbError::Postgres(format!("cannot start the lease renewal thread: {e}")))?;
+    Ok(renewals)
+}
+
+fn run(mut conn: Conn, leases: &Leases, mut queue: mpsc::Receiver<Renewal>) {
+    while let Some(request) = queue.blocking_recv() {
+        match request {
+            Renewal::Renew(reply) => {
+                let renewed = conn
+                    .get()
+                    .and_then(|(client, cache)| lease::renew(client, cache, leases, CHUNK));
+                let _ = reply.send(conn.settle(renewed));
+            }
+            Renewal::GiveUp(reply) => {
+                // Should this fail, the leases lapse on their own.
+                let given = conn
+                    .get()
+                    .and_then(|(client, cache)| lease::give_up(client, cache, leases));
+                match given {
+                    Ok(games) => tracing::info!(games, "this node's game leases lapse now"),
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot give up the game leases; they lapse on their own")
+                    }
+                }
+                let _ = reply.send(Ok(()));
+                break;
+            }
+        }
+    }
+    let _ = conn.close();
+}
