@@ -83,12 +83,16 @@ async fn connection(stream: TcpStream, writers: Arc<Mutex<Vec<mpsc::Sender<Bytes
     let config = WebSocketConfig::default()
         .read_buffer_size(READ_BUFFER)
         .write_buffer_size(0);
+    // Registered before the handshake's answer goes, so that a client whose upgrade is
+    // done has every broadcast after it (a frame sent meanwhile waits in the queue);
+    // if the handshake fails, the queue's receiver drops and the next broadcast lets go
+    // of its sender.
+    let (tx, mut rx) = mpsc::channel::<Bytes>(QUEUE);
+    writers.lock().expect("writers lock").push(tx);
     let Ok(ws) = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await else {
         return;
     };
     let (mut sink, mut stream) = ws.split();
-    let (tx, mut rx) = mpsc::channel::<Bytes>(QUEUE);
-    writers.lock().expect("writers lock").push(tx);
     tokio::spawn(async move {
         while let Some(frame) = rx.recv().await {
             if sink.send(Message::Binary(frame)).await.is_err() {
