@@ -12,6 +12,7 @@ mod wake;
 use super::conn::Conn;
 use super::lease::{self, Claim, Leases};
 use super::step_write::{self, Failed};
+use super::Cache;
 use crate::db::journal::{self, LogHealth, Row};
 use crate::db::writer;
 use crate::db::{DbError, DbResult};
@@ -274,16 +275,7 @@ impl StepLog {
                     .is_ok_and(|game_id| leases.token(&game_id).is_some())
             });
             let ids: Vec<&str> = restore.iter().map(|(id, _)| id.as_str()).collect();
-            let logs = if ids.is_empty() {
-                Vec::new()
-            } else {
-                let select = cache.get(
-                    &mut tx,
-                    "SELECT game_id, entry FROM game_log WHERE game_id = ANY($1)
-                     ORDER BY game_id, step",
-                )?;
-                decode_logs(tx.query(&select, &[&ids])?)
-            };
+            let logs = logs_in(&mut tx, cache, &ids)?;
             tx.commit()?;
             Ok((running, restore, logs))
         })();
@@ -324,6 +316,23 @@ impl StepLog {
         )?;
         Ok(decode_logs(rows))
     }
+}
+
+/// The logs of `ids`, read in the transaction that took their leases (a claim, a wake).
+fn logs_in(
+    tx: &mut postgres::Transaction<'_>,
+    cache: &mut Cache,
+    ids: &[&str],
+) -> DbResult<Vec<GameLog>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let select = cache.get(
+        tx,
+        "SELECT game_id, entry FROM game_log WHERE game_id = ANY($1)
+         ORDER BY game_id, step",
+    )?;
+    Ok(decode_logs(tx.query(&select, &[&ids])?))
 }
 
 /// Rows of (game id, entry) in game and step order, as logs; a game whose log cannot be

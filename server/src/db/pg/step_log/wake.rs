@@ -5,7 +5,7 @@
 
 use elementals_protocol::messages::GameId;
 
-use super::{decode_logs, lease, StepLog};
+use super::{lease, logs_in, StepLog};
 use crate::db::DbResult;
 use crate::record::GameLog;
 
@@ -22,16 +22,7 @@ impl StepLog {
             let mut tx = client.transaction()?;
             let taken = lease::wake(&mut tx, cache, &leases.node_id, &ids)?;
             let ids: Vec<&str> = taken.iter().map(|(id, _)| id.as_str()).collect();
-            let logs = if ids.is_empty() {
-                Vec::new()
-            } else {
-                let select = cache.get(
-                    &mut tx,
-                    "SELECT game_id, entry FROM game_log WHERE game_id = ANY($1)
-                     ORDER BY game_id, step",
-                )?;
-                decode_logs(tx.query(&select, &[&ids])?)
-            };
+            let logs = logs_in(&mut tx, cache, &ids)?;
             tx.commit()?;
             Ok((taken, logs))
         })();
