@@ -1,4 +1,4 @@
-//! The spectator flood (`elementals-loadtest flood`, BENCHMARKS.md "Spectator flood"): two
+//! The spectator flood (`elementals-loadtest flood`): two
 //! players play one game as fast as the server's rate limit lets them while many
 //! connections flood it with `watch`, `sync` and `unwatch`, each as fast as the server
 //! answers and its rate limit allows (every connection paced at `PACE_SHARE` of the

@@ -1,5 +1,5 @@
 //! `elementals-loadtest medians A.json B.json ...`: several runs' reports side by side,
-//! with their median, as a Markdown table for BENCHMARKS.md. A single run proves little
+//! with their median, as a Markdown table ready to paste. A single run proves little
 //! on a shared machine; this is how the median of several is taken.
 //!
 //! The columns are the report's figures that every given run has (a fan-out run has no

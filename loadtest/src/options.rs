@@ -45,7 +45,7 @@ pub enum Command {
     #[command(hide = true, name = "broadcast-serve")]
     BroadcastServe,
 
-    /// The spectator flood (BENCHMARKS.md, "Spectator flood"): two players play one game
+    /// The spectator flood: two players play one game
     /// while many connections flood it with `watch`, `sync` and `unwatch`; reports the
     /// players' result latency and every move refused.
     Flood(crate::flood::FloodOptions),

@@ -1,6 +1,6 @@
 //! The CI smoke run: the built load generator against its own local server, a few
 //! hundred players for a few seconds. It asserts that games complete and that nothing
-//! failed; timings are never asserted (they live in BENCHMARKS.md).
+//! failed; timings are never asserted (a shared machine makes them noise).
 
 mod support;
 

@@ -1,4 +1,4 @@
-//! Hibernation's two targets (issue 27; figures in BENCHMARKS.md, "Hibernation"):
+//! Hibernation's two targets (issue 27):
 //!
 //! - `games`: 100,000 open games on one node, each started through the game tier
 //!   (`spawn_game`, as the lobby starts one) on a SQLite database, in the `corr-7d`

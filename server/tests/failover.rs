@@ -67,7 +67,7 @@ async fn a_killed_nodes_games_are_claimed_by_another_node_within_10_s_and_finish
     drop((one, two, three, four));
     b.until_metric("elementals_games_claimed_total", 2, killed + FAILOVER)
         .await;
-    // BENCHMARKS.md's failover figure reads this line.
+    // The failover benchmark reads this line, so its format stays.
     eprintln!(
         "failover: 2 games claimed {} ms after kill -9",
         killed.elapsed().as_millis()
