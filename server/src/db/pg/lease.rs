@@ -48,6 +48,17 @@ const CLAIM_LIMIT: i64 = 5_000;
 pub(crate) struct Leases {
     pub node_id: String,
     state: Mutex<Held>,
+    /// Test hook: the next claim waits between its commit and holding what it took.
+    #[cfg(test)]
+    pause: Mutex<Option<ClaimPause>>,
+}
+
+/// Test hook: the claim says `committed` and waits for `go`.
+#[cfg(test)]
+#[derive(Debug)]
+struct ClaimPause {
+    committed: std::sync::mpsc::Sender<()>,
+    go: std::sync::mpsc::Receiver<()>,
 }
 
 #[derive(Debug, Default)]
@@ -57,6 +68,10 @@ struct Held {
     /// Games whose lease this process lost while their actor may still run: not claimed
     /// back until that actor has stopped (`forget`), so that a game never has two actors.
     lost: HashSet<GameId>,
+    /// Games a claim under way has taken, from before its commit until it holds their new
+    /// tokens: a renewal that finds one of them unrenewed (its token moved on by this very
+    /// claim) does not take it for lost.
+    claiming: HashSet<GameId>,
 }
 
 impl Leases {
@@ -64,6 +79,8 @@ impl Leases {
         Leases {
             node_id,
             state: Mutex::default(),
+            #[cfg(test)]
+            pause: Mutex::default(),
         }
     }
 
@@ -80,6 +97,55 @@ impl Leases {
     pub fn hold(&self, game_id: GameId, token: i64) {
         self.state().tokens.insert(game_id, token);
     }
+
+    /// A claim has taken `games` and is about to commit: until it holds them (`claimed`),
+    /// a renewal leaves them alone.
+    pub fn claiming(&self, games: impl IntoIterator<Item = GameId>) {
+        self.state().claiming.extend(games);
+    }
+
+    /// The claim is over: `taken` (committed) are held with their new tokens, and no game
+    /// is being claimed any more. After a claim that failed, `taken` is empty.
+    pub fn claimed(&self, taken: impl IntoIterator<Item = (GameId, i64)>) {
+        let mut state = self.state();
+        state.tokens.extend(taken);
+        state.claiming.clear();
+    }
+
+    /// A renewal under `token` did not renew the game's lease: lost, unless the token has
+    /// moved on here since (a claim took it again) or a claim is taking it now.
+    fn lose_unrenewed(&self, game_id: GameId, token: i64) -> bool {
+        let mut state = self.state();
+        if state.tokens.get(&game_id) != Some(&token) || state.claiming.contains(&game_id) {
+            return false;
+        }
+        state.tokens.remove(&game_id);
+        state.lost.insert(game_id);
+        true
+    }
+
+    /// Test hook: the next claim, once committed, sends on the first answer and then waits
+    /// until the second is used or dropped.
+    #[cfg(test)]
+    pub fn pause_next_claim(&self) -> (std::sync::mpsc::Receiver<()>, std::sync::mpsc::Sender<()>) {
+        let (committed, on_commit) = std::sync::mpsc::channel();
+        let (release, go) = std::sync::mpsc::channel();
+        *self.pause.lock().unwrap() = Some(ClaimPause { committed, go });
+        (on_commit, release)
+    }
+
+    /// Test hook: where a claim waits, if told to, between its commit and `claimed`.
+    #[cfg(test)]
+    pub fn after_claim_commit(&self) {
+        let pause = self.pause.lock().unwrap().take();
+        if let Some(pause) = pause {
+            let _ = pause.committed.send(());
+            let _ = pause.go.recv();
+        }
+    }
+
+    #[cfg(not(test))]
+    pub fn after_claim_commit(&self) {}
 
     /// The lease is gone: its game's actor is to stop.
     pub fn lose(&self, game_id: GameId) {
@@ -205,10 +271,10 @@ pub(super) fn renew(
             let Ok(game_id) = id.parse::<GameId>() else {
                 continue;
             };
-            // Taken since the statement was sent (a new game's first step) or already
-            // given up: only a token the statement was about is lost.
-            if leases.token(&game_id) == Some(*token) {
-                leases.lose(game_id);
+            // Taken since the statement was sent (a new game's first step), claimed again
+            // by this process (its token moved on), or already given up: only a token the
+            // statement was about is lost.
+            if leases.lose_unrenewed(game_id, *token) {
                 lost.push(game_id);
             }
         }

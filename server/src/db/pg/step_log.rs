@@ -276,17 +276,29 @@ impl StepLog {
             });
             let ids: Vec<&str> = restore.iter().map(|(id, _)| id.as_str()).collect();
             let logs = logs_in(&mut tx, cache, &ids)?;
+            let taken: Vec<(GameId, i64)> = running
+                .iter()
+                .chain(&restore)
+                .filter_map(|(id, token)| Some((id.parse::<GameId>().ok()?, *token)))
+                .collect();
+            // From before the commit, so that a renewal finding a running game's old token
+            // gone (its row committed with the new one, not yet held) takes it for lost at
+            // no point.
+            leases.claiming(taken.iter().map(|(game_id, _)| *game_id));
             tx.commit()?;
-            Ok((running, restore, logs))
+            leases.after_claim_commit();
+            Ok((taken, logs))
         })();
-        let (running, restore, logs) = self.conn.settle(claimed)?;
         // Held from the commit on (a claim whose commit failed leaves leases nobody
         // renews: they lapse again and are claimed again).
-        for (id, token) in running.into_iter().chain(restore) {
-            if let Ok(game_id) = id.parse::<GameId>() {
-                leases.hold(game_id, token);
+        let (taken, logs) = match self.conn.settle(claimed) {
+            Ok(claimed) => claimed,
+            Err(error) => {
+                leases.claimed([]);
+                return Err(error);
             }
-        }
+        };
+        leases.claimed(taken);
         for log in &logs {
             let after = log.steps.last().map_or(0, |s| s.step + 1);
             self.next.insert(log.game_id, after);

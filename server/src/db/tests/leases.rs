@@ -422,6 +422,40 @@ async fn a_renewal_in_flight_delays_no_step_and_a_step_in_flight_no_renewal() {
 }
 
 #[tokio::test]
+async fn a_renewal_while_this_node_claims_its_own_lapsed_lease_back_loses_no_game() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a");
+    let (setup, _, _) = game_on(&a).await;
+    // The lease lapsed while the game ran on here (renewals failing): a's own claim takes
+    // it back, token 1 to 2. A renewal made between the claim's commit and its holding the
+    // new token still sends token 1, and finds the row not renewed.
+    cluster.lapse();
+    let (committed, go) = a.leases.as_ref().unwrap().pause_next_claim();
+    let claim = tokio::spawn({
+        let a = a.clone();
+        async move { a.claim_lapsed().await }
+    });
+    tokio::task::spawn_blocking(move || committed.recv())
+        .await
+        .unwrap()
+        .expect("the claim commits");
+    assert_eq!(cluster.lease(setup.game_id), Some(("a".into(), 2)));
+    let renewed = a.renew_leases().await.unwrap();
+    drop(go);
+    let claimed = claim.await.unwrap().unwrap();
+    assert!(claimed.is_empty(), "a game running here is not restored");
+    assert_eq!(renewed, [], "a game claimed back by its own node is not lost");
+
+    // It goes on here under the new token.
+    a.append_log(setup.game_id, &steps(&setup, 3, 4))
+        .await
+        .unwrap();
+    assert_eq!(a.renew_leases().await.unwrap(), []);
+    assert_eq!(cluster.lease(setup.game_id), Some(("a".into(), 2)));
+    a.shutdown().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_sleeping_games_lease_is_no_nodes_and_one_of_two_waking_nodes_takes_it() {
     let cluster = Cluster::new();
     let (a, b, c) = (cluster.node("a"), cluster.node("b"), cluster.node("c"));
