@@ -99,10 +99,8 @@ async fn put_to_sleep(cluster: &Cluster, node: &Node, a: &str, b: &str) -> Aslee
     one.close().await;
     two.close().await;
     let row = format!("SELECT count(*) FROM game_wakeups WHERE game_id = '{game_id}'");
-    let lease = format!(
-        "SELECT count(*) FROM game_leases WHERE game_id = '{game_id}' AND node_id = '' \
-         AND expires_at = 'infinity'"
-    );
+    let lease =
+        format!("SELECT count(*) FROM game_leases WHERE game_id = '{game_id}' AND node_id = ''");
     until("the game sleeps, its lease no node's", async || {
         cluster.sql(&row) == 1 && cluster.sql(&lease) == 1
     })
@@ -178,8 +176,9 @@ async fn a_game_asleep_in_a_cluster_wakes_on_another_node_and_finishes_rated_onc
     assert_eq!(metric(&a, "elementals_games_woken_total").await, 0);
     assert_eq!(cluster.sql("SELECT count(*) FROM game_wakeups"), 0);
     let lease = format!(
-        "SELECT token FROM game_leases WHERE game_id = '{game_id}' AND node_id = 'b' \
-         AND expires_at > now()"
+        "SELECT l.token FROM game_leases l JOIN node_leases n \
+         ON n.node_id = l.node_id AND n.epoch = l.epoch \
+         WHERE l.game_id = '{game_id}' AND l.node_id = 'b' AND n.expires_at > now()"
     );
     assert_eq!(cluster.sql(&lease), 2, "B's lease, one token past A's");
     for node in [&a, &b] {

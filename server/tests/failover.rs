@@ -19,11 +19,17 @@ use tokio::time::Instant;
 /// The failover target: a dead node's games run again elsewhere within this.
 const FAILOVER: Duration = Duration::from_secs(10);
 
-/// Another node ("z") takes `g`'s lease over, as its claim would.
+/// Another node ("z") takes `g`'s lease over, as its claim would; z's own lease (never
+/// renewed) lapses in 6 s.
 fn take_lease_over(db: &Database, g: GameId) {
+    db.sql(
+        "INSERT INTO node_leases (node_id, epoch, expires_at) \
+         VALUES ('z', 0, now() + interval '6 seconds') ON CONFLICT DO NOTHING",
+    );
     assert_eq!(
         db.sql(&format!(
-            "UPDATE game_leases SET node_id = 'z', token = token + 1 WHERE game_id = '{g}'"
+            "UPDATE game_leases SET node_id = 'z', token = token + 1, epoch = 0 \
+             WHERE game_id = '{g}'"
         )),
         1
     );

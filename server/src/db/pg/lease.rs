@@ -1,11 +1,16 @@
 //! Leases on live games, in cluster mode: a game runs on exactly one node at a time.
 //!
-//! Each live game has a row in `game_leases` (migration V6): the node that runs it, a
-//! token, and an expiry on the database's clock. The node takes the row with the game's
-//! first step (token 1), renews all its rows every `RENEW` (`renewer.rs`), and the row
-//! goes in the transaction that records the game. Once a row has expired, any node may
-//! claim it (`claim`): it becomes the row's node, adds one to the token, and replays the
-//! game's log.
+//! Each live game has a row in `game_leases` (migrations V6, V8): the node that runs it, a
+//! token, and the node's epoch when the row was taken. Each node has a row in `node_leases`:
+//! its epoch and an expiry on the database's clock, renewed every `RENEW` (`renewer.rs`):
+//! one row a node, however many games it runs. A game's lease is live while its node's
+//! row has not expired and is still at the row's epoch. A node whose row has expired starts
+//! a new epoch at its next renewal, so the games it held before stay lapsed (it has stopped
+//! them on its own clock by then) and a renewal never brings back a game nobody runs. The
+//! node takes a game's row with its first step (token 1), and the row goes in the
+//! transaction that records the game. Once a lease has lapsed, any node whose own lease
+//! is live may claim it (`claim`): it becomes the row's node, at its epoch, adds one to the
+//! token, and replays the game's log.
 //!
 //! The fence: every transaction that writes a game's steps or its record first locks the
 //! game's row and checks that it still names this node with the token this process holds
@@ -17,8 +22,8 @@
 //! once its game is claimed.
 //!
 //! A step batch's lock is `FOR KEY SHARE`, the weakest: it conflicts with the claim's
-//! `FOR UPDATE` (and a record's delete), but not with a renewal's `UPDATE` of the expiry,
-//! which changes no key column; so renewals and moves never wait on each other.
+//! `FOR UPDATE` (and a record's delete); a renewal writes only its node's row and reads the
+//! games' rows, so renewals and moves never wait on each other.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -237,9 +242,29 @@ pub(super) const FORGET_GAMES: &str =
     "WITH leases AS (DELETE FROM game_leases WHERE game_id = ANY($1))
      DELETE FROM game_log WHERE game_id = ANY($1)";
 
-/// Renews every lease this process holds, `chunk` leases a statement (each statement its
-/// own transaction); the games whose lease is no longer this process's (claimed by
-/// another node, or its token moved on) are marked lost and returned.
+/// Renews this node's row in `node_leases`, or makes it (epoch 0); a row that has expired
+/// starts a new epoch, leaving every game row of the old one lapsed. Made when the node
+/// opens the database, before it takes any game.
+pub(super) fn renew_node(
+    c: &mut impl GenericClient,
+    cache: &mut Cache,
+    node: &str,
+) -> DbResult<()> {
+    let upsert = cache.get(
+        c,
+        "INSERT INTO node_leases AS n (node_id, epoch, expires_at)
+         VALUES ($1, 0, now() + $2::float8 * interval '1 millisecond')
+         ON CONFLICT (node_id) DO UPDATE
+             SET epoch = n.epoch + (n.expires_at < now())::int,
+                 expires_at = excluded.expires_at",
+    )?;
+    c.execute(&upsert, &[&node, &lease_ms()])?;
+    Ok(())
+}
+
+/// Renews this process's leases (its node's row), then reads the rows of the games it
+/// holds, `chunk` a statement: those no longer this process's (claimed by another node, its
+/// token moved on, or left in an older epoch) are marked lost and returned.
 pub(super) fn renew(
     c: &mut impl GenericClient,
     cache: &mut Cache,
@@ -247,25 +272,27 @@ pub(super) fn renew(
     chunk: usize,
 ) -> DbResult<Vec<GameId>> {
     let (ids, tokens) = leases.columns();
+    renew_node(c, cache, &leases.node_id)?;
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let update = cache.get(
+    let check = cache.get(
         c,
-        "UPDATE game_leases l SET expires_at = now() + $4::float8 * interval '1 millisecond'
-         FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
-         WHERE l.game_id = h.game_id AND l.token = h.token AND l.node_id = $3
-         RETURNING l.game_id",
+        "SELECT h.game_id FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
+         WHERE NOT EXISTS (
+             SELECT 1 FROM game_leases l
+             JOIN node_leases n ON n.node_id = l.node_id AND n.epoch = l.epoch
+             WHERE l.game_id = h.game_id AND l.token = h.token AND l.node_id = $3)",
     )?;
     let mut lost = Vec::new();
     for (ids, tokens) in ids.chunks(chunk.max(1)).zip(tokens.chunks(chunk.max(1))) {
-        let renewed: HashSet<String> = c
-            .query(&update, &[&ids, &tokens, &leases.node_id, &lease_ms()])?
+        let unrenewed: HashSet<String> = c
+            .query(&check, &[&ids, &tokens, &leases.node_id])?
             .iter()
             .map(|row| row.get(0))
             .collect();
         for (id, token) in ids.iter().zip(tokens) {
-            if renewed.contains(id) {
+            if !unrenewed.contains(id) {
                 continue;
             }
             let Ok(game_id) = id.parse::<GameId>() else {
@@ -282,33 +309,30 @@ pub(super) fn renew(
     Ok(lost)
 }
 
-/// At shutdown, once the games have stopped: this process's leases lapse now, so that
-/// other nodes claim its games at their next claim rather than a lease later.
+/// At shutdown, once the games have stopped: this node's lease lapses now, so that other
+/// nodes claim its games at their next claim rather than a lease later. Returns how many
+/// games it held.
 pub(super) fn give_up(
     c: &mut impl GenericClient,
     cache: &mut Cache,
     leases: &Leases,
-) -> DbResult<u64> {
-    let (ids, tokens) = leases.columns();
-    if ids.is_empty() {
-        return Ok(0);
-    }
+) -> DbResult<usize> {
     let update = cache.get(
         c,
-        "UPDATE game_leases l SET expires_at = now() - interval '1 millisecond'
-         FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
-         WHERE l.game_id = h.game_id AND l.token = h.token AND l.node_id = $3",
+        "UPDATE node_leases SET expires_at = now() - interval '1 millisecond'
+         WHERE node_id = $1",
     )?;
-    Ok(c.execute(&update, &[&ids, &tokens, &leases.node_id])?)
+    c.execute(&update, &[&leases.node_id])?;
+    Ok(leases.columns().0.len())
 }
 
 /// Which leases a claim takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Claim {
-    /// Those that have expired.
+    /// Those that have lapsed.
     Lapsed,
-    /// At startup: those that have expired, those of this node's id (left by its last
-    /// run), and the live games that have none (logged without cluster mode).
+    /// At startup: those of this node's id (left by its last run), those that have lapsed,
+    /// and the live games that have none (logged without cluster mode).
     Startup,
 }
 
@@ -321,49 +345,83 @@ pub(super) fn claim(
     leases: &Leases,
     which: Claim,
 ) -> DbResult<Vec<(String, i64)>> {
-    // The leases of recorded games are deleted with their records; any left by a
-    // process that recorded without leases (or with no log left to replay) go now,
-    // rather than be claimed.
+    // A lease has lapsed once its node's row has expired, or is at a later epoch than
+    // the lease's: one range of the index on (node_id, epoch) a node (`OFFSET 0` keeps the
+    // planner from a join that reads every live lease), so a claim reads no live lease.
+    // Once lapsed a lease stays lapsed (epochs only grow), so what the `lapsed` rows say
+    // holds at commit; a row another claim took meanwhile has another node, epoch and
+    // token, and the `UPDATE`, which checks them again on the row's latest version, leaves
+    // it alone. The leases of recorded games are deleted with their records; lapsed ones
+    // left by a process that recorded without leases (or with no log left to replay) go
+    // now, rather than be claimed.
     let stale = cache.get(
         tx,
-        "DELETE FROM game_leases WHERE game_id IN (
-             SELECT l.game_id FROM game_leases l
-             WHERE l.expires_at < now()
-               AND (EXISTS (SELECT 1 FROM games g WHERE g.id = l.game_id)
-                    OR NOT EXISTS (SELECT 1 FROM game_log s WHERE s.game_id = l.game_id))
-             FOR UPDATE SKIP LOCKED)",
+        "WITH lapsed AS MATERIALIZED (
+             SELECT l.game_id FROM node_leases n CROSS JOIN LATERAL (
+                 SELECT game_id FROM game_leases l
+                 WHERE l.node_id = n.node_id
+                   AND l.epoch < n.epoch + (n.expires_at < now())::int
+                 OFFSET 0) l
+         )
+         DELETE FROM game_leases WHERE game_id IN (
+             SELECT l.game_id FROM game_leases l JOIN lapsed p ON p.game_id = l.game_id
+             WHERE EXISTS (SELECT 1 FROM games g WHERE g.id = l.game_id)
+                OR NOT EXISTS (SELECT 1 FROM game_log s WHERE s.game_id = l.game_id)
+             FOR UPDATE OF l SKIP LOCKED)",
     )?;
     tx.execute(&stale, &[])?;
     let mut taken = Vec::new();
+    let startup = which == Claim::Startup;
+    if startup {
+        // The node's own leases, left by its last run (its row renewed as it opened).
+        let own = cache.get(
+            tx,
+            "UPDATE game_leases
+             SET token = token + 1, epoch = (SELECT epoch FROM node_leases WHERE node_id = $1)
+             WHERE node_id = $1
+             RETURNING game_id, token",
+        )?;
+        for row in tx.query(&own, &[&leases.node_id])? {
+            taken.push((row.get(0), row.get(1)));
+        }
+    }
+    // Only while this node's own lease is live: games it took under a lapsed one would
+    // lapse again at once.
     let update = cache.get(
         tx,
-        "WITH c AS (
-             SELECT game_id FROM game_leases
-             WHERE (expires_at < now() OR (node_id = $1 AND $2))
-               AND game_id <> ALL($3::text[])
-             ORDER BY game_id LIMIT $5
-             FOR UPDATE SKIP LOCKED
+        "WITH lapsed AS MATERIALIZED (
+             SELECT l.* FROM node_leases n CROSS JOIN LATERAL (
+                 SELECT game_id, node_id, epoch, token FROM game_leases l
+                 WHERE l.node_id = n.node_id
+                   AND l.epoch < n.epoch + (n.expires_at < now())::int
+                 OFFSET 0) l
+             WHERE EXISTS (SELECT 1 FROM node_leases me
+                           WHERE me.node_id = $1 AND me.expires_at >= now())
+         ), c AS (
+             SELECT l.game_id, p.node_id, p.epoch, p.token
+             FROM game_leases l JOIN lapsed p ON p.game_id = l.game_id
+             WHERE l.game_id <> ALL($2::text[])
+             ORDER BY l.game_id LIMIT $3
+             FOR UPDATE OF l SKIP LOCKED
          )
          UPDATE game_leases l
          SET node_id = $1, token = l.token + 1,
-             expires_at = now() + $4::float8 * interval '1 millisecond'
-         FROM c WHERE l.game_id = c.game_id
+             epoch = (SELECT epoch FROM node_leases WHERE node_id = $1)
+         FROM c
+         WHERE l.game_id = c.game_id AND l.node_id = c.node_id AND l.epoch = c.epoch
+           AND l.token = c.token
          RETURNING l.game_id, l.token",
     )?;
-    let startup = which == Claim::Startup;
     let lost = leases.lost_ids();
-    for row in tx.query(
-        &update,
-        &[&leases.node_id, &startup, &lost, &lease_ms(), &CLAIM_LIMIT],
-    )? {
+    for row in tx.query(&update, &[&leases.node_id, &lost, &CLAIM_LIMIT])? {
         taken.push((row.get(0), row.get(1)));
     }
     if startup {
         // After the update, which would otherwise take each of these twice.
         let unleased = cache.get(
             tx,
-            "INSERT INTO game_leases (game_id, node_id, token, expires_at)
-             SELECT DISTINCT g.game_id, $1, 1, now() + $2::float8 * interval '1 millisecond'
+            "INSERT INTO game_leases (game_id, node_id, token, epoch)
+             SELECT DISTINCT g.game_id, $1, 1, (SELECT epoch FROM node_leases WHERE node_id = $1)
              FROM game_log g
              WHERE NOT EXISTS (SELECT 1 FROM game_leases l WHERE l.game_id = g.game_id)
                AND NOT EXISTS (SELECT 1 FROM games r WHERE r.id = g.game_id)
@@ -371,20 +429,21 @@ pub(super) fn claim(
              ON CONFLICT (game_id) DO NOTHING
              RETURNING game_id, token",
         )?;
-        for row in tx.query(&unleased, &[&leases.node_id, &lease_ms()])? {
+        for row in tx.query(&unleased, &[&leases.node_id])? {
             taken.push((row.get(0), row.get(1)));
         }
     }
     Ok(taken)
 }
 
-/// The node id of a sleeping game's lease (no node's: `--node-id` is never empty). Its
-/// row keeps its token, so that whoever wakes the game fences with a higher one.
+/// The node id of a sleeping game's lease (no node's: `--node-id` is never empty, so no
+/// row of `node_leases` has it and no claim takes it). Its row keeps its token, so that
+/// whoever wakes the game fences with a higher one.
 const DORMANT: &str = "";
 
 /// Cluster mode: game `game_id` goes to sleep, in the writer's transaction that writes its
-/// wake-up row: its lease, if still this process's, becomes no node's and never expires
-/// (no claim of lapsed leases takes it). `LeaseLost` if it is not this process's.
+/// wake-up row: its lease, if still this process's, becomes no node's (no claim of lapsed
+/// leases takes it). `LeaseLost` if it is not this process's.
 pub(super) fn go_dormant(
     c: &mut impl GenericClient,
     cache: &mut Cache,
@@ -395,7 +454,7 @@ pub(super) fn go_dormant(
     let token = leases.token(game_id).ok_or_else(|| lost.clone())?;
     let update = cache.get(
         c,
-        "UPDATE game_leases SET node_id = $4, expires_at = 'infinity'
+        "UPDATE game_leases SET node_id = $4
          WHERE game_id = $1 AND node_id = $2 AND token = $3",
     )?;
     let id = game_id.to_string();
@@ -422,12 +481,12 @@ pub(super) fn wake(
              SELECT game_id FROM game_wakeups WHERE game_id = ANY($1)
              FOR UPDATE SKIP LOCKED
          ), l AS (
-             INSERT INTO game_leases (game_id, node_id, token, expires_at)
-             SELECT game_id, $2, 1, now() + $3::float8 * interval '1 millisecond' FROM w
+             INSERT INTO game_leases (game_id, node_id, token, epoch)
+             SELECT game_id, $2, 1, (SELECT epoch FROM node_leases WHERE node_id = $2) FROM w
              ON CONFLICT (game_id) DO UPDATE
                  SET node_id = excluded.node_id, token = game_leases.token + 1,
-                     expires_at = excluded.expires_at
-                 WHERE game_leases.node_id = $4
+                     epoch = excluded.epoch
+                 WHERE game_leases.node_id = $3
              RETURNING game_id, token
          ), d AS (
              DELETE FROM game_wakeups WHERE game_id IN (SELECT game_id FROM l)
@@ -435,13 +494,13 @@ pub(super) fn wake(
          SELECT game_id, token FROM l",
     )?;
     Ok(tx
-        .query(&wake, &[&ids, &node, &lease_ms(), &DORMANT])?
+        .query(&wake, &[&ids, &node, &DORMANT])?
         .iter()
         .map(|row| (row.get(0), row.get(1)))
         .collect())
 }
 
 /// The lease's length in milliseconds, as `interval * float8` takes it.
-pub(super) fn lease_ms() -> f64 {
+fn lease_ms() -> f64 {
     LEASE.as_millis() as f64
 }

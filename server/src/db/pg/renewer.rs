@@ -1,12 +1,11 @@
 //! Cluster mode: this process's leases are renewed on a connection and a thread of their
-//! own, so that a renewal (an `UPDATE` of every lease the node holds, ~13 µs a lease) never
-//! waits in line with the step log's batches, nor they behind it. Nor do the two wait on
-//! each other in the database: a batch locks its games' leases `FOR KEY SHARE`, which an
-//! `UPDATE` of a lease's other columns does not conflict with (`lease.rs`).
+//! own, so that a renewal (an `UPDATE` of its node's row, then a read of every lease the
+//! node holds, to find those lost) never waits in line with the step log's batches, nor
+//! they behind it. Nor do the two wait on each other in the database: a renewal locks no
+//! game's row (`lease.rs`).
 //!
-//! A renewal goes in chunks of `CHUNK` leases, each its own transaction: no transaction
-//! holds thousands of lease rows locked, so a claim, which skips locked rows, or a record,
-//! which waits for them, is held up by one chunk at most.
+//! The read goes in chunks of `CHUNK` leases a statement, so that no one statement's
+//! arrays grow with the node's games.
 
 use std::sync::Arc;
 
@@ -18,7 +17,7 @@ use super::lease::{self, Leases};
 use crate::db::writer::Reply;
 use crate::db::{DbError, DbResult};
 
-/// Leases renewed by one statement (one transaction).
+/// Leases read by one statement.
 const CHUNK: usize = 1_000;
 
 /// What the renewer's thread is asked.
@@ -33,9 +32,17 @@ pub(crate) enum Renewal {
 
 /// Connects, then starts the renewer's thread.
 pub(super) fn spawn(url: Arc<str>, leases: Arc<Leases>) -> DbResult<mpsc::Sender<Renewal>> {
+    // The node's row is made (or renewed) before the node takes any game, so that each
+    // game's row names an epoch of a row that exists.
     let conn = super::on_thread("db-connect", {
         let url = Arc::clone(&url);
-        move || Conn::open(url, "lease renewal", "")
+        let node = leases.node_id.clone();
+        move || {
+            let mut conn = Conn::open(url, "lease renewal", "")?;
+            let (client, cache) = conn.get()?;
+            lease::renew_node(client, cache, &node)?;
+            Ok(conn)
+        }
     })?;
     let (renewals, queue) = mpsc::channel(4);
     std::thread::Builder::new()

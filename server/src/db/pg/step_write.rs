@@ -17,7 +17,7 @@ use elementals_protocol::messages::GameId;
 use postgres::error::Severity;
 use postgres::Client;
 
-use super::lease::{lease_ms, Leases};
+use super::lease::Leases;
 use super::Cache;
 use crate::db::journal::Row;
 use crate::db::DbError;
@@ -110,7 +110,7 @@ pub(super) fn write_unfenced(
 }
 
 /// Cluster mode: takes the leases of the batch's new games (their first step in it, no
-/// token held), locks those of the others `FOR KEY SHARE` and checks that they name this
+/// token held; at the node's epoch), locks those of the others `FOR KEY SHARE` and checks that they name this
 /// node with the token it holds, and inserts the rows of the games that pass; all in one
 /// statement (`lease.rs` says why the lock keeps a claimed game from being written).
 pub(super) fn write_fenced(
@@ -123,14 +123,14 @@ pub(super) fn write_fenced(
         .get(
             c,
             "WITH taken AS (
-                 INSERT INTO game_leases (game_id, node_id, token, expires_at)
-                 SELECT id, $4, 1, now() + $5::float8 * interval '1 millisecond'
-                 FROM UNNEST($6::text[]) AS id
+                 INSERT INTO game_leases (game_id, node_id, token, epoch)
+                 SELECT id, $4, 1, n.epoch
+                 FROM UNNEST($5::text[]) AS id JOIN node_leases n ON n.node_id = $4
                  ON CONFLICT (game_id) DO NOTHING
                  RETURNING game_id
              ), held AS MATERIALIZED (
                  SELECT l.game_id FROM game_leases l
-                 JOIN UNNEST($7::text[], $8::bigint[]) AS h(game_id, token)
+                 JOIN UNNEST($6::text[], $7::bigint[]) AS h(game_id, token)
                      ON l.game_id = h.game_id AND l.token = h.token
                  WHERE l.node_id = $4
                  FOR KEY SHARE OF l
@@ -167,7 +167,6 @@ pub(super) fn write_fenced(
                 &rows.steps,
                 &rows.entries,
                 &leases.node_id,
-                &lease_ms(),
                 &new,
                 &held,
                 &tokens,

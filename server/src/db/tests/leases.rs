@@ -1,8 +1,8 @@
 //! Cluster mode's leases on PostgreSQL: two nodes' `Db`s on one database. A game's lease
 //! is taken with its first step and goes with its record; a lapsed one is claimed once,
 //! with the next token and the game's log; the node that lost it writes nothing more of
-//! the game, neither steps nor record. Expiry is set by hand (the database's clock decides
-//! it, not the test's).
+//! the game, neither steps nor record. A node's lease lapses by hand (the database's clock
+//! decides it, not the test's).
 
 use crate::game::GameSetup;
 use crate::record::{LogEntry, LogStep};
@@ -44,11 +44,14 @@ impl Cluster {
         .unwrap()
     }
 
-    /// The lease of every game lapses now.
-    fn lapse(&self) {
+    /// Node `node`'s lease, and so every game's it holds, lapses now.
+    fn lapse(&self, node: &str) {
         execute(
             &self.path,
-            "UPDATE game_leases SET expires_at = now() - interval '1 second'",
+            &format!(
+                "UPDATE node_leases SET expires_at = now() - interval '1 second'
+                 WHERE node_id = '{node}'"
+            ),
         );
     }
 
@@ -144,7 +147,7 @@ async fn a_lapsed_lease_is_claimed_once_with_the_next_token_and_the_games_log() 
     let cluster = Cluster::new();
     let (a, b, c) = (cluster.node("a"), cluster.node("b"), cluster.node("c"));
     let (setup, _, _) = game_on(&a).await;
-    cluster.lapse();
+    cluster.lapse("a");
 
     let claimed = b.claim_lapsed().await.unwrap();
     assert_eq!(claimed.len(), 1);
@@ -166,6 +169,35 @@ async fn a_lapsed_lease_is_claimed_once_with_the_next_token_and_the_games_log() 
     assert_eq!(b.renew_leases().await.unwrap(), []);
     assert_eq!(cluster.lease(setup.game_id), Some(("b".into(), 2)));
     for db in [a, b, c] {
+        db.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_node_renewing_after_its_lease_lapsed_starts_a_new_epoch_and_its_games_stay_lapsed() {
+    let cluster = Cluster::new();
+    let (a, b) = (cluster.node("a"), cluster.node("b"));
+    let (setup, _, _) = game_on(&a).await;
+    let renewed_once = cluster.lease(setup.game_id);
+    assert_eq!(a.renew_leases().await.unwrap(), []);
+    assert_eq!(cluster.lease(setup.game_id), renewed_once);
+    // A's lease lapses (on its own clock it has stopped its games by then); its renewal
+    // comes back, but the game it held is lost to it and still lapsed for every node.
+    cluster.lapse("a");
+    assert_eq!(a.renew_leases().await.unwrap(), [setup.game_id]);
+    let claimed = b.claim_lapsed().await.unwrap();
+    assert_eq!(
+        claimed.len(),
+        1,
+        "a renewal brings back no game nobody runs"
+    );
+    assert_eq!(cluster.lease(setup.game_id), Some(("b".into(), 2)));
+    // A's new games are its own, under its new epoch: not lapsed.
+    let (other, _, _) = game_on(&a).await;
+    assert!(b.claim_lapsed().await.unwrap().is_empty());
+    assert_eq!(cluster.lease(other.game_id), Some(("a".into(), 1)));
+    assert_eq!(a.renew_leases().await.unwrap(), []);
+    for db in [a, b] {
         db.shutdown().await.unwrap();
     }
 }
@@ -208,7 +240,7 @@ async fn a_node_whose_record_was_refused_may_claim_the_game_again_later() {
     let cluster = Cluster::new();
     let (a, b) = (cluster.node("a"), cluster.node("b"));
     let (setup, one, two) = game_on(&a).await;
-    cluster.lapse();
+    cluster.lapse("a");
     assert_eq!(b.claim_lapsed().await.unwrap().len(), 1);
     // A finds the lease lost at its renewal (not to be claimed back while its actor
     // runs), and its finished game's record is refused: the actor is done with it.
@@ -218,7 +250,7 @@ async fn a_node_whose_record_was_refused_may_claim_the_game_again_later() {
         Err(DbError::LeaseLost { .. })
     ));
     // B dies in its turn: A claims the game like any other node would.
-    cluster.lapse();
+    cluster.lapse("b");
     let claimed = a.claim_lapsed().await.unwrap();
     assert_eq!(claimed.len(), 1, "the game is not kept as lost by A");
     assert_eq!(cluster.lease(setup.game_id), Some(("a".into(), 3)));
@@ -232,7 +264,7 @@ async fn a_record_without_the_lease_is_refused_and_the_claimers_is_applied_once(
     let cluster = Cluster::new();
     let (a, b) = (cluster.node("a"), cluster.node("b"));
     let (setup, one, two) = game_on(&a).await;
-    cluster.lapse();
+    cluster.lapse("a");
     assert_eq!(b.claim_lapsed().await.unwrap().len(), 1);
 
     let record = record_of(&setup, &one, &two);
@@ -306,7 +338,7 @@ async fn a_lease_locked_by_a_write_in_flight_is_claimed_only_after_it_with_its_s
     let (a, b) = (cluster.node("a"), cluster.node("b"));
     let (setup, _, _) = game_on(&a).await;
     a.shutdown().await.unwrap();
-    cluster.lapse();
+    cluster.lapse("a");
     // Node a's last batch, in flight: its lease locked and checked, a step written, not
     // yet committed (on a connection of the test's, as the step log's thread does it).
     let (go, commit) = std::sync::mpsc::channel::<()>();
@@ -383,13 +415,13 @@ async fn a_renewal_in_flight_delays_no_step_and_a_step_in_flight_no_renewal() {
     let a = cluster.node("a");
     let (setup, _, _) = game_on(&a).await;
     let bound = std::time::Duration::from_secs(20);
-    // A renewal not yet committed (as the renewer's thread makes it): the step is
-    // committed all the same.
+    // A renewal not yet committed (its node's row locked, as the renewer's thread makes
+    // it): the step is committed all the same.
     let (go, renewal) = in_flight(
         &cluster,
         setup.game_id,
-        "UPDATE game_leases SET expires_at = now() + interval '6 seconds'
-         WHERE game_id = $1 AND node_id = 'a' AND token = 1",
+        "UPDATE node_leases SET expires_at = now() + interval '6 seconds'
+         WHERE node_id = (SELECT node_id FROM game_leases WHERE game_id = $1)",
     )
     .await;
     let step = steps(&setup, 3, 4);
@@ -426,10 +458,14 @@ async fn a_renewal_while_this_node_claims_its_own_lapsed_lease_back_loses_no_gam
     let cluster = Cluster::new();
     let a = cluster.node("a");
     let (setup, _, _) = game_on(&a).await;
-    // The lease lapsed while the game ran on here (renewals failing): a's own claim takes
-    // it back, token 1 to 2. A renewal made between the claim's commit and its holding the
-    // new token still sends token 1, and finds the row not renewed.
-    cluster.lapse();
+    // The game's lease is of the node's last epoch (its first step read the epoch as a
+    // renewal started the next one), so lapsed while the game runs on here: a's own claim
+    // takes it back, token 1 to 2. A renewal made between the claim's commit and its
+    // holding the new token still reads for token 1, and finds it gone.
+    execute(
+        &cluster.path,
+        "UPDATE node_leases SET epoch = epoch + 1 WHERE node_id = 'a'",
+    );
     let (committed, go) = a.leases.as_ref().unwrap().pause_next_claim();
     let claim = tokio::spawn({
         let a = a.clone();
@@ -444,7 +480,11 @@ async fn a_renewal_while_this_node_claims_its_own_lapsed_lease_back_loses_no_gam
     drop(go);
     let claimed = claim.await.unwrap().unwrap();
     assert!(claimed.is_empty(), "a game running here is not restored");
-    assert_eq!(renewed, [], "a game claimed back by its own node is not lost");
+    assert_eq!(
+        renewed,
+        [],
+        "a game claimed back by its own node is not lost"
+    );
 
     // It goes on here under the new token.
     a.append_log(setup.game_id, &steps(&setup, 3, 4))
