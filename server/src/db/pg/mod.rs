@@ -27,7 +27,8 @@
 //!   records it again, and a record written twice inserts nothing and rates nobody.
 //! - The readers' connections are read-only (`default_transaction_read_only`).
 //! - Cluster mode: each live game has a lease (`lease.rs`), taken with its first step,
-//!   claimed by the step log's thread, renewed on a thread of its own (`renewer.rs`); every
+//!   claimed by the step log's thread, renewed with its node's row on a thread of its own
+//!   (`renewer.rs`); every
 //!   step-log batch and every record checks, in its transaction, that this process still
 //!   holds each game's lease.
 
