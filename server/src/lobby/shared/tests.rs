@@ -9,6 +9,8 @@ use elementals_protocol::TimeControl;
 use super::*;
 use crate::lobby::Member;
 
+mod marks;
+
 const REDIS: &str = "redis://127.0.0.1:6379";
 
 struct Pools {
@@ -393,3 +395,4 @@ async fn a_dead_nodes_members_seeks_and_challenges_are_swept_once_by_a_live_node
         .unwrap()
         .is_none());
 }
+
