@@ -142,7 +142,11 @@ async fn a_player_paired_by_another_node_queues_again_as_soon_as_the_game_is_ove
 /// Pat (on A) and Quin (on B), paired by A on Pat's arrival (so the game runs on A), and
 /// the game over at once: Pat resigned before round 1 was played. Both have heard the end
 /// and their ratings, and nothing else is left to read.
-async fn played_at_once(a: &Node, b: &Node, names: (&str, &str)) -> (TestClient, TestClient, GameId) {
+async fn played_at_once(
+    a: &Node,
+    b: &Node,
+    names: (&str, &str),
+) -> (TestClient, TestClient, GameId) {
     let mut quin = signed_in(b, names.1).await;
     quin.join_pool(Variant::CLASSIC, "blitz").await;
     let mut pat = signed_in(a, names.0).await;
@@ -152,7 +156,9 @@ async fn played_at_once(a: &Node, b: &Node, names: (&str, &str)) -> (TestClient,
     pat.resign(game).await;
     for client in [&mut pat, &mut quin] {
         client
-            .expect("rating_update", |m| matches!(m, ServerMsg::RatingUpdate { .. }))
+            .expect("rating_update", |m| {
+                matches!(m, ServerMsg::RatingUpdate { .. })
+            })
             .await;
         client.received_before_pong().await;
     }
@@ -229,9 +235,10 @@ async fn a_pooled_player_whose_rematch_is_accepted_as_another_node_pairs_them_pl
         quin.join_pool(Variant::CLASSIC, "blitz").await;
         let offer = offer_rematch(&mut quin, game);
         assert_ok(&quin.request(offer).await);
-        pat.expect("rematch_offered", |m| {
-            matches!(m, ServerMsg::RematchOffered { game_id, .. } if *game_id == game)
-        })
+        pat.expect(
+            "rematch_offered",
+            |m| matches!(m, ServerMsg::RematchOffered { game_id, .. } if *game_id == game),
+        )
         .await;
         let offer = offer_rematch(&mut pat, game);
         let (accepted, queued) = tokio::join!(pat.request(offer), join_request(&mut ray));

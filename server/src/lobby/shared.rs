@@ -30,10 +30,13 @@ use crate::record::AccountId;
 /// How long a lobby waits for Redis before it answers `internal`.
 pub const REDIS_WAIT: Duration = Duration::from_secs(3);
 
-/// How long a player stays marked seating once a pairing, or the acceptance of a seek or
-/// challenge, has taken them (`{cluster}:seating:{account}`): no other pairing or
-/// acceptance takes them meanwhile. Far past the time every node takes to hear of the
-/// game (one PUBLISH), after which it is seated in every node's registry.
+/// How long a player stays marked seating once a pairing, the acceptance of a seek or
+/// challenge, or a rematch has taken them (`{cluster}:seating:{account}`, its value the
+/// game's id): no other pairing or acceptance takes them meanwhile. Far past the time
+/// every node takes to hear of the game (one PUBLISH), after which it is seated in every
+/// node's registry. A mark may go sooner once its game is over, the player free again:
+/// their own node lifts it when they queue again (`pair`), and a rematch of that game
+/// counts it as no mark.
 pub const SEATING: Duration = Duration::from_secs(2);
 
 /// Every pool's size, forgetting pools that are empty. KEYS: the cluster's set of pools.
@@ -113,6 +116,7 @@ pub struct SharedPools {
     count: Script,
     find_name: Script,
     take: Script,
+    rematch: Script,
     sweep: Script,
 }
 
@@ -141,6 +145,7 @@ impl SharedPools {
             count: Script::new(COUNT),
             find_name: Script::new(offers::FIND_NAME),
             take: Script::new(offers::TAKE),
+            rematch: Script::new(rematch::SEAT),
             sweep: Script::new(sweep::SWEEP),
         })
     }
@@ -284,6 +289,7 @@ impl SharedPools {
 mod conn;
 mod offers;
 mod pair;
+mod rematch;
 mod sweep;
 
 pub use offers::{SharedChallenge, Taken};

@@ -100,13 +100,14 @@ impl Lobby {
         }
         // Taken, and both players marked seating, in one step (as a seek: see
         // `accept_shared_seek`).
-        match shared
+        let game = match shared
             .accept_challenge(id, member.account, c.from.account)
             .await
             .map_err(|e| unreachable_redis(&e))?
         {
-            Taken::Taken => {
+            Taken::Taken(game) => {
                 self.challenges.remove(&id);
+                game
             }
             Taken::NotOpen => {
                 self.challenges.remove(&id);
@@ -114,9 +115,9 @@ impl Lobby {
             }
             Taken::MakerSeating => return Err(challenger_gone()),
             Taken::AcceptorSeating => return Err(seating_elsewhere()),
-        }
+        };
         let g = c.challenge;
-        self.start_game(c.from, member, g.variant, g.time_control, g.rated)
+        self.start_game(game, c.from, member, g.variant, g.time_control, g.rated)
     }
 
     pub(super) async fn decline_challenge_shared(

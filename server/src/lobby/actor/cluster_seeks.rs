@@ -52,13 +52,14 @@ impl Lobby {
         }
         // Taken, and both players marked seating, in one step: a pool's pairing on any
         // node takes neither of them now, nor has it just taken either.
-        match shared
+        let game = match shared
             .accept_seek(seek_id, member.account, maker.account)
             .await
             .map_err(|e| unreachable_redis(&e))?
         {
-            Taken::Taken => {
+            Taken::Taken(game) => {
                 self.seeks.remove(&seek_id);
+                game
             }
             Taken::NotOpen => {
                 self.seeks.remove(&seek_id);
@@ -66,11 +67,12 @@ impl Lobby {
             }
             Taken::MakerSeating => return Err(seek_gone()),
             Taken::AcceptorSeating => return Err(seating_elsewhere()),
-        }
+        };
         let _ = self
             .bus
             .send_msg(maker.conn_id, &ServerMsg::SeekRemoved { seek_id });
-        self.start_game(maker, member, seek.variant, seek.time_control, seek.rated)
+        let (variant, tc) = (seek.variant, seek.time_control);
+        self.start_game(game, maker, member, variant, tc, seek.rated)
     }
 
     /// A seek of this node's that the cluster's list lost (swept while this node was cut

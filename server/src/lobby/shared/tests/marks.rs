@@ -1,21 +1,45 @@
 //! The seating marks against Redis: a pairing passes over a marked neighbour for the
-//! nearest unmarked one.
+//! nearest unmarked one; a member's own mark is lifted for the game its node heard end; a
+//! rematch takes both players out of every pool unless another game marks one.
+
+use elementals_protocol::messages::GameId;
 
 use super::*;
 
 impl Pools {
-    /// Marks `account` seating, as a pairing elsewhere would have.
-    async fn mark(&self, account: AccountId) {
+    /// Marks `account` seating in game `value`, as a pairing elsewhere would have
+    /// (`None`: unmarks them).
+    async fn mark(&self, account: AccountId, value: Option<&str>) {
         let mut con = self.pools.con();
-        ::redis::cmd("SET")
-            .arg(format!("{}{account}", self.pools.seating_prefix()))
-            .arg(1)
-            .arg("PX")
-            .arg(60_000)
-            .query_async::<()>(&mut con)
-            .await
-            .unwrap();
+        let key = format!("{}{account}", self.pools.seating_prefix());
+        let cmd = match value {
+            Some(value) => {
+                let mut cmd = ::redis::cmd("SET");
+                cmd.arg(key).arg(value).arg("PX").arg(60_000);
+                cmd
+            }
+            None => {
+                let mut cmd = ::redis::cmd("DEL");
+                cmd.arg(key);
+                cmd
+            }
+        };
+        cmd.query_async::<()>(&mut con).await.unwrap();
     }
+
+    /// What `account`'s seating mark holds, if they are marked.
+    async fn mark_of(&self, account: AccountId) -> Option<String> {
+        let mut con = self.pools.con();
+        ::redis::cmd("GET")
+            .arg(format!("{}{account}", self.pools.seating_prefix()))
+            .query_async(&mut con)
+            .await
+            .unwrap()
+    }
+}
+
+fn game() -> GameId {
+    GameId::new_random_from(rand::random())
 }
 
 #[tokio::test]
@@ -26,8 +50,8 @@ async fn a_marked_nearest_neighbour_is_passed_over_for_the_nearest_unmarked_one(
     for (account, rating) in [(1, 0.95), (2, 0.9), (3, 0.85), (4, 1.2)] {
         p.pools.join(&k, &member(account, rating)).await.unwrap();
     }
-    p.mark(1).await;
-    p.mark(2).await;
+    p.mark(1, Some("1")).await;
+    p.mark(2, Some("1")).await;
     let other = paired_with(p.pools.join(&k, &member(5, 1.0)).await.unwrap());
     assert_eq!(other.map(|m| m.account), Some(3), "0.15 away, unmarked");
     // The marked members wait on, unpaired.
@@ -37,4 +61,87 @@ async fn a_marked_nearest_neighbour_is_passed_over_for_the_nearest_unmarked_one(
         p.pools.join(&k, &member(6, 0.8)).await.unwrap(),
         Paired::Waiting { waiting: 4, .. }
     ));
+}
+
+#[tokio::test]
+async fn a_members_own_mark_is_lifted_only_for_the_game_its_node_heard_end() {
+    let p = pools().await;
+    let k = key();
+    let (over, live) = (game(), game());
+    p.pools.join(&k, &member(1, 1.0)).await.unwrap();
+    p.mark(1, Some(&over.to_string())).await;
+    assert!(matches!(
+        p.pools.join(&k, &member(2, 1.0)).await.unwrap(),
+        Paired::Waiting {
+            waiting: 2,
+            held: None,
+            ..
+        }
+    ));
+    // Held, and by which game; another game's end lifts nothing.
+    for ended in [None, Some(live)] {
+        match p.pools.pair(&k, 1, ended).await.unwrap() {
+            Paired::Waiting { held, .. } => assert_eq!(held, Some(over)),
+            other => panic!("{other:?}"),
+        }
+    }
+    // Its own game's end does: paired, both marked for the new game.
+    let Paired::With(other, new) = p.pools.pair(&k, 1, Some(over)).await.unwrap() else {
+        panic!("not paired");
+    };
+    assert_eq!(other.account, 2);
+    for account in [1, 2] {
+        assert_eq!(p.mark_of(account).await, Some(new.to_string()));
+    }
+    // A mark that names no game holds a member all the same.
+    p.pools.join(&k, &member(3, 1.0)).await.unwrap();
+    p.mark(3, Some("1")).await;
+    assert!(matches!(
+        p.pools.pair(&k, 3, Some(over)).await.unwrap(),
+        Paired::Waiting { held: None, .. }
+    ));
+    assert_eq!(p.mark_of(3).await.as_deref(), Some("1"));
+}
+
+#[tokio::test]
+async fn a_rematch_takes_both_players_out_of_every_pool_unless_another_game_marks_one() {
+    let p = pools().await;
+    let rated = key();
+    let unrated = SharedKey {
+        rated: false,
+        ..key()
+    };
+    // 1 and 2 (the rematch's players) wait in two pools, 3 (far off) in one of them.
+    p.pools.join(&rated, &member(1, 1.0)).await.unwrap();
+    p.pools.join(&unrated, &member(2, 1.0)).await.unwrap();
+    p.pools.join(&rated, &member(3, 30.0)).await.unwrap();
+    let (finished, other_game) = (game(), game());
+    // The finished game's own mark holds nobody; another game's does.
+    p.mark(2, Some(&finished.to_string())).await;
+    p.mark(1, Some(&other_game.to_string())).await;
+    assert_eq!(
+        p.pools.seat_rematch(1, 2, finished).await.unwrap(),
+        Taken::AcceptorSeating
+    );
+    assert_eq!(
+        p.pools.seat_rematch(2, 1, finished).await.unwrap(),
+        Taken::MakerSeating
+    );
+    assert_eq!(p.pools.counts().await.unwrap().len(), 2, "nobody taken");
+    p.mark(1, None).await;
+    let Taken::Taken(rematch) = p.pools.seat_rematch(2, 1, finished).await.unwrap() else {
+        panic!("not seated");
+    };
+    for account in [1, 2] {
+        assert_eq!(p.mark_of(account).await, Some(rematch.to_string()));
+    }
+    assert!(matches!(
+        p.pools.pair(&rated, 1, None).await.unwrap(),
+        Paired::NotWaiting
+    ));
+    assert!(matches!(
+        p.pools.pair(&unrated, 2, None).await.unwrap(),
+        Paired::NotWaiting
+    ));
+    assert_eq!(p.pools.counts().await.unwrap(), vec![(rated, 1)]);
 }
