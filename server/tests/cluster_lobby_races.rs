@@ -139,43 +139,47 @@ async fn a_player_paired_by_another_node_queues_again_as_soon_as_the_game_is_ove
     assert_ok(&pat.request(ClientMsg::LeavePool { id }).await);
 }
 
-/// Pat (on A) and Quin (on B), paired by A on Pat's arrival (so the game runs on A), and
-/// the game over at once: Pat resigned before round 1 was played. Both have heard the end
-/// and their ratings, and nothing else is left to read.
-async fn played_at_once(
-    a: &Node,
-    b: &Node,
-    names: (&str, &str),
-) -> (TestClient, TestClient, GameId) {
-    let mut quin = signed_in(b, names.1).await;
-    quin.join_pool(Variant::CLASSIC, "blitz").await;
-    let mut pat = signed_in(a, names.0).await;
-    pat.join_pool(Variant::CLASSIC, "blitz").await;
-    let game = started(&mut pat).await;
-    assert_eq!(started(&mut quin).await, game);
-    pat.resign(game).await;
-    for client in [&mut pat, &mut quin] {
-        client
-            .expect("rating_update", |m| {
-                matches!(m, ServerMsg::RatingUpdate { .. })
-            })
-            .await;
-        client.received_before_pong().await;
-    }
-    (pat, quin, game)
-}
-
-/// `client` joins the blitz pool; the answer, whatever it is.
-async fn join_request(client: &mut TestClient) -> ServerMsg {
+/// `client` joins the unrated blitz pool (everyone's rating stays 1.0 there, so any two
+/// waiting are paired at once); the answer, whatever it is.
+async fn join_unrated(client: &mut TestClient) -> ServerMsg {
     let id = client.id();
     client
         .request(ClientMsg::JoinPool {
             id,
             variant: Variant::CLASSIC,
             time_control: "blitz".into(),
-            rated: true,
+            rated: false,
         })
         .await
+}
+
+async fn queued_unrated(client: &mut TestClient) {
+    let queued = join_unrated(client).await;
+    assert!(matches!(queued, ServerMsg::Queued { .. }), "{queued:?}");
+}
+
+/// Pat (on A) and Quin (on B), paired in the unrated pool by A on Pat's arrival (so the
+/// game runs on A), and the game over at once: Pat resigned before round 1 was played.
+/// Both have heard the end, and nothing else is left to read.
+async fn played_at_once(
+    a: &Node,
+    b: &Node,
+    names: (&str, &str),
+) -> (TestClient, TestClient, GameId) {
+    let mut quin = signed_in(b, names.1).await;
+    queued_unrated(&mut quin).await;
+    let mut pat = signed_in(a, names.0).await;
+    queued_unrated(&mut pat).await;
+    let game = started(&mut pat).await;
+    assert_eq!(started(&mut quin).await, game);
+    pat.resign(game).await;
+    for client in [&mut pat, &mut quin] {
+        client
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await;
+        client.received_before_pong().await;
+    }
+    (pat, quin, game)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,9 +191,8 @@ async fn a_player_whose_game_ended_at_once_is_paired_again_by_their_next_join() 
     // Both queue again at once (their pairing's marks, 2 s, are far from lapsing): Pat
     // waits, and Quin's join pairs them, its `queued` followed by the game's start with
     // no lobby tick between.
-    pat.join_pool(Variant::CLASSIC, "blitz").await;
-    let queued = join_request(&mut quin).await;
-    assert!(matches!(queued, ServerMsg::Queued { .. }), "{queued:?}");
+    queued_unrated(&mut pat).await;
+    queued_unrated(&mut quin).await;
     let next = quin.recv().await;
     let ServerMsg::GameStart { game: again, .. } = next else {
         panic!("Quin's join did not pair them: {next:?}");
@@ -198,7 +201,7 @@ async fn a_player_whose_game_ended_at_once_is_paired_again_by_their_next_join() 
     assert_eq!(started(&mut pat).await, again.game_id);
 }
 
-/// Quin's rematch offer for `game`.
+/// `client`'s rematch offer for `game_id`.
 fn offer_rematch(client: &mut TestClient, game_id: GameId) -> ClientMsg {
     ClientMsg::OfferRematch {
         id: client.id(),
@@ -232,7 +235,7 @@ async fn a_pooled_player_whose_rematch_is_accepted_as_another_node_pairs_them_pl
         let (mut pat, mut quin, game) = played_at_once(&a, &b, (&names.0, &names.1)).await;
         marks_lapsed(&cluster);
         let mut ray = signed_in(&b, &format!("ray{attempt}")).await;
-        quin.join_pool(Variant::CLASSIC, "blitz").await;
+        queued_unrated(&mut quin).await;
         let offer = offer_rematch(&mut quin, game);
         assert_ok(&quin.request(offer).await);
         pat.expect(
@@ -241,7 +244,7 @@ async fn a_pooled_player_whose_rematch_is_accepted_as_another_node_pairs_them_pl
         )
         .await;
         let offer = offer_rematch(&mut pat, game);
-        let (accepted, queued) = tokio::join!(pat.request(offer), join_request(&mut ray));
+        let (accepted, queued) = tokio::join!(pat.request(offer), join_unrated(&mut ray));
         assert!(matches!(queued, ServerMsg::Queued { .. }), "{queued:?}");
         let by_accept = match &accepted {
             ServerMsg::Ok { .. } => true,
