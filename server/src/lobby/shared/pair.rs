@@ -68,13 +68,14 @@ local mine = window(since)
 local best, bestd
 -- Whether `other` settles its side: the nearest member there neither marked nor of a
 -- dead node (taken if compatible), or one past every window.
+local dead = {}
 local function settles(other, score)
   local d = math.abs(tonumber(score) - me)
   if d > widest then return true end
   local node = redis.call('HGET', h, other .. ':n')
   if node and redis.call('EXISTS', ARGV[9] .. node) == 0 then
-    -- Its node has died: it waits no more.
-    forget(other)
+    -- Its node has died: it waits no more (forgotten once the ranks are read).
+    dead[#dead + 1] = other
     return false
   end
   if redis.call('EXISTS', seating .. other) == 1 then return false end
@@ -85,16 +86,22 @@ local function settles(other, score)
   end
   return true
 end
-if rank > 0 then
-  local below = redis.call('ZRANGE', z, math.max(rank - scanned, 0), rank - 1, 'WITHSCORES')
-  for i = #below - 1, 1, -2 do
-    if settles(below[i], below[i + 1]) then break end
+-- One side, from rank `first` towards rank `last`: the nearest alone (it settles the side
+-- but for a marked or dead member), then the rest in one read.
+local function side(first, last, step)
+  local got = redis.call('ZRANGE', z, first, first, 'WITHSCORES')
+  if #got == 0 or settles(got[1], got[2]) or first == last then return end
+  local rest = redis.call('ZRANGE', z, math.min(first + step, last),
+    math.max(first + step, last), 'WITHSCORES')
+  local from, to = 1, #rest - 1
+  if step < 0 then from, to = #rest - 1, 1 end
+  for i = from, to, 2 * step do
+    if settles(rest[i], rest[i + 1]) then return end
   end
 end
-local above = redis.call('ZRANGE', z, rank + 1, rank + scanned, 'WITHSCORES')
-for i = 1, #above, 2 do
-  if settles(above[i], above[i + 1]) then break end
-end
+if rank > 0 then side(rank - 1, math.max(rank - scanned, 0), -1) end
+side(rank + 1, rank + scanned, 1)
+for _, m in ipairs(dead) do forget(m) end
 if not best then return {1, redis.call('ZCARD', z), now - since} end
 local found = redis.call('HGET', h, best .. ':e')
 forget(id)
