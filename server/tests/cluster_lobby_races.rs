@@ -1,6 +1,6 @@
 //! Cluster mode (issue 26), the lobby's races across nodes, with real server processes:
 //! a pooled player who accepts a seek, or whose rematch is accepted, while another node
-//! pairs them ends up in one game; a player paired by another node may queue again as soon
+//! pairs them ends up in one game, and one whose challenge is accepted waits in no pool; a player paired by another node may queue again as soon
 //! as that game is over, and is paired again at once; a node cut off from Redis for longer
 //! than its presence lasts puts its swept pool members and seeks back when it rejoins.
 
@@ -278,6 +278,53 @@ async fn a_pooled_player_whose_rematch_is_accepted_as_another_node_pairs_them_pl
         }
     }
     eprintln!("{by_rematch} of {REMATCH_ATTEMPTS} attempts went to the rematch");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooled_player_whose_challenge_is_accepted_on_another_node_waits_in_no_pool() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    // Pat waits in a pool on A and challenges Quin, on B, who accepts.
+    let mut pat = signed_in(&a, "pat").await;
+    queued_unrated(&mut pat).await;
+    let mut quin = signed_in(&b, "quin").await;
+    let id = pat.id();
+    let sent = pat
+        .request(ClientMsg::Challenge {
+            id,
+            opponent: "quin".into(),
+            variant: Variant::CLASSIC,
+            time_control: TimeControl::preset("blitz").unwrap(),
+            rated: false,
+        })
+        .await;
+    let ServerMsg::ChallengeSent { challenge, .. } = sent else {
+        panic!("{sent:?}");
+    };
+    quin.expect("challenge_received", |m| {
+        matches!(m, ServerMsg::ChallengeReceived { .. })
+    })
+    .await;
+    let id = quin.id();
+    let challenge_id = challenge.challenge_id;
+    assert_ok(
+        &quin
+            .request(ClientMsg::AcceptChallenge { id, challenge_id })
+            .await,
+    );
+    let game = started(&mut quin).await;
+    assert_eq!(started(&mut pat).await, game);
+    // Long after (its marks lapsed), Ray joins Pat's pool: nobody waits there.
+    marks_lapsed(&cluster);
+    let mut ray = signed_in(&b, "ray").await;
+    queued_unrated(&mut ray).await;
+    let id = ray.id();
+    let left = ray.request(ClientMsg::LeavePool { id }).await;
+    assert!(
+        matches!(left, ServerMsg::Ok { .. }),
+        "Ray was paired with Pat, who plays Quin: {left:?}"
+    );
 }
 
 /// Whether `client`'s node sees nobody in any pool and no seek open.

@@ -115,8 +115,7 @@ pub struct SharedPools {
     pair: Script,
     count: Script,
     find_name: Script,
-    take: Script,
-    rematch: Script,
+    seat: Script,
     sweep: Script,
 }
 
@@ -144,8 +143,7 @@ impl SharedPools {
             pair: Script::new(pair::PAIR),
             count: Script::new(COUNT),
             find_name: Script::new(offers::FIND_NAME),
-            take: Script::new(offers::TAKE),
-            rematch: Script::new(rematch::SEAT),
+            seat: Script::new(seat::SEAT),
             sweep: Script::new(sweep::SWEEP),
         })
     }
@@ -289,11 +287,12 @@ impl SharedPools {
 mod conn;
 mod offers;
 mod pair;
-mod rematch;
+mod seat;
 mod sweep;
 
-pub use offers::{SharedChallenge, Taken};
+pub use offers::SharedChallenge;
 pub use pair::Paired;
+pub use seat::Taken;
 pub use sweep::Swept;
 
 #[cfg(test)]

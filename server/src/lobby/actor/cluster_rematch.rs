@@ -1,7 +1,7 @@
 //! Rematches in cluster mode: the node that ran the game handles its offers, whichever
 //! node they are made on (`bus/redis/rematch.rs` sends them there), and finds an opponent
 //! connected to another node by name, as a challenge does. A rematch that starts takes
-//! both players as a pairing does (`shared/rematch.rs`).
+//! both players as a pairing does (`shared/seat.rs`).
 
 use elementals_protocol::messages::GameId;
 

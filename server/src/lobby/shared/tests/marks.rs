@@ -1,6 +1,7 @@
 //! The seating marks against Redis: a pairing passes over a marked neighbour for the
 //! nearest unmarked one; a member's own mark is lifted for the game its node heard end; a
-//! rematch takes both players out of every pool unless another game marks one.
+//! rematch, or a seek taken, takes both players out of every pool unless another game
+//! marks one.
 
 use elementals_protocol::messages::GameId;
 
@@ -144,4 +145,40 @@ async fn a_rematch_takes_both_players_out_of_every_pool_unless_another_game_mark
         Paired::NotWaiting
     ));
     assert_eq!(p.pools.counts().await.unwrap(), vec![(rated, 1)]);
+}
+
+#[tokio::test]
+async fn a_seek_taken_takes_both_players_out_of_every_pool() {
+    let p = pools().await;
+    let k = key();
+    // 1 (about to accept) and 2 (the maker) wait in the pool.
+    for account in [1, 2] {
+        p.pools
+            .join(&k, &member(account, 10.0 * account as f64))
+            .await
+            .unwrap();
+    }
+    let seek = Seek {
+        seek_id: p.pools.first_id() + 1,
+        by: member(2, 20.0).info,
+        variant: Variant::CLASSIC,
+        time_control: TimeControl::preset("blitz").unwrap(),
+        rated: true,
+    };
+    p.pools.put_seek(&seek, &member(2, 20.0)).await.unwrap();
+    let Taken::Taken(game) = p.pools.accept_seek(seek.seek_id, 1, 2).await.unwrap() else {
+        panic!("not taken");
+    };
+    for account in [1, 2] {
+        assert!(matches!(
+            p.pools.pair(&k, account, None).await.unwrap(),
+            Paired::NotWaiting
+        ));
+        assert_eq!(p.mark_of(account).await, Some(game.to_string()));
+    }
+    assert!(p.pools.counts().await.unwrap().is_empty());
+    assert_eq!(
+        p.pools.accept_seek(seek.seek_id, 1, 2).await.unwrap(),
+        Taken::NotOpen
+    );
 }
