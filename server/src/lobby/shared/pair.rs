@@ -186,16 +186,14 @@ impl SharedPools {
             Some(1) => {
                 let waiting = int(got.get(1)).ok_or(SharedError::Malformed)?;
                 let waited = int(got.get(2)).ok_or(SharedError::Malformed)?;
-                // A mark of another kind (not a game's id) holds it all the same.
-                let held = bytes(got.get(3)).map(|b| {
-                    std::str::from_utf8(&b)
-                        .ok()
-                        .and_then(|g| g.parse::<GameId>().ok())
-                });
+                // A mark that names no game holds it all the same, `held` or not.
+                let held = bytes(got.get(3))
+                    .and_then(|b| String::from_utf8(b).ok())
+                    .and_then(|g| g.parse::<GameId>().ok());
                 Ok(Paired::Waiting {
                     waiting: u32::try_from(waiting).unwrap_or(u32::MAX),
                     waited: Duration::from_millis(u64::try_from(waited).unwrap_or(0)),
-                    held: held.flatten(),
+                    held,
                 })
             }
             Some(2) => {
