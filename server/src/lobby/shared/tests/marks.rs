@@ -48,11 +48,13 @@ async fn a_marked_nearest_neighbour_is_passed_over_for_the_nearest_unmarked_one(
     let p = pools().await;
     let k = key();
     // Below 1.0: 0.95 and 0.9 marked, then 0.85; above: 1.2 (in the window, but farther).
-    for (account, rating) in [(1, 0.95), (2, 0.9), (3, 0.85), (4, 1.2)] {
-        p.pools.join(&k, &member(account, rating)).await.unwrap();
-    }
+    // Marked as they join, they pair with nobody.
     p.mark(1, Some("1")).await;
     p.mark(2, Some("1")).await;
+    for (account, rating) in [(1, 0.95), (2, 0.9), (3, 0.85), (4, 1.2)] {
+        let joined = p.pools.join(&k, &member(account, rating)).await.unwrap();
+        assert!(matches!(joined, Paired::Waiting { .. }), "{joined:?}");
+    }
     let other = paired_with(p.pools.join(&k, &member(5, 1.0)).await.unwrap());
     assert_eq!(other.map(|m| m.account), Some(3), "0.15 away, unmarked");
     // The marked members wait on, unpaired.
