@@ -8,7 +8,7 @@
 //! dead, `sweep`, or dropped by a pairing that meets it before).
 //! Joining, pairing and leaving are each one Lua script or transaction, so a member is
 //! taken by one pairing only, whichever node runs it. Pairing keeps `pairing::Pool`'s rules: the nearest
-//! neighbour on each side, compatible when the distance is within the wider of the two
+//! neighbour on each side (of those not marked seating: `pair.rs`), compatible when the distance is within the wider of the two
 //! windows (`pairing::window`) at that moment, the nearer at equal distance the lower id.
 //!
 //! Each node's lobby pairs its own waiting members (one script call each per tick,
