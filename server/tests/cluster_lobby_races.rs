@@ -183,7 +183,7 @@ async fn played_at_once(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_player_whose_game_ended_at_once_is_paired_again_by_their_next_join() {
+async fn a_player_whose_game_ended_at_once_is_paired_again_or_takes_a_seek_at_once() {
     let cluster = Cluster::new();
     let a = cluster.node("a").await;
     let b = cluster.node("b").await;
@@ -199,6 +199,16 @@ async fn a_player_whose_game_ended_at_once_is_paired_again_by_their_next_join() 
     };
     assert_ne!(again.game_id, game);
     assert_eq!(started(&mut pat).await, again.game_id);
+    // That game over at once too, Pat accepts Moe's seek at once.
+    let mut moe = signed_in(&b, "moe").await;
+    let seek_id = seek_at(&mut moe).await;
+    quin.resign(again.game_id).await;
+    pat.expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+        .await;
+    let id = pat.id();
+    assert_ok(&pat.request(ClientMsg::AcceptSeek { id, seek_id }).await);
+    let seeked = started(&mut pat).await;
+    assert_eq!(started(&mut moe).await, seeked);
 }
 
 /// `client`'s rematch offer for `game_id`.

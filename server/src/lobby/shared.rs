@@ -35,8 +35,8 @@ pub const REDIS_WAIT: Duration = Duration::from_secs(3);
 /// game's id): no other pairing or acceptance takes them meanwhile. Far past the time
 /// every node takes to hear of the game (one PUBLISH), after which it is seated in every
 /// node's registry. A mark may go sooner once its game is over, the player free again:
-/// their own node lifts it when they queue again (`pair`), and a rematch of that game
-/// counts it as no mark.
+/// their own node lifts it when they queue again (`pair`) or accept a seek or challenge,
+/// and a rematch of that game counts it as no mark.
 pub const SEATING: Duration = Duration::from_secs(2);
 
 /// Every pool's size, forgetting pools that are empty. KEYS: the cluster's set of pools.

@@ -12,7 +12,7 @@ use elementals_protocol::{ErrorCode, TimeControl};
 use tokio::time::Instant;
 
 use super::{Lobby, PoolKey};
-use crate::lobby::shared::{Paired, SharedError, SharedKey};
+use crate::lobby::shared::{Paired, SharedError, SharedKey, Taken};
 use crate::lobby::{LobbyCmd, LobbyError, Member};
 use crate::record::AccountId;
 
@@ -330,6 +330,16 @@ impl Lobby {
                     .await
             }
             paired => Ok(paired),
+        }
+    }
+
+    /// The game whose mark alone refused an acceptance (`taken`) for its acceptor, if this
+    /// node has heard that game end: the acceptance is made again with that mark lifted
+    /// (the reasoning of `unless_held_by_over`).
+    pub(super) fn held_by_over(&self, taken: Taken) -> Option<GameId> {
+        match taken {
+            Taken::AcceptorSeating(Some(game)) if self.is_over(game) => Some(game),
+            _ => None,
         }
     }
 

@@ -63,7 +63,7 @@ impl Lobby {
             .map_err(|e| unreachable_redis(&e))?;
         let rematch = match taken {
             Taken::Taken(rematch) => rematch,
-            Taken::AcceptorSeating => return Err(seating_elsewhere()),
+            Taken::AcceptorSeating(_) => return Err(seating_elsewhere()),
             Taken::MakerSeating | Taken::NotOpen => return Err(opponent_in_game()),
         };
         self.rematch(member, (game_id, rematch), seat, &now, found)

@@ -52,11 +52,18 @@ impl Lobby {
         }
         // Taken, and both players marked seating, in one step: a pool's pairing on any
         // node takes neither of them now, nor has it just taken either.
-        let game = match shared
-            .accept_seek(seek_id, member.account, maker.account)
+        let (acceptor, maker_account) = (member.account, maker.account);
+        let mut taken = shared
+            .accept_seek(seek_id, acceptor, maker_account, None)
             .await
-            .map_err(|e| unreachable_redis(&e))?
-        {
+            .map_err(|e| unreachable_redis(&e))?;
+        if let Some(over) = self.held_by_over(taken) {
+            taken = shared
+                .accept_seek(seek_id, acceptor, maker_account, Some(over))
+                .await
+                .map_err(|e| unreachable_redis(&e))?;
+        }
+        let game = match taken {
             Taken::Taken(game) => {
                 self.seeks.remove(&seek_id);
                 game
@@ -66,7 +73,7 @@ impl Lobby {
                 return Err(seek_gone());
             }
             Taken::MakerSeating => return Err(seek_gone()),
-            Taken::AcceptorSeating => return Err(seating_elsewhere()),
+            Taken::AcceptorSeating(_) => return Err(seating_elsewhere()),
         };
         let _ = self
             .bus

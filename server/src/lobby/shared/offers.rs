@@ -2,7 +2,7 @@
 //! online by name (the presence the bus keeps): what a lobby needs to list and accept
 //! another node's seeks and to challenge a player on another node.
 
-use elementals_protocol::messages::{Challenge, Seek};
+use elementals_protocol::messages::{Challenge, GameId, Seek};
 use serde::{Deserialize, Serialize};
 
 use super::seat::Taken;
@@ -53,15 +53,16 @@ return v
 impl SharedPools {
     /// Takes open offer `id` of `hash` for `acceptor`, against `maker`: both marked seating
     /// and out of every pool in the same step, unless either is marked already (a pool's
-    /// pairing, or another acceptance, took them a moment ago; see `seat.rs`).
+    /// pairing, or another acceptance, took them a moment ago; see `seat.rs`) but for
+    /// marks of game `over`, which the acceptor's node has heard end.
     async fn take_for(
         &self,
-        hash: String,
-        id: u64,
+        (hash, id): (String, u64),
         acceptor: AccountId,
         maker: AccountId,
+        over: Option<GameId>,
     ) -> Result<Taken, SharedError> {
-        self.seat(Some((hash, id)), (acceptor, maker), None).await
+        self.seat(Some((hash, id)), (acceptor, maker), over).await
     }
 
     /// Takes seek `seek_id`, made by `maker`, for `acceptor` (see `take_for`).
@@ -70,8 +71,9 @@ impl SharedPools {
         seek_id: u64,
         acceptor: AccountId,
         maker: AccountId,
+        over: Option<GameId>,
     ) -> Result<Taken, SharedError> {
-        self.take_for(self.seeks_hash(), seek_id, acceptor, maker)
+        self.take_for((self.seeks_hash(), seek_id), acceptor, maker, over)
             .await
     }
 
@@ -81,8 +83,9 @@ impl SharedPools {
         id: u64,
         acceptor: AccountId,
         maker: AccountId,
+        over: Option<GameId>,
     ) -> Result<Taken, SharedError> {
-        self.take_for(self.challenges_hash(), id, acceptor, maker)
+        self.take_for((self.challenges_hash(), id), acceptor, maker, over)
             .await
     }
 

@@ -124,7 +124,7 @@ async fn a_rematch_takes_both_players_out_of_every_pool_unless_another_game_mark
     p.mark(1, Some(&other_game.to_string())).await;
     assert_eq!(
         p.pools.seat_rematch(1, 2, finished).await.unwrap(),
-        Taken::AcceptorSeating
+        Taken::AcceptorSeating(Some(other_game))
     );
     assert_eq!(
         p.pools.seat_rematch(2, 1, finished).await.unwrap(),
@@ -150,7 +150,7 @@ async fn a_rematch_takes_both_players_out_of_every_pool_unless_another_game_mark
 }
 
 #[tokio::test]
-async fn a_seek_taken_takes_both_players_out_of_every_pool() {
+async fn a_seek_taken_takes_both_players_out_of_every_pool_past_a_mark_of_a_game_over() {
     let p = pools().await;
     let k = key();
     // 1 (about to accept) and 2 (the maker) wait in the pool.
@@ -168,7 +168,15 @@ async fn a_seek_taken_takes_both_players_out_of_every_pool() {
         rated: true,
     };
     p.pools.put_seek(&seek, &member(2, 20.0)).await.unwrap();
-    let Taken::Taken(game) = p.pools.accept_seek(seek.seek_id, 1, 2).await.unwrap() else {
+    // 1 is held by its last game's mark, but for the acceptor's node saying it is over.
+    let over = game();
+    p.mark(1, Some(&over.to_string())).await;
+    assert_eq!(
+        p.pools.accept_seek(seek.seek_id, 1, 2, None).await.unwrap(),
+        Taken::AcceptorSeating(Some(over))
+    );
+    let taken = p.pools.accept_seek(seek.seek_id, 1, 2, Some(over)).await;
+    let Taken::Taken(game) = taken.unwrap() else {
         panic!("not taken");
     };
     for account in [1, 2] {
@@ -180,7 +188,7 @@ async fn a_seek_taken_takes_both_players_out_of_every_pool() {
     }
     assert!(p.pools.counts().await.unwrap().is_empty());
     assert_eq!(
-        p.pools.accept_seek(seek.seek_id, 1, 2).await.unwrap(),
+        p.pools.accept_seek(seek.seek_id, 1, 2, None).await.unwrap(),
         Taken::NotOpen
     );
 }
