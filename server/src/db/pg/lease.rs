@@ -128,7 +128,7 @@ impl Leases {
 /// For the writer: locks the leases of `ids` (with `tokens`) that this node holds, until
 /// the transaction ends, and returns their ids. It deletes the rows it locks (a game
 /// recorded lets its lease go): an exclusive lock at once rather than a shared one to
-/// upgrade.
+/// upgrade. The `= ANY` makes the plan look them up by key (as in `step_write.rs`).
 pub(super) fn held_for_record(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
@@ -141,7 +141,7 @@ pub(super) fn held_for_record(
         "SELECT l.game_id FROM game_leases l
          JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
              ON l.game_id = h.game_id AND l.token = h.token
-         WHERE l.node_id = $3 FOR UPDATE OF l",
+         WHERE l.node_id = $3 AND l.game_id = ANY($1::text[]) FOR UPDATE OF l",
     )?;
     Ok(tx
         .query(&select, &[&ids, &tokens, &node])?
