@@ -113,16 +113,14 @@ pub struct Config {
     pub accept_queue: usize,
 
     /// The game log's sync interval, in microseconds: the shortest time from the start of
-    /// one `fdatasync` of the live games' log to the start of the next. Every move waits
-    /// for its step to be durable; when moves come faster than this, those of one interval
-    /// share a sync, and a move waits at most this long for it. A move after a quiet
-    /// spell is synced at once. 0 syncs whenever the last sync is done.
-    #[arg(
-        long,
-        env = "ELEMENTALS_GAME_LOG_SYNC_US",
-        default_value_t = crate::db::DEFAULT_GAME_LOG_SYNC_INTERVAL.as_micros() as u64
-    )]
-    pub game_log_sync_us: u64,
+    /// one `fdatasync` of the live games' log (on PostgreSQL, one commit of the step log)
+    /// to the start of the next. Every move waits for its step to be durable; when moves
+    /// come faster than this, those of one interval share a sync, and a move waits at most
+    /// this long for it. A move after a quiet spell is synced at once. 0 syncs whenever
+    /// the last sync is done. By default 500 on SQLite, 3000 on PostgreSQL (whose CPU
+    /// follows its commits).
+    #[arg(long, env = "ELEMENTALS_GAME_LOG_SYNC_US")]
+    pub game_log_sync_us: Option<u64>,
 
     /// Failed logins allowed per account name per minute; more are answered `rate_limited`.
     #[arg(

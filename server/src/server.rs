@@ -106,7 +106,10 @@ pub async fn run(
     crate::alloc::configure();
     // Before anything is opened: a cluster node on the wrong database must not start.
     let cluster = config.cluster()?;
-    let sync_interval = Duration::from_micros(config.game_log_sync_us);
+    let sync_interval = match config.game_log_sync_us {
+        Some(us) => Duration::from_micros(us),
+        None => Db::default_sync_interval(&config.database),
+    };
     let lease_node = crate::cluster::lease_node(cluster.as_ref());
     let db = match &lease_node {
         // Cluster mode: the games this node loads below are those it claims.

@@ -10,19 +10,20 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use elementals_protocol::messages::{Account, ClientMsg, GameId, PlayerInfo, RequestId, ServerMsg};
+use elementals_protocol::messages::{Account, ClientMsg, GameId, RequestId, ServerMsg};
 use elementals_protocol::{ErrorCode, PROTOCOL_VERSION};
 
 use crate::auth::AuthError;
 use crate::connection::close;
 use crate::db::AccountRow;
 use crate::game::{GameError, Notice, SeatAction, SpectatorHandle};
-use crate::lobby::{LobbyCmd, LobbyError, Member};
+use crate::lobby::LobbyError;
 use crate::outbox::Outbox;
 use crate::record::AccountId;
 use crate::server::AppState;
 
 mod games;
+mod lobby;
 mod sign_in;
 
 /// Games one connection may watch at once.
@@ -193,37 +194,6 @@ impl Session {
             .ok_or_else(|| err(ErrorCode::NotAuthenticated, "sign in first"))
     }
 
-    async fn member(&self) -> Result<Member, (ErrorCode, String)> {
-        let user = self.user()?;
-        // Re-read the rating: it may have changed since sign-in.
-        let row = self
-            .state
-            .db
-            .account_by_id(user.account)
-            .await
-            .ok()
-            .flatten()
-            .ok_or_else(|| err(ErrorCode::Internal, "account not found"))?;
-        Ok(Member {
-            account: user.account,
-            info: PlayerInfo {
-                name: row.name,
-                rating: row.rating,
-                guest: row.guest,
-                bot: false,
-            },
-            conn_id: self.outbox.conn_id(),
-        })
-    }
-
-    /// Sends the lobby a request, which it answers to this connection itself (or the
-    /// bus, if it has stopped), and waits to hear that it is answered.
-    async fn lobby(&mut self, cmd: LobbyCmd) -> Result<Option<ServerMsg>, (ErrorCode, String)> {
-        self.state.lobby.request(cmd).await;
-        self.answered().await;
-        Ok(None)
-    }
-
     async fn dispatch(
         &mut self,
         msg: ClientMsg,
@@ -267,165 +237,21 @@ impl Session {
                 self.end();
                 Ok(ServerMsg::Ok { id })
             }
-            C::JoinPool {
-                id,
-                variant,
-                time_control,
-                rated,
-            } => {
-                let member = self.member().await?;
-                // The lobby queues the `queued` answer itself, ahead of any `game_start`.
-                let reply = self.reply_to(Some(id));
-                return self
-                    .lobby(LobbyCmd::JoinPool {
-                        member,
-                        variant,
-                        preset: time_control,
-                        rated,
-                        reply,
-                    })
-                    .await;
-            }
-            C::LeavePool { id } => {
-                let account = self.user()?.account;
-                let reply = self.reply_to(Some(id));
-                return self.lobby(LobbyCmd::LeavePool { account, reply }).await;
-            }
-            C::CreateSeek {
-                id,
-                variant,
-                time_control,
-                rated,
-            } => {
-                let member = self.member().await?;
-                let reply = self.reply_to(Some(id));
-                return self
-                    .lobby(LobbyCmd::CreateSeek {
-                        member,
-                        variant,
-                        time_control,
-                        rated,
-                        reply,
-                    })
-                    .await;
-            }
-            C::CancelSeek { id, seek_id } => {
-                let account = self.user()?.account;
-                let reply = self.reply_to(Some(id));
-                return self
-                    .lobby(LobbyCmd::CancelSeek {
-                        account,
-                        seek_id,
-                        reply,
-                    })
-                    .await;
-            }
-            C::PlayBot {
-                id,
-                strength,
-                variant,
-                time_control,
-            } => {
-                let member = self.member().await?;
-                let reply = self.reply_to(Some(id));
-                return self
-                    .lobby(LobbyCmd::PlayBot {
-                        member,
-                        strength,
-                        variant,
-                        preset: time_control,
-                        reply,
-                    })
-                    .await;
-            }
-            C::LobbyCounts { id } => {
-                let account = self.user()?.account;
-                let reply = self.reply_to(Some(id));
-                return self.lobby(LobbyCmd::Counts { account, reply }).await;
-            }
-            C::ListSeeks { id } => {
-                let reply = self.reply_to(Some(id));
-                return self.lobby(LobbyCmd::ListSeeks { reply }).await;
-            }
-            C::AcceptSeek { id, seek_id } => {
-                let member = self.member().await?;
-                let reply = self.reply_to(Some(id));
-                return self
-                    .lobby(LobbyCmd::AcceptSeek {
-                        member,
-                        seek_id,
-                        reply,
-                    })
-                    .await;
-            }
-            C::Challenge {
-                id,
-                opponent,
-                variant,
-                time_control,
-                rated,
-            } => {
-                let member = self.member().await?;
-                let reply = self.reply_to(Some(id));
-                return self
-                    .lobby(LobbyCmd::Challenge {
-                        member,
-                        opponent,
-                        variant,
-                        time_control,
-                        rated,
-                        reply,
-                    })
-                    .await;
-            }
-            C::AcceptChallenge { id, challenge_id } => {
-                let member = self.member().await?;
-                let reply = self.reply_to(Some(id));
-                return self
-                    .lobby(LobbyCmd::AcceptChallenge {
-                        member,
-                        challenge_id,
-                        reply,
-                    })
-                    .await;
-            }
-            C::DeclineChallenge { id, challenge_id } => {
-                let account = self.user()?.account;
-                let reply = self.reply_to(Some(id));
-                return self
-                    .lobby(LobbyCmd::DeclineChallenge {
-                        account,
-                        challenge_id,
-                        reply,
-                    })
-                    .await;
-            }
-            C::CancelChallenge { id, challenge_id } => {
-                let account = self.user()?.account;
-                let reply = self.reply_to(Some(id));
-                return self
-                    .lobby(LobbyCmd::CancelChallenge {
-                        account,
-                        challenge_id,
-                        reply,
-                    })
-                    .await;
-            }
-            C::OfferRematch { id, game_id } => {
-                // The rematch's players carry the ratings this game left them: an offer
-                // made before its record is written waits for it.
-                if let Some(finished) = state.registry.finished_game(&game_id) {
-                    finished.wait_recorded().await;
-                }
-                let member = self.member().await?;
-                let reply = self.reply_to(Some(id));
-                return self
-                    .lobby(LobbyCmd::OfferRematch {
-                        member,
-                        game_id,
-                        reply,
-                    })
-                    .await;
+            msg @ (C::JoinPool { .. }
+            | C::LeavePool { .. }
+            | C::CreateSeek { .. }
+            | C::CancelSeek { .. }
+            | C::PlayBot { .. }
+            | C::LobbyCounts { .. }
+            | C::ListSeeks { .. }
+            | C::AcceptSeek { .. }
+            | C::Challenge { .. }
+            | C::AcceptChallenge { .. }
+            | C::DeclineChallenge { .. }
+            | C::CancelChallenge { .. }
+            | C::OfferRematch { .. }) => {
+                let cmd = self.lobby_cmd(msg).await?;
+                return self.lobby(cmd).await;
             }
             C::Commit {
                 id,

@@ -12,10 +12,8 @@ use std::time::Duration;
 
 use cluster_support::*;
 use common::*;
-use elementals_protocol::messages::{
-    ClientMsg, GameId, GameInfo, GameSnapshot, OwedAction, Phase, ServerMsg,
-};
-use elementals_protocol::rules::{Seat, Variant};
+use elementals_protocol::messages::{GameId, GameSnapshot, OwedAction, Phase, ServerMsg};
+use elementals_protocol::rules::Seat;
 use elementals_protocol::TimeControl;
 use recovery_support::{resume_at, watch_at};
 
@@ -29,13 +27,6 @@ const HIBERNATING: [(&str, &str); 3] = [
 
 /// Between two looks at what a test waits for.
 const POLL: Duration = Duration::from_millis(50);
-
-/// A sleeping game: who plays it, and seat one's round-2 commitment (pick 3, `nonce`).
-struct Asleep {
-    game: GameInfo,
-    tokens: (String, String),
-    nonce: [u8; 32],
-}
 
 /// `name` from `node`'s `/metrics` (0 if absent).
 async fn metric(node: &Node, name: &str) -> u64 {
@@ -63,41 +54,11 @@ async fn until(what: &str, mut holds: impl AsyncFnMut() -> bool) {
     }
 }
 
-/// Registers `a` and `b` on `node`, pairs them by a rated `corr-1d` seek (the game runs on
-/// `node`), plays round 1, lets seat one commit in round 2, and has both leave; returns
+/// `play_and_leave_at` on `node` with a game of `corr-1d` between `a` and `b`; returns
 /// once the game sleeps: its wake-up row written, its lease no node's, and no node runs it.
-async fn put_to_sleep(cluster: &Cluster, node: &Node, a: &str, b: &str) -> Asleep {
-    let mut ca = TestClient::connect_at(node.addr).await;
-    ca.register(a).await;
-    let mut cb = TestClient::connect_at(node.addr).await;
-    cb.register(b).await;
-    let id = ca.id();
-    let created = ca
-        .request(ClientMsg::CreateSeek {
-            id,
-            variant: Variant::CLASSIC,
-            time_control: TimeControl::CORR_1D,
-            rated: true,
-        })
-        .await;
-    let ServerMsg::SeekCreated { seek, .. } = created else {
-        panic!("{created:?}")
-    };
-    let (id, seek_id) = (cb.id(), seek.seek_id);
-    assert_ok(&cb.request(ClientMsg::AcceptSeek { id, seek_id }).await);
-    let (game, seat_a) = ca.game_start().await;
-    cb.game_start().await;
-    let (mut one, mut two) = match seat_a {
-        Seat::One => (ca, cb),
-        Seat::Two => (cb, ca),
-    };
-    let game_id = game.game_id;
-    play_round(&mut one, &mut two, game_id, 1, (1, 2)).await;
-    let nonce = rand::random::<[u8; 32]>();
-    assert_ok(&one.commit(game_id, 2, Seat::One, 3, nonce).await);
-    let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
-    one.close().await;
-    two.close().await;
+async fn put_to_sleep(cluster: &Cluster, node: &Node, a: &str, b: &str) -> LeftGame {
+    let asleep = play_and_leave_at(node.addr, a, b, TimeControl::CORR_1D).await;
+    let game_id = asleep.game.game_id;
     let row = format!("SELECT count(*) FROM game_wakeups WHERE game_id = '{game_id}'");
     let lease =
         format!("SELECT count(*) FROM game_leases WHERE game_id = '{game_id}' AND node_id = ''");
@@ -110,11 +71,7 @@ async fn put_to_sleep(cluster: &Cluster, node: &Node, a: &str, b: &str) -> Aslee
             && metric(node, "elementals_live_games").await == 0
     })
     .await;
-    Asleep {
-        game,
-        tokens,
-        nonce,
-    }
+    asleep
 }
 
 /// Waits until each of `nodes` has heard that one game sleeps.
@@ -138,7 +95,7 @@ async fn come_back(node: &Node, token: &str, game_id: GameId) -> (TestClient, Ga
 
 /// Round 2 played to its result on the woken game (seat one's commitment from before it
 /// slept opens with its reveal), then seat one resigns: seat two wins, rated once.
-async fn finish(asleep: &Asleep, mut one: TestClient, mut two: TestClient, nodes: &[&Node]) {
+async fn finish(asleep: &LeftGame, mut one: TestClient, mut two: TestClient, nodes: &[&Node]) {
     let game_id = asleep.game.game_id;
     let nonce_two = rand::random::<[u8; 32]>();
     assert_ok(&two.commit(game_id, 2, Seat::Two, 1, nonce_two).await);
@@ -149,14 +106,7 @@ async fn finish(asleep: &Asleep, mut one: TestClient, mut two: TestClient, nodes
             })
             .await;
     }
-    assert_ok(&one.reveal(game_id, 2, 3, asleep.nonce).await);
-    assert_ok(&two.reveal(game_id, 2, 1, nonce_two).await);
-    one.expect(
-        "round 2's result",
-        |m| matches!(m, ServerMsg::RoundResult { record, .. } if record.round == 2),
-    )
-    .await;
-    one.resign(game_id).await;
+    reveal_round_two_and_resign(asleep, &mut one, &mut two, nonce_two).await;
     seat_two_won_rated_once([&mut one, &mut two], &asleep.game, nodes).await;
 }
 
@@ -267,13 +217,6 @@ async fn a_node_cut_off_from_redis_as_a_game_fell_asleep_learns_it_once_back() {
     assert_eq!(metric(&b, "elementals_games_woken_total").await, 1);
 }
 
-/// `GET /api/players/{name}` at `node`: (wins, losses).
-async fn record_of(node: &Node, name: &str) -> (u64, u64) {
-    let page = node.player(name).await;
-    let count = |k: &str| page[k].as_u64().unwrap_or_else(|| panic!("{k} in {page}"));
-    (count("wins"), count("losses"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn its_deadline_wakes_it_on_one_node_to_a_loss_on_time_after_its_node_is_killed() {
     let cluster = Cluster::new();
@@ -295,13 +238,11 @@ async fn its_deadline_wakes_it_on_one_node_to_a_loss_on_time_after_its_node_is_k
     );
     let (one, two) = (&asleep.game.players.one.name, &asleep.game.players.two.name);
     until("seat two's loss on time is recorded", async || {
-        record_of(&b, two).await == (0, 1)
+        wins_and_losses_at(b.addr, two).await == (0, 1)
     })
     .await;
-    assert_eq!(record_of(&b, one).await, (1, 0));
-    let (status, body) = b.http_get(&format!("/api/games/{game_id}")).await;
-    assert_eq!(status, 200, "{body}");
-    let record: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(wins_and_losses_at(b.addr, one).await, (1, 0));
+    let record = game_record_at(b.addr, game_id).await;
     assert_eq!(record["result"]["reason"], "time", "{record}");
     assert_eq!(
         total(&[&b, &c, &d], "elementals_games_woken_total").await,

@@ -1,8 +1,8 @@
 //! Cluster mode (issue 26), the lobby's races across nodes, with real server processes:
-//! a pooled player who accepts a seek while another node pairs them ends up in one game;
-//! a player paired by another node may queue again as soon as that game is over; a node
-//! cut off from Redis for longer than its presence lasts puts its swept pool members and
-//! seeks back when it rejoins.
+//! a pooled player who accepts a seek, or whose rematch is accepted, while another node
+//! pairs them ends up in one game, and one whose challenge is accepted waits in no pool; a player paired by another node may queue again as soon
+//! as that game is over, and is paired again at once; a node cut off from Redis for longer
+//! than its presence lasts puts its swept pool members and seeks back when it rejoins.
 
 mod cluster_support;
 mod common;
@@ -17,6 +17,8 @@ use tokio::time::Instant;
 
 /// Attempts at the race; each is a few Redis round trips.
 const ATTEMPTS: usize = 8;
+/// Attempts at the rematch's race; each plays a game first.
+const REMATCH_ATTEMPTS: usize = 4;
 
 async fn signed_in(node: &Node, name: &str) -> TestClient {
     let mut client = TestClient::connect_at(node.addr).await;
@@ -135,6 +137,204 @@ async fn a_player_paired_by_another_node_queues_again_as_soon_as_the_game_is_ove
     pat.join_pool(Variant::CLASSIC, "blitz").await;
     let id = pat.id();
     assert_ok(&pat.request(ClientMsg::LeavePool { id }).await);
+}
+
+/// `client` joins the unrated blitz pool (everyone's rating stays 1.0 there, so any two
+/// waiting are paired at once); the answer, whatever it is.
+async fn join_unrated(client: &mut TestClient) -> ServerMsg {
+    let id = client.id();
+    client
+        .request(ClientMsg::JoinPool {
+            id,
+            variant: Variant::CLASSIC,
+            time_control: "blitz".into(),
+            rated: false,
+        })
+        .await
+}
+
+async fn queued_unrated(client: &mut TestClient) {
+    let queued = join_unrated(client).await;
+    assert!(matches!(queued, ServerMsg::Queued { .. }), "{queued:?}");
+}
+
+/// Pat (on A) and Quin (on B), paired in the unrated pool by A on Pat's arrival (so the
+/// game runs on A), and the game over at once: Pat resigned before round 1 was played.
+/// Both have heard the end, and nothing else is left to read.
+async fn played_at_once(
+    a: &Node,
+    b: &Node,
+    names: (&str, &str),
+) -> (TestClient, TestClient, GameId) {
+    let mut quin = signed_in(b, names.1).await;
+    queued_unrated(&mut quin).await;
+    let mut pat = signed_in(a, names.0).await;
+    queued_unrated(&mut pat).await;
+    let game = started(&mut pat).await;
+    assert_eq!(started(&mut quin).await, game);
+    pat.resign(game).await;
+    for client in [&mut pat, &mut quin] {
+        client
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await;
+        client.received_before_pong().await;
+    }
+    (pat, quin, game)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_player_whose_game_ended_at_once_is_paired_again_or_takes_a_seek_at_once() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let (mut pat, mut quin, game) = played_at_once(&a, &b, ("pat", "quin")).await;
+    // Both queue again at once (their pairing's marks, 2 s, are far from lapsing): Pat
+    // waits, and Quin's join pairs them, its `queued` followed by the game's start with
+    // no lobby tick between.
+    queued_unrated(&mut pat).await;
+    queued_unrated(&mut quin).await;
+    let next = quin.recv().await;
+    let ServerMsg::GameStart { game: again, .. } = next else {
+        panic!("Quin's join did not pair them: {next:?}");
+    };
+    assert_ne!(again.game_id, game);
+    assert_eq!(started(&mut pat).await, again.game_id);
+    // That game over at once too, Pat accepts Moe's seek at once.
+    let mut moe = signed_in(&b, "moe").await;
+    let seek_id = seek_at(&mut moe).await;
+    quin.resign(again.game_id).await;
+    pat.expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+        .await;
+    let id = pat.id();
+    assert_ok(&pat.request(ClientMsg::AcceptSeek { id, seek_id }).await);
+    let seeked = started(&mut pat).await;
+    assert_eq!(started(&mut moe).await, seeked);
+}
+
+/// `client`'s rematch offer for `game_id`.
+fn offer_rematch(client: &mut TestClient, game_id: GameId) -> ClientMsg {
+    ClientMsg::OfferRematch {
+        id: client.id(),
+        game_id,
+    }
+}
+
+/// Takes the seating marks of every player out of Redis, as if their last game had begun
+/// longer ago than the marks last (2 s).
+fn marks_lapsed(cluster: &Cluster) {
+    let mut con = cluster.redis();
+    let marks: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}:seating:*", cluster.name))
+        .query(&mut con)
+        .unwrap();
+    if !marks.is_empty() {
+        redis::cmd("DEL").arg(marks).query::<()>(&mut con).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooled_player_whose_rematch_is_accepted_as_another_node_pairs_them_plays_one_game() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    let mut by_rematch = 0;
+    for attempt in 0..REMATCH_ATTEMPTS {
+        // Pat and Quin have played on A. Quin waits in a pool again on B and offers a
+        // rematch; Ray, on B, is about to join Quin's pool. Pat accepts as Ray joins.
+        let names = (format!("pat{attempt}"), format!("quin{attempt}"));
+        let (mut pat, mut quin, game) = played_at_once(&a, &b, (&names.0, &names.1)).await;
+        marks_lapsed(&cluster);
+        let mut ray = signed_in(&b, &format!("ray{attempt}")).await;
+        queued_unrated(&mut quin).await;
+        let offer = offer_rematch(&mut quin, game);
+        assert_ok(&quin.request(offer).await);
+        pat.expect(
+            "rematch_offered",
+            |m| matches!(m, ServerMsg::RematchOffered { game_id, .. } if *game_id == game),
+        )
+        .await;
+        let offer = offer_rematch(&mut pat, game);
+        let (accepted, queued) = tokio::join!(pat.request(offer), join_unrated(&mut ray));
+        assert!(matches!(queued, ServerMsg::Queued { .. }), "{queued:?}");
+        let by_accept = match &accepted {
+            ServerMsg::Ok { .. } => true,
+            ServerMsg::Error {
+                code: ErrorCode::AlreadyInGame,
+                ..
+            } => false,
+            other => panic!("{other:?}"),
+        };
+        // Ray was paired (with Quin, the pool's only other member) unless Ray still waits.
+        let id = ray.id();
+        let by_pool = match ray.request(ClientMsg::LeavePool { id }).await {
+            ServerMsg::Ok { .. } => false,
+            ServerMsg::Error {
+                code: ErrorCode::NotQueued,
+                ..
+            } => true,
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            by_accept != by_pool,
+            "attempt {attempt}: Quin is in exactly one game (rematch: {by_accept}, pool: {by_pool})"
+        );
+        let next = started(&mut quin).await;
+        let other = if by_accept { &mut pat } else { &mut ray };
+        assert_eq!(started(other).await, next);
+        by_rematch += usize::from(by_accept);
+        quin.resign(next).await;
+        for client in [pat, quin, ray] {
+            client.close().await;
+        }
+    }
+    eprintln!("{by_rematch} of {REMATCH_ATTEMPTS} attempts went to the rematch");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooled_player_whose_challenge_is_accepted_on_another_node_waits_in_no_pool() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a").await;
+    let b = cluster.node("b").await;
+    // Pat waits in a pool on A and challenges Quin, on B, who accepts.
+    let mut pat = signed_in(&a, "pat").await;
+    queued_unrated(&mut pat).await;
+    let mut quin = signed_in(&b, "quin").await;
+    let id = pat.id();
+    let sent = pat
+        .request(ClientMsg::Challenge {
+            id,
+            opponent: "quin".into(),
+            variant: Variant::CLASSIC,
+            time_control: TimeControl::preset("blitz").unwrap(),
+            rated: false,
+        })
+        .await;
+    let ServerMsg::ChallengeSent { challenge, .. } = sent else {
+        panic!("{sent:?}");
+    };
+    quin.expect("challenge_received", |m| {
+        matches!(m, ServerMsg::ChallengeReceived { .. })
+    })
+    .await;
+    let id = quin.id();
+    let challenge_id = challenge.challenge_id;
+    assert_ok(
+        &quin
+            .request(ClientMsg::AcceptChallenge { id, challenge_id })
+            .await,
+    );
+    let game = started(&mut quin).await;
+    assert_eq!(started(&mut pat).await, game);
+    // Long after (its marks lapsed), Ray joins Pat's pool: nobody waits there.
+    marks_lapsed(&cluster);
+    let mut ray = signed_in(&b, "ray").await;
+    queued_unrated(&mut ray).await;
+    let id = ray.id();
+    let left = ray.request(ClientMsg::LeavePool { id }).await;
+    assert!(
+        matches!(left, ServerMsg::Ok { .. }),
+        "Ray was paired with Pat, who plays Quin: {left:?}"
+    );
 }
 
 /// Whether `client`'s node sees nobody in any pool and no seek open.

@@ -9,8 +9,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use elementals_protocol::messages::{ClientMsg, GameId, GameSnapshot, Phase, SeatPair, ServerMsg};
-use elementals_protocol::rules::{Seat, Variant};
+use elementals_protocol::messages::{GameId, GameSnapshot, Phase, SeatPair, ServerMsg};
+use elementals_protocol::rules::Seat;
 use elementals_protocol::TimeControl;
 use elementals_server::Config;
 
@@ -26,63 +26,13 @@ fn hibernating(config: &mut Config) {
     config.http_requests_per_ip = 0;
 }
 
-/// A sleeping game: who played it, and seat one's round-2 commitment (pick and nonce).
-struct Asleep {
-    game_id: GameId,
-    tokens: (String, String),
-    names: (String, String),
-    nonce: [u8; 32],
-}
-
-/// Registers `a` and `b`, pairs them by a seek of `SLOW` (`corr-7d`), plays round 1, lets seat one
-/// commit in round 2, and has both leave; returns once the game sleeps.
-async fn put_to_sleep(server: &TestServer, a: &str, b: &str) -> Asleep {
-    let asleep = play_and_leave(server, a, b).await;
+/// `play_and_leave_at` with a game of `SLOW` (`corr-7d`) between `a` and `b`; returns
+/// once the game sleeps.
+async fn put_to_sleep(server: &TestServer, a: &str, b: &str) -> LeftGame {
+    let asleep = play_and_leave_at(server.addr, a, b, SLOW).await;
     until_metric(server, "elementals_hibernated_games", 1).await;
     assert_eq!(metric(server, "elementals_live_games").await, 0);
     asleep
-}
-
-/// `put_to_sleep` up to the players' leaving: the game goes to sleep a second later.
-async fn play_and_leave(server: &TestServer, a: &str, b: &str) -> Asleep {
-    let mut ca = TestClient::connect(server).await;
-    ca.register(a).await;
-    let mut cb = TestClient::connect(server).await;
-    cb.register(b).await;
-    let id = ca.id();
-    let created = ca
-        .request(ClientMsg::CreateSeek {
-            id,
-            variant: Variant::CLASSIC,
-            time_control: SLOW,
-            rated: true,
-        })
-        .await;
-    let ServerMsg::SeekCreated { seek, .. } = created else {
-        panic!("{created:?}")
-    };
-    let id = cb.id();
-    let seek_id = seek.seek_id;
-    assert_ok(&cb.request(ClientMsg::AcceptSeek { id, seek_id }).await);
-    let (game, seat_a) = ca.game_start().await;
-    cb.game_start().await;
-    let (mut one, mut two, names) = match seat_a {
-        Seat::One => (ca, cb, (a.to_owned(), b.to_owned())),
-        Seat::Two => (cb, ca, (b.to_owned(), a.to_owned())),
-    };
-    let game_id = game.game_id;
-    play_round(&mut one, &mut two, game_id, 1, (1, 2)).await;
-    let nonce = rand::random::<[u8; 32]>();
-    assert_ok(&one.commit(game_id, 2, Seat::One, 3, nonce).await);
-    let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
-    one.close().await;
-    two.close().await;
-    Asleep {
-        game_id,
-        tokens,
-        names,
-        nonce,
-    }
 }
 
 /// Signs in with `token` and returns the snapshot of the game it sits in.
@@ -111,8 +61,8 @@ async fn come_back(
 
 /// The sleeping game is woken by its players' return, its round 2 kept (seat one's
 /// commitment from before it slept still opens with its reveal), and played on.
-async fn woken_by_its_players_with_its_round_kept(server: &TestServer, asleep: &Asleep) {
-    let game_id = asleep.game_id;
+async fn woken_by_its_players_with_its_round_kept(server: &TestServer, asleep: &LeftGame) {
+    let game_id = asleep.game.game_id;
     let (mut two, snapshot) = come_back(server, &asleep.tokens.1, game_id).await;
     assert_eq!((snapshot.round, snapshot.phase), (2, Phase::Commit));
     assert!(snapshot.committed.one && !snapshot.committed.two);
@@ -125,14 +75,7 @@ async fn woken_by_its_players_with_its_round_kept(server: &TestServer, asleep: &
     assert_ok(&two.commit(game_id, 2, Seat::Two, 1, nonce_two).await);
     let (mut one, snapshot) = come_back(server, &asleep.tokens.0, game_id).await;
     assert_eq!((snapshot.round, snapshot.phase), (2, Phase::Reveal));
-    assert_ok(&one.reveal(game_id, 2, 3, asleep.nonce).await);
-    assert_ok(&two.reveal(game_id, 2, 1, nonce_two).await);
-    one.expect(
-        "round 2's result",
-        |m| matches!(m, ServerMsg::RoundResult { record, .. } if record.round == 2),
-    )
-    .await;
-    one.resign(game_id).await;
+    reveal_round_two_and_resign(asleep, &mut one, &mut two, nonce_two).await;
 }
 
 #[tokio::test]
@@ -170,22 +113,15 @@ async fn on_sqlite_sleeping_and_waking_read_no_other_games_log() {
     let names: Vec<(String, String)> = (1..=8)
         .map(|n| (format!("many{n}a"), format!("many{n}b")))
         .collect();
-    let games = names.iter().map(|(a, b)| play_and_leave(&server, a, b));
+    let games = names
+        .iter()
+        .map(|(a, b)| play_and_leave_at(server.addr, a, b, SLOW));
     futures::future::join_all(games).await;
     until_metric(&server, "elementals_hibernated_games", 9).await;
     assert_eq!(metric(&server, READ).await, 9 * one_game);
     // The first game's wake reads nothing from the file.
     woken_by_its_players_with_its_round_kept(&server, &first).await;
     assert_eq!(metric(&server, READ).await, 9 * one_game);
-}
-
-/// `GET /api/players/{name}`: (wins, losses).
-async fn record_of(server: &TestServer, name: &str) -> (u64, u64) {
-    let (status, body) = server.http_get(&format!("/api/players/{name}")).await;
-    assert_eq!(status, 200, "{body}");
-    let page: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let count = |k: &str| page[k].as_u64().unwrap_or_else(|| panic!("{k} in {page}"));
-    (count("wins"), count("losses"))
 }
 
 #[tokio::test]
@@ -205,26 +141,22 @@ async fn deadline_wakes_on(backend: Backend) {
     tokio::time::resume();
     until_metric(&server, "elementals_games_finished_total", 1).await;
     assert_eq!(metric(&server, "elementals_hibernated_games").await, 0);
-    let (one, two) = (&asleep.names.0, &asleep.names.1);
+    let (one, two) = (&asleep.game.players.one.name, &asleep.game.players.two.name);
     // The record is written just after the game ends.
     let deadline = tokio::time::Instant::now() + WAIT;
-    while record_of(&server, two).await != (0, 1) {
+    while wins_and_losses_at(server.addr, two).await != (0, 1) {
         assert!(tokio::time::Instant::now() < deadline, "no loss recorded");
         tokio::task::yield_now().await;
     }
-    assert_eq!(record_of(&server, one).await, (1, 0));
-    let (status, body) = server
-        .http_get(&format!("/api/games/{}", asleep.game_id))
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let record: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(wins_and_losses_at(server.addr, one).await, (1, 0));
+    let record = game_record_at(server.addr, asleep.game.game_id).await;
     assert_eq!(record["result"]["reason"], "time", "{record}");
 
     // Rated once: nothing is left to wake or restore.
     let server = server.restart_with(hibernating).await;
     assert_eq!(metric(&server, "elementals_hibernated_games").await, 0);
     assert_eq!(metric(&server, "elementals_live_games").await, 0);
-    assert_eq!(record_of(&server, two).await, (0, 1));
+    assert_eq!(wins_and_losses_at(server.addr, two).await, (0, 1));
 }
 
 #[tokio::test]
@@ -232,7 +164,7 @@ async fn players_returning_at_once_wake_one_game() {
     for backend in BACKENDS {
         let server = start_server_on_with(backend, hibernating).await;
         let asleep = put_to_sleep(&server, "twice1", "twice2").await;
-        let game_id = asleep.game_id;
+        let game_id = asleep.game.game_id;
         let ((_one, a), (_two, b)) = tokio::join!(
             come_back(&server, &asleep.tokens.0, game_id),
             come_back(&server, &asleep.tokens.1, game_id),

@@ -137,6 +137,17 @@ impl Db {
         )
     }
 
+    /// The game log's sync interval where none is given: on PostgreSQL longer than on
+    /// SQLite, since a commit there costs the database ~0.4 ms of CPU whatever its rows
+    /// (at 16,000 players on 3 nodes, 3 ms rather than 500 µs took a fifth off
+    /// PostgreSQL's CPU, at no cost in p99).
+    pub fn default_sync_interval(path: &std::path::Path) -> std::time::Duration {
+        match Location::of(path) {
+            Location::Sqlite(_) => journal::DEFAULT_SYNC_INTERVAL,
+            Location::Postgres(_) => pg::DEFAULT_SYNC_INTERVAL,
+        }
+    }
+
     /// Like [`Db::open`], with the game log's sync interval: the shortest time from the
     /// start of one `fdatasync` of the live games' log to the start of the next.
     pub fn open_with_sync_interval(
@@ -161,8 +172,10 @@ impl Db {
             ));
         };
         let leases = Arc::new(pg::Leases::new(node_id));
-        let _ = sync_interval; // PostgreSQL's step log commits a batch as it comes.
-        Db::from_pg(pg::open(url, Some(leases.clone()))?, Some(leases))
+        Db::from_pg(
+            pg::open(url, Some(leases.clone()), sync_interval)?,
+            Some(leases),
+        )
     }
 
     fn from_pg(opened: pg::Opened, leases: Option<Arc<pg::Leases>>) -> DbResult<Db> {
@@ -183,7 +196,9 @@ impl Db {
         sync_interval: std::time::Duration,
     ) -> DbResult<Db> {
         let path = match Location::of(path) {
-            Location::Postgres(url) => return Db::from_pg(pg::open(url, None)?, None),
+            Location::Postgres(url) => {
+                return Db::from_pg(pg::open(url, None, sync_interval)?, None)
+            }
             Location::Sqlite(path) => path,
         };
         let conn = schema::open(path)?;

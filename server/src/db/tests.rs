@@ -252,3 +252,6 @@ mod sleeping;
 
 /// Cluster mode's leases on PostgreSQL: taken, fenced, renewed, claimed, given up.
 mod leases;
+
+/// PostgreSQL's step log: commits paced by the sync interval.
+mod step_pacing;

@@ -8,7 +8,7 @@
 //! dead, `sweep`, or dropped by a pairing that meets it before).
 //! Joining, pairing and leaving are each one Lua script or transaction, so a member is
 //! taken by one pairing only, whichever node runs it. Pairing keeps `pairing::Pool`'s rules: the nearest
-//! neighbour on each side, compatible when the distance is within the wider of the two
+//! neighbour on each side (of those not marked seating: `pair.rs`), compatible when the distance is within the wider of the two
 //! windows (`pairing::window`) at that moment, the nearer at equal distance the lower id.
 //!
 //! Each node's lobby pairs its own waiting members (one script call each per tick,
@@ -30,10 +30,13 @@ use crate::record::AccountId;
 /// How long a lobby waits for Redis before it answers `internal`.
 pub const REDIS_WAIT: Duration = Duration::from_secs(3);
 
-/// How long a player stays marked seating once a pairing, or the acceptance of a seek or
-/// challenge, has taken them (`{cluster}:seating:{account}`): no other pairing or
-/// acceptance takes them meanwhile. Far past the time every node takes to hear of the
-/// game (one PUBLISH), after which it is seated in every node's registry.
+/// How long a player stays marked seating once a pairing, the acceptance of a seek or
+/// challenge, or a rematch has taken them (`{cluster}:seating:{account}`, its value the
+/// game's id): no other pairing or acceptance takes them meanwhile. Far past the time
+/// every node takes to hear of the game (one PUBLISH), after which it is seated in every
+/// node's registry. A mark may go sooner once its game is over, the player free again:
+/// their own node lifts it when they queue again (`pair`) or accept a seek or challenge,
+/// and a rematch of that game counts it as no mark.
 pub const SEATING: Duration = Duration::from_secs(2);
 
 /// Every pool's size, forgetting pools that are empty. KEYS: the cluster's set of pools.
@@ -112,7 +115,7 @@ pub struct SharedPools {
     pair: Script,
     count: Script,
     find_name: Script,
-    take: Script,
+    seat: Script,
     sweep: Script,
 }
 
@@ -140,7 +143,7 @@ impl SharedPools {
             pair: Script::new(pair::PAIR),
             count: Script::new(COUNT),
             find_name: Script::new(offers::FIND_NAME),
-            take: Script::new(offers::TAKE),
+            seat: Script::new(seat::SEAT),
             sweep: Script::new(sweep::SWEEP),
         })
     }
@@ -284,10 +287,12 @@ impl SharedPools {
 mod conn;
 mod offers;
 mod pair;
+mod seat;
 mod sweep;
 
-pub use offers::{SharedChallenge, Taken};
+pub use offers::SharedChallenge;
 pub use pair::Paired;
+pub use seat::Taken;
 pub use sweep::Swept;
 
 #[cfg(test)]

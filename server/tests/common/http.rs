@@ -1,5 +1,6 @@
 //! Plain HTTP/1.1 over loopback for the tests: a GET, one that tolerates a server not
-//! listening yet, and the `/metrics` and `/api/players` reads every harness makes.
+//! listening yet, and the `/metrics`, `/api/players` and `/api/games` reads every harness
+//! makes.
 
 use std::net::SocketAddr;
 
@@ -54,6 +55,20 @@ pub async fn metric_at(addr: SocketAddr, name: &str) -> u64 {
 /// `GET /api/players/{name}` on `addr`, as JSON.
 pub async fn player_at(addr: SocketAddr, name: &str) -> serde_json::Value {
     let (status, body) = http_get(addr, &format!("/api/players/{name}")).await;
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// A player's (wins, losses), from `GET /api/players/{name}` on `addr`.
+pub async fn wins_and_losses_at(addr: SocketAddr, name: &str) -> (u64, u64) {
+    let page = player_at(addr, name).await;
+    let count = |k: &str| page[k].as_u64().unwrap_or_else(|| panic!("{k} in {page}"));
+    (count("wins"), count("losses"))
+}
+
+/// `GET /api/games/{id}` on `addr`, as JSON: a finished game's record.
+pub async fn game_record_at(addr: SocketAddr, id: impl std::fmt::Display) -> serde_json::Value {
+    let (status, body) = http_get(addr, &format!("/api/games/{id}")).await;
     assert_eq!(status, 200, "{body}");
     serde_json::from_str(&body).unwrap()
 }

@@ -1,6 +1,8 @@
 //! What a test client does as a player: sign in, queue, commit, reveal; and the helpers
 //! that pair two players and play a round.
 
+use elementals_protocol::TimeControl;
+
 use super::*;
 
 impl TestClient {
@@ -204,4 +206,79 @@ pub async fn play_round(
         |m| matches!(m, ServerMsg::RoundResult { record, .. } if record.round == round),
     )
     .await
+}
+
+/// A rated game that both players left in the middle of round 2: see `play_and_leave_at`.
+pub struct LeftGame {
+    pub game: GameInfo,
+    /// Seat one's and seat two's session tokens.
+    pub tokens: (String, String),
+    /// Seat one's round-2 nonce (its pick is 3).
+    pub nonce: [u8; 32],
+}
+
+/// Registers `a` and `b` at `addr`, pairs them by `a`'s rated seek of `time_control` (the
+/// game runs where `addr` is), plays round 1, lets seat one commit in round 2 (pick 3), and
+/// has both leave: a correspondence game left so goes to sleep.
+pub async fn play_and_leave_at(
+    addr: SocketAddr,
+    a: &str,
+    b: &str,
+    time_control: TimeControl,
+) -> LeftGame {
+    let mut ca = TestClient::connect_at(addr).await;
+    ca.register(a).await;
+    let mut cb = TestClient::connect_at(addr).await;
+    cb.register(b).await;
+    let id = ca.id();
+    let created = ca
+        .request(ClientMsg::CreateSeek {
+            id,
+            variant: Variant::CLASSIC,
+            time_control,
+            rated: true,
+        })
+        .await;
+    let ServerMsg::SeekCreated { seek, .. } = created else {
+        panic!("{created:?}")
+    };
+    let (id, seek_id) = (cb.id(), seek.seek_id);
+    assert_ok(&cb.request(ClientMsg::AcceptSeek { id, seek_id }).await);
+    let (game, seat_a) = ca.game_start().await;
+    cb.game_start().await;
+    let (mut one, mut two) = match seat_a {
+        Seat::One => (ca, cb),
+        Seat::Two => (cb, ca),
+    };
+    let game_id = game.game_id;
+    play_round(&mut one, &mut two, game_id, 1, (1, 2)).await;
+    let nonce = rand::random::<[u8; 32]>();
+    assert_ok(&one.commit(game_id, 2, Seat::One, 3, nonce).await);
+    let tokens = (one.token.clone().unwrap(), two.token.clone().unwrap());
+    one.close().await;
+    two.close().await;
+    LeftGame {
+        game,
+        tokens,
+        nonce,
+    }
+}
+
+/// Round 2 of a game `play_and_leave_at` left, once both have committed (seat two with
+/// pick 1 and `nonce_two`): both reveal, seat one hears the result and resigns.
+pub async fn reveal_round_two_and_resign(
+    left: &LeftGame,
+    one: &mut TestClient,
+    two: &mut TestClient,
+    nonce_two: [u8; 32],
+) {
+    let game_id = left.game.game_id;
+    assert_ok(&one.reveal(game_id, 2, 3, left.nonce).await);
+    assert_ok(&two.reveal(game_id, 2, 1, nonce_two).await);
+    one.expect(
+        "round 2's result",
+        |m| matches!(m, ServerMsg::RoundResult { record, .. } if record.round == 2),
+    )
+    .await;
+    one.resign(game_id).await;
 }

@@ -110,10 +110,18 @@ fn garbage_on_a_channel_is_dropped_not_applied() {
     assert!(wire::decode::<NodeMsg>(&[]).is_none());
 }
 
-/// Redis at 127.0.0.1:6379 (`.ci/services` starts it), under a cluster name of the test's.
+/// The Redis `.ci/services` starts.
+const REDIS: &str = "redis://127.0.0.1:6379";
+
+/// A cluster name of the test's own: tests running at once share no keys or channels.
+fn cluster_name() -> String {
+    format!("unit-{}-{:08x}", std::process::id(), rand::random::<u32>())
+}
+
+/// A node on Redis under cluster `name`.
 async fn node_on_redis(name: &str) -> (Arc<RedisBus>, CancellationToken) {
     let config = ClusterConfig {
-        redis_url: "redis://127.0.0.1:6379".into(),
+        redis_url: REDIS.into(),
         name: name.into(),
         node_id: "unit".into(),
     };
@@ -125,7 +133,7 @@ async fn node_on_redis(name: &str) -> (Arc<RedisBus>, CancellationToken) {
 }
 
 fn forget(name: &str) {
-    let mut con = ::redis::Client::open("redis://127.0.0.1:6379")
+    let mut con = ::redis::Client::open(REDIS)
         .unwrap()
         .get_connection()
         .unwrap();
@@ -138,43 +146,77 @@ fn forget(name: &str) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_spectator_lagging_on_another_node_is_watched_again_three_times_then_dropped() {
-    use elementals_protocol::messages::{LiveGame, SeatPair};
+/// Node `node`'s channel in cluster `name`, heard in that node's place.
+async fn hear_node(name: &str, node: u16) -> ::redis::aio::PubSubStream {
+    let client = ::redis::Client::open(REDIS).unwrap();
+    let mut pubsub = client.get_async_pubsub().await.unwrap();
+    pubsub
+        .subscribe(format!("{name}:node:{node}"))
+        .await
+        .unwrap();
+    pubsub.into_on_message()
+}
+
+/// The game and command `msg`, heard on a node's channel, carries, if it is a game's.
+fn to_game(msg: &::redis::Msg) -> Option<(GameId, GameCmd)> {
+    match wire::decode::<NodeMsg>(msg.get_payload_bytes())? {
+        NodeMsg::ToGame { game, cmd } => Some((game, cmd.into_cmd())),
+        _ => None,
+    }
+}
+
+/// Asserts that `cmd` watches the game again for `conn` on the bus's own account: no
+/// request of the client's is behind it.
+fn assert_watch_again(cmd: GameCmd, conn: ConnId) {
+    assert!(
+        matches!(&cmd, GameCmd::Watch { reply } if reply.conn == conn && reply.request_id.is_none()),
+        "{cmd:?}"
+    );
+}
+
+/// A node's mirror of the cluster, with no Redis behind it.
+fn mirror() -> Directory {
+    Directory::new(1, Link::nowhere(Keys::new("t", 1, "n")))
+}
+
+/// Game `game`'s directory entry, run by `node`.
+fn dir_entry(game: GameId, node: u16) -> wire::DirEntry {
+    use elementals_protocol::messages::{LiveGame, PlayerInfo, SeatPair};
     use elementals_protocol::rules::Variant;
     use elementals_protocol::TimeControl;
-    use futures::StreamExt;
-
-    let name = format!("unit-{}-{:08x}", std::process::id(), rand::random::<u32>());
-    let (bus, stop) = node_on_redis(&name).await;
-    // The game runs on node `far`, whose channel this test hears in its place.
-    let far: u16 = 16_000;
-    let client = ::redis::Client::open("redis://127.0.0.1:6379").unwrap();
-    let (mut sink, mut heard) = client.get_async_pubsub().await.unwrap().split();
-    sink.subscribe(format!("{name}:node:{far}")).await.unwrap();
-    let game = GameId(uuid::Uuid::new_v4());
-    let player = elementals_protocol::messages::PlayerInfo {
+    let player = PlayerInfo {
         name: "p".into(),
         rating: 1.0,
         guest: false,
         bot: false,
     };
-    let summary = LiveGame {
-        game_id: game,
-        variant: Variant::CLASSIC,
-        time_control: TimeControl::BLITZ,
-        rated: true,
-        players: SeatPair::new(player.clone(), player),
-        round: 1,
-        positions: vec![0; 5],
-        spectators: 0,
-    };
-    let entry = wire::DirEntry {
-        node: far,
+    wire::DirEntry {
+        node,
         seats: SeatPair::new(1, 2),
-        summary,
-    };
-    bus.directory.load(vec![(game, entry)]);
+        summary: LiveGame {
+            game_id: game,
+            variant: Variant::CLASSIC,
+            time_control: TimeControl::BLITZ,
+            rated: true,
+            players: SeatPair::new(player.clone(), player),
+            round: 1,
+            positions: vec![0; 5],
+            spectators: 0,
+        },
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spectator_lagging_on_another_node_is_watched_again_three_times_then_dropped() {
+    use futures::StreamExt;
+
+    let name = cluster_name();
+    let (bus, stop) = node_on_redis(&name).await;
+    // The game runs on node `far`, whose channel this test hears in its place.
+    let far: u16 = 16_000;
+    let mut heard = hear_node(&name, far).await;
+    let game = GameId(uuid::Uuid::new_v4());
+    bus.directory.load(vec![(game, dir_entry(game, far))]);
     // A spectator here whose queue holds one item, and which never reads it.
     let conn = bus.first_conn_id();
     let (outbox, _rx) = crate::outbox::Outbox::new(conn, 1);
@@ -196,16 +238,9 @@ async fn a_spectator_lagging_on_another_node_is_watched_again_three_times_then_d
             .await
             .expect("the game's node hears of it")
             .unwrap();
-        match wire::decode::<NodeMsg>(msg.get_payload_bytes()) {
-            Some(NodeMsg::ToGame { game: g, cmd }) => {
-                assert_eq!(g, game);
-                assert!(matches!(
-                    cmd.into_cmd(),
-                    GameCmd::Watch { reply } if reply.conn == conn && reply.request_id.is_none()
-                ));
-            }
-            other => panic!("{other:?}"),
-        }
+        let (g, cmd) = to_game(&msg).expect("a command for the game");
+        assert_eq!(g, game);
+        assert_watch_again(cmd, conn);
         assert!(!outbox.is_closed(), "attempt {attempt}");
     }
     // The fourth time in a row it is dropped.
@@ -216,10 +251,7 @@ async fn a_spectator_lagging_on_another_node_is_watched_again_three_times_then_d
 
 #[test]
 fn a_sign_in_elsewhere_supersedes_an_earlier_one_here_not_a_later_one() {
-    use super::directory::Directory;
-    use super::link::{Keys, Link};
-    use super::wire::ClusterMsg;
-    let dir = Directory::new(1, Link::nowhere(Keys::new("t", 1, "n")));
+    let dir = mirror();
     let conn = (1 << NODE_SHIFT) | 5;
     dir.user_online(7, "ann", conn);
     let now = crate::clock::unix_ms();
@@ -242,39 +274,10 @@ fn a_sign_in_elsewhere_supersedes_an_earlier_one_here_not_a_later_one() {
     assert_eq!(dir.heard(elsewhere(now + 2_000)), None);
 }
 
-/// Game `game`'s directory entry, run by `node`.
-fn dir_entry(game: GameId, node: u16) -> wire::DirEntry {
-    use elementals_protocol::messages::{LiveGame, SeatPair};
-    use elementals_protocol::rules::Variant;
-    use elementals_protocol::TimeControl;
-    let player = elementals_protocol::messages::PlayerInfo {
-        name: "p".into(),
-        rating: 1.0,
-        guest: false,
-        bot: false,
-    };
-    wire::DirEntry {
-        node,
-        seats: SeatPair::new(1, 2),
-        summary: LiveGame {
-            game_id: game,
-            variant: Variant::CLASSIC,
-            time_control: TimeControl::BLITZ,
-            rated: true,
-            players: SeatPair::new(player.clone(), player),
-            round: 1,
-            positions: vec![0; 5],
-            spectators: 0,
-        },
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn the_mirror_read_again_takes_what_was_missed_and_drops_only_games_nobody_announces() {
-    use super::directory::{Directory, NODE_TIMEOUT};
-    use super::link::{Keys, Link};
-    use super::wire::ClusterMsg;
-    let dir = Directory::new(1, Link::nowhere(Keys::new("t", 1, "n")));
+    use super::directory::NODE_TIMEOUT;
+    let dir = mirror();
     let game = || GameId(uuid::Uuid::new_v4());
     let (moved, ended, announced, opened) = (game(), game(), game(), game());
     dir.load(vec![
@@ -311,7 +314,7 @@ async fn the_mirror_read_again_takes_what_was_missed_and_drops_only_games_nobody
 
 #[tokio::test(start_paused = true)]
 async fn the_time_cut_off_from_redis_does_not_count_against_the_other_nodes() {
-    let dir = Directory::new(1, Link::nowhere(Keys::new("t", 1, "n")));
+    let dir = mirror();
     let alive = |node| ClusterMsg::Alive {
         node,
         online: 0,
@@ -341,38 +344,14 @@ async fn the_time_cut_off_from_redis_does_not_count_against_the_other_nodes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fresh_snapshot_no_node_heard_is_asked_again_at_the_next_tick() {
-    use elementals_protocol::messages::{LiveGame, PlayerInfo, SeatPair};
-    use elementals_protocol::rules::Variant;
-    use elementals_protocol::TimeControl;
     use futures::StreamExt;
 
-    let name = format!("unit-{}-{:08x}", std::process::id(), rand::random::<u32>());
+    let name = cluster_name();
     let (bus, stop) = node_on_redis(&name).await;
     // The game runs on node `far`, which does not hear its channel yet (it is rejoining).
     let far: u16 = 16_001;
     let game = GameId(uuid::Uuid::new_v4());
-    let player = PlayerInfo {
-        name: "p".into(),
-        rating: 1.0,
-        guest: false,
-        bot: false,
-    };
-    let summary = LiveGame {
-        game_id: game,
-        variant: Variant::CLASSIC,
-        time_control: TimeControl::BLITZ,
-        rated: true,
-        players: SeatPair::new(player.clone(), player),
-        round: 1,
-        positions: vec![0; 5],
-        spectators: 0,
-    };
-    let entry = wire::DirEntry {
-        node: far,
-        seats: SeatPair::new(1, 2),
-        summary,
-    };
-    bus.directory.load(vec![(game, entry)]);
+    bus.directory.load(vec![(game, dir_entry(game, far))]);
     let conn = bus.first_conn_id();
     let (outbox, _rx) = crate::outbox::Outbox::new(conn, 8);
     bus.connect(&outbox);
@@ -387,21 +366,16 @@ async fn a_fresh_snapshot_no_node_heard_is_asked_again_at_the_next_tick() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // The node hears its channel now: the next tick asks it again.
-    let client = ::redis::Client::open("redis://127.0.0.1:6379").unwrap();
-    let (mut sink, mut heard) = client.get_async_pubsub().await.unwrap().split();
-    sink.subscribe(format!("{name}:node:{far}")).await.unwrap();
+    let mut heard = hear_node(&name, far).await;
     bus.tick(0);
     loop {
         let msg = tokio::time::timeout(Duration::from_secs(10), heard.next())
             .await
             .expect("the game's node is asked again")
             .unwrap();
-        if let Some(NodeMsg::ToGame { game: g, cmd }) = wire::decode(msg.get_payload_bytes()) {
+        if let Some((g, cmd)) = to_game(&msg) {
             assert_eq!(g, game);
-            assert!(matches!(
-                cmd.into_cmd(),
-                GameCmd::Watch { reply } if reply.conn == conn && reply.request_id.is_none()
-            ));
+            assert_watch_again(cmd, conn);
             break;
         }
     }
@@ -413,7 +387,7 @@ async fn a_fresh_snapshot_no_node_heard_is_asked_again_at_the_next_tick() {
 #[tokio::test]
 async fn sleeping_games_are_mirrored_seated_woken_elsewhere_and_mended_from_storage() {
     use elementals_protocol::messages::SeatPair;
-    let dir = Directory::new(1, Link::nowhere(Keys::new("t", 1, "n")));
+    let dir = mirror();
     let (slept, woke, missed) = (
         GameId(uuid::Uuid::new_v4()),
         GameId(uuid::Uuid::new_v4()),

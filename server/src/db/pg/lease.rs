@@ -199,7 +199,7 @@ impl Leases {
 /// For the writer: locks the leases of `ids` (with `tokens`) that this node holds, until
 /// the transaction ends, and returns their ids. It deletes the rows it locks (a game
 /// recorded lets its lease go): an exclusive lock at once rather than a shared one to
-/// upgrade.
+/// upgrade. The `= ANY` makes the plan look them up by key (as in `step_write.rs`).
 pub(super) fn held_for_record(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
@@ -212,7 +212,7 @@ pub(super) fn held_for_record(
         "SELECT l.game_id FROM game_leases l
          JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
              ON l.game_id = h.game_id AND l.token = h.token
-         WHERE l.node_id = $3 FOR UPDATE OF l",
+         WHERE l.node_id = $3 AND l.game_id = ANY($1::text[]) FOR UPDATE OF l",
     )?;
     Ok(tx
         .query(&select, &[&ids, &tokens, &node])?
@@ -281,8 +281,8 @@ pub(super) fn renew(
         "SELECT h.game_id FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
          WHERE NOT EXISTS (
              SELECT 1 FROM game_leases l
-             JOIN node_leases n ON n.node_id = l.node_id AND n.epoch = l.epoch
-             WHERE l.game_id = h.game_id AND l.token = h.token AND l.node_id = $3)",
+             WHERE l.game_id = h.game_id AND l.token = h.token AND l.node_id = $3
+               AND l.epoch = (SELECT epoch FROM node_leases WHERE node_id = $3))",
     )?;
     let mut lost = Vec::new();
     for (ids, tokens) in ids.chunks(chunk.max(1)).zip(tokens.chunks(chunk.max(1))) {

@@ -160,6 +160,9 @@ pub(super) struct Opened {
     pub renewals: Option<mpsc::Sender<Renewal>>,
 }
 
+/// The step log's sync interval by default (`Db::default_sync_interval`).
+pub const DEFAULT_SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(3);
+
 /// The advisory lock that migrations take (any constant; this is "elem" "migr" in ASCII).
 const MIGRATION_LOCK: i64 = 0x656c_656d_6d69_6772;
 
@@ -167,7 +170,11 @@ const MIGRATION_LOCK: i64 = 0x656c_656d_6d69_6772;
 /// are made on the threads that own them (the blocking client runs a runtime of its own,
 /// which cannot start inside the caller's). With `leases` (cluster mode), games are
 /// written only under their leases (`lease.rs`).
-pub(super) fn open(url: &str, leases: Option<Arc<Leases>>) -> DbResult<Opened> {
+pub(super) fn open(
+    url: &str,
+    leases: Option<Arc<Leases>>,
+    sync_interval: std::time::Duration,
+) -> DbResult<Opened> {
     let url: Arc<str> = Arc::from(url);
     // Migrate first, alone.
     on_thread("db-migrate", {
@@ -215,15 +222,17 @@ pub(super) fn open(url: &str, leases: Option<Arc<Leases>>) -> DbResult<Opened> {
     let log_url = Arc::clone(&url);
     std::thread::Builder::new()
         .name("game-log".into())
-        .spawn(move || match StepLog::open(log_url, health_tx, leases) {
-            Ok(log) => {
-                let _ = ready.send(Ok(()));
-                log.run(log_queue);
-            }
-            Err(e) => {
-                let _ = ready.send(Err(e));
-            }
-        })
+        .spawn(
+            move || match StepLog::open(log_url, health_tx, leases, sync_interval) {
+                Ok(log) => {
+                    let _ = ready.send(Ok(()));
+                    log.run(log_queue);
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                }
+            },
+        )
         .map_err(|e| DbError::Postgres(format!("cannot start the game log thread: {e}")))?;
     started.recv().map_err(|_| DbError::Closed)??;
 

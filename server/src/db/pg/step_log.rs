@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use elementals_protocol::messages::GameId;
 
@@ -27,6 +28,9 @@ pub(super) struct StepLog {
     broken: Option<DbError>,
     /// Cluster mode: the leases this process holds; every batch is fenced by them.
     leases: Option<Arc<Leases>>,
+    /// The shortest time from the start of one batch to the start of the next
+    /// (`--game-log-sync-us`).
+    sync_interval: Duration,
     /// Makes every commit's answer lost (the commit done), for the tests of a broken log (with the
     /// `test-hooks` feature, set by the `ELEMENTALS_FAIL_SYNC` environment variable).
     #[cfg(any(test, feature = "test-hooks"))]
@@ -38,6 +42,7 @@ impl StepLog {
         url: Arc<str>,
         health: watch::Sender<LogHealth>,
         leases: Option<Arc<Leases>>,
+        sync_interval: Duration,
     ) -> DbResult<StepLog> {
         let mut conn = Conn::open(url, "game log", "")?;
         let next = conn
@@ -60,6 +65,7 @@ impl StepLog {
             health,
             broken: None,
             leases,
+            sync_interval,
             #[cfg(any(test, feature = "test-hooks"))]
             fail_commits: std::env::var_os("ELEMENTALS_FAIL_SYNC").is_some(),
         })
@@ -67,6 +73,8 @@ impl StepLog {
 
     pub(super) fn run(mut self, mut queue: mpsc::Receiver<journal::Request>) {
         let mut held: Option<journal::Request> = None;
+        // When the last batch began.
+        let mut last_batch: Option<Instant> = None;
         loop {
             let Some(request) = held.take().or_else(|| queue.blocking_recv()) else {
                 break;
@@ -77,6 +85,15 @@ impl StepLog {
                     rows,
                     reply,
                 } => {
+                    // Commits are coming fast: let the appends of the rest of the interval
+                    // gather and share this one's commit. A commit costs PostgreSQL about
+                    // as much CPU whatever its rows (its WAL flush most of it), so its CPU
+                    // under load follows the commits a second, which this bounds per node.
+                    if let Some(last) = last_batch {
+                        std::thread::sleep(
+                            (last + self.sync_interval).saturating_duration_since(Instant::now()),
+                        );
+                    }
                     let mut batch = vec![(game_id, rows, reply)];
                     while batch.len() < journal::MAX_BATCH_APPENDS {
                         match queue.try_recv() {
@@ -92,16 +109,10 @@ impl StepLog {
                             Err(_) => break,
                         }
                     }
+                    last_batch = Some(Instant::now());
                     self.append(batch);
                 }
-                journal::Request::Forget { game_id } => {
-                    // Its rows went with the transaction that recorded it (or, for a game
-                    // whose lease was lost, they are another node's now).
-                    self.next.remove(&game_id);
-                    if let Some(leases) = &self.leases {
-                        leases.forget(&game_id);
-                    }
-                }
+                journal::Request::Forget { game_id } => self.forget(&game_id),
                 journal::Request::LoadSome { games, reply } => {
                     let loaded = match self.leases.is_some() {
                         true => self.wake(&games),
@@ -134,6 +145,15 @@ impl StepLog {
             }
         }
         let _ = self.conn.close();
+    }
+
+    /// Its rows went with the transaction that recorded the game (or, for a game whose
+    /// lease was lost, they are another node's now).
+    fn forget(&mut self, game_id: &GameId) {
+        self.next.remove(game_id);
+        if let Some(leases) = &self.leases {
+            leases.forget(game_id);
+        }
     }
 
     /// The log can be written (or not) as of the last transaction: `Writable` and

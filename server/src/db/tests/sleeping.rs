@@ -10,7 +10,7 @@ use super::super::journal::Compaction;
 use super::super::writer::Request;
 use super::journal::{commit, logs, start};
 use super::*;
-use crate::record::LogStep;
+use crate::record::{GameLog, LogStep};
 
 fn sleeper(game_id: GameId) -> Sleeper {
     Sleeper {
@@ -37,6 +37,44 @@ async fn logged_games(db: &Db, count: usize) -> Vec<GameRecord> {
             .unwrap();
     }
     games
+}
+
+/// The sleep's transaction alone (its wake-up row, and `log` as its moved log), without the
+/// forget in the step-log file that follows it: what a crash between the two leaves.
+async fn hibernate_unforgotten(db: &Db, game_id: GameId, log: Option<Vec<u8>>) {
+    db.call(|reply| Request::Hibernate {
+        sleeper: sleeper(game_id),
+        log,
+        reply,
+    })
+    .await
+    .unwrap();
+}
+
+/// The steps a wake of `game_id` reads.
+async fn wake(db: &Db, game_id: GameId) -> Vec<LogStep> {
+    let mut woken = db.game_logs(vec![game_id]).await.unwrap();
+    assert_eq!(woken.len(), 1);
+    woken.remove(0).steps
+}
+
+/// `db` shut down and opened again, as after a crash: the step log is read anew.
+async fn restart(db: &Db, t: &TestDb) -> Db {
+    db.shutdown().await.unwrap();
+    Db::open(&t.path).unwrap()
+}
+
+/// The steps of `game_id` among the live games' logs a restart read.
+fn steps_in(logs: &[GameLog], game_id: GameId) -> &[LogStep] {
+    &logs.iter().find(|l| l.game_id == game_id).unwrap().steps
+}
+
+/// The live steps of `game_id` after `db` is restarted; the restarted database is shut.
+async fn steps_after_restart(db: &Db, t: &TestDb, game_id: GameId) -> Vec<LogStep> {
+    let db = restart(db, t).await;
+    let restored = logs(&db).await;
+    db.shutdown().await.unwrap();
+    steps_in(&restored, game_id).to_vec()
 }
 
 fn frames_read(db: &Db) -> u64 {
@@ -73,20 +111,16 @@ async fn a_sleeping_game_is_read_by_key_and_its_frames_leave_the_file_at_compact
     assert!(file_holds(&t, games[1].game_id));
     // Waking reads the row, not the file.
     let before = frames_read(&db);
-    let woken = db.game_logs(vec![asleep]).await.unwrap();
+    assert_eq!(wake(&db, asleep).await, steps_of(&games[0], 4));
     assert_eq!(frames_read(&db), before);
-    assert_eq!(woken.len(), 1);
-    assert_eq!(woken[0].steps, steps_of(&games[0], 4));
     db.woken(asleep).await.unwrap();
     assert_eq!(count(&t.path, "sleeping_logs"), 0);
     // Put back, it is a live game of the file again, and goes on from its last step.
     db.append_log(asleep, &[commit(5)]).await.unwrap();
-    db.shutdown().await.unwrap();
-    let db = Db::open(&t.path).unwrap();
+    let db = restart(&db, &t).await;
     let restored = logs(&db).await;
     assert_eq!(restored.len(), 50);
-    let log = restored.iter().find(|l| l.game_id == asleep).unwrap();
-    assert_eq!(log.steps, steps_of(&games[0], 5));
+    assert_eq!(steps_in(&restored, asleep), steps_of(&games[0], 5));
     db.shutdown().await.unwrap();
 }
 
@@ -96,14 +130,8 @@ async fn a_crash_after_the_row_before_the_forget_restores_the_game_asleep_once()
     let games = logged_games(&t.db, 3).await;
     let asleep = games[0].game_id;
     // The row and the wake-up committed, the forget lost: the file still holds the game.
-    let log = Some(encode_log(&steps_of(&games[0], 4)).unwrap());
-    t.db.call(|reply| Request::Hibernate {
-        sleeper: sleeper(asleep),
-        log,
-        reply,
-    })
-    .await
-    .unwrap();
+    let log = encode_log(&steps_of(&games[0], 4)).unwrap();
+    hibernate_unforgotten(&t.db, asleep, Some(log)).await;
     t.db.shutdown().await.unwrap();
     assert!(file_holds(&t, asleep));
 
@@ -114,16 +142,13 @@ async fn a_crash_after_the_row_before_the_forget_restores_the_game_asleep_once()
     assert!(restored.iter().all(|l| l.game_id != asleep));
     assert_eq!(db.sleepers().await.unwrap(), vec![sleeper(asleep)]);
     // Woken, its steps come back once, though the file now holds two runs of them.
-    let woken = db.game_logs(vec![asleep]).await.unwrap();
-    assert_eq!(woken[0].steps, steps_of(&games[0], 4));
+    assert_eq!(wake(&db, asleep).await, steps_of(&games[0], 4));
     db.woken(asleep).await.unwrap();
     db.append_log(asleep, &[commit(5)]).await.unwrap();
-    db.shutdown().await.unwrap();
-    let db = Db::open(&t.path).unwrap();
-    let restored = logs(&db).await;
-    let log = restored.iter().find(|l| l.game_id == asleep).unwrap();
-    assert_eq!(log.steps, steps_of(&games[0], 5));
-    db.shutdown().await.unwrap();
+    assert_eq!(
+        steps_after_restart(&db, &t, asleep).await,
+        steps_of(&games[0], 5)
+    );
 }
 
 #[tokio::test]
@@ -133,24 +158,19 @@ async fn a_crash_after_the_put_back_before_the_rows_go_leaves_the_game_asleep_on
     let asleep = games[0].game_id;
     t.db.hibernate(sleeper(asleep)).await.unwrap();
     // The wake put the steps back in the file, and the crash came before `woken`.
-    let woken = t.db.game_logs(vec![asleep]).await.unwrap();
-    assert_eq!(woken[0].steps, steps_of(&games[0], 4));
-    t.db.shutdown().await.unwrap();
+    assert_eq!(wake(&t.db, asleep).await, steps_of(&games[0], 4));
 
-    let db = Db::open(&t.path).unwrap();
+    let db = restart(&t.db, &t).await;
     assert_eq!(db.sleepers().await.unwrap(), vec![sleeper(asleep)]);
     assert!(logs(&db).await.iter().all(|l| l.game_id != asleep));
     assert_eq!(count(&t.path, "sleeping_logs"), 1);
     // The next wake puts the steps back once more, and they read back once.
-    let woken = db.game_logs(vec![asleep]).await.unwrap();
-    assert_eq!(woken[0].steps, steps_of(&games[0], 4));
+    assert_eq!(wake(&db, asleep).await, steps_of(&games[0], 4));
     db.woken(asleep).await.unwrap();
-    db.shutdown().await.unwrap();
-    let db = Db::open(&t.path).unwrap();
+    let db = restart(&db, &t).await;
     assert!(db.sleepers().await.unwrap().is_empty());
     let restored = logs(&db).await;
-    let log = restored.iter().find(|l| l.game_id == asleep).unwrap();
-    assert_eq!(log.steps, steps_of(&games[0], 4));
+    assert_eq!(steps_in(&restored, asleep), steps_of(&games[0], 4));
     db.shutdown().await.unwrap();
 }
 
@@ -161,17 +181,14 @@ async fn a_wake_that_failed_after_its_put_back_is_tried_again_in_the_same_run() 
     let asleep = games[0].game_id;
     t.db.hibernate(sleeper(asleep)).await.unwrap();
     // The first wake's `woken` never came (its write failed, say): the game sleeps on.
-    t.db.game_logs(vec![asleep]).await.unwrap();
-    let woken = t.db.game_logs(vec![asleep]).await.unwrap();
-    assert_eq!(woken[0].steps, steps_of(&games[0], 4));
+    wake(&t.db, asleep).await;
+    assert_eq!(wake(&t.db, asleep).await, steps_of(&games[0], 4));
     t.db.woken(asleep).await.unwrap();
     t.db.append_log(asleep, &[commit(5)]).await.unwrap();
-    t.db.shutdown().await.unwrap();
-    let db = Db::open(&t.path).unwrap();
-    let restored = logs(&db).await;
-    let log = restored.iter().find(|l| l.game_id == asleep).unwrap();
-    assert_eq!(log.steps, steps_of(&games[0], 5));
-    db.shutdown().await.unwrap();
+    assert_eq!(
+        steps_after_restart(&t.db, &t, asleep).await,
+        steps_of(&games[0], 5)
+    );
 }
 
 #[tokio::test]
@@ -181,18 +198,10 @@ async fn a_game_that_slept_in_the_file_wakes_from_it() {
     let t = open_db();
     let games = logged_games(&t.db, 2).await;
     let asleep = games[0].game_id;
-    t.db.call(|reply| Request::Hibernate {
-        sleeper: sleeper(asleep),
-        log: None,
-        reply,
-    })
-    .await
-    .unwrap();
-    t.db.shutdown().await.unwrap();
-    let db = Db::open(&t.path).unwrap();
+    hibernate_unforgotten(&t.db, asleep, None).await;
+    let db = restart(&t.db, &t).await;
     assert!(logs(&db).await.iter().all(|l| l.game_id != asleep));
-    let woken = db.game_logs(vec![asleep]).await.unwrap();
-    assert_eq!(woken[0].steps, steps_of(&games[0], 4));
+    assert_eq!(wake(&db, asleep).await, steps_of(&games[0], 4));
     db.woken(asleep).await.unwrap();
     db.shutdown().await.unwrap();
 }
@@ -204,8 +213,7 @@ async fn postgres_keeps_a_sleeping_games_log_in_place() {
     let asleep = games[0].game_id;
     t.db.hibernate(sleeper(asleep)).await.unwrap();
     assert_eq!(t.db.game_log_frames_read(), None);
-    let woken = t.db.game_logs(vec![asleep]).await.unwrap();
-    assert_eq!(woken[0].steps, steps_of(&games[0], 4));
+    assert_eq!(wake(&t.db, asleep).await, steps_of(&games[0], 4));
     t.db.woken(asleep).await.unwrap();
     assert_eq!(count(&t.path, "game_wakeups"), 0);
 }

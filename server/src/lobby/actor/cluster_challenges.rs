@@ -100,23 +100,31 @@ impl Lobby {
         }
         // Taken, and both players marked seating, in one step (as a seek: see
         // `accept_shared_seek`).
-        match shared
-            .accept_challenge(id, member.account, c.from.account)
+        let (acceptor, maker) = (member.account, c.from.account);
+        let mut taken = shared
+            .accept_challenge(id, acceptor, maker, None)
             .await
-            .map_err(|e| unreachable_redis(&e))?
-        {
-            Taken::Taken => {
+            .map_err(|e| unreachable_redis(&e))?;
+        if let Some(over) = self.held_by_over(taken) {
+            taken = shared
+                .accept_challenge(id, acceptor, maker, Some(over))
+                .await
+                .map_err(|e| unreachable_redis(&e))?;
+        }
+        let game = match taken {
+            Taken::Taken(game) => {
                 self.challenges.remove(&id);
+                game
             }
             Taken::NotOpen => {
                 self.challenges.remove(&id);
                 return Err(no_such_challenge());
             }
             Taken::MakerSeating => return Err(challenger_gone()),
-            Taken::AcceptorSeating => return Err(seating_elsewhere()),
-        }
+            Taken::AcceptorSeating(_) => return Err(seating_elsewhere()),
+        };
         let g = c.challenge;
-        self.start_game(c.from, member, g.variant, g.time_control, g.rated)
+        self.start_game(game, c.from, member, g.variant, g.time_control, g.rated)
     }
 
     pub(super) async fn decline_challenge_shared(

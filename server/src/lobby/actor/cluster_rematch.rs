@@ -1,13 +1,16 @@
 //! Rematches in cluster mode: the node that ran the game handles its offers, whichever
 //! node they are made on (`bus/redis/rematch.rs` sends them there), and finds an opponent
-//! connected to another node by name, as a challenge does.
+//! connected to another node by name, as a challenge does. A rematch that starts takes
+//! both players as a pairing does (`shared/seat.rs`).
 
 use elementals_protocol::messages::GameId;
 
-use super::cluster::unreachable_redis;
-use super::offers::opponent_offline;
+use super::cluster::{seating_elsewhere, unreachable_redis};
+use super::offers::{opponent_in_game, opponent_offline};
+use super::start::new_game_id;
 use super::{Lobby, Result};
 use crate::bus::ReplyTo;
+use crate::lobby::shared::Taken;
 use crate::lobby::Member;
 
 impl Lobby {
@@ -42,7 +45,27 @@ impl Lobby {
                 .filter(|(account, _, _)| *account == opponent)
                 .map(|(_, conn, _)| (conn, info)),
         };
-        let opponent = found.ok_or_else(opponent_offline)?;
-        self.rematch(member, game_id, seat, &now, opponent)
+        let found = found.ok_or_else(opponent_offline)?;
+        if !*now.rematch_offers.get(seat.other()) {
+            // An offer only: `rematch` tells the opponent.
+            return self.rematch(member, (game_id, new_game_id()), seat, &now, found);
+        }
+        if self.services.registry.is_seated(opponent) {
+            return Err(opponent_in_game());
+        }
+        // Both marked seating and out of every pool in one step, as a pairing takes its
+        // two: no pool on any node pairs either of them as the rematch seats them, nor has
+        // just paired either.
+        let taken = self
+            .shared_pools()
+            .seat_rematch(member.account, opponent, game_id)
+            .await
+            .map_err(|e| unreachable_redis(&e))?;
+        let rematch = match taken {
+            Taken::Taken(rematch) => rematch,
+            Taken::AcceptorSeating(_) => return Err(seating_elsewhere()),
+            Taken::MakerSeating | Taken::NotOpen => return Err(opponent_in_game()),
+        };
+        self.rematch(member, (game_id, rematch), seat, &now, found)
     }
 }

@@ -52,25 +52,34 @@ impl Lobby {
         }
         // Taken, and both players marked seating, in one step: a pool's pairing on any
         // node takes neither of them now, nor has it just taken either.
-        match shared
-            .accept_seek(seek_id, member.account, maker.account)
+        let (acceptor, maker_account) = (member.account, maker.account);
+        let mut taken = shared
+            .accept_seek(seek_id, acceptor, maker_account, None)
             .await
-            .map_err(|e| unreachable_redis(&e))?
-        {
-            Taken::Taken => {
+            .map_err(|e| unreachable_redis(&e))?;
+        if let Some(over) = self.held_by_over(taken) {
+            taken = shared
+                .accept_seek(seek_id, acceptor, maker_account, Some(over))
+                .await
+                .map_err(|e| unreachable_redis(&e))?;
+        }
+        let game = match taken {
+            Taken::Taken(game) => {
                 self.seeks.remove(&seek_id);
+                game
             }
             Taken::NotOpen => {
                 self.seeks.remove(&seek_id);
                 return Err(seek_gone());
             }
             Taken::MakerSeating => return Err(seek_gone()),
-            Taken::AcceptorSeating => return Err(seating_elsewhere()),
-        }
+            Taken::AcceptorSeating(_) => return Err(seating_elsewhere()),
+        };
         let _ = self
             .bus
             .send_msg(maker.conn_id, &ServerMsg::SeekRemoved { seek_id });
-        self.start_game(maker, member, seek.variant, seek.time_control, seek.rated)
+        let (variant, tc) = (seek.variant, seek.time_control);
+        self.start_game(game, maker, member, variant, tc, seek.rated)
     }
 
     /// A seek of this node's that the cluster's list lost (swept while this node was cut

@@ -3,7 +3,6 @@
 //! the pools.
 
 use elementals_protocol::messages::ServerMsg;
-use elementals_protocol::TimeControl;
 use tokio::time::Instant;
 
 use super::cluster::shared_key;
@@ -54,8 +53,14 @@ impl Lobby {
                 continue;
             };
             let key = key.clone();
-            match shared.pair(&shared_key(&key), account).await {
-                Ok(Paired::Waiting { waiting, waited }) => {
+            let paired = match shared.pair(&shared_key(&key), account, None).await {
+                Ok(paired) => self.unless_held_by_over(&key, account, paired).await,
+                Err(e) => Err(e),
+            };
+            match paired {
+                Ok(Paired::Waiting {
+                    waiting, waited, ..
+                }) => {
                     if let Some((_, member)) = self.queued.get(&account) {
                         let _ = self.bus.send_msg(
                             member.conn_id,
@@ -67,12 +72,10 @@ impl Lobby {
                         );
                     }
                 }
-                Ok(Paired::With(other)) => {
+                Ok(Paired::With(other, game)) => {
                     self.shared_since.remove(&account);
                     if let Some((_, mine)) = self.queued.remove(&account) {
-                        let tc =
-                            TimeControl::preset(&key.preset).expect("pool keys hold valid presets");
-                        self.start_shared_game(&key, mine, other, tc);
+                        self.start_shared_game(&key, mine, other, game);
                     }
                 }
                 // Paired by another node (its game_start reaches the member by the bus),
@@ -142,11 +145,10 @@ impl Lobby {
             "a pool's member whose entry was lost waits there again"
         );
         match shared.join(&shared_key(key), &member).await {
-            Ok(Paired::With(other)) => {
+            Ok(Paired::With(other, game)) => {
                 self.shared_since.remove(&account);
                 self.queued.remove(&account);
-                let tc = TimeControl::preset(&key.preset).expect("pool keys hold valid presets");
-                self.start_shared_game(key, member, other, tc);
+                self.start_shared_game(key, member, other, game);
                 true
             }
             Ok(_) => true,

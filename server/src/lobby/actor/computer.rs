@@ -46,7 +46,8 @@ impl Lobby {
             Seat::One => (opponent, member),
             Seat::Two => (member, opponent),
         };
-        match self.start_game_seated(one, two, variant, tc, false) {
+        let game = super::start::new_game_id();
+        match self.start_game_seated(game, one, two, variant, tc, false) {
             Ok(game) => {
                 self.bots.play(&bot, game.player(bot_seat), conn, slot);
                 Ok(())

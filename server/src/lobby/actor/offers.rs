@@ -4,6 +4,7 @@ use elementals_protocol::messages::{Challenge, GameId, PlayerInfo, Seek, ServerM
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::{ErrorCode, TimeControl};
 
+use super::start::new_game_id;
 use super::{Lobby, OpenChallenge, OpenSeek, Result, MAX_OPEN_PER_ACCOUNT};
 use crate::bus::ConnId;
 use crate::lobby::{LobbyError, Member};
@@ -92,6 +93,7 @@ impl Lobby {
             .bus
             .send_msg(open.member.conn_id, &ServerMsg::SeekRemoved { seek_id });
         self.start_game(
+            new_game_id(),
             open.member,
             member,
             open.seek.variant,
@@ -190,7 +192,14 @@ impl Lobby {
             return Err(challenger_gone());
         }
         let c = open.challenge;
-        self.start_game(open.from, member, c.variant, c.time_control, c.rated)
+        self.start_game(
+            new_game_id(),
+            open.from,
+            member,
+            c.variant,
+            c.time_control,
+            c.rated,
+        )
     }
 
     pub(super) fn decline_challenge(
@@ -233,7 +242,8 @@ impl Lobby {
         let Some(user) = self.services.registry.online(opponent) else {
             return Err(opponent_offline());
         };
-        self.rematch(member, game_id, seat, &now, (user.conn_id, user.info))
+        let opponent = (user.conn_id, user.info);
+        self.rematch(member, (game_id, new_game_id()), seat, &now, opponent)
     }
 
     /// Records `member`'s offer of a rematch of finished game `game_id`; returns their
@@ -264,11 +274,12 @@ impl Lobby {
     }
 
     /// Tells the opponent (connected at `opponent.0`, as `opponent.1`) of the offer from
-    /// `seat`, or, if they have offered too, starts the rematch.
+    /// `seat` in finished game `game_id`, or, if they have offered too, starts the rematch
+    /// as game `rematch`.
     pub(super) fn rematch(
         &mut self,
         member: Member,
-        game_id: GameId,
+        (game_id, rematch): (GameId, GameId),
         seat: Seat,
         now: &FinishedGame,
         (opponent_conn, opponent_info): (ConnId, PlayerInfo),
@@ -283,10 +294,7 @@ impl Lobby {
             return Ok(());
         }
         if registry.is_seated(opponent) {
-            return Err(LobbyError::new(
-                ErrorCode::AlreadyInGame,
-                "your opponent is in another game",
-            ));
+            return Err(opponent_in_game());
         }
         registry.forget_finished(&game_id);
         // Both carry their ratings as the game left them (the connection's own are as of
@@ -305,7 +313,8 @@ impl Lobby {
             Seat::One => (opp, member),
             Seat::Two => (member, opp),
         };
-        self.start_game_seated(one, two, now.variant, now.time_control, now.rated)
+        let (variant, tc) = (now.variant, now.time_control);
+        self.start_game_seated(rematch, one, two, variant, tc, now.rated)
             .map(drop)
     }
 }
@@ -342,6 +351,11 @@ pub(super) fn challenger_gone() -> LobbyError {
 
 pub(super) fn seek_gone() -> LobbyError {
     LobbyError::new(ErrorCode::UnknownSeek, "the seek is no longer open")
+}
+
+/// A rematch accepted while the opponent is in (or being seated in) another game.
+pub(super) fn opponent_in_game() -> LobbyError {
+    LobbyError::new(ErrorCode::AlreadyInGame, "your opponent is in another game")
 }
 
 /// A rematch offered to an opponent who is not online.

@@ -116,7 +116,8 @@ impl Lobby {
         else {
             return;
         };
-        if let Err(error) = self.start_game(ma, mb, key.variant, tc, key.rated) {
+        let game = super::start::new_game_id();
+        if let Err(error) = self.start_game(game, ma, mb, key.variant, tc, key.rated) {
             tracing::error!(account = a, message = %error.message, "a pool paired an account with itself");
         }
     }

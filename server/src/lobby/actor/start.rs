@@ -13,11 +13,18 @@ use crate::game::{spawn_game, GameHandle, GameSetup};
 use crate::lobby::{LobbyError, Member};
 use crate::record::RecordPlayer;
 
+/// A new game's id. In cluster mode the script that takes both players is given it first:
+/// their seating marks hold it.
+pub(super) fn new_game_id() -> GameId {
+    GameId::new_random_from(rand::random())
+}
+
 impl Lobby {
     /// Remove both players from everything they were waiting in, seat them at random and
-    /// start the game.
+    /// start game `game_id`.
     pub(super) fn start_game(
         &mut self,
+        game_id: GameId,
         a: Member,
         b: Member,
         variant: Variant,
@@ -29,12 +36,13 @@ impl Lobby {
         } else {
             (b, a)
         };
-        self.start_game_seated(one, two, variant, tc, rated)
+        self.start_game_seated(game_id, one, two, variant, tc, rated)
             .map(drop)
     }
 
     pub(super) fn start_game_seated(
         &mut self,
+        game_id: GameId,
         one: Member,
         two: Member,
         variant: Variant,
@@ -56,7 +64,6 @@ impl Lobby {
             self.drop_seeks(|s| s.member.account == account);
         }
         let rated = rated && !one.info.guest && !two.info.guest;
-        let game_id = GameId::new_random_from(rand::random());
         let players = SeatPair::new(&one, &two).map(|m| RecordPlayer {
             account_id: m.account,
             name: m.info.name.clone(),

@@ -2,9 +2,10 @@
 //! online by name (the presence the bus keeps): what a lobby needs to list and accept
 //! another node's seeks and to challenge a player on another node.
 
-use elementals_protocol::messages::{Challenge, Seek};
+use elementals_protocol::messages::{Challenge, GameId, Seek};
 use serde::{Deserialize, Serialize};
 
+use super::seat::Taken;
 use super::{SharedError, SharedPools};
 use crate::bus::redis::{node_of, Keys};
 use crate::bus::ConnId;
@@ -49,79 +50,42 @@ if not node or redis.call('EXISTS', ARGV[2] .. node) == 0 then return false end
 return v
 "#;
 
-/// Takes an open seek or challenge for its acceptor: both players are marked seating
-/// (`SEATING`) in the same step, unless either is already (a pool's pairing, or another
-/// acceptance, took them a moment ago). KEYS: the offers' hash, the acceptor's seating
-/// mark, the maker's. ARGV: the offer's id, the marks' life in ms. Returns 1 taken, 0 not
-/// open, 2 the acceptor marked, 3 the maker marked.
-pub(super) const TAKE: &str = r#"
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
-if redis.call('EXISTS', KEYS[2]) == 1 then return 2 end
-if redis.call('EXISTS', KEYS[3]) == 1 then return 3 end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('SET', KEYS[2], 1, 'PX', ARGV[2])
-redis.call('SET', KEYS[3], 1, 'PX', ARGV[2])
-return 1
-"#;
-
-/// What accepting a seek or challenge found (`SharedPools::accept_seek`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Taken {
-    /// Taken by this acceptor: the game is theirs to start.
-    Taken,
-    /// Not open any more (accepted, withdrawn, or never made).
-    NotOpen,
-    /// The acceptor is being seated in another game.
-    AcceptorSeating,
-    /// The maker is being seated in another game.
-    MakerSeating,
-}
-
 impl SharedPools {
-    /// Takes open offer `id` of `hash` for `acceptor`, against `maker` (`TAKE`).
+    /// Takes open offer `id` of `hash` for `acceptor`, against `maker`: both marked seating
+    /// and out of every pool in the same step, unless either is marked already (a pool's
+    /// pairing, or another acceptance, took them a moment ago; see `seat.rs`) but for
+    /// marks of game `over`, which the acceptor's node has heard end.
     async fn take_for(
         &self,
-        hash: String,
-        id: u64,
+        (hash, id): (String, u64),
         acceptor: AccountId,
         maker: AccountId,
+        over: Option<GameId>,
     ) -> Result<Taken, SharedError> {
-        let mut con = self.con();
-        let mut call = self.take.prepare_invoke();
-        call.key(hash)
-            .key(format!("{}{acceptor}", self.seating_prefix()))
-            .key(format!("{}{maker}", self.seating_prefix()))
-            .arg(id)
-            .arg(super::SEATING.as_millis() as u64);
-        let got: i64 = self.timed(call.invoke_async(&mut con)).await?;
-        match got {
-            0 => Ok(Taken::NotOpen),
-            1 => Ok(Taken::Taken),
-            2 => Ok(Taken::AcceptorSeating),
-            3 => Ok(Taken::MakerSeating),
-            _ => Err(SharedError::Malformed),
-        }
+        self.seat(Some((hash, id)), (acceptor, maker), over).await
     }
 
-    /// Takes seek `seek_id`, made by `maker`, for `acceptor` (see `TAKE`).
+    /// Takes seek `seek_id`, made by `maker`, for `acceptor` (see `take_for`).
     pub async fn accept_seek(
         &self,
         seek_id: u64,
         acceptor: AccountId,
         maker: AccountId,
+        over: Option<GameId>,
     ) -> Result<Taken, SharedError> {
-        self.take_for(self.seeks_hash(), seek_id, acceptor, maker)
+        self.take_for((self.seeks_hash(), seek_id), acceptor, maker, over)
             .await
     }
 
-    /// Takes challenge `id`, made by `maker`, for the challenged `acceptor` (see `TAKE`).
+    /// Takes challenge `id`, made by `maker`, for the challenged `acceptor` (see `take_for`).
     pub async fn accept_challenge(
         &self,
         id: u64,
         acceptor: AccountId,
         maker: AccountId,
+        over: Option<GameId>,
     ) -> Result<Taken, SharedError> {
-        self.take_for(self.challenges_hash(), id, acceptor, maker)
+        self.take_for((self.challenges_hash(), id), acceptor, maker, over)
             .await
     }
 

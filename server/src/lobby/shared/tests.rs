@@ -9,6 +9,8 @@ use elementals_protocol::TimeControl;
 use super::*;
 use crate::lobby::Member;
 
+mod marks;
+
 const REDIS: &str = "redis://127.0.0.1:6379";
 
 struct Pools {
@@ -124,7 +126,7 @@ impl Pools {
 
 fn paired_with(p: Paired) -> Option<Member> {
     match p {
-        Paired::With(m) => Some(m),
+        Paired::With(m, _) => Some(m),
         _ => None,
     }
 }
@@ -146,7 +148,7 @@ async fn a_pair_is_made_once_the_wider_window_covers_the_distance() {
     for account in [1, 2] {
         assert!(
             matches!(
-                p.pools.pair(&k, account).await.unwrap(),
+                p.pools.pair(&k, account, None).await.unwrap(),
                 Paired::Waiting { waiting: 2, .. }
             ),
             "0.45 < 0.5 after 4 s"
@@ -154,14 +156,15 @@ async fn a_pair_is_made_once_the_wider_window_covers_the_distance() {
     }
     // The one who waited longest decides, whichever of the two asks.
     p.backdate(&k, 1, 2).await;
-    let other = paired_with(p.pools.pair(&k, 2).await.unwrap()).expect("0.55 >= 0.5 after 6 s");
+    let other =
+        paired_with(p.pools.pair(&k, 2, None).await.unwrap()).expect("0.55 >= 0.5 after 6 s");
     assert_eq!(other.account, 1);
     assert_eq!(other.conn_id, member(1, 1.0).conn_id);
     assert_eq!(other.info, member(1, 1.0).info);
     // Both have left the pool.
     for account in [1, 2] {
         assert!(matches!(
-            p.pools.pair(&k, account).await.unwrap(),
+            p.pools.pair(&k, account, None).await.unwrap(),
             Paired::NotWaiting
         ));
     }
@@ -201,7 +204,7 @@ async fn a_member_who_left_is_never_paired() {
         Paired::Waiting { waiting: 1, .. }
     ));
     assert!(matches!(
-        p.pools.pair(&k, 1).await.unwrap(),
+        p.pools.pair(&k, 1, None).await.unwrap(),
         Paired::NotWaiting
     ));
     // Another pool is another pool.
@@ -232,7 +235,7 @@ async fn a_member_whose_node_died_is_dropped_not_paired() {
         Paired::Waiting { waiting: 1, .. }
     ));
     assert!(matches!(
-        p.pools.pair(&k, 1).await.unwrap(),
+        p.pools.pair(&k, 1, None).await.unwrap(),
         Paired::NotWaiting
     ));
     // A live node's member is paired as ever.
@@ -262,7 +265,7 @@ async fn concurrent_tickers_never_pair_a_member_twice() {
             let mut pairs = Vec::new();
             for i in 0..MEMBERS {
                 let account = (i + t * 31) % MEMBERS + 1;
-                if let Paired::With(other) = pools.pair(&k, account).await.unwrap() {
+                if let Paired::With(other, _) = pools.pair(&k, account, None).await.unwrap() {
                     pairs.push((account, other.account));
                 }
             }
