@@ -110,14 +110,16 @@ pub(super) fn write_unfenced(
 }
 
 /// Cluster mode: takes the leases of the batch's new games (their first step in it, no
-/// token held; at the node's epoch), locks those of the others `FOR KEY SHARE` and checks that they name this
-/// node with the token it holds, and inserts the rows of the games that pass; all in one
+/// token held; at the node's epoch), locks those of the others `FOR KEY SHARE` and checks
+/// that they name this node with the token it holds, and inserts the rows of the games that pass; all in one
 /// statement (`lease.rs` says why the lock keeps a claimed game from being written).
 ///
-/// The `= ANY` beside the join is what lets the plan look the leases up by key: a
-/// prepared statement's generic plan guesses an `UNNEST` at 10 rows and `game_leases` small,
-/// and joins by hash over a scan of every lease, once a batch (most of PostgreSQL's CPU
-/// at 5,000 games).
+/// The leases are locked by key alone (`locked`: `game_id = ANY`, the primary key) and
+/// checked after: a prepared statement's generic plan guesses an `UNNEST` at 10 rows and
+/// would otherwise join by hash over a scan of every lease, or, with the node's id in
+/// the same `WHERE`, read all of the node's leases by the index on (node_id, epoch), once
+/// a batch (either most of PostgreSQL's CPU under load). Locking a lease another node
+/// has taken meanwhile only delays its next claim by this transaction.
 pub(super) fn write_fenced(
     c: &mut Client,
     cache: &mut Cache,
@@ -133,12 +135,15 @@ pub(super) fn write_fenced(
                  FROM UNNEST($5::text[]) AS id JOIN node_leases n ON n.node_id = $4
                  ON CONFLICT (game_id) DO NOTHING
                  RETURNING game_id
-             ), held AS MATERIALIZED (
-                 SELECT l.game_id FROM game_leases l
+             ), locked AS MATERIALIZED (
+                 SELECT game_id, node_id, token FROM game_leases
+                 WHERE game_id = ANY($6::text[])
+                 FOR KEY SHARE
+             ), held AS (
+                 SELECT l.game_id FROM locked l
                  JOIN UNNEST($6::text[], $7::bigint[]) AS h(game_id, token)
                      ON l.game_id = h.game_id AND l.token = h.token
-                 WHERE l.node_id = $4 AND l.game_id = ANY($6::text[])
-                 FOR KEY SHARE OF l
+                 WHERE l.node_id = $4
              ), fenced AS (
                  SELECT game_id, true AS taken FROM taken
                  UNION ALL SELECT game_id, false FROM held
