@@ -43,6 +43,20 @@ async fn seek_at(client: &mut TestClient) -> u64 {
 }
 
 /// The game `client` starts.
+/// Whether the pool paired `client`: it asks to leave the pool, which it is still in
+/// (and now leaves) unless a pairing took it out.
+async fn paired_by_pool(client: &mut TestClient) -> bool {
+    let id = client.id();
+    match client.request(ClientMsg::LeavePool { id }).await {
+        ServerMsg::Ok { .. } => false,
+        ServerMsg::Error {
+            code: ErrorCode::NotQueued,
+            ..
+        } => true,
+        other => panic!("{other:?}"),
+    }
+}
+
 async fn started(client: &mut TestClient) -> GameId {
     client.game_start().await.0.game_id
 }
@@ -87,15 +101,7 @@ async fn a_pooled_player_accepting_a_seek_as_another_node_pairs_them_plays_one_g
             other => panic!("{other:?}"),
         };
         // Quin was paired (with Pat, the pool's only other member) unless it still waits.
-        let id = quin.id();
-        let by_pool = match quin.request(ClientMsg::LeavePool { id }).await {
-            ServerMsg::Ok { .. } => false,
-            ServerMsg::Error {
-                code: ErrorCode::NotQueued,
-                ..
-            } => true,
-            other => panic!("{other:?}"),
-        };
+        let by_pool = paired_by_pool(&mut quin).await;
         assert!(
             by_accept != by_pool,
             "attempt {attempt}: Pat is in exactly one game (seek: {by_accept}, pool: {by_pool})"
@@ -265,15 +271,7 @@ async fn a_pooled_player_whose_rematch_is_accepted_as_another_node_pairs_them_pl
             other => panic!("{other:?}"),
         };
         // Ray was paired (with Quin, the pool's only other member) unless Ray still waits.
-        let id = ray.id();
-        let by_pool = match ray.request(ClientMsg::LeavePool { id }).await {
-            ServerMsg::Ok { .. } => false,
-            ServerMsg::Error {
-                code: ErrorCode::NotQueued,
-                ..
-            } => true,
-            other => panic!("{other:?}"),
-        };
+        let by_pool = paired_by_pool(&mut ray).await;
         assert!(
             by_accept != by_pool,
             "attempt {attempt}: Quin is in exactly one game (rematch: {by_accept}, pool: {by_pool})"
