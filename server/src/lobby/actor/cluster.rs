@@ -1,7 +1,8 @@
 //! The lobby in cluster mode: the pools and the list of open seeks are the cluster's, in
 //! Redis (`lobby::shared`); a node keeps its own members' seeks too (their limits, their
 //! withdrawal when the connection ends), and so are challenges (`cluster_challenges`).
-//! Rematches and games against the computer stay this node's own.
+//! Rematches and games against the computer stay this node's own, but take their players
+//! out of the cluster's pools as a pairing does (`cluster_rematch`, `computer`).
 //!
 //! Joining, leaving and pairing wait on Redis (one round trip each, bounded by
 //! `REDIS_WAIT`): the lobby handles them in order with everything else, so a member
@@ -201,6 +202,18 @@ impl Lobby {
                 game_id,
                 reply,
             } => self.offer_rematch_shared(member, game_id, reply).await,
+            LobbyCmd::PlayBot {
+                member,
+                strength,
+                variant,
+                preset,
+                reply,
+            } => {
+                let started = self
+                    .play_bot_shared(member, &strength, variant, &preset)
+                    .await;
+                self.answer_done(reply, started);
+            }
             cmd => self.handle(cmd),
         }
         self.flush_leaves().await;

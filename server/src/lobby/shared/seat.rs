@@ -1,5 +1,5 @@
 //! Two players taken for a game that no pool paired: a seek or challenge accepted, or a
-//! rematch. One script marks both seating and takes both out of every pool, as a pairing
+//! rematch; or one player alone, for a game against the computer. One script marks both seating and takes both out of every pool, as a pairing
 //! takes its two, so that no pool on any node pairs either of them as the game seats
 //! them (a pooled player may have a challenge accepted, or offer a rematch, on any node).
 
@@ -103,6 +103,18 @@ impl SharedPools {
             Some(Value::Int(3)) => Ok(Taken::MakerSeating),
             _ => Err(SharedError::Malformed),
         }
+    }
+
+    /// Takes `account` alone for a new game (against the computer), whatever pool it
+    /// waits in: `Taken` with the game's id, or `AcceptorSeating` if another game is
+    /// seating them (`finished`'s mark, of a game over, holds nobody). `SEAT` with the
+    /// player as both of its two: marked once, taken out of every pool once.
+    pub async fn take_alone(
+        &self,
+        account: AccountId,
+        finished: Option<GameId>,
+    ) -> Result<Taken, SharedError> {
+        self.seat(None, (account, account), finished).await
     }
 
     /// Seats `acceptor` and `other` in a rematch of `finished`, whatever pool either waits

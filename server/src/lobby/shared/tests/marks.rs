@@ -1,7 +1,7 @@
 //! The seating marks against Redis: a pairing passes over a marked neighbour for the
 //! nearest unmarked one; a member's own mark is lifted for the game its node heard end; a
 //! rematch, or a seek taken, takes both players out of every pool unless another game
-//! marks one.
+//! marks one; a game against the computer takes its one player so.
 
 use elementals_protocol::messages::GameId;
 
@@ -191,4 +191,34 @@ async fn a_seek_taken_takes_both_players_out_of_every_pool_past_a_mark_of_a_game
         p.pools.accept_seek(seek.seek_id, 1, 2, None).await.unwrap(),
         Taken::NotOpen
     );
+}
+
+#[tokio::test]
+async fn a_player_taken_alone_leaves_every_pool_unless_another_game_marks_them() {
+    let p = pools().await;
+    let k = key();
+    // 1 (about to play the computer) and 2, its nearest neighbour, wait in the pool.
+    p.pools.join(&k, &member(1, 1.0)).await.unwrap();
+    p.pools.join(&k, &member(2, 40.0)).await.unwrap();
+    let (over, live) = (game(), game());
+    p.mark(1, Some(&live.to_string())).await;
+    assert_eq!(
+        p.pools.take_alone(1, Some(over)).await.unwrap(),
+        Taken::AcceptorSeating(Some(live)),
+        "another game's mark holds them"
+    );
+    assert_eq!(p.pools.counts().await.unwrap(), vec![(k.clone(), 2)]);
+    // Their last game's mark, that game over, holds nobody.
+    p.mark(1, Some(&over.to_string())).await;
+    let Taken::Taken(alone) = p.pools.take_alone(1, Some(over)).await.unwrap() else {
+        panic!("not taken");
+    };
+    assert_eq!(p.mark_of(1).await, Some(alone.to_string()));
+    assert!(matches!(
+        p.pools.pair(&k, 1, None).await.unwrap(),
+        Paired::NotWaiting
+    ));
+    // 2 waits on, alone, and unmarked.
+    assert_eq!(p.pools.counts().await.unwrap(), vec![(k, 1)]);
+    assert_eq!(p.mark_of(2).await, None);
 }
