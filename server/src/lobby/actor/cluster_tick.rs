@@ -43,6 +43,7 @@ impl Lobby {
             return;
         };
         shared.heal().await;
+        self.withdraw_seated();
         self.reconcile_seeks().await;
         self.reconcile_challenges().await;
         let mut waiting: Vec<(Instant, AccountId)> =
@@ -112,6 +113,31 @@ impl Lobby {
                 self.counted = counted;
             }
             Err(error) => tracing::error!(%error, "counting the cluster's pools"),
+        }
+    }
+
+    /// Withdraws from the cluster's pools (at `reconcile_seeks`' flush, next) the members
+    /// of this node who are seated in a game, as starting a game here withdraws its
+    /// players.
+    ///
+    /// A member is so seated when its join raced another node's pairing or acceptance
+    /// that took it: the script that took it left it in no pool, but the join, handled here
+    /// before this node heard of that game, put it back, held by that game's seating mark.
+    /// Once the mark lapses (2 s) no pairing would pass over it, so it goes now, at the
+    /// first tick after this node heard of the game (within milliseconds of its start).
+    /// It is the one way a member marked by a live game stays in a pool: the other marked
+    /// members there (a join within 2 s of its last game's start, that game over) have
+    /// the mark lifted by their node's next tick once it hears the end, or see it lapse.
+    fn withdraw_seated(&mut self) {
+        let registry = &self.services.registry;
+        let seated: Vec<AccountId> = self
+            .queued
+            .keys()
+            .filter(|account| registry.is_seated(**account))
+            .copied()
+            .collect();
+        for account in seated {
+            self.leave_pool(account);
         }
     }
 

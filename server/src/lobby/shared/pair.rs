@@ -112,9 +112,16 @@ return {2, best, found}
 "#;
 
 /// How many members on each side of a member a pairing looks at for the nearest one not
-/// marked seating: marked members in a pool are few and brief (a member taken by a seek
-/// or rematch leaves at once; one that joins while marked has its mark lifted by its
-/// node once its game is over), so a few suffice, and the script stays a few dozen calls.
+/// marked seating: a few suffice, and the script stays a few dozen calls.
+///
+/// Marked members in a pool are few and brief. Every script that marks a player takes
+/// them out of every pool in the same step; a player is in a pool marked only if they
+/// joined after that step, within the mark's 2 s: as their last game ended at once (their
+/// node lifts the mark at its next tick once it hears the end), or as a join that raced
+/// the step and put them back (their node withdraws them at its next tick, seated:
+/// `withdraw_seated`). And every mark lapses 2 s after it is set, never renewed. So more
+/// than `SCANNED` marked members in a row beside a member that could be paired past them
+/// hold it for 2 s at most: not paired on joining, it is paired by its node's tick.
 const SCANNED: u32 = 8;
 
 /// What a member's node stores for the node that pairs it.
