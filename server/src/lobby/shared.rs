@@ -164,6 +164,13 @@ impl SharedPools {
         self.conn.heal().await;
     }
 
+    /// Whether Redis answered the last request (or its connection was made again since):
+    /// what can wait is not sent to a Redis known out of reach, where each request could
+    /// take `REDIS_WAIT`.
+    pub fn reachable(&self) -> bool {
+        !self.conn.is_broken()
+    }
+
     /// The first id this node gives seeks and challenges (its number in the high bits).
     pub fn first_id(&self) -> u64 {
         u64::from(self.node) << sweep::ID_NODE_SHIFT

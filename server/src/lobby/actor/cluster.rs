@@ -42,6 +42,7 @@ pub(super) fn seating_elsewhere() -> LobbyError {
 impl Lobby {
     /// `handle`, with the requests on pools taken to the cluster's.
     pub(super) async fn handle_shared(&mut self, cmd: LobbyCmd) {
+        self.flush_leaves().await;
         match cmd {
             LobbyCmd::JoinPool {
                 member,
@@ -59,11 +60,17 @@ impl Lobby {
                 }
             }
             LobbyCmd::LeavePool { account, reply } => {
-                let left = match self.queued.remove(&account) {
+                // Forgotten here once Redis has it out: a leave that fails changes nothing,
+                // and the member may ask again.
+                let left = match self.queued.get(&account) {
                     Some((key, _)) => {
-                        self.shared_since.remove(&account);
-                        self.update_queued_metric();
-                        self.shared_pools().leave(&shared_key(&key), account).await
+                        let left = self.shared_pools().leave(&shared_key(key), account).await;
+                        if left.is_ok() {
+                            self.queued.remove(&account);
+                            self.shared_since.remove(&account);
+                            self.update_queued_metric();
+                        }
+                        left
                     }
                     None => Ok(false),
                 };
@@ -111,16 +118,24 @@ impl Lobby {
                 seek_id,
                 reply,
             } => {
-                let cancelled = match self.cancel_seek(account, seek_id) {
+                // Forgotten here once Redis has it off the list: a cancel that fails
+                // changes nothing, and the maker may ask again.
+                let cancelled = match self.own_seek(account, seek_id) {
                     Ok(()) => match self.shared_pools().take_seek(seek_id).await {
-                        Ok(true) => Ok(ServerMsg::Ok {
-                            id: reply.request_id.unwrap_or_default(),
-                        }),
+                        Ok(true) => {
+                            self.seeks.remove(&seek_id);
+                            Ok(ServerMsg::Ok {
+                                id: reply.request_id.unwrap_or_default(),
+                            })
+                        }
                         // Accepted on another node meanwhile: its game is starting.
-                        Ok(false) => Err(LobbyError::new(
-                            ErrorCode::UnknownSeek,
-                            "the seek is no longer open",
-                        )),
+                        Ok(false) => {
+                            self.seeks.remove(&seek_id);
+                            Err(LobbyError::new(
+                                ErrorCode::UnknownSeek,
+                                "the seek is no longer open",
+                            ))
+                        }
                         Err(e) => Err(unreachable_redis(&e)),
                     },
                     Err(e) => Err(e),
@@ -252,7 +267,7 @@ impl Lobby {
         }
         .map_err(|e| {
             // It may have joined before the answer was lost: withdrawn again.
-            self.shared_leaves.push((key.clone(), member.account));
+            self.leave_later(key.clone(), member.account);
             unreachable_redis(&e)
         })?;
         if let Paired::AlreadyWaiting = paired {
@@ -362,23 +377,50 @@ impl Lobby {
         registry.finished_game(&game).is_some() || registry.finished_elsewhere(&game).is_some()
     }
 
-    /// Removes from the cluster's pools the members this node has withdrawn.
+    /// Withdraws `account` from the cluster's pool `key` at the next flush.
+    pub(super) fn leave_later(&mut self, key: PoolKey, account: AccountId) {
+        let leave = (key, account);
+        if !self.shared_leaves.contains(&leave) {
+            self.shared_leaves.push(leave);
+        }
+    }
+
+    /// Removes from the cluster's pools, seeks and challenges what this node has
+    /// withdrawn: before and after each request, and at each tick.
+    ///
+    /// What Redis does not take is kept for the next flush, in order (the first failure
+    /// stops a flush), and nothing is sent while Redis is known out of reach (until the
+    /// tick has made the connection again): so an outage costs the lobby one wait, not
+    /// one a request. Forgotten, it would stay in Redis with no node holding it: a member
+    /// of a connection gone, paired by another node; a seek withdrawn, there for anyone to
+    /// accept. A pending leave goes before the request of the same player that follows it
+    /// (a join again finds no stale entry).
     pub(super) async fn flush_leaves(&mut self) {
         let Some(shared) = self.shared.clone() else {
             return;
         };
-        for (key, account) in std::mem::take(&mut self.shared_leaves) {
+        if !shared.reachable() {
+            return;
+        }
+        let mut leaves = std::mem::take(&mut self.shared_leaves).into_iter();
+        while let Some((key, account)) = leaves.next() {
             if let Err(error) = shared.leave(&shared_key(&key), account).await {
                 tracing::error!(%error, account, "leaving the cluster's pool");
+                self.shared_leaves.push((key, account));
+                self.shared_leaves.extend(leaves);
+                return;
             }
         }
         let dropped = std::mem::take(&mut self.shared_seek_drops);
         if let Err(error) = shared.drop_seeks(&dropped).await {
             tracing::error!(%error, "withdrawing seeks from the cluster's list");
+            self.shared_seek_drops = dropped;
+            return;
         }
         let dropped = std::mem::take(&mut self.shared_challenge_drops);
         if let Err(error) = shared.drop_challenges(&dropped).await {
             tracing::error!(%error, "withdrawing challenges from the cluster's store");
+            self.shared_challenge_drops = dropped;
         }
     }
 }

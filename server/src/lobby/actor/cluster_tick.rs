@@ -181,7 +181,7 @@ impl Lobby {
             Err(error) => {
                 tracing::error!(%error, "putting a member back in its pool");
                 // Withdrawn again, should it have joined before the answer was lost.
-                self.shared_leaves.push((key.clone(), account));
+                self.leave_later(key.clone(), account);
                 false
             }
         }

@@ -55,11 +55,15 @@ impl Lobby {
     }
 
     pub(super) fn cancel_seek(&mut self, account: AccountId, seek_id: u64) -> Result<()> {
+        self.own_seek(account, seek_id)?;
+        self.seeks.remove(&seek_id);
+        Ok(())
+    }
+
+    /// Whether `seek_id` is an open seek of `account`'s.
+    pub(super) fn own_seek(&self, account: AccountId, seek_id: u64) -> Result<()> {
         match self.seeks.get(&seek_id) {
-            Some(s) if s.member.account == account => {
-                self.seeks.remove(&seek_id);
-                Ok(())
-            }
+            Some(s) if s.member.account == account => Ok(()),
             _ => Err(LobbyError::new(
                 ErrorCode::UnknownSeek,
                 "no such seek of yours",

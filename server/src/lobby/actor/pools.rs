@@ -84,7 +84,7 @@ impl Lobby {
         };
         if self.shared.is_some() {
             self.shared_since.remove(&account);
-            self.shared_leaves.push((key, account));
+            self.leave_later(key, account);
             self.update_queued_metric();
             return true;
         }

@@ -56,6 +56,11 @@ impl Conn {
         answer
     }
 
+    /// Whether a request found the connection broken since it was last made.
+    pub(super) fn is_broken(&self) -> bool {
+        self.broken.load(Relaxed)
+    }
+
     /// Makes the connection again if a request found it broken (the lobby's tick).
     pub(super) async fn heal(&self) {
         if !self.broken.load(Relaxed) {
