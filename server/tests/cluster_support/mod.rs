@@ -6,8 +6,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use elementals_protocol::messages::{GameId, GameInfo, GameSnapshot, MyGame, ServerMsg};
-use elementals_protocol::rules::Seat;
+use elementals_protocol::messages::{ClientMsg, GameId, GameInfo, GameSnapshot, MyGame, ServerMsg};
+use elementals_protocol::rules::{Seat, Variant};
+use elementals_protocol::TimeControl;
 use elementals_server::db::testing::TestPostgres;
 use tokio::process::Child;
 
@@ -274,6 +275,56 @@ impl Node {
     /// `GET /api/players/{name}` as JSON.
     pub async fn player(&self, name: &str) -> serde_json::Value {
         player_at(self.addr, name).await
+    }
+}
+
+/// A client of `node`'s, registered as `name`.
+pub async fn signed_in(node: &Node, name: &str) -> TestClient {
+    let mut client = TestClient::connect_at(node.addr).await;
+    client.register(name).await;
+    client
+}
+
+/// `client` opens a rated classical blitz seek; its id.
+pub async fn seek_id_at(client: &mut TestClient) -> u64 {
+    let id = client.id();
+    let created = client
+        .request(ClientMsg::CreateSeek {
+            id,
+            variant: Variant::CLASSIC,
+            time_control: TimeControl::preset("blitz").unwrap(),
+            rated: true,
+        })
+        .await;
+    match created {
+        ServerMsg::SeekCreated { seek, .. } => seek.seek_id,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Whether `client`'s node sees nobody in any pool (as its lobby counted them last) and
+/// no seek open.
+pub async fn lobby_empty(client: &mut TestClient) -> bool {
+    let id = client.id();
+    let pools = match client.request(ClientMsg::LobbyCounts { id }).await {
+        ServerMsg::Counts { pools, .. } => pools,
+        other => panic!("{other:?}"),
+    };
+    let id = client.id();
+    let seeks = match client.request(ClientMsg::ListSeeks { id }).await {
+        ServerMsg::Seeks { seeks, .. } => seeks,
+        other => panic!("{other:?}"),
+    };
+    pools.is_empty() && seeks.is_empty()
+}
+
+/// Waits until `client`'s node sees nobody in any pool and no seek open, failing with
+/// `what` after `within`.
+pub async fn until_lobby_empty(client: &mut TestClient, within: Duration, what: &str) {
+    let deadline = tokio::time::Instant::now() + within;
+    while !lobby_empty(client).await {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(LIST_POLL).await;
     }
 }
 
