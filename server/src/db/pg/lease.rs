@@ -196,6 +196,12 @@ impl Leases {
     }
 }
 
+/// The statement of `held_for_record`: `$1`, `$2` the games and their tokens, `$3` the node.
+pub(super) const HELD_FOR_RECORD: &str = "SELECT l.game_id FROM game_leases l
+     JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
+         ON l.game_id = h.game_id AND l.token = h.token
+     WHERE l.node_id = $3 AND l.game_id = ANY($1::text[]) FOR UPDATE OF l";
+
 /// For the writer: locks the leases of `ids` (with `tokens`) that this node holds, until
 /// the transaction ends, and returns their ids. It deletes the rows it locks (a game
 /// recorded lets its lease go): an exclusive lock at once rather than a shared one to
@@ -207,13 +213,7 @@ pub(super) fn held_for_record(
     ids: &[String],
     tokens: &[i64],
 ) -> DbResult<HashSet<String>> {
-    let select = cache.get(
-        tx,
-        "SELECT l.game_id FROM game_leases l
-         JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
-             ON l.game_id = h.game_id AND l.token = h.token
-         WHERE l.node_id = $3 AND l.game_id = ANY($1::text[]) FOR UPDATE OF l",
-    )?;
+    let select = cache.get(tx, HELD_FOR_RECORD)?;
     Ok(tx
         .query(&select, &[&ids, &tokens, &node])?
         .iter()
@@ -221,13 +221,16 @@ pub(super) fn held_for_record(
         .collect())
 }
 
+/// The statement of `recorded`: `$1` the games.
+pub(super) const RECORDED: &str = "SELECT id FROM games WHERE id = ANY($1)";
+
 /// Of `ids`, those with a record.
 pub(super) fn recorded(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
     ids: &[String],
 ) -> DbResult<HashSet<String>> {
-    let select = cache.get(tx, "SELECT id FROM games WHERE id = ANY($1)")?;
+    let select = cache.get(tx, RECORDED)?;
     Ok(tx
         .query(&select, &[&ids])?
         .iter()
@@ -242,6 +245,13 @@ pub(super) const FORGET_GAMES: &str =
     "WITH leases AS (DELETE FROM game_leases WHERE game_id = ANY($1))
      DELETE FROM game_log WHERE game_id = ANY($1)";
 
+/// The statement of `renew_node`: `$1` the node, `$2` the lease in milliseconds.
+pub(super) const RENEW_NODE: &str = "INSERT INTO node_leases AS n (node_id, epoch, expires_at)
+     VALUES ($1, 0, now() + $2::float8 * interval '1 millisecond')
+     ON CONFLICT (node_id) DO UPDATE
+         SET epoch = n.epoch + (n.expires_at < now())::int,
+             expires_at = excluded.expires_at";
+
 /// Renews this node's row in `node_leases`, or makes it (epoch 0); a row that has expired
 /// starts a new epoch, leaving every game row of the old one lapsed. Made when the node
 /// opens the database, before it takes any game.
@@ -250,17 +260,17 @@ pub(super) fn renew_node(
     cache: &mut Cache,
     node: &str,
 ) -> DbResult<()> {
-    let upsert = cache.get(
-        c,
-        "INSERT INTO node_leases AS n (node_id, epoch, expires_at)
-         VALUES ($1, 0, now() + $2::float8 * interval '1 millisecond')
-         ON CONFLICT (node_id) DO UPDATE
-             SET epoch = n.epoch + (n.expires_at < now())::int,
-                 expires_at = excluded.expires_at",
-    )?;
+    let upsert = cache.get(c, RENEW_NODE)?;
     c.execute(&upsert, &[&node, &lease_ms()])?;
     Ok(())
 }
+
+/// The statement of `renew`: `$1`, `$2` the games held and their tokens, `$3` the node.
+pub(super) const RENEW_CHECK: &str = "SELECT h.game_id FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
+     WHERE NOT EXISTS (
+         SELECT 1 FROM game_leases l
+         WHERE l.game_id = h.game_id AND l.token = h.token AND l.node_id = $3
+           AND l.epoch = (SELECT epoch FROM node_leases WHERE node_id = $3))";
 
 /// Renews this process's leases (its node's row), then reads the rows of the games it
 /// holds, `chunk` a statement: those no longer this process's (claimed by another node, its
@@ -276,14 +286,7 @@ pub(super) fn renew(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let check = cache.get(
-        c,
-        "SELECT h.game_id FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
-         WHERE NOT EXISTS (
-             SELECT 1 FROM game_leases l
-             WHERE l.game_id = h.game_id AND l.token = h.token AND l.node_id = $3
-               AND l.epoch = (SELECT epoch FROM node_leases WHERE node_id = $3))",
-    )?;
+    let check = cache.get(c, RENEW_CHECK)?;
     let mut lost = Vec::new();
     for (ids, tokens) in ids.chunks(chunk.max(1)).zip(tokens.chunks(chunk.max(1))) {
         let unrenewed: HashSet<String> = c
@@ -309,6 +312,10 @@ pub(super) fn renew(
     Ok(lost)
 }
 
+/// The statement of `give_up`: `$1` the node.
+pub(super) const GIVE_UP: &str = "UPDATE node_leases SET expires_at = now() - interval '1 millisecond'
+     WHERE node_id = $1";
+
 /// At shutdown, once the games have stopped: this node's lease lapses now, so that other
 /// nodes claim its games at their next claim rather than a lease later. Returns how many
 /// games it held.
@@ -317,11 +324,7 @@ pub(super) fn give_up(
     cache: &mut Cache,
     leases: &Leases,
 ) -> DbResult<usize> {
-    let update = cache.get(
-        c,
-        "UPDATE node_leases SET expires_at = now() - interval '1 millisecond'
-         WHERE node_id = $1",
-    )?;
+    let update = cache.get(c, GIVE_UP)?;
     c.execute(&update, &[&leases.node_id])?;
     Ok(leases.columns().0.len())
 }
@@ -335,6 +338,63 @@ pub(super) enum Claim {
     /// and the live games that have none (logged without cluster mode).
     Startup,
 }
+
+/// The statement of `claim`: every lapsed lease.
+pub(super) const LAPSED: &str = "SELECT l.game_id FROM node_leases n CROSS JOIN LATERAL (
+     SELECT game_id FROM game_leases l
+     WHERE l.node_id = n.node_id
+       AND l.epoch < n.epoch + (n.expires_at < now())::int
+     OFFSET 0) l";
+
+/// The statement of `claim`: `$1` lapsed games, whose leases go if recorded or without a log.
+pub(super) const DELETE_STALE: &str = "DELETE FROM game_leases WHERE game_id IN (
+     SELECT l.game_id FROM game_leases l
+     WHERE l.game_id = ANY($1::text[])
+       AND EXISTS (SELECT 1 FROM node_leases n WHERE n.node_id = l.node_id
+                   AND l.epoch < n.epoch + (n.expires_at < now())::int)
+       AND (EXISTS (SELECT 1 FROM games g WHERE g.id = l.game_id)
+            OR NOT EXISTS (SELECT 1 FROM game_log s WHERE s.game_id = l.game_id))
+     FOR UPDATE OF l SKIP LOCKED)";
+
+/// The statement of `claim` at startup: `$1` the node.
+pub(super) const CLAIM_OWN: &str = "UPDATE game_leases
+     SET token = token + 1, epoch = (SELECT epoch FROM node_leases WHERE node_id = $1)
+     WHERE node_id = $1
+     RETURNING game_id, token";
+
+/// The statement of `claim`: `$1` the node, `$2` the games it has lost, `$3` the most it takes.
+pub(super) const CLAIM_LAPSED: &str = "WITH lapsed AS MATERIALIZED (
+         SELECT l.* FROM node_leases n CROSS JOIN LATERAL (
+             SELECT game_id, node_id, epoch, token FROM game_leases l
+             WHERE l.node_id = n.node_id
+               AND l.epoch < n.epoch + (n.expires_at < now())::int
+             OFFSET 0) l
+         WHERE EXISTS (SELECT 1 FROM node_leases me
+                       WHERE me.node_id = $1 AND me.expires_at >= now())
+     ), c AS (
+         SELECT l.game_id, p.node_id, p.epoch, p.token
+         FROM game_leases l JOIN lapsed p ON p.game_id = l.game_id
+         WHERE l.game_id <> ALL($2::text[])
+         ORDER BY l.game_id LIMIT $3
+         FOR UPDATE OF l SKIP LOCKED
+     )
+     UPDATE game_leases l
+     SET node_id = $1, token = l.token + 1,
+         epoch = (SELECT epoch FROM node_leases WHERE node_id = $1)
+     FROM c
+     WHERE l.game_id = c.game_id AND l.node_id = c.node_id AND l.epoch = c.epoch
+       AND l.token = c.token
+     RETURNING l.game_id, l.token";
+
+/// The statement of `claim` at startup: `$1` the node.
+pub(super) const CLAIM_UNLEASED: &str = "INSERT INTO game_leases (game_id, node_id, token, epoch)
+     SELECT DISTINCT g.game_id, $1, 1, (SELECT epoch FROM node_leases WHERE node_id = $1)
+     FROM game_log g
+     WHERE NOT EXISTS (SELECT 1 FROM game_leases l WHERE l.game_id = g.game_id)
+       AND NOT EXISTS (SELECT 1 FROM games r WHERE r.id = g.game_id)
+       AND NOT EXISTS (SELECT 1 FROM game_wakeups w WHERE w.game_id = g.game_id)
+     ON CONFLICT (game_id) DO NOTHING
+     RETURNING game_id, token";
 
 /// Takes leases (see `Claim`), each with its token one higher, and returns the ids and
 /// tokens taken. Rows locked by another transaction (a node writing under them, or
@@ -354,14 +414,7 @@ pub(super) fn claim(
     // it alone. The leases of recorded games are deleted with their records; lapsed ones
     // left by a process that recorded without leases (or with no log left to replay) go
     // now, rather than be claimed.
-    let lapsed = cache.get(
-        tx,
-        "SELECT l.game_id FROM node_leases n CROSS JOIN LATERAL (
-             SELECT game_id FROM game_leases l
-             WHERE l.node_id = n.node_id
-               AND l.epoch < n.epoch + (n.expires_at < now())::int
-             OFFSET 0) l",
-    )?;
+    let lapsed = cache.get(tx, LAPSED)?;
     let lapsed: Vec<String> = tx
         .query(&lapsed, &[])?
         .iter()
@@ -372,78 +425,28 @@ pub(super) fn claim(
     // claim (three full scans a second on three nodes, most of PostgreSQL's CPU at
     // 16,000 players). Nearly always nothing has lapsed, and nothing more is asked.
     if !lapsed.is_empty() {
-        let stale = cache.get(
-            tx,
-            "DELETE FROM game_leases WHERE game_id IN (
-                 SELECT l.game_id FROM game_leases l
-                 WHERE l.game_id = ANY($1::text[])
-                   AND EXISTS (SELECT 1 FROM node_leases n WHERE n.node_id = l.node_id
-                               AND l.epoch < n.epoch + (n.expires_at < now())::int)
-                   AND (EXISTS (SELECT 1 FROM games g WHERE g.id = l.game_id)
-                        OR NOT EXISTS (SELECT 1 FROM game_log s WHERE s.game_id = l.game_id))
-                 FOR UPDATE OF l SKIP LOCKED)",
-        )?;
+        let stale = cache.get(tx, DELETE_STALE)?;
         tx.execute(&stale, &[&lapsed])?;
     }
     let mut taken = Vec::new();
     let startup = which == Claim::Startup;
     if startup {
         // The node's own leases, left by its last run (its row renewed as it opened).
-        let own = cache.get(
-            tx,
-            "UPDATE game_leases
-             SET token = token + 1, epoch = (SELECT epoch FROM node_leases WHERE node_id = $1)
-             WHERE node_id = $1
-             RETURNING game_id, token",
-        )?;
+        let own = cache.get(tx, CLAIM_OWN)?;
         for row in tx.query(&own, &[&leases.node_id])? {
             taken.push((row.get(0), row.get(1)));
         }
     }
     // Only while this node's own lease is live: games it took under a lapsed one would
     // lapse again at once.
-    let update = cache.get(
-        tx,
-        "WITH lapsed AS MATERIALIZED (
-             SELECT l.* FROM node_leases n CROSS JOIN LATERAL (
-                 SELECT game_id, node_id, epoch, token FROM game_leases l
-                 WHERE l.node_id = n.node_id
-                   AND l.epoch < n.epoch + (n.expires_at < now())::int
-                 OFFSET 0) l
-             WHERE EXISTS (SELECT 1 FROM node_leases me
-                           WHERE me.node_id = $1 AND me.expires_at >= now())
-         ), c AS (
-             SELECT l.game_id, p.node_id, p.epoch, p.token
-             FROM game_leases l JOIN lapsed p ON p.game_id = l.game_id
-             WHERE l.game_id <> ALL($2::text[])
-             ORDER BY l.game_id LIMIT $3
-             FOR UPDATE OF l SKIP LOCKED
-         )
-         UPDATE game_leases l
-         SET node_id = $1, token = l.token + 1,
-             epoch = (SELECT epoch FROM node_leases WHERE node_id = $1)
-         FROM c
-         WHERE l.game_id = c.game_id AND l.node_id = c.node_id AND l.epoch = c.epoch
-           AND l.token = c.token
-         RETURNING l.game_id, l.token",
-    )?;
+    let update = cache.get(tx, CLAIM_LAPSED)?;
     let lost = leases.lost_ids();
     for row in tx.query(&update, &[&leases.node_id, &lost, &CLAIM_LIMIT])? {
         taken.push((row.get(0), row.get(1)));
     }
     if startup {
         // After the update, which would otherwise take each of these twice.
-        let unleased = cache.get(
-            tx,
-            "INSERT INTO game_leases (game_id, node_id, token, epoch)
-             SELECT DISTINCT g.game_id, $1, 1, (SELECT epoch FROM node_leases WHERE node_id = $1)
-             FROM game_log g
-             WHERE NOT EXISTS (SELECT 1 FROM game_leases l WHERE l.game_id = g.game_id)
-               AND NOT EXISTS (SELECT 1 FROM games r WHERE r.id = g.game_id)
-               AND NOT EXISTS (SELECT 1 FROM game_wakeups w WHERE w.game_id = g.game_id)
-             ON CONFLICT (game_id) DO NOTHING
-             RETURNING game_id, token",
-        )?;
+        let unleased = cache.get(tx, CLAIM_UNLEASED)?;
         for row in tx.query(&unleased, &[&leases.node_id])? {
             taken.push((row.get(0), row.get(1)));
         }
@@ -456,6 +459,10 @@ pub(super) fn claim(
 /// whoever wakes the game fences with a higher one.
 const DORMANT: &str = "";
 
+/// The statement of `go_dormant`: `$1` the game, `$2` the node, `$3` its token, `$4` `DORMANT`.
+pub(super) const GO_DORMANT: &str = "UPDATE game_leases SET node_id = $4
+     WHERE game_id = $1 AND node_id = $2 AND token = $3";
+
 /// Cluster mode: game `game_id` goes to sleep, in the writer's transaction that writes its
 /// wake-up row: its lease, if still this process's, becomes no node's (no claim of lapsed
 /// leases takes it). `LeaseLost` if it is not this process's.
@@ -467,17 +474,30 @@ pub(super) fn go_dormant(
 ) -> DbResult<()> {
     let lost = crate::db::DbError::LeaseLost { game_id: *game_id };
     let token = leases.token(game_id).ok_or_else(|| lost.clone())?;
-    let update = cache.get(
-        c,
-        "UPDATE game_leases SET node_id = $4
-         WHERE game_id = $1 AND node_id = $2 AND token = $3",
-    )?;
+    let update = cache.get(c, GO_DORMANT)?;
     let id = game_id.to_string();
     match c.execute(&update, &[&id, &leases.node_id, &token, &DORMANT])? {
         1 => Ok(()),
         _ => Err(lost),
     }
 }
+
+/// The statement of `wake`: `$1` the games, `$2` the node, `$3` `DORMANT`.
+pub(super) const WAKE: &str = "WITH w AS (
+         SELECT game_id FROM game_wakeups WHERE game_id = ANY($1)
+         FOR UPDATE SKIP LOCKED
+     ), l AS (
+         INSERT INTO game_leases (game_id, node_id, token, epoch)
+         SELECT game_id, $2, 1, (SELECT epoch FROM node_leases WHERE node_id = $2) FROM w
+         ON CONFLICT (game_id) DO UPDATE
+             SET node_id = excluded.node_id, token = game_leases.token + 1,
+                 epoch = excluded.epoch
+             WHERE game_leases.node_id = $3
+         RETURNING game_id, token
+     ), d AS (
+         DELETE FROM game_wakeups WHERE game_id IN (SELECT game_id FROM l)
+     )
+     SELECT game_id, token FROM l";
 
 /// Cluster mode: wakes the sleeping games of `ids` that no other transaction is waking
 /// (their wake-up rows locked, `SKIP LOCKED`): each one's lease becomes this node's with
@@ -490,24 +510,7 @@ pub(super) fn wake(
     node: &str,
     ids: &[String],
 ) -> DbResult<Vec<(String, i64)>> {
-    let wake = cache.get(
-        tx,
-        "WITH w AS (
-             SELECT game_id FROM game_wakeups WHERE game_id = ANY($1)
-             FOR UPDATE SKIP LOCKED
-         ), l AS (
-             INSERT INTO game_leases (game_id, node_id, token, epoch)
-             SELECT game_id, $2, 1, (SELECT epoch FROM node_leases WHERE node_id = $2) FROM w
-             ON CONFLICT (game_id) DO UPDATE
-                 SET node_id = excluded.node_id, token = game_leases.token + 1,
-                     epoch = excluded.epoch
-                 WHERE game_leases.node_id = $3
-             RETURNING game_id, token
-         ), d AS (
-             DELETE FROM game_wakeups WHERE game_id IN (SELECT game_id FROM l)
-         )
-         SELECT game_id, token FROM l",
-    )?;
+    let wake = cache.get(tx, WAKE)?;
     Ok(tx
         .query(&wake, &[&ids, &node, &DORMANT])?
         .iter()

@@ -54,6 +54,8 @@ use super::{DbError, DbResult};
 mod accounts;
 mod conn;
 mod lease;
+#[cfg(test)]
+mod plan_tests;
 mod readers;
 mod record_one;
 mod records;

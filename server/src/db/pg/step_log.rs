@@ -350,6 +350,10 @@ impl StepLog {
     }
 }
 
+/// The statement of `logs_in`: `$1` the games.
+pub(super) const LOGS_IN: &str = "SELECT game_id, entry FROM game_log WHERE game_id = ANY($1)
+     ORDER BY game_id, step";
+
 /// The logs of `ids`, read in the transaction that took their leases (a claim, a wake).
 fn logs_in(
     tx: &mut postgres::Transaction<'_>,
@@ -359,11 +363,7 @@ fn logs_in(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let select = cache.get(
-        tx,
-        "SELECT game_id, entry FROM game_log WHERE game_id = ANY($1)
-         ORDER BY game_id, step",
-    )?;
+    let select = cache.get(tx, LOGS_IN)?;
     Ok(decode_logs(tx.query(&select, &[&ids])?))
 }
 
