@@ -197,15 +197,24 @@ impl Leases {
 }
 
 /// The statement of `held_for_record`: `$1`, `$2` the games and their tokens, `$3` the node.
-pub(super) const HELD_FOR_RECORD: &str = "SELECT l.game_id FROM game_leases l
+pub(super) const HELD_FOR_RECORD: &str = "WITH locked AS MATERIALIZED (
+         SELECT game_id, node_id, token FROM game_leases
+         WHERE game_id = ANY($1::text[])
+         FOR UPDATE
+     )
+     SELECT l.game_id FROM locked l
      JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
          ON l.game_id = h.game_id AND l.token = h.token
-     WHERE l.node_id = $3 AND l.game_id = ANY($1::text[]) FOR UPDATE OF l";
+     WHERE l.node_id = $3";
 
-/// For the writer: locks the leases of `ids` (with `tokens`) that this node holds, until
-/// the transaction ends, and returns their ids. It deletes the rows it locks (a game
-/// recorded lets its lease go): an exclusive lock at once rather than a shared one to
-/// upgrade. The `= ANY` makes the plan look them up by key (as in `step_write.rs`).
+/// For the writer: locks the leases of `ids` (with `tokens`) until the transaction ends,
+/// and returns the ids of those this node holds. The transaction deletes the rows of the
+/// games it records (a game recorded lets its lease go): an exclusive lock at once rather
+/// than a shared one to upgrade. The leases are locked by key alone and checked after,
+/// as a step batch's are (`step_write.rs`): with the node's id in the same `WHERE`, the
+/// generic plan read all of the node's leases by the (node_id, epoch) index, each record
+/// batch. Locking a lease another node has taken only delays that node's next step by
+/// this transaction.
 pub(super) fn held_for_record(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,

@@ -137,6 +137,12 @@ fn hot_statements(ids: &Ids) -> Vec<Hot> {
             lookup: Lookup::ByKey,
         },
         Hot {
+            name: "a record's lease check (lease::HELD_FOR_RECORD)",
+            sql: lease::HELD_FOR_RECORD,
+            args: format!("{}, 'node-1'", held(finished)),
+            lookup: Lookup::ByKey,
+        },
+        Hot {
             name: "records of unheld games (lease::RECORDED)",
             sql: lease::RECORDED,
             args: texts(&ids.recorded[..2]),
