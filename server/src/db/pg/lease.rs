@@ -275,11 +275,14 @@ pub(super) fn renew_node(
 }
 
 /// The statement of `renew`: `$1`, `$2` the games held and their tokens, `$3` the node.
-pub(super) const RENEW_CHECK: &str = "SELECT h.game_id FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
-     WHERE NOT EXISTS (
-         SELECT 1 FROM game_leases l
-         WHERE l.game_id = h.game_id AND l.token = h.token AND l.node_id = $3
-           AND l.epoch = (SELECT epoch FROM node_leases WHERE node_id = $3))";
+/// Each lease is read by its key and compared after: with the node's id and epoch in its
+/// lookup, the generic plan with no statistics read all of the node's leases at its epoch
+/// by the (node_id, epoch) index and compared every chunk's game with every one of them.
+pub(super) const RENEW_CHECK: &str = "SELECT h.game_id
+     FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
+     LEFT JOIN game_leases l ON l.game_id = h.game_id
+     WHERE l.game_id IS NULL OR l.token <> h.token OR l.node_id <> $3
+        OR l.epoch IS DISTINCT FROM (SELECT epoch FROM node_leases WHERE node_id = $3)";
 
 /// Renews this process's leases (its node's row), then reads the rows of the games it
 /// holds, `chunk` a statement: those no longer this process's (claimed by another node, its

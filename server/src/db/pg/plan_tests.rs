@@ -137,6 +137,12 @@ fn hot_statements(ids: &Ids) -> Vec<Hot> {
             lookup: Lookup::ByKey,
         },
         Hot {
+            name: "renewal's read of the held leases (lease::RENEW_CHECK)",
+            sql: lease::RENEW_CHECK,
+            args: format!("{}, 'node-1'", held(&ids.held)),
+            lookup: Lookup::ByKey,
+        },
+        Hot {
             name: "a record's lease check (lease::HELD_FOR_RECORD)",
             sql: lease::HELD_FOR_RECORD,
             args: format!("{}, 'node-1'", held(finished)),
