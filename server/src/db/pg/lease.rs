@@ -9,7 +9,7 @@
 //! them on its own clock by then) and a renewal never brings back a game nobody runs. The
 //! node takes a game's row with its first step (token 1), and the row goes in the
 //! transaction that records the game. Once a lease has lapsed, any node whose own lease
-//! is live may claim it (`claim`): it becomes the row's node, at its epoch, adds one to the
+//! is live may claim it (`claim.rs`): it becomes the row's node, at its epoch, adds one to the
 //! token, and replays the game's log.
 //!
 //! The fence: every transaction that writes a game's steps or its record first locks the
@@ -43,8 +43,6 @@ pub const RENEW: Duration = Duration::from_secs(2);
 /// How often a node looks for lapsed leases: a dead node's games are claimed at most
 /// `LEASE + CLAIM` after its last renewal.
 pub const CLAIM: Duration = Duration::from_secs(1);
-/// Most games one claim takes, so that a claim's replay is bounded.
-const CLAIM_LIMIT: i64 = 5_000;
 
 /// The leases this process holds, shared by the step log's thread (which takes and claims
 /// them), the renewer's (`renewer.rs`) and the writer's (which checks them when it records
@@ -56,9 +54,12 @@ pub(crate) struct Leases {
     /// Test hook: the next claim waits between its commit and holding what it took.
     #[cfg(test)]
     pause: Mutex<Option<ClaimPause>>,
+    /// Test hook: the next claim waits between finding the lapsed leases and taking them.
+    #[cfg(test)]
+    search_pause: Mutex<Option<ClaimPause>>,
 }
 
-/// Test hook: the claim says `committed` and waits for `go`.
+/// Test hook: the claim says it has reached the point (`committed`) and waits for `go`.
 #[cfg(test)]
 #[derive(Debug)]
 struct ClaimPause {
@@ -86,6 +87,8 @@ impl Leases {
             state: Mutex::default(),
             #[cfg(test)]
             pause: Mutex::default(),
+            #[cfg(test)]
+            search_pause: Mutex::default(),
         }
     }
 
@@ -152,6 +155,34 @@ impl Leases {
     #[cfg(not(test))]
     pub fn after_claim_commit(&self) {}
 
+    /// Test hook: the next claim, once it has found the lapsed leases, sends on the first
+    /// answer and then waits until the second is used or dropped.
+    #[cfg(test)]
+    pub fn pause_next_claim_search(
+        &self,
+    ) -> (std::sync::mpsc::Receiver<()>, std::sync::mpsc::Sender<()>) {
+        let (searched, on_search) = std::sync::mpsc::channel();
+        let (release, go) = std::sync::mpsc::channel();
+        *self.search_pause.lock().unwrap() = Some(ClaimPause {
+            committed: searched,
+            go,
+        });
+        (on_search, release)
+    }
+
+    /// Test hook: where a claim waits, if told to, between its search and its update.
+    #[cfg(test)]
+    pub fn after_claim_search(&self) {
+        let pause = self.search_pause.lock().unwrap().take();
+        if let Some(pause) = pause {
+            let _ = pause.committed.send(());
+            let _ = pause.go.recv();
+        }
+    }
+
+    #[cfg(not(test))]
+    pub fn after_claim_search(&self) {}
+
     /// The lease is gone: its game's actor is to stop.
     pub fn lose(&self, game_id: GameId) {
         let mut state = self.state();
@@ -191,7 +222,7 @@ impl Leases {
             .unzip()
     }
 
-    fn lost_ids(&self) -> Vec<String> {
+    pub(super) fn lost_ids(&self) -> HashSet<String> {
         self.state().lost.iter().map(GameId::to_string).collect()
     }
 }
@@ -339,131 +370,6 @@ pub(super) fn give_up(
     let update = cache.get(c, GIVE_UP)?;
     c.execute(&update, &[&leases.node_id])?;
     Ok(leases.columns().0.len())
-}
-
-/// Which leases a claim takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Claim {
-    /// Those that have lapsed.
-    Lapsed,
-    /// At startup: those of this node's id (left by its last run), those that have lapsed,
-    /// and the live games that have none (logged without cluster mode).
-    Startup,
-}
-
-/// The statement of `claim`: every lapsed lease.
-pub(super) const LAPSED: &str = "SELECT l.game_id FROM node_leases n CROSS JOIN LATERAL (
-     SELECT game_id FROM game_leases l
-     WHERE l.node_id = n.node_id
-       AND l.epoch < n.epoch + (n.expires_at < now())::int
-     OFFSET 0) l";
-
-/// The statement of `claim`: `$1` lapsed games, whose leases go if recorded or without a log.
-pub(super) const DELETE_STALE: &str = "DELETE FROM game_leases WHERE game_id IN (
-     SELECT l.game_id FROM game_leases l
-     WHERE l.game_id = ANY($1::text[])
-       AND EXISTS (SELECT 1 FROM node_leases n WHERE n.node_id = l.node_id
-                   AND l.epoch < n.epoch + (n.expires_at < now())::int)
-       AND (EXISTS (SELECT 1 FROM games g WHERE g.id = l.game_id)
-            OR NOT EXISTS (SELECT 1 FROM game_log s WHERE s.game_id = l.game_id))
-     FOR UPDATE OF l SKIP LOCKED)";
-
-/// The statement of `claim` at startup: `$1` the node.
-pub(super) const CLAIM_OWN: &str = "UPDATE game_leases
-     SET token = token + 1, epoch = (SELECT epoch FROM node_leases WHERE node_id = $1)
-     WHERE node_id = $1
-     RETURNING game_id, token";
-
-/// The statement of `claim`: `$1` the node, `$2` the games it has lost, `$3` the most it takes.
-pub(super) const CLAIM_LAPSED: &str = "WITH lapsed AS MATERIALIZED (
-         SELECT l.* FROM node_leases n CROSS JOIN LATERAL (
-             SELECT game_id, node_id, epoch, token FROM game_leases l
-             WHERE l.node_id = n.node_id
-               AND l.epoch < n.epoch + (n.expires_at < now())::int
-             OFFSET 0) l
-         WHERE EXISTS (SELECT 1 FROM node_leases me
-                       WHERE me.node_id = $1 AND me.expires_at >= now())
-     ), c AS (
-         SELECT l.game_id, p.node_id, p.epoch, p.token
-         FROM game_leases l JOIN lapsed p ON p.game_id = l.game_id
-         WHERE l.game_id <> ALL($2::text[])
-         ORDER BY l.game_id LIMIT $3
-         FOR UPDATE OF l SKIP LOCKED
-     )
-     UPDATE game_leases l
-     SET node_id = $1, token = l.token + 1,
-         epoch = (SELECT epoch FROM node_leases WHERE node_id = $1)
-     FROM c
-     WHERE l.game_id = c.game_id AND l.node_id = c.node_id AND l.epoch = c.epoch
-       AND l.token = c.token
-     RETURNING l.game_id, l.token";
-
-/// The statement of `claim` at startup: `$1` the node.
-pub(super) const CLAIM_UNLEASED: &str = "INSERT INTO game_leases (game_id, node_id, token, epoch)
-     SELECT DISTINCT g.game_id, $1, 1, (SELECT epoch FROM node_leases WHERE node_id = $1)
-     FROM game_log g
-     WHERE NOT EXISTS (SELECT 1 FROM game_leases l WHERE l.game_id = g.game_id)
-       AND NOT EXISTS (SELECT 1 FROM games r WHERE r.id = g.game_id)
-       AND NOT EXISTS (SELECT 1 FROM game_wakeups w WHERE w.game_id = g.game_id)
-     ON CONFLICT (game_id) DO NOTHING
-     RETURNING game_id, token";
-
-/// Takes leases (see `Claim`), each with its token one higher, and returns the ids and
-/// tokens taken. Rows locked by another transaction (a node writing under them, or
-/// claiming them) are skipped: they are looked at again by the next claim.
-pub(super) fn claim(
-    tx: &mut Transaction<'_>,
-    cache: &mut Cache,
-    leases: &Leases,
-    which: Claim,
-) -> DbResult<Vec<(String, i64)>> {
-    // A lease has lapsed once its node's row has expired, or is at a later epoch than
-    // the lease's: one range of the index on (node_id, epoch) a node (`OFFSET 0` keeps the
-    // planner from a join that reads every live lease), so a claim reads no live lease.
-    // Once lapsed a lease stays lapsed (epochs only grow), so what the `lapsed` rows say
-    // holds at commit; a row another claim took meanwhile has another node, epoch and
-    // token, and the `UPDATE`, which checks them again on the row's latest version, leaves
-    // it alone. The leases of recorded games are deleted with their records; lapsed ones
-    // left by a process that recorded without leases (or with no log left to replay) go
-    // now, rather than be claimed.
-    let lapsed = cache.get(tx, LAPSED)?;
-    let lapsed: Vec<String> = tx
-        .query(&lapsed, &[])?
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
-    // By the ids: as one statement with the query above, the plan guessed many lapsed
-    // leases and hashed every row of `game_log` and `games` for the two checks, each
-    // claim (three full scans a second on three nodes, most of PostgreSQL's CPU at
-    // 16,000 players). Nearly always nothing has lapsed, and nothing more is asked.
-    if !lapsed.is_empty() {
-        let stale = cache.get(tx, DELETE_STALE)?;
-        tx.execute(&stale, &[&lapsed])?;
-    }
-    let mut taken = Vec::new();
-    let startup = which == Claim::Startup;
-    if startup {
-        // The node's own leases, left by its last run (its row renewed as it opened).
-        let own = cache.get(tx, CLAIM_OWN)?;
-        for row in tx.query(&own, &[&leases.node_id])? {
-            taken.push((row.get(0), row.get(1)));
-        }
-    }
-    // Only while this node's own lease is live: games it took under a lapsed one would
-    // lapse again at once.
-    let update = cache.get(tx, CLAIM_LAPSED)?;
-    let lost = leases.lost_ids();
-    for row in tx.query(&update, &[&leases.node_id, &lost, &CLAIM_LIMIT])? {
-        taken.push((row.get(0), row.get(1)));
-    }
-    if startup {
-        // After the update, which would otherwise take each of these twice.
-        let unleased = cache.get(tx, CLAIM_UNLEASED)?;
-        for row in tx.query(&unleased, &[&leases.node_id])? {
-            taken.push((row.get(0), row.get(1)));
-        }
-    }
-    Ok(taken)
 }
 
 /// The node id of a sleeping game's lease (no node's: `--node-id` is never empty, so no

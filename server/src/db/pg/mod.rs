@@ -52,6 +52,7 @@ use super::writer::{self, Request};
 use super::{DbError, DbResult};
 
 mod accounts;
+mod claim;
 mod conn;
 mod lease;
 #[cfg(test)]

@@ -12,7 +12,7 @@
 
 use postgres::{Client, NoTls};
 
-use super::{lease, step_log, step_write};
+use super::{claim, lease, step_log, step_write};
 use crate::db::testing::TestPostgres;
 
 /// Four nodes' leases, 1,000 each, and each game's six steps; 4,000 finished games; 500
@@ -161,15 +161,21 @@ fn hot_statements(ids: &Ids) -> Vec<Hot> {
             lookup: Lookup::ByKey,
         },
         Hot {
-            name: "the claim's search for lapsed leases (lease::LAPSED)",
-            sql: lease::LAPSED,
+            name: "the claim's search for lapsed leases (claim::LAPSED)",
+            sql: claim::LAPSED,
             args: String::new(),
             lookup: Lookup::ByNode,
         },
         Hot {
-            name: "the claim's delete of stale lapsed leases (lease::DELETE_STALE)",
-            sql: lease::DELETE_STALE,
+            name: "the claim's delete of stale lapsed leases (claim::DELETE_STALE)",
+            sql: claim::DELETE_STALE,
             args: texts(ids.held[..10].iter().map(|(id, _)| id)),
+            lookup: Lookup::ByKey,
+        },
+        Hot {
+            name: "the claim's update of the lapsed leases (claim::CLAIM_LAPSED)",
+            sql: claim::CLAIM_LAPSED,
+            args: format!("'node-1', {}", texts(ids.held[..10].iter().map(|(id, _)| id))),
             lookup: Lookup::ByKey,
         },
         Hot {

@@ -11,7 +11,8 @@ use tokio::sync::{mpsc, watch};
 mod wake;
 
 use super::conn::Conn;
-use super::lease::{self, Claim, Leases};
+use super::claim::{self, Claim};
+use super::lease::{self, Leases};
 use super::step_write::{self, Failed};
 use super::Cache;
 use crate::db::journal::{self, LogHealth, Row};
@@ -287,7 +288,7 @@ impl StepLog {
         let claimed = (|| {
             let (client, cache) = self.conn.get()?;
             let mut tx = client.transaction()?;
-            let taken = lease::claim(&mut tx, cache, &leases, which)?;
+            let taken = claim::take(&mut tx, cache, &leases, which)?;
             // A game already running here (its lease lapsed while renewals failed) goes
             // on with the new token; the others are to be restored.
             let (running, restore): (Vec<_>, Vec<_>) = taken.into_iter().partition(|(id, _)| {
