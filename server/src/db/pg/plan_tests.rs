@@ -10,7 +10,7 @@
 //! Checked with no statistics (autovacuum is off on these machines: the planner's defaults)
 //! and after `ANALYZE`.
 
-use postgres::{Client, NoTls};
+use postgres::Client;
 
 use super::{claim, lease, step_log, step_write};
 use crate::db::testing::TestPostgres;
@@ -252,7 +252,7 @@ fn check(client: &mut Client, ids: &Ids, state: &str) -> Vec<String> {
 #[test]
 fn hot_statements_generic_plans_read_only_the_rows_they_are_about() {
     let pg = TestPostgres::create();
-    let mut client = Client::connect(pg.url(), NoTls).unwrap();
+    let mut client = super::connect(pg.url()).unwrap();
     super::embedded::migrations::runner()
         .run(&mut client)
         .unwrap();
