@@ -4,7 +4,10 @@
 //! one range of the (node_id, epoch) index a node and no live lease. Nearly always it finds
 //! none, and the claim ends there. Otherwise it takes up to `CLAIM_LIMIT` of them by their
 //! keys, each checked again under its lock. At startup a node also takes back its own
-//! leases and the live games logged without one.
+//! leases and the live games logged without one. The same search forgets the rows of nodes
+//! long gone (`FORGET_NODE`).
+
+use std::time::Duration;
 
 use postgres::Transaction;
 
@@ -25,14 +28,31 @@ pub(super) enum Claim {
     Startup,
 }
 
-/// The statement of `take`: every lapsed lease. A lease has lapsed once its node's row has
-/// expired, or is at a later epoch than the lease's: one range of the index on (node_id,
-/// epoch) a node (`OFFSET 0` keeps the planner from a join that reads every live lease).
-pub(super) const LAPSED: &str = "SELECT l.game_id FROM node_leases n CROSS JOIN LATERAL (
-     SELECT game_id FROM game_leases l
-     WHERE l.node_id = n.node_id
-       AND l.epoch < n.epoch + (n.expires_at < now())::int
-     OFFSET 0) l";
+/// How long after its lease lapsed a node's row is deleted by a claim, once no lease names
+/// it (its games claimed, recorded or asleep): the row then matters only to the node, which
+/// makes it again (at epoch 0) if it comes back. An hour is far past any pause of a node
+/// that still runs (its renewals failing while its step log takes a new game's lease under
+/// the row being deleted) and leaves a node that died on view for a while.
+pub(super) const FORGET_NODE: Duration = Duration::from_secs(3_600);
+
+/// The statement of `take`: every lapsed lease (`$1`: `FORGET_NODE` in milliseconds). A
+/// lease has lapsed once its node's row has expired, or is at a later epoch than the
+/// lease's: one range of the index on (node_id, epoch) a node (`OFFSET 0` keeps the
+/// planner from a join that reads every live lease). The rows of nodes gone for
+/// `FORGET_NODE` that no lease names go in the same statement (rows another claim is
+/// deleting are skipped, not waited for).
+pub(super) const LAPSED: &str = "WITH forgotten AS (
+         DELETE FROM node_leases WHERE node_id IN (
+             SELECT n.node_id FROM node_leases n
+             WHERE n.expires_at < now() - $1::float8 * interval '1 millisecond'
+               AND NOT EXISTS (SELECT 1 FROM game_leases l WHERE l.node_id = n.node_id)
+             FOR UPDATE SKIP LOCKED)
+     )
+     SELECT l.game_id FROM node_leases n CROSS JOIN LATERAL (
+         SELECT game_id FROM game_leases l
+         WHERE l.node_id = n.node_id
+           AND l.epoch < n.epoch + (n.expires_at < now())::int
+         OFFSET 0) l";
 
 /// The statement of `take`: `$1` lapsed games, whose leases go if recorded or without a
 /// log. By their ids: as one statement with `LAPSED`, the plan guessed many lapsed leases
@@ -95,7 +115,7 @@ pub(super) fn take(
     let search = cache.get(tx, LAPSED)?;
     let lost = leases.lost_ids();
     let mut lapsed: Vec<String> = tx
-        .query(&search, &[])?
+        .query(&search, &[&(FORGET_NODE.as_millis() as f64)])?
         .iter()
         .map(|row| row.get::<_, String>(0))
         .filter(|id| !lost.contains(id))

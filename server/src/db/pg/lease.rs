@@ -359,16 +359,25 @@ pub(super) fn renew(
 pub(super) const GIVE_UP: &str = "UPDATE node_leases SET expires_at = now() - interval '1 millisecond'
      WHERE node_id = $1";
 
+/// The statement of `give_up` for a node that no lease names: `$1` the node.
+pub(super) const DROP_NODE: &str = "DELETE FROM node_leases n
+     WHERE n.node_id = $1
+       AND NOT EXISTS (SELECT 1 FROM game_leases l WHERE l.node_id = n.node_id)";
+
 /// At shutdown, once the games have stopped: this node's lease lapses now, so that other
-/// nodes claim its games at their next claim rather than a lease later. Returns how many
-/// games it held.
+/// nodes claim its games at their next claim rather than a lease later; a node that no
+/// lease names (its games all recorded or asleep) deletes its row instead, needed by
+/// nobody. Returns how many games it held.
 pub(super) fn give_up(
     c: &mut impl GenericClient,
     cache: &mut Cache,
     leases: &Leases,
 ) -> DbResult<usize> {
-    let update = cache.get(c, GIVE_UP)?;
-    c.execute(&update, &[&leases.node_id])?;
+    let drop = cache.get(c, DROP_NODE)?;
+    if c.execute(&drop, &[&leases.node_id])? == 0 {
+        let update = cache.get(c, GIVE_UP)?;
+        c.execute(&update, &[&leases.node_id])?;
+    }
     Ok(leases.columns().0.len())
 }
 

@@ -163,7 +163,7 @@ fn hot_statements(ids: &Ids) -> Vec<Hot> {
         Hot {
             name: "the claim's search for lapsed leases (claim::LAPSED)",
             sql: claim::LAPSED,
-            args: String::new(),
+            args: "3600000".into(),
             lookup: Lookup::ByNode,
         },
         Hot {
