@@ -16,7 +16,7 @@ use super::Cache;
 use crate::db::DbResult;
 
 /// Most games one claim takes, so that a claim's replay is bounded.
-const CLAIM_LIMIT: usize = 5_000;
+pub(super) const CLAIM_LIMIT: usize = 5_000;
 
 /// Which leases a claim takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,11 +83,25 @@ pub(super) const CLAIM_LAPSED: &str = "WITH locked AS MATERIALIZED (
                    AND l.epoch < n.epoch + (n.expires_at < now())::int)
      RETURNING l.game_id, l.token";
 
-/// The statement of `take` at startup: `$1` the node.
-pub(super) const CLAIM_OWN: &str = "UPDATE game_leases
-     SET token = token + 1, epoch = (SELECT epoch FROM node_leases WHERE node_id = $1)
-     WHERE node_id = $1
-     RETURNING game_id, token";
+/// The statement of `take` at startup: `$1` the node. Its row starts a new epoch, so that
+/// every lease its last run left is lapsed: this claim takes back up to its limit of them
+/// (`CLAIM_OWN`), and the next claims, this node's or another's, take the rest.
+pub(super) const NEW_EPOCH: &str = "UPDATE node_leases SET epoch = epoch + 1 WHERE node_id = $1";
+
+/// The statement of `take` at startup: `$1` the node, `$2` the most it takes. The leases
+/// of the node's earlier epochs, a range of the (node_id, epoch) index, are locked and
+/// then updated by key.
+pub(super) const CLAIM_OWN: &str = "WITH locked AS MATERIALIZED (
+         SELECT l.game_id FROM game_leases l
+         WHERE l.node_id = $1
+           AND l.epoch < (SELECT epoch FROM node_leases WHERE node_id = $1)
+         LIMIT $2
+         FOR UPDATE SKIP LOCKED
+     )
+     UPDATE game_leases l SET token = l.token + 1, epoch = me.epoch
+     FROM node_leases me
+     WHERE me.node_id = $1 AND l.game_id = ANY(ARRAY(SELECT game_id FROM locked))
+     RETURNING l.game_id, l.token";
 
 /// The statement of `take` at startup: `$1` the node.
 pub(super) const CLAIM_UNLEASED: &str = "INSERT INTO game_leases (game_id, node_id, token, epoch)
@@ -100,8 +114,11 @@ pub(super) const CLAIM_UNLEASED: &str = "INSERT INTO game_leases (game_id, node_
      RETURNING game_id, token";
 
 /// Takes leases (see `Claim`), each with its token one higher, and returns the ids and
-/// tokens taken. Rows locked by another transaction (a node writing under them, or
-/// claiming them) are skipped: they are looked at again by the next claim.
+/// tokens taken: at most the limit (`CLAIM_LIMIT`) of lapsed and own leases, and at startup
+/// every live game logged without a lease (those are left only by a process that ran
+/// without cluster mode: there is no lease to lapse for a later claim to find them by).
+/// Rows locked by another transaction (a node writing under them, or claiming them) are
+/// skipped: they are looked at again by the next claim.
 pub(super) fn take(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
@@ -121,7 +138,8 @@ pub(super) fn take(
         .filter(|id| !lost.contains(id))
         .collect();
     lapsed.sort_unstable();
-    lapsed.truncate(CLAIM_LIMIT);
+    let limit = leases.claim_limit();
+    lapsed.truncate(limit);
     leases.after_claim_search();
     let startup = which == Claim::Startup;
     if lapsed.is_empty() && !startup {
@@ -137,11 +155,16 @@ pub(super) fn take(
     let mut taken = Vec::new();
     if startup {
         // The node's own leases, left by its last run (its row renewed as it opened):
-        // before the lapsed ones, which then no longer are, so that none is taken twice.
+        // before the lapsed ones, which then no longer are, so that none is taken twice;
+        // within the same limit.
+        let epoch = cache.get(tx, NEW_EPOCH)?;
+        tx.execute(&epoch, &[&leases.node_id])?;
         let own = cache.get(tx, CLAIM_OWN)?;
-        for row in tx.query(&own, &[&leases.node_id])? {
+        let most = i64::try_from(limit).unwrap_or(i64::MAX);
+        for row in tx.query(&own, &[&leases.node_id, &most])? {
             taken.push((row.get(0), row.get(1)));
         }
+        lapsed.truncate(limit.saturating_sub(taken.len()));
     }
     if !lapsed.is_empty() {
         let update = cache.get(tx, CLAIM_LAPSED)?;

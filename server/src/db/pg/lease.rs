@@ -57,6 +57,9 @@ pub(crate) struct Leases {
     /// Test hook: the next claim waits between finding the lapsed leases and taking them.
     #[cfg(test)]
     search_pause: Mutex<Option<ClaimPause>>,
+    /// Test hook: the most games a claim takes, if not `CLAIM_LIMIT` (0).
+    #[cfg(test)]
+    claim_limit: std::sync::atomic::AtomicUsize,
 }
 
 /// Test hook: the claim says it has reached the point (`committed`) and waits for `go`.
@@ -89,6 +92,8 @@ impl Leases {
             pause: Mutex::default(),
             #[cfg(test)]
             search_pause: Mutex::default(),
+            #[cfg(test)]
+            claim_limit: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -154,6 +159,25 @@ impl Leases {
 
     #[cfg(not(test))]
     pub fn after_claim_commit(&self) {}
+
+    /// The most games one claim takes.
+    pub(super) fn claim_limit(&self) -> usize {
+        #[cfg(test)]
+        {
+            let limit = self.claim_limit.load(std::sync::atomic::Ordering::Relaxed);
+            if limit > 0 {
+                return limit;
+            }
+        }
+        super::claim::CLAIM_LIMIT
+    }
+
+    /// Test hook: claims take at most `limit` games.
+    #[cfg(test)]
+    pub fn limit_claims(&self, limit: usize) {
+        self.claim_limit
+            .store(limit, std::sync::atomic::Ordering::Relaxed);
+    }
 
     /// Test hook: the next claim, once it has found the lapsed leases, sends on the first
     /// answer and then waits until the second is used or dropped.

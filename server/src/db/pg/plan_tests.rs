@@ -179,6 +179,12 @@ fn hot_statements(ids: &Ids) -> Vec<Hot> {
             lookup: Lookup::ByKey,
         },
         Hot {
+            name: "a node's own leases taken back at startup (claim::CLAIM_OWN)",
+            sql: claim::CLAIM_OWN,
+            args: "'node-1', 5000".into(),
+            lookup: Lookup::ByNode,
+        },
+        Hot {
             name: "a claimed game's log (step_log::LOGS_IN)",
             sql: step_log::LOGS_IN,
             args: texts(ids.held[..10].iter().map(|(id, _)| id)),

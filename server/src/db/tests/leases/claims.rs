@@ -117,3 +117,49 @@ async fn a_node_that_shuts_down_drops_its_row_unless_a_lease_names_it() {
         "c holds the game it claimed; b's row waits for a claim an hour on"
     );
 }
+
+#[tokio::test]
+async fn at_startup_a_node_takes_back_at_most_a_claims_worth_of_its_games_and_the_rest_lapse() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a");
+    let mut games = Vec::new();
+    for _ in 0..5 {
+        games.push(game_on(&a).await.0.game_id);
+    }
+    a.shutdown().await.unwrap();
+    // A restarts within its lease (as if killed and started again at once): its row has
+    // not expired, so its games are not lapsed for the other nodes.
+    execute(
+        &cluster.path,
+        "UPDATE node_leases SET expires_at = now() + interval '1 minute' WHERE node_id = 'a'",
+    );
+    let b = cluster.node("b");
+    assert!(b.claim_lapsed().await.unwrap().is_empty());
+    let a = cluster.node("a");
+    a.leases.as_ref().unwrap().limit_claims(3);
+    let mut restored: Vec<GameId> = a
+        .unfinished_games()
+        .await
+        .unwrap()
+        .iter()
+        .map(|log| log.game_id)
+        .collect();
+    assert_eq!(restored.len(), 3);
+    // The other two lapsed with A's last epoch: the next claim takes them, here B's.
+    let claimed = b.claim_lapsed().await.unwrap();
+    assert_eq!(claimed.len(), 2);
+    restored.extend(claimed.iter().map(|log| log.game_id));
+    restored.sort_unstable_by_key(|id| id.0);
+    games.sort_unstable_by_key(|id| id.0);
+    assert_eq!(restored, games);
+    for game in &games {
+        let (node, token) = cluster.lease(*game).unwrap();
+        assert_eq!(token, 2, "{game} taken once");
+        let db = if node == "a" { &a } else { &b };
+        assert_eq!(db.renew_leases().await.unwrap(), []);
+    }
+    assert!(a.claim_lapsed().await.unwrap().is_empty());
+    for db in [a, b] {
+        db.shutdown().await.unwrap();
+    }
+}
