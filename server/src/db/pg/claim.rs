@@ -40,19 +40,23 @@ pub(super) const FORGET_NODE: Duration = Duration::from_secs(3_600);
 /// lease's: one range of the index on (node_id, epoch) a node (`OFFSET 0` keeps the
 /// planner from a join that reads every live lease). The rows of nodes gone for
 /// `FORGET_NODE` that no lease names go in the same statement (rows another claim is
-/// deleting are skipped, not waited for).
-pub(super) const LAPSED: &str = "WITH forgotten AS (
+/// deleting are skipped, not waited for): every lease that names a node whose row has
+/// expired is lapsed (no lease is at a later epoch than its node), so a node with none
+/// among the lapsed ones is named by none, and no more leases are read to find it.
+pub(super) const LAPSED: &str = "WITH lapsed AS MATERIALIZED (
+         SELECT n.node_id, l.game_id FROM node_leases n CROSS JOIN LATERAL (
+             SELECT game_id FROM game_leases l
+             WHERE l.node_id = n.node_id
+               AND l.epoch < n.epoch + (n.expires_at < now())::int
+             OFFSET 0) l
+     ), forgotten AS (
          DELETE FROM node_leases WHERE node_id IN (
              SELECT n.node_id FROM node_leases n
              WHERE n.expires_at < now() - $1::float8 * interval '1 millisecond'
-               AND NOT EXISTS (SELECT 1 FROM game_leases l WHERE l.node_id = n.node_id)
+               AND NOT EXISTS (SELECT 1 FROM lapsed p WHERE p.node_id = n.node_id)
              FOR UPDATE SKIP LOCKED)
      )
-     SELECT l.game_id FROM node_leases n CROSS JOIN LATERAL (
-         SELECT game_id FROM game_leases l
-         WHERE l.node_id = n.node_id
-           AND l.epoch < n.epoch + (n.expires_at < now())::int
-         OFFSET 0) l";
+     SELECT game_id FROM lapsed";
 
 /// The statement of `take`: `$1` lapsed games, whose leases go if recorded or without a
 /// log. By their ids: as one statement with `LAPSED`, the plan guessed many lapsed leases
