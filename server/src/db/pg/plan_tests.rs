@@ -108,6 +108,9 @@ fn held(held: &[(String, i64)]) -> String {
     )
 }
 
+/// The statements run per step, per renewal, per claim, per record, per sleep or wake.
+/// Startup's are not among them (`claim::CLAIM_OWN`, and `claim::CLAIM_UNLEASED`, which
+/// reads all of `game_log` by design), nor a shutdown's.
 fn hot_statements(ids: &Ids) -> Vec<Hot> {
     // A step batch of `node-1`: one step each of 20 games it holds and of 2 new ones.
     let batch = &ids.held[..20];
@@ -177,12 +180,6 @@ fn hot_statements(ids: &Ids) -> Vec<Hot> {
             sql: claim::CLAIM_LAPSED,
             args: format!("'node-1', {}", texts(ids.held[..10].iter().map(|(id, _)| id))),
             lookup: Lookup::ByKey,
-        },
-        Hot {
-            name: "a node's own leases taken back at startup (claim::CLAIM_OWN)",
-            sql: claim::CLAIM_OWN,
-            args: "'node-1', 5000".into(),
-            lookup: Lookup::ByNode,
         },
         Hot {
             name: "a claimed game's log (step_log::LOGS_IN)",
