@@ -60,14 +60,16 @@ pub(super) const LAPSED: &str = "WITH lapsed AS MATERIALIZED (
 
 /// The statement of `take`: `$1` lapsed games, whose leases go if recorded or without a
 /// log. By their ids: as one statement with `LAPSED`, the plan guessed many lapsed leases
-/// and hashed every row of `game_log` and `games` for the two checks, each claim.
+/// and hashed every row of `game_log` and `games` for the two checks, each claim. The
+/// checks look each game up by key (`OFFSET 0` keeps them from being made hashed
+/// subplans, which with no statistics read every record once a claim).
 pub(super) const DELETE_STALE: &str = "DELETE FROM game_leases WHERE game_id IN (
      SELECT l.game_id FROM game_leases l
      WHERE l.game_id = ANY($1::text[])
        AND EXISTS (SELECT 1 FROM node_leases n WHERE n.node_id = l.node_id
                    AND l.epoch < n.epoch + (n.expires_at < now())::int)
-       AND (EXISTS (SELECT 1 FROM games g WHERE g.id = l.game_id)
-            OR NOT EXISTS (SELECT 1 FROM game_log s WHERE s.game_id = l.game_id))
+       AND (EXISTS (SELECT 1 FROM games g WHERE g.id = l.game_id OFFSET 0)
+            OR NOT EXISTS (SELECT 1 FROM game_log s WHERE s.game_id = l.game_id OFFSET 0))
      FOR UPDATE OF l SKIP LOCKED)";
 
 /// The statement of `take`: `$1` the node, `$2` the lapsed games to take. Each lease is
