@@ -380,7 +380,8 @@ pub(super) fn renew(
 }
 
 /// The statement of `give_up`: `$1` the node.
-pub(super) const GIVE_UP: &str = "UPDATE node_leases SET expires_at = now() - interval '1 millisecond'
+pub(super) const GIVE_UP: &str =
+    "UPDATE node_leases SET expires_at = now() - interval '1 millisecond'
      WHERE node_id = $1";
 
 /// The statement of `give_up` for a node that no lease names: `$1` the node.

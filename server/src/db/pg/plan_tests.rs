@@ -114,8 +114,11 @@ fn held(held: &[(String, i64)]) -> String {
 fn hot_statements(ids: &Ids) -> Vec<Hot> {
     // A step batch of `node-1`: one step each of 20 games it holds and of 2 new ones.
     let batch = &ids.held[..20];
-    let new = ["00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"]
-        .map(String::from);
+    let new = [
+        "00000000-0000-4000-8000-000000000001",
+        "00000000-0000-4000-8000-000000000002",
+    ]
+    .map(String::from);
     let rows: Vec<&String> = batch.iter().map(|(id, _)| id).chain(&new).collect();
     let write = format!(
         "{}, {}, array_fill('\\x00'::bytea, ARRAY[{}]), 'node-1', {}, {}",
@@ -178,7 +181,10 @@ fn hot_statements(ids: &Ids) -> Vec<Hot> {
         Hot {
             name: "the claim's update of the lapsed leases (claim::CLAIM_LAPSED)",
             sql: claim::CLAIM_LAPSED,
-            args: format!("'node-1', {}", texts(ids.held[..10].iter().map(|(id, _)| id))),
+            args: format!(
+                "'node-1', {}",
+                texts(ids.held[..10].iter().map(|(id, _)| id))
+            ),
             lookup: Lookup::ByKey,
         },
         Hot {

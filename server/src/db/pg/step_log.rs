@@ -10,8 +10,8 @@ use tokio::sync::{mpsc, watch};
 
 mod wake;
 
-use super::conn::Conn;
 use super::claim::{self, Claim};
+use super::conn::Conn;
 use super::lease::{self, Leases};
 use super::step_write::{self, Failed};
 use super::Cache;

@@ -154,9 +154,7 @@ pub(super) fn write_fenced(
     leases: &Leases,
     rows: Rows,
 ) -> Result<Fenced, Failed> {
-    let write = cache
-        .get(c, WRITE_FENCED)
-        .map_err(Failed::NotWritten)?;
+    let write = cache.get(c, WRITE_FENCED).map_err(Failed::NotWritten)?;
     let (mut new, mut held, mut tokens) = (Vec::new(), Vec::new(), Vec::new());
     for (game_id, starts) in rows.games.iter().zip(&rows.starts) {
         match leases.token(game_id) {
