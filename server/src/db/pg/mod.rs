@@ -112,7 +112,7 @@ const KEEPALIVE_RETRIES: u32 = 3;
 const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Every statement here reads or writes a few rows by key, and none gains from JIT; but a
-/// plan made with no statistics (autovacuum is off on these machines) can be estimated
+/// plan made with no statistics (a new table, or autovacuum off) can be estimated
 /// past `jit_above_cost`, and is then compiled at every run: a claim's search for lapsed
 /// leases took 3.4 ms at 25,000 leases, 0.09 ms without (psql, its generic plan).
 const NO_JIT: &str = "-c jit=off";

@@ -7,7 +7,7 @@
 //! four nodes, with live games' logs, finished games and sleeping ones, and its generic
 //! plan must read no `game_leases`, `game_log` or `games` by a `Seq Scan`, nor, where it
 //! looks leases up by key, a range of the (node_id, epoch) index (all of a node's leases).
-//! Checked with no statistics (autovacuum is off on these machines: the planner's defaults)
+//! Checked with no statistics (a new table, or autovacuum off: the planner's defaults)
 //! and after `ANALYZE`.
 
 use postgres::Client;
