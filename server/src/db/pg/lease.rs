@@ -9,7 +9,7 @@
 //! them on its own clock by then) and a renewal never brings back a game nobody runs. The
 //! node takes a game's row with its first step (token 1), and the row goes in the
 //! transaction that records the game. Once a lease has lapsed, any node whose own lease
-//! is live may claim it (`claim`): it becomes the row's node, at its epoch, adds one to the
+//! is live may claim it (`claim.rs`): it becomes the row's node, at its epoch, adds one to the
 //! token, and replays the game's log.
 //!
 //! The fence: every transaction that writes a game's steps or its record first locks the
@@ -43,8 +43,6 @@ pub const RENEW: Duration = Duration::from_secs(2);
 /// How often a node looks for lapsed leases: a dead node's games are claimed at most
 /// `LEASE + CLAIM` after its last renewal.
 pub const CLAIM: Duration = Duration::from_secs(1);
-/// Most games one claim takes, so that a claim's replay is bounded.
-const CLAIM_LIMIT: i64 = 5_000;
 
 /// The leases this process holds, shared by the step log's thread (which takes and claims
 /// them), the renewer's (`renewer.rs`) and the writer's (which checks them when it records
@@ -56,9 +54,15 @@ pub(crate) struct Leases {
     /// Test hook: the next claim waits between its commit and holding what it took.
     #[cfg(test)]
     pause: Mutex<Option<ClaimPause>>,
+    /// Test hook: the next claim waits between finding the lapsed leases and taking them.
+    #[cfg(test)]
+    search_pause: Mutex<Option<ClaimPause>>,
+    /// Test hook: the most games a claim takes, if not `CLAIM_LIMIT` (0).
+    #[cfg(test)]
+    claim_limit: std::sync::atomic::AtomicUsize,
 }
 
-/// Test hook: the claim says `committed` and waits for `go`.
+/// Test hook: the claim says it has reached the point (`committed`) and waits for `go`.
 #[cfg(test)]
 #[derive(Debug)]
 struct ClaimPause {
@@ -86,6 +90,10 @@ impl Leases {
             state: Mutex::default(),
             #[cfg(test)]
             pause: Mutex::default(),
+            #[cfg(test)]
+            search_pause: Mutex::default(),
+            #[cfg(test)]
+            claim_limit: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -152,6 +160,53 @@ impl Leases {
     #[cfg(not(test))]
     pub fn after_claim_commit(&self) {}
 
+    /// The most games one claim takes.
+    pub(super) fn claim_limit(&self) -> usize {
+        #[cfg(test)]
+        {
+            let limit = self.claim_limit.load(std::sync::atomic::Ordering::Relaxed);
+            if limit > 0 {
+                return limit;
+            }
+        }
+        super::claim::CLAIM_LIMIT
+    }
+
+    /// Test hook: claims take at most `limit` games.
+    #[cfg(test)]
+    pub fn limit_claims(&self, limit: usize) {
+        self.claim_limit
+            .store(limit, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Test hook: the next claim, once it has found the lapsed leases, sends on the first
+    /// answer and then waits until the second is used or dropped.
+    #[cfg(test)]
+    pub fn pause_next_claim_search(
+        &self,
+    ) -> (std::sync::mpsc::Receiver<()>, std::sync::mpsc::Sender<()>) {
+        let (searched, on_search) = std::sync::mpsc::channel();
+        let (release, go) = std::sync::mpsc::channel();
+        *self.search_pause.lock().unwrap() = Some(ClaimPause {
+            committed: searched,
+            go,
+        });
+        (on_search, release)
+    }
+
+    /// Test hook: where a claim waits, if told to, between its search and its update.
+    #[cfg(test)]
+    pub fn after_claim_search(&self) {
+        let pause = self.search_pause.lock().unwrap().take();
+        if let Some(pause) = pause {
+            let _ = pause.committed.send(());
+            let _ = pause.go.recv();
+        }
+    }
+
+    #[cfg(not(test))]
+    pub fn after_claim_search(&self) {}
+
     /// The lease is gone: its game's actor is to stop.
     pub fn lose(&self, game_id: GameId) {
         let mut state = self.state();
@@ -191,15 +246,30 @@ impl Leases {
             .unzip()
     }
 
-    fn lost_ids(&self) -> Vec<String> {
+    pub(super) fn lost_ids(&self) -> HashSet<String> {
         self.state().lost.iter().map(GameId::to_string).collect()
     }
 }
 
-/// For the writer: locks the leases of `ids` (with `tokens`) that this node holds, until
-/// the transaction ends, and returns their ids. It deletes the rows it locks (a game
-/// recorded lets its lease go): an exclusive lock at once rather than a shared one to
-/// upgrade. The `= ANY` makes the plan look them up by key (as in `step_write.rs`).
+/// The statement of `held_for_record`: `$1`, `$2` the games and their tokens, `$3` the node.
+pub(super) const HELD_FOR_RECORD: &str = "WITH locked AS MATERIALIZED (
+         SELECT game_id, node_id, token FROM game_leases
+         WHERE game_id = ANY($1::text[])
+         FOR UPDATE
+     )
+     SELECT l.game_id FROM locked l
+     JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
+         ON l.game_id = h.game_id AND l.token = h.token
+     WHERE l.node_id = $3";
+
+/// For the writer: locks the leases of `ids` (with `tokens`) until the transaction ends,
+/// and returns the ids of those this node holds. The transaction deletes the rows of the
+/// games it records (a game recorded lets its lease go): an exclusive lock at once rather
+/// than a shared one to upgrade. The leases are locked by key alone and checked after,
+/// as a step batch's are (`step_write.rs`): with the node's id in the same `WHERE`, the
+/// generic plan read all of the node's leases by the (node_id, epoch) index, each record
+/// batch. Locking a lease another node has taken only delays that node's next step by
+/// this transaction.
 pub(super) fn held_for_record(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
@@ -207,13 +277,7 @@ pub(super) fn held_for_record(
     ids: &[String],
     tokens: &[i64],
 ) -> DbResult<HashSet<String>> {
-    let select = cache.get(
-        tx,
-        "SELECT l.game_id FROM game_leases l
-         JOIN UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
-             ON l.game_id = h.game_id AND l.token = h.token
-         WHERE l.node_id = $3 AND l.game_id = ANY($1::text[]) FOR UPDATE OF l",
-    )?;
+    let select = cache.get(tx, HELD_FOR_RECORD)?;
     Ok(tx
         .query(&select, &[&ids, &tokens, &node])?
         .iter()
@@ -221,13 +285,16 @@ pub(super) fn held_for_record(
         .collect())
 }
 
+/// The statement of `recorded`: `$1` the games.
+pub(super) const RECORDED: &str = "SELECT id FROM games WHERE id = ANY($1)";
+
 /// Of `ids`, those with a record.
 pub(super) fn recorded(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
     ids: &[String],
 ) -> DbResult<HashSet<String>> {
-    let select = cache.get(tx, "SELECT id FROM games WHERE id = ANY($1)")?;
+    let select = cache.get(tx, RECORDED)?;
     Ok(tx
         .query(&select, &[&ids])?
         .iter()
@@ -242,6 +309,13 @@ pub(super) const FORGET_GAMES: &str =
     "WITH leases AS (DELETE FROM game_leases WHERE game_id = ANY($1))
      DELETE FROM game_log WHERE game_id = ANY($1)";
 
+/// The statement of `renew_node`: `$1` the node, `$2` the lease in milliseconds.
+pub(super) const RENEW_NODE: &str = "INSERT INTO node_leases AS n (node_id, epoch, expires_at)
+     VALUES ($1, 0, now() + $2::float8 * interval '1 millisecond')
+     ON CONFLICT (node_id) DO UPDATE
+         SET epoch = n.epoch + (n.expires_at < now())::int,
+             expires_at = excluded.expires_at";
+
 /// Renews this node's row in `node_leases`, or makes it (epoch 0); a row that has expired
 /// starts a new epoch, leaving every game row of the old one lapsed. Made when the node
 /// opens the database, before it takes any game.
@@ -250,17 +324,20 @@ pub(super) fn renew_node(
     cache: &mut Cache,
     node: &str,
 ) -> DbResult<()> {
-    let upsert = cache.get(
-        c,
-        "INSERT INTO node_leases AS n (node_id, epoch, expires_at)
-         VALUES ($1, 0, now() + $2::float8 * interval '1 millisecond')
-         ON CONFLICT (node_id) DO UPDATE
-             SET epoch = n.epoch + (n.expires_at < now())::int,
-                 expires_at = excluded.expires_at",
-    )?;
+    let upsert = cache.get(c, RENEW_NODE)?;
     c.execute(&upsert, &[&node, &lease_ms()])?;
     Ok(())
 }
+
+/// The statement of `renew`: `$1`, `$2` the games held and their tokens, `$3` the node.
+/// Each lease is read by its key and compared after: with the node's id and epoch in its
+/// lookup, the generic plan with no statistics read all of the node's leases at its epoch
+/// by the (node_id, epoch) index and compared every chunk's game with every one of them.
+pub(super) const RENEW_CHECK: &str = "SELECT h.game_id
+     FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
+     LEFT JOIN game_leases l ON l.game_id = h.game_id
+     WHERE l.game_id IS NULL OR l.token <> h.token OR l.node_id <> $3
+        OR l.epoch IS DISTINCT FROM (SELECT epoch FROM node_leases WHERE node_id = $3)";
 
 /// Renews this process's leases (its node's row), then reads the rows of the games it
 /// holds, `chunk` a statement: those no longer this process's (claimed by another node, its
@@ -276,14 +353,7 @@ pub(super) fn renew(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let check = cache.get(
-        c,
-        "SELECT h.game_id FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
-         WHERE NOT EXISTS (
-             SELECT 1 FROM game_leases l
-             WHERE l.game_id = h.game_id AND l.token = h.token AND l.node_id = $3
-               AND l.epoch = (SELECT epoch FROM node_leases WHERE node_id = $3))",
-    )?;
+    let check = cache.get(c, RENEW_CHECK)?;
     let mut lost = Vec::new();
     for (ids, tokens) in ids.chunks(chunk.max(1)).zip(tokens.chunks(chunk.max(1))) {
         let unrenewed: HashSet<String> = c
@@ -309,152 +379,41 @@ pub(super) fn renew(
     Ok(lost)
 }
 
+/// The statement of `give_up`: `$1` the node.
+pub(super) const GIVE_UP: &str =
+    "UPDATE node_leases SET expires_at = now() - interval '1 millisecond'
+     WHERE node_id = $1";
+
+/// The statement of `give_up` for a node that no lease names: `$1` the node.
+pub(super) const DROP_NODE: &str = "DELETE FROM node_leases n
+     WHERE n.node_id = $1
+       AND NOT EXISTS (SELECT 1 FROM game_leases l WHERE l.node_id = n.node_id)";
+
 /// At shutdown, once the games have stopped: this node's lease lapses now, so that other
-/// nodes claim its games at their next claim rather than a lease later. Returns how many
-/// games it held.
+/// nodes claim its games at their next claim rather than a lease later; a node that no
+/// lease names (its games all recorded or asleep) deletes its row instead, needed by
+/// nobody. Returns how many games it held.
 pub(super) fn give_up(
     c: &mut impl GenericClient,
     cache: &mut Cache,
     leases: &Leases,
 ) -> DbResult<usize> {
-    let update = cache.get(
-        c,
-        "UPDATE node_leases SET expires_at = now() - interval '1 millisecond'
-         WHERE node_id = $1",
-    )?;
-    c.execute(&update, &[&leases.node_id])?;
+    let drop = cache.get(c, DROP_NODE)?;
+    if c.execute(&drop, &[&leases.node_id])? == 0 {
+        let update = cache.get(c, GIVE_UP)?;
+        c.execute(&update, &[&leases.node_id])?;
+    }
     Ok(leases.columns().0.len())
-}
-
-/// Which leases a claim takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Claim {
-    /// Those that have lapsed.
-    Lapsed,
-    /// At startup: those of this node's id (left by its last run), those that have lapsed,
-    /// and the live games that have none (logged without cluster mode).
-    Startup,
-}
-
-/// Takes leases (see `Claim`), each with its token one higher, and returns the ids and
-/// tokens taken. Rows locked by another transaction (a node writing under them, or
-/// claiming them) are skipped: they are looked at again by the next claim.
-pub(super) fn claim(
-    tx: &mut Transaction<'_>,
-    cache: &mut Cache,
-    leases: &Leases,
-    which: Claim,
-) -> DbResult<Vec<(String, i64)>> {
-    // A lease has lapsed once its node's row has expired, or is at a later epoch than
-    // the lease's: one range of the index on (node_id, epoch) a node (`OFFSET 0` keeps the
-    // planner from a join that reads every live lease), so a claim reads no live lease.
-    // Once lapsed a lease stays lapsed (epochs only grow), so what the `lapsed` rows say
-    // holds at commit; a row another claim took meanwhile has another node, epoch and
-    // token, and the `UPDATE`, which checks them again on the row's latest version, leaves
-    // it alone. The leases of recorded games are deleted with their records; lapsed ones
-    // left by a process that recorded without leases (or with no log left to replay) go
-    // now, rather than be claimed.
-    let lapsed = cache.get(
-        tx,
-        "SELECT l.game_id FROM node_leases n CROSS JOIN LATERAL (
-             SELECT game_id FROM game_leases l
-             WHERE l.node_id = n.node_id
-               AND l.epoch < n.epoch + (n.expires_at < now())::int
-             OFFSET 0) l",
-    )?;
-    let lapsed: Vec<String> = tx
-        .query(&lapsed, &[])?
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
-    // By the ids: as one statement with the query above, the plan guessed many lapsed
-    // leases and hashed every row of `game_log` and `games` for the two checks, each
-    // claim (three full scans a second on three nodes, most of PostgreSQL's CPU at
-    // 16,000 players). Nearly always nothing has lapsed, and nothing more is asked.
-    if !lapsed.is_empty() {
-        let stale = cache.get(
-            tx,
-            "DELETE FROM game_leases WHERE game_id IN (
-                 SELECT l.game_id FROM game_leases l
-                 WHERE l.game_id = ANY($1::text[])
-                   AND EXISTS (SELECT 1 FROM node_leases n WHERE n.node_id = l.node_id
-                               AND l.epoch < n.epoch + (n.expires_at < now())::int)
-                   AND (EXISTS (SELECT 1 FROM games g WHERE g.id = l.game_id)
-                        OR NOT EXISTS (SELECT 1 FROM game_log s WHERE s.game_id = l.game_id))
-                 FOR UPDATE OF l SKIP LOCKED)",
-        )?;
-        tx.execute(&stale, &[&lapsed])?;
-    }
-    let mut taken = Vec::new();
-    let startup = which == Claim::Startup;
-    if startup {
-        // The node's own leases, left by its last run (its row renewed as it opened).
-        let own = cache.get(
-            tx,
-            "UPDATE game_leases
-             SET token = token + 1, epoch = (SELECT epoch FROM node_leases WHERE node_id = $1)
-             WHERE node_id = $1
-             RETURNING game_id, token",
-        )?;
-        for row in tx.query(&own, &[&leases.node_id])? {
-            taken.push((row.get(0), row.get(1)));
-        }
-    }
-    // Only while this node's own lease is live: games it took under a lapsed one would
-    // lapse again at once.
-    let update = cache.get(
-        tx,
-        "WITH lapsed AS MATERIALIZED (
-             SELECT l.* FROM node_leases n CROSS JOIN LATERAL (
-                 SELECT game_id, node_id, epoch, token FROM game_leases l
-                 WHERE l.node_id = n.node_id
-                   AND l.epoch < n.epoch + (n.expires_at < now())::int
-                 OFFSET 0) l
-             WHERE EXISTS (SELECT 1 FROM node_leases me
-                           WHERE me.node_id = $1 AND me.expires_at >= now())
-         ), c AS (
-             SELECT l.game_id, p.node_id, p.epoch, p.token
-             FROM game_leases l JOIN lapsed p ON p.game_id = l.game_id
-             WHERE l.game_id <> ALL($2::text[])
-             ORDER BY l.game_id LIMIT $3
-             FOR UPDATE OF l SKIP LOCKED
-         )
-         UPDATE game_leases l
-         SET node_id = $1, token = l.token + 1,
-             epoch = (SELECT epoch FROM node_leases WHERE node_id = $1)
-         FROM c
-         WHERE l.game_id = c.game_id AND l.node_id = c.node_id AND l.epoch = c.epoch
-           AND l.token = c.token
-         RETURNING l.game_id, l.token",
-    )?;
-    let lost = leases.lost_ids();
-    for row in tx.query(&update, &[&leases.node_id, &lost, &CLAIM_LIMIT])? {
-        taken.push((row.get(0), row.get(1)));
-    }
-    if startup {
-        // After the update, which would otherwise take each of these twice.
-        let unleased = cache.get(
-            tx,
-            "INSERT INTO game_leases (game_id, node_id, token, epoch)
-             SELECT DISTINCT g.game_id, $1, 1, (SELECT epoch FROM node_leases WHERE node_id = $1)
-             FROM game_log g
-             WHERE NOT EXISTS (SELECT 1 FROM game_leases l WHERE l.game_id = g.game_id)
-               AND NOT EXISTS (SELECT 1 FROM games r WHERE r.id = g.game_id)
-               AND NOT EXISTS (SELECT 1 FROM game_wakeups w WHERE w.game_id = g.game_id)
-             ON CONFLICT (game_id) DO NOTHING
-             RETURNING game_id, token",
-        )?;
-        for row in tx.query(&unleased, &[&leases.node_id])? {
-            taken.push((row.get(0), row.get(1)));
-        }
-    }
-    Ok(taken)
 }
 
 /// The node id of a sleeping game's lease (no node's: `--node-id` is never empty, so no
 /// row of `node_leases` has it and no claim takes it). Its row keeps its token, so that
 /// whoever wakes the game fences with a higher one.
 const DORMANT: &str = "";
+
+/// The statement of `go_dormant`: `$1` the game, `$2` the node, `$3` its token, `$4` `DORMANT`.
+pub(super) const GO_DORMANT: &str = "UPDATE game_leases SET node_id = $4
+     WHERE game_id = $1 AND node_id = $2 AND token = $3";
 
 /// Cluster mode: game `game_id` goes to sleep, in the writer's transaction that writes its
 /// wake-up row: its lease, if still this process's, becomes no node's (no claim of lapsed
@@ -467,17 +426,30 @@ pub(super) fn go_dormant(
 ) -> DbResult<()> {
     let lost = crate::db::DbError::LeaseLost { game_id: *game_id };
     let token = leases.token(game_id).ok_or_else(|| lost.clone())?;
-    let update = cache.get(
-        c,
-        "UPDATE game_leases SET node_id = $4
-         WHERE game_id = $1 AND node_id = $2 AND token = $3",
-    )?;
+    let update = cache.get(c, GO_DORMANT)?;
     let id = game_id.to_string();
     match c.execute(&update, &[&id, &leases.node_id, &token, &DORMANT])? {
         1 => Ok(()),
         _ => Err(lost),
     }
 }
+
+/// The statement of `wake`: `$1` the games, `$2` the node, `$3` `DORMANT`.
+pub(super) const WAKE: &str = "WITH w AS (
+         SELECT game_id FROM game_wakeups WHERE game_id = ANY($1)
+         FOR UPDATE SKIP LOCKED
+     ), l AS (
+         INSERT INTO game_leases (game_id, node_id, token, epoch)
+         SELECT game_id, $2, 1, (SELECT epoch FROM node_leases WHERE node_id = $2) FROM w
+         ON CONFLICT (game_id) DO UPDATE
+             SET node_id = excluded.node_id, token = game_leases.token + 1,
+                 epoch = excluded.epoch
+             WHERE game_leases.node_id = $3
+         RETURNING game_id, token
+     ), d AS (
+         DELETE FROM game_wakeups WHERE game_id IN (SELECT game_id FROM l)
+     )
+     SELECT game_id, token FROM l";
 
 /// Cluster mode: wakes the sleeping games of `ids` that no other transaction is waking
 /// (their wake-up rows locked, `SKIP LOCKED`): each one's lease becomes this node's with
@@ -490,24 +462,7 @@ pub(super) fn wake(
     node: &str,
     ids: &[String],
 ) -> DbResult<Vec<(String, i64)>> {
-    let wake = cache.get(
-        tx,
-        "WITH w AS (
-             SELECT game_id FROM game_wakeups WHERE game_id = ANY($1)
-             FOR UPDATE SKIP LOCKED
-         ), l AS (
-             INSERT INTO game_leases (game_id, node_id, token, epoch)
-             SELECT game_id, $2, 1, (SELECT epoch FROM node_leases WHERE node_id = $2) FROM w
-             ON CONFLICT (game_id) DO UPDATE
-                 SET node_id = excluded.node_id, token = game_leases.token + 1,
-                     epoch = excluded.epoch
-                 WHERE game_leases.node_id = $3
-             RETURNING game_id, token
-         ), d AS (
-             DELETE FROM game_wakeups WHERE game_id IN (SELECT game_id FROM l)
-         )
-         SELECT game_id, token FROM l",
-    )?;
+    let wake = cache.get(tx, WAKE)?;
     Ok(tx
         .query(&wake, &[&ids, &node, &DORMANT])?
         .iter()

@@ -52,8 +52,11 @@ use super::writer::{self, Request};
 use super::{DbError, DbResult};
 
 mod accounts;
+mod claim;
 mod conn;
 mod lease;
+#[cfg(test)]
+mod plan_tests;
 mod readers;
 mod record_one;
 mod records;
@@ -108,6 +111,12 @@ const KEEPALIVE_RETRIES: u32 = 3;
 /// of retransmissions.
 const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Every statement here reads or writes a few rows by key, and none gains from JIT; but a
+/// plan made with no statistics (a new table, or autovacuum off) can be estimated
+/// past `jit_above_cost`, and is then compiled at every run: a claim's search for lapsed
+/// leases took 3.4 ms at 25,000 leases, 0.09 ms without (psql, its generic plan).
+const NO_JIT: &str = "-c jit=off";
+
 fn connect(url: &str) -> DbResult<Client> {
     config(url)?
         .connect(NoTls)
@@ -117,7 +126,8 @@ fn connect(url: &str) -> DbResult<Client> {
 /// The connection settings of `url`, with TCP keepalives and a user timeout, so that a
 /// peer gone without a word (a host down, a network cut) is noticed in under a minute,
 /// idle or in the middle of a request; the connection is then lost and made again
-/// (`conn.rs`). The URL's own `keepalives_*` or `tcp_user_timeout` win.
+/// (`conn.rs`); and without JIT (`NO_JIT`). The URL's own `keepalives_*`,
+/// `tcp_user_timeout` or `options` win.
 fn config(url: &str) -> DbResult<postgres::Config> {
     let mut config: postgres::Config = url
         .parse()
@@ -134,6 +144,9 @@ fn config(url: &str) -> DbResult<postgres::Config> {
     }
     if !given("tcp_user_timeout") {
         config.tcp_user_timeout(TCP_USER_TIMEOUT);
+    }
+    if !given("options") {
+        config.options(NO_JIT);
     }
     Ok(config)
 }
@@ -287,6 +300,15 @@ pub(super) fn ms(ms: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::testing::TestPostgres;
+
+    #[test]
+    fn the_servers_connections_run_without_jit() {
+        let pg = TestPostgres::create();
+        let mut client = connect(pg.url()).unwrap();
+        let jit: String = client.query_one("SHOW jit", &[]).unwrap().get(0);
+        assert_eq!(jit, "off");
+    }
 
     #[test]
     fn connections_notice_a_silent_peer_unless_the_url_says_otherwise() {
@@ -296,6 +318,7 @@ mod tests {
         assert_eq!(ours.get_keepalives_interval(), Some(KEEPALIVE_INTERVAL));
         assert_eq!(ours.get_keepalives_retries(), Some(KEEPALIVE_RETRIES));
         assert_eq!(ours.get_tcp_user_timeout(), Some(&TCP_USER_TIMEOUT));
+        assert_eq!(ours.get_options(), Some(NO_JIT));
         let theirs =
             config("postgres://postgres@127.0.0.1:5432/db?keepalives_idle=60&tcp_user_timeout=90")
                 .unwrap();

@@ -10,8 +10,9 @@ use tokio::sync::{mpsc, watch};
 
 mod wake;
 
+use super::claim::{self, Claim};
 use super::conn::Conn;
-use super::lease::{self, Claim, Leases};
+use super::lease::{self, Leases};
 use super::step_write::{self, Failed};
 use super::Cache;
 use crate::db::journal::{self, LogHealth, Row};
@@ -287,7 +288,7 @@ impl StepLog {
         let claimed = (|| {
             let (client, cache) = self.conn.get()?;
             let mut tx = client.transaction()?;
-            let taken = lease::claim(&mut tx, cache, &leases, which)?;
+            let taken = claim::take(&mut tx, cache, &leases, which)?;
             // A game already running here (its lease lapsed while renewals failed) goes
             // on with the new token; the others are to be restored.
             let (running, restore): (Vec<_>, Vec<_>) = taken.into_iter().partition(|(id, _)| {
@@ -350,6 +351,10 @@ impl StepLog {
     }
 }
 
+/// The statement of `logs_in`: `$1` the games.
+pub(super) const LOGS_IN: &str = "SELECT game_id, entry FROM game_log WHERE game_id = ANY($1)
+     ORDER BY game_id, step";
+
 /// The logs of `ids`, read in the transaction that took their leases (a claim, a wake).
 fn logs_in(
     tx: &mut postgres::Transaction<'_>,
@@ -359,11 +364,7 @@ fn logs_in(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let select = cache.get(
-        tx,
-        "SELECT game_id, entry FROM game_log WHERE game_id = ANY($1)
-         ORDER BY game_id, step",
-    )?;
+    let select = cache.get(tx, LOGS_IN)?;
     Ok(decode_logs(tx.query(&select, &[&ids])?))
 }
 

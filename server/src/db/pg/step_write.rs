@@ -109,6 +109,34 @@ pub(super) fn write_unfenced(
     Ok(Fenced::default())
 }
 
+/// The statement of `write_fenced` (`$1`–`$3` the rows; `$4` the node; `$5` the new games;
+/// `$6`, `$7` the held games and their tokens).
+pub(super) const WRITE_FENCED: &str = "WITH taken AS (
+         INSERT INTO game_leases (game_id, node_id, token, epoch)
+         SELECT id, $4, 1, n.epoch
+         FROM UNNEST($5::text[]) AS id JOIN node_leases n ON n.node_id = $4
+         ON CONFLICT (game_id) DO NOTHING
+         RETURNING game_id
+     ), locked AS MATERIALIZED (
+         SELECT game_id, node_id, token FROM game_leases
+         WHERE game_id = ANY($6::text[])
+         FOR KEY SHARE
+     ), held AS (
+         SELECT l.game_id FROM locked l
+         JOIN UNNEST($6::text[], $7::bigint[]) AS h(game_id, token)
+             ON l.game_id = h.game_id AND l.token = h.token
+         WHERE l.node_id = $4
+     ), fenced AS (
+         SELECT game_id, true AS taken FROM taken
+         UNION ALL SELECT game_id, false FROM held
+     ), written AS (
+         INSERT INTO game_log (game_id, step, entry)
+         SELECT r.game_id, r.step, r.entry
+         FROM UNNEST($1::text[], $2::bigint[], $3::bytea[]) AS r(game_id, step, entry)
+         WHERE r.game_id IN (SELECT game_id FROM fenced)
+     )
+     SELECT game_id, taken FROM fenced";
+
 /// Cluster mode: takes the leases of the batch's new games (their first step in it, no
 /// token held; at the node's epoch), locks those of the others `FOR KEY SHARE` and checks
 /// that they name this node with the token it holds, and inserts the rows of the games that pass; all in one
@@ -126,36 +154,7 @@ pub(super) fn write_fenced(
     leases: &Leases,
     rows: Rows,
 ) -> Result<Fenced, Failed> {
-    let write = cache
-        .get(
-            c,
-            "WITH taken AS (
-                 INSERT INTO game_leases (game_id, node_id, token, epoch)
-                 SELECT id, $4, 1, n.epoch
-                 FROM UNNEST($5::text[]) AS id JOIN node_leases n ON n.node_id = $4
-                 ON CONFLICT (game_id) DO NOTHING
-                 RETURNING game_id
-             ), locked AS MATERIALIZED (
-                 SELECT game_id, node_id, token FROM game_leases
-                 WHERE game_id = ANY($6::text[])
-                 FOR KEY SHARE
-             ), held AS (
-                 SELECT l.game_id FROM locked l
-                 JOIN UNNEST($6::text[], $7::bigint[]) AS h(game_id, token)
-                     ON l.game_id = h.game_id AND l.token = h.token
-                 WHERE l.node_id = $4
-             ), fenced AS (
-                 SELECT game_id, true AS taken FROM taken
-                 UNION ALL SELECT game_id, false FROM held
-             ), written AS (
-                 INSERT INTO game_log (game_id, step, entry)
-                 SELECT r.game_id, r.step, r.entry
-                 FROM UNNEST($1::text[], $2::bigint[], $3::bytea[]) AS r(game_id, step, entry)
-                 WHERE r.game_id IN (SELECT game_id FROM fenced)
-             )
-             SELECT game_id, taken FROM fenced",
-        )
-        .map_err(Failed::NotWritten)?;
+    let write = cache.get(c, WRITE_FENCED).map_err(Failed::NotWritten)?;
     let (mut new, mut held, mut tokens) = (Vec::new(), Vec::new(), Vec::new());
     for (game_id, starts) in rows.games.iter().zip(&rows.starts) {
         match leases.token(game_id) {

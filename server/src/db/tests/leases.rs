@@ -550,3 +550,5 @@ async fn a_sleeping_games_lease_is_no_nodes_and_one_of_two_waking_nodes_takes_it
         db.shutdown().await.unwrap();
     }
 }
+
+mod claims;
