@@ -10,6 +10,7 @@ use rand::SeedableRng;
 use super::tests::{count, game, open_both, open_db, register, side_connection, TestDb};
 use super::*;
 use crate::pruning::{pass, PRUNE_BATCH, SESSION_GRACE};
+use crate::record::AccountId;
 use crate::registry::Registry;
 
 const DAY: u64 = 24 * 3600 * 1000;

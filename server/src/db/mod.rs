@@ -14,6 +14,8 @@
 //! - `reader`: threads with read-only connections of their own for the HTTP API's pages
 //!   (leaderboard, players, finished games), so that reads never wait behind the writer's
 //!   commits, nor the writer behind them.
+//! - `account_calls`, `reads`: `Db`'s requests about accounts and sessions (to the
+//!   writer), and its reads for the HTTP API's pages (to the readers).
 //! - `accounts`: accounts, sessions, the leaderboard and player pages.
 //! - `games`: recording a finished game exactly once, with its rating changes.
 //! - `history`: a player's finished games, newest first, and a game's stored record with
@@ -27,6 +29,7 @@
 //! `query_only`), and only the journal thread writes the game log; everything else goes
 //! through `Db`.
 
+mod account_calls;
 mod accounts;
 mod checkpoint;
 mod error;
@@ -38,6 +41,7 @@ mod pg;
 #[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
 pub(crate) use pg::{FIRST_BACKOFF as PG_FIRST_BACKOFF, MAX_BACKOFF as PG_MAX_BACKOFF};
 mod reader;
+mod reads;
 mod rows;
 mod schema;
 mod stored;
@@ -80,7 +84,7 @@ use elementals_protocol::messages::{GameId, SeatPair};
 use elementals_protocol::rating::RatingChange;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::record::{AccountId, GameLog, GameRecord, LogStep};
+use crate::record::{GameLog, GameRecord, LogStep};
 use writer::Request;
 
 /// A cloneable handle to the writer thread; the thread ends when the last handle drops
@@ -248,67 +252,6 @@ impl Db {
         }
     }
 
-    pub async fn create_account(
-        &self,
-        name: String,
-        password_hash: String,
-    ) -> DbResult<AccountRow> {
-        self.call(|reply| Request::CreateAccount {
-            name,
-            password_hash,
-            reply,
-        })
-        .await
-    }
-
-    /// A guest account with a unique generated name (`guest-` and digits).
-    pub async fn create_guest(&self) -> DbResult<AccountRow> {
-        self.call(|reply| Request::CreateGuest { reply }).await
-    }
-
-    /// Case-insensitive.
-    pub async fn account_by_name(&self, name: String) -> DbResult<Option<AccountRow>> {
-        self.call(|reply| Request::AccountByName { name, reply })
-            .await
-    }
-
-    pub async fn account_by_id(&self, id: AccountId) -> DbResult<Option<AccountRow>> {
-        self.call(|reply| Request::AccountById { id, reply }).await
-    }
-
-    /// A new session; past `max_sessions` of the account, its oldest others are revoked.
-    pub async fn insert_session(
-        &self,
-        token_hash: [u8; 32],
-        account: AccountId,
-        expires_at: u64,
-        max_sessions: u32,
-    ) -> DbResult<()> {
-        self.call(|reply| Request::InsertSession {
-            token_hash,
-            account,
-            expires_at,
-            max_sessions,
-            reply,
-        })
-        .await
-    }
-
-    /// The session for this token hash if it exists, is not revoked and `now` is before expiry.
-    pub async fn session(&self, token_hash: [u8; 32], now: u64) -> DbResult<Option<SessionRow>> {
-        self.call(|reply| Request::Session {
-            token_hash,
-            now,
-            reply,
-        })
-        .await
-    }
-
-    pub async fn revoke_session(&self, token_hash: [u8; 32]) -> DbResult<()> {
-        self.call(|reply| Request::RevokeSession { token_hash, reply })
-            .await
-    }
-
     /// Record a finished game exactly once per game id; for a game that changes ratings,
     /// apply both changes in the same transaction. A repeated call for the same id changes
     /// nothing and returns the changes recorded the first time.
@@ -403,91 +346,6 @@ impl Db {
             .journal
             .send(journal::Request::Forget { game_id })
             .await;
-    }
-
-    /// A page of the leaderboard, read on a reader's connection.
-    pub async fn leaderboard(&self, page: Page) -> DbResult<Vec<LeaderRow>> {
-        call(&self.reads, |reply| reader::Read::Leaderboard {
-            page,
-            reply,
-        })
-        .await
-    }
-
-    /// A player's standing and a page of their history, read on a reader's connection.
-    pub async fn player_page(&self, name: String, page: Page) -> DbResult<Option<PlayerPage>> {
-        call(&self.reads, |reply| reader::Read::PlayerPage {
-            name,
-            page,
-            reply,
-        })
-        .await
-    }
-
-    /// The stored record of a finished game, as JSON, read on a reader's connection. An id
-    /// that is not a game id is simply not found.
-    ///
-    /// A game's record reaches the writer just after its `game_over`, and a client may ask
-    /// for it at once: an id not found is looked up again once the writer has committed
-    /// what was queued before the question, so a record handed over before it is found.
-    /// Only such misses wait on the writer, and they make it do nothing.
-    pub async fn game_record(&self, game_id: String) -> DbResult<Option<serde_json::Value>> {
-        // Stored ids are the canonical hyphenated lowercase form; accept any spelling of a UUID.
-        let Ok(game_id) = game_id.parse::<GameId>() else {
-            return Ok(None);
-        };
-        let read = || {
-            call(&self.reads, |reply| reader::Read::GameRecord {
-                game_id,
-                reply,
-            })
-        };
-        if let Some(record) = read().await? {
-            return Ok(Some(record));
-        }
-        self.call(|reply| Request::Flush { reply }).await?;
-        read().await
-    }
-
-    /// A page of a registered player's finished games, newest first, read on a reader's
-    /// connection; `None` for an unknown name or a guest.
-    pub async fn player_games(
-        &self,
-        name: String,
-        page: Page,
-    ) -> DbResult<Option<Vec<PlayerGame>>> {
-        call(&self.reads, |reply| reader::Read::PlayerGames {
-            name,
-            page,
-            reply,
-        })
-        .await
-    }
-
-    /// A finished game's stored record and rating changes, read on a reader's connection;
-    /// a miss is looked up again once the writer has committed what was queued before it,
-    /// as for [`Db::game_record`].
-    pub async fn stored_game(&self, game_id: String) -> DbResult<Option<StoredGame>> {
-        let Ok(game_id) = game_id.parse::<GameId>() else {
-            return Ok(None);
-        };
-        let read = || {
-            call(&self.reads, |reply| reader::Read::StoredGame {
-                game_id,
-                reply,
-            })
-        };
-        if let Some(game) = read().await? {
-            return Ok(Some(game));
-        }
-        self.call(|reply| Request::Flush { reply }).await?;
-        read().await
-    }
-
-    /// One batch of pruning: expired sessions, and guests that can never sign in again.
-    /// The writer runs it in a transaction of its own, between its other batches.
-    pub async fn prune(&self, batch: PruneBatch) -> DbResult<Pruned> {
-        self.call(|reply| Request::Prune { batch, reply }).await
     }
 
     /// Wait until everything sent before this call is committed.

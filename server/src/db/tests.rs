@@ -10,7 +10,7 @@ use elementals_protocol::TimeControl;
 use tempfile::TempDir;
 
 use super::*;
-use crate::record::RecordPlayer;
+use crate::record::{AccountId, RecordPlayer};
 
 /// A player page's whole history (as much as a page holds).
 const FULL_HISTORY: Page = Page {
