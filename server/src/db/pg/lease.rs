@@ -24,16 +24,30 @@
 //! A step batch's lock is `FOR KEY SHARE`, the weakest: it conflicts with the claim's
 //! `FOR UPDATE` (and a record's delete); a renewal writes only its node's row and reads the
 //! games' rows, so renewals and moves never wait on each other.
+//!
+//! Here: `Leases`, what this process holds, and the record's fence. The renewal's and
+//! shutdown's statements are in `lease/renewal.rs`, a sleeping game's in `lease/dormant.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use elementals_protocol::messages::GameId;
-use postgres::{GenericClient, Transaction};
+use postgres::Transaction;
 
 use super::Cache;
 use crate::db::DbResult;
+
+mod dormant;
+mod renewal;
+
+pub(super) use dormant::{go_dormant, wake};
+pub(super) use renewal::{give_up, renew, renew_node};
+// The statements whose plans `plan_tests.rs` reads.
+#[cfg(test)]
+pub(super) use dormant::{GO_DORMANT, WAKE};
+#[cfg(test)]
+pub(super) use renewal::{RENEW_CHECK, RENEW_NODE};
 
 /// How long a lease lasts from its last renewal.
 pub const LEASE: Duration = Duration::from_secs(6);
@@ -308,169 +322,3 @@ pub(super) fn recorded(
 pub(super) const FORGET_GAMES: &str =
     "WITH leases AS (DELETE FROM game_leases WHERE game_id = ANY($1))
      DELETE FROM game_log WHERE game_id = ANY($1)";
-
-/// The statement of `renew_node`: `$1` the node, `$2` the lease in milliseconds.
-pub(super) const RENEW_NODE: &str = "INSERT INTO node_leases AS n (node_id, epoch, expires_at)
-     VALUES ($1, 0, now() + $2::float8 * interval '1 millisecond')
-     ON CONFLICT (node_id) DO UPDATE
-         SET epoch = n.epoch + (n.expires_at < now())::int,
-             expires_at = excluded.expires_at";
-
-/// Renews this node's row in `node_leases`, or makes it (epoch 0); a row that has expired
-/// starts a new epoch, leaving every game row of the old one lapsed. Made when the node
-/// opens the database, before it takes any game.
-pub(super) fn renew_node(
-    c: &mut impl GenericClient,
-    cache: &mut Cache,
-    node: &str,
-) -> DbResult<()> {
-    let upsert = cache.get(c, RENEW_NODE)?;
-    c.execute(&upsert, &[&node, &lease_ms()])?;
-    Ok(())
-}
-
-/// The statement of `renew`: `$1`, `$2` the games held and their tokens, `$3` the node.
-/// Each lease is read by its key and compared after: with the node's id and epoch in its
-/// lookup, the generic plan with no statistics read all of the node's leases at its epoch
-/// by the (node_id, epoch) index and compared every chunk's game with every one of them.
-pub(super) const RENEW_CHECK: &str = "SELECT h.game_id
-     FROM UNNEST($1::text[], $2::bigint[]) AS h(game_id, token)
-     LEFT JOIN game_leases l ON l.game_id = h.game_id
-     WHERE l.game_id IS NULL OR l.token <> h.token OR l.node_id <> $3
-        OR l.epoch IS DISTINCT FROM (SELECT epoch FROM node_leases WHERE node_id = $3)";
-
-/// Renews this process's leases (its node's row), then reads the rows of the games it
-/// holds, `chunk` a statement: those no longer this process's (claimed by another node, its
-/// token moved on, or left in an older epoch) are marked lost and returned.
-pub(super) fn renew(
-    c: &mut impl GenericClient,
-    cache: &mut Cache,
-    leases: &Leases,
-    chunk: usize,
-) -> DbResult<Vec<GameId>> {
-    let (ids, tokens) = leases.columns();
-    renew_node(c, cache, &leases.node_id)?;
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let check = cache.get(c, RENEW_CHECK)?;
-    let mut lost = Vec::new();
-    for (ids, tokens) in ids.chunks(chunk.max(1)).zip(tokens.chunks(chunk.max(1))) {
-        let unrenewed: HashSet<String> = c
-            .query(&check, &[&ids, &tokens, &leases.node_id])?
-            .iter()
-            .map(|row| row.get(0))
-            .collect();
-        for (id, token) in ids.iter().zip(tokens) {
-            if !unrenewed.contains(id) {
-                continue;
-            }
-            let Ok(game_id) = id.parse::<GameId>() else {
-                continue;
-            };
-            // Taken since the statement was sent (a new game's first step), claimed again
-            // by this process (its token moved on), or already given up: only a token the
-            // statement was about is lost.
-            if leases.lose_unrenewed(game_id, *token) {
-                lost.push(game_id);
-            }
-        }
-    }
-    Ok(lost)
-}
-
-/// The statement of `give_up`: `$1` the node.
-pub(super) const GIVE_UP: &str =
-    "UPDATE node_leases SET expires_at = now() - interval '1 millisecond'
-     WHERE node_id = $1";
-
-/// The statement of `give_up` for a node that no lease names: `$1` the node.
-pub(super) const DROP_NODE: &str = "DELETE FROM node_leases n
-     WHERE n.node_id = $1
-       AND NOT EXISTS (SELECT 1 FROM game_leases l WHERE l.node_id = n.node_id)";
-
-/// At shutdown, once the games have stopped: this node's lease lapses now, so that other
-/// nodes claim its games at their next claim rather than a lease later; a node that no
-/// lease names (its games all recorded or asleep) deletes its row instead, needed by
-/// nobody. Returns how many games it held.
-pub(super) fn give_up(
-    c: &mut impl GenericClient,
-    cache: &mut Cache,
-    leases: &Leases,
-) -> DbResult<usize> {
-    let drop = cache.get(c, DROP_NODE)?;
-    if c.execute(&drop, &[&leases.node_id])? == 0 {
-        let update = cache.get(c, GIVE_UP)?;
-        c.execute(&update, &[&leases.node_id])?;
-    }
-    Ok(leases.columns().0.len())
-}
-
-/// The node id of a sleeping game's lease (no node's: `--node-id` is never empty, so no
-/// row of `node_leases` has it and no claim takes it). Its row keeps its token, so that
-/// whoever wakes the game fences with a higher one.
-const DORMANT: &str = "";
-
-/// The statement of `go_dormant`: `$1` the game, `$2` the node, `$3` its token, `$4` `DORMANT`.
-pub(super) const GO_DORMANT: &str = "UPDATE game_leases SET node_id = $4
-     WHERE game_id = $1 AND node_id = $2 AND token = $3";
-
-/// Cluster mode: game `game_id` goes to sleep, in the writer's transaction that writes its
-/// wake-up row: its lease, if still this process's, becomes no node's (no claim of lapsed
-/// leases takes it). `LeaseLost` if it is not this process's.
-pub(super) fn go_dormant(
-    c: &mut impl GenericClient,
-    cache: &mut Cache,
-    leases: &Leases,
-    game_id: &GameId,
-) -> DbResult<()> {
-    let lost = crate::db::DbError::LeaseLost { game_id: *game_id };
-    let token = leases.token(game_id).ok_or_else(|| lost.clone())?;
-    let update = cache.get(c, GO_DORMANT)?;
-    let id = game_id.to_string();
-    match c.execute(&update, &[&id, &leases.node_id, &token, &DORMANT])? {
-        1 => Ok(()),
-        _ => Err(lost),
-    }
-}
-
-/// The statement of `wake`: `$1` the games, `$2` the node, `$3` `DORMANT`.
-pub(super) const WAKE: &str = "WITH w AS (
-         SELECT game_id FROM game_wakeups WHERE game_id = ANY($1)
-         FOR UPDATE SKIP LOCKED
-     ), l AS (
-         INSERT INTO game_leases (game_id, node_id, token, epoch)
-         SELECT game_id, $2, 1, (SELECT epoch FROM node_leases WHERE node_id = $2) FROM w
-         ON CONFLICT (game_id) DO UPDATE
-             SET node_id = excluded.node_id, token = game_leases.token + 1,
-                 epoch = excluded.epoch
-             WHERE game_leases.node_id = $3
-         RETURNING game_id, token
-     ), d AS (
-         DELETE FROM game_wakeups WHERE game_id IN (SELECT game_id FROM l)
-     )
-     SELECT game_id, token FROM l";
-
-/// Cluster mode: wakes the sleeping games of `ids` that no other transaction is waking
-/// (their wake-up rows locked, `SKIP LOCKED`): each one's lease becomes this node's with
-/// its token one higher (token 1 for a game put to sleep without cluster mode, which has
-/// none) and its wake-up row goes. Returns the ids and tokens taken; a game awake already
-/// (woken by another node) or being woken elsewhere is not among them.
-pub(super) fn wake(
-    tx: &mut Transaction<'_>,
-    cache: &mut Cache,
-    node: &str,
-    ids: &[String],
-) -> DbResult<Vec<(String, i64)>> {
-    let wake = cache.get(tx, WAKE)?;
-    Ok(tx
-        .query(&wake, &[&ids, &node, &DORMANT])?
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect())
-}
-
-/// The lease's length in milliseconds, as `interval * float8` takes it.
-fn lease_ms() -> f64 {
-    LEASE.as_millis() as f64
-}
