@@ -25,6 +25,7 @@ use crate::record::AccountId;
 
 mod cluster;
 mod cluster_challenges;
+mod cluster_pools;
 mod cluster_rematch;
 mod cluster_seeks;
 mod cluster_tick;
