@@ -1,3 +1,7 @@
+use elementals_protocol::rules::Variant;
+use elementals_protocol::TimeControl;
+use tokio::sync::watch;
+
 use super::*;
 
 fn info(n: i64) -> PlayerInfo {
