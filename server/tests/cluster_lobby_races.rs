@@ -1,9 +1,8 @@
 //! Cluster mode (issue 26), the lobby's races across nodes, with real server processes:
 //! a pooled player who accepts a seek, starts a game against the computer, or whose
-//! rematch is accepted, while another node pairs them ends up in one game, and one whose
-//! challenge is accepted waits in no pool (nor does one left there, by a join that raced
-//! the acceptance); a player paired by another node may queue again as soon as that game
-//! is over, and is paired again at once.
+//! rematch is accepted, while another node pairs them ends up in one game; a player
+//! paired by another node may queue again as soon as that game is over, and is paired
+//! again at once. (Challenges' races: `cluster_lobby_challenges.rs`.)
 
 mod cluster_support;
 mod common;
@@ -12,9 +11,7 @@ use cluster_support::*;
 use common::*;
 use elementals_protocol::messages::{ClientMsg, GameId, ServerMsg};
 use elementals_protocol::rules::Variant;
-use elementals_protocol::{ErrorCode, TimeControl};
-use std::time::Duration;
-use tokio::time::Instant;
+use elementals_protocol::ErrorCode;
 
 /// Attempts at the race; each is a few Redis round trips.
 const ATTEMPTS: usize = 8;
@@ -33,11 +30,6 @@ async fn paired_by_pool(client: &mut TestClient) -> bool {
         } => true,
         other => panic!("{other:?}"),
     }
-}
-
-/// The game `client` starts.
-async fn started(client: &mut TestClient) -> GameId {
-    client.game_start().await.0.game_id
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -179,25 +171,6 @@ async fn a_player_paired_by_another_node_queues_again_as_soon_as_the_game_is_ove
     assert_ok(&pat.request(ClientMsg::LeavePool { id }).await);
 }
 
-/// `client` joins the unrated blitz pool (everyone's rating stays 1.0 there, so any two
-/// waiting are paired at once); the answer, whatever it is.
-async fn join_unrated(client: &mut TestClient) -> ServerMsg {
-    let id = client.id();
-    client
-        .request(ClientMsg::JoinPool {
-            id,
-            variant: Variant::CLASSIC,
-            time_control: "blitz".into(),
-            rated: false,
-        })
-        .await
-}
-
-async fn queued_unrated(client: &mut TestClient) {
-    let queued = join_unrated(client).await;
-    assert!(matches!(queued, ServerMsg::Queued { .. }), "{queued:?}");
-}
-
 /// Pat (on A) and Quin (on B), paired in the unrated pool by A on Pat's arrival (so the
 /// game runs on A), and the game over at once: Pat resigned before round 1 was played.
 /// Both have heard the end, and nothing else is left to read.
@@ -259,19 +232,6 @@ fn offer_rematch(client: &mut TestClient, game_id: GameId) -> ClientMsg {
     }
 }
 
-/// Takes the seating marks of every player out of Redis, as if their last game had begun
-/// longer ago than the marks last (2 s).
-fn marks_lapsed(cluster: &Cluster) {
-    let mut con = cluster.redis();
-    let marks: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{}:seating:*", cluster.name))
-        .query(&mut con)
-        .unwrap();
-    if !marks.is_empty() {
-        redis::cmd("DEL").arg(marks).query::<()>(&mut con).unwrap();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pooled_player_whose_rematch_is_accepted_as_another_node_pairs_them_plays_one_game() {
     let cluster = Cluster::new();
@@ -320,131 +280,4 @@ async fn a_pooled_player_whose_rematch_is_accepted_as_another_node_pairs_them_pl
         }
     }
     eprintln!("{by_rematch} of {REMATCH_ATTEMPTS} attempts went to the rematch");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pooled_player_whose_challenge_is_accepted_on_another_node_waits_in_no_pool() {
-    let cluster = Cluster::new();
-    let a = cluster.node("a").await;
-    let b = cluster.node("b").await;
-    // Pat waits in a pool on A and challenges Quin, on B, who accepts.
-    let mut pat = signed_in(&a, "pat").await;
-    queued_unrated(&mut pat).await;
-    let mut quin = signed_in(&b, "quin").await;
-    let id = pat.id();
-    let sent = pat
-        .request(ClientMsg::Challenge {
-            id,
-            opponent: "quin".into(),
-            variant: Variant::CLASSIC,
-            time_control: TimeControl::preset("blitz").unwrap(),
-            rated: false,
-        })
-        .await;
-    let ServerMsg::ChallengeSent { challenge, .. } = sent else {
-        panic!("{sent:?}");
-    };
-    quin.expect("challenge_received", |m| {
-        matches!(m, ServerMsg::ChallengeReceived { .. })
-    })
-    .await;
-    let id = quin.id();
-    let challenge_id = challenge.challenge_id;
-    assert_ok(
-        &quin
-            .request(ClientMsg::AcceptChallenge { id, challenge_id })
-            .await,
-    );
-    let game = started(&mut quin).await;
-    assert_eq!(started(&mut pat).await, game);
-    // Long after (its marks lapsed), Ray joins Pat's pool: nobody waits there.
-    marks_lapsed(&cluster);
-    let mut ray = signed_in(&b, "ray").await;
-    queued_unrated(&mut ray).await;
-    let id = ray.id();
-    let left = ray.request(ClientMsg::LeavePool { id }).await;
-    assert!(
-        matches!(left, ServerMsg::Ok { .. }),
-        "Ray was paired with Pat, who plays Quin: {left:?}"
-    );
-}
-
-/// `from` challenges `to` (unrated blitz), who hears of it; the challenge's id.
-async fn challenged(from: &mut TestClient, to: &mut TestClient, to_name: &str) -> u64 {
-    let id = from.id();
-    let sent = from
-        .request(ClientMsg::Challenge {
-            id,
-            opponent: to_name.into(),
-            variant: Variant::CLASSIC,
-            time_control: TimeControl::preset("blitz").unwrap(),
-            rated: false,
-        })
-        .await;
-    let ServerMsg::ChallengeSent { challenge, .. } = sent else {
-        panic!("{sent:?}");
-    };
-    to.expect("challenge_received", |m| {
-        matches!(m, ServerMsg::ChallengeReceived { .. })
-    })
-    .await;
-    challenge.challenge_id
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pooled_player_seated_by_another_node_but_still_in_the_pool_is_withdrawn_there() {
-    let cluster = Cluster::new();
-    let a = cluster.node("a").await;
-    let b = cluster.node("b").await;
-    // Pat waits in a pool on A and has challenged Quin, on B, who accepts.
-    let mut pat = signed_in(&a, "pat").await;
-    queued_unrated(&mut pat).await;
-    let mut quin = signed_in(&b, "quin").await;
-    let challenge_id = challenged(&mut pat, &mut quin, "quin").await;
-    // As a join of Pat's racing the acceptance would (handled on A before A heard of the
-    // game, it puts Pat back in the pool), Pat's pool is left to hold them: hidden from
-    // the script that takes both players out of every pool with members.
-    let mut con = cluster.redis();
-    let pools = format!("{}:pools", cluster.name);
-    let pool: Vec<String> = redis::cmd("SMEMBERS").arg(&pools).query(&mut con).unwrap();
-    redis::cmd("DEL").arg(&pools).query::<()>(&mut con).unwrap();
-    let id = quin.id();
-    assert_ok(
-        &quin
-            .request(ClientMsg::AcceptChallenge { id, challenge_id })
-            .await,
-    );
-    let game = started(&mut quin).await;
-    assert_eq!(started(&mut pat).await, game);
-    redis::cmd("SADD")
-        .arg(&pools)
-        .arg(&pool)
-        .query::<()>(&mut con)
-        .unwrap();
-    // Pat, seated (and marked seating by the game for 2 s), waits in no pool once A's
-    // lobby has looked (its tick, each second): no pairing can take them once the mark
-    // lapses.
-    let members = format!("{}:pool:{}", cluster.name, pool[0]);
-    let deadline = Instant::now() + WAIT;
-    while redis::cmd("ZCARD")
-        .arg(&members)
-        .query::<u64>(&mut con)
-        .unwrap()
-        > 0
-    {
-        assert!(
-            Instant::now() < deadline,
-            "Pat, seated, still waits in a pool"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    marks_lapsed(&cluster);
-    let mut ray = signed_in(&b, "ray").await;
-    queued_unrated(&mut ray).await;
-    let id = ray.id();
-    let left = ray.request(ClientMsg::LeavePool { id }).await;
-    assert!(
-        matches!(left, ServerMsg::Ok { .. }),
-        "Ray was paired with Pat, who plays Quin: {left:?}"
-    );
 }

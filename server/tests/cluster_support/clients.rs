@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use elementals_protocol::messages::{ClientMsg, GameInfo, GameSnapshot, MyGame, ServerMsg};
+use elementals_protocol::messages::{ClientMsg, GameId, GameInfo, GameSnapshot, MyGame, ServerMsg};
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::TimeControl;
 
@@ -156,4 +156,28 @@ pub async fn seat_two_won_rated_once(
         assert_eq!(lost["rating"], 1.0, "{lost}");
         assert_eq!(lost["history"].as_array().unwrap().len(), 1, "{lost}");
     }
+}
+
+/// The game `client` starts.
+pub async fn started(client: &mut TestClient) -> GameId {
+    client.game_start().await.0.game_id
+}
+
+/// `client` joins the unrated blitz pool (everyone's rating stays 1.0 there, so any two
+/// waiting are paired at once); the answer, whatever it is.
+pub async fn join_unrated(client: &mut TestClient) -> ServerMsg {
+    let id = client.id();
+    client
+        .request(ClientMsg::JoinPool {
+            id,
+            variant: Variant::CLASSIC,
+            time_control: "blitz".into(),
+            rated: false,
+        })
+        .await
+}
+
+pub async fn queued_unrated(client: &mut TestClient) {
+    let queued = join_unrated(client).await;
+    assert!(matches!(queued, ServerMsg::Queued { .. }), "{queued:?}");
 }

@@ -147,6 +147,19 @@ impl Cluster {
     }
 }
 
+/// Takes the seating marks of every player out of Redis, as if their last game had begun
+/// longer ago than the marks last (2 s).
+pub fn marks_lapsed(cluster: &Cluster) {
+    let mut con = cluster.redis();
+    let marks: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}:seating:*", cluster.name))
+        .query(&mut con)
+        .unwrap();
+    if !marks.is_empty() {
+        redis::cmd("DEL").arg(marks).query::<()>(&mut con).unwrap();
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         let Ok(mut con) = redis::Client::open(REDIS).and_then(|c| c.get_connection()) else {
