@@ -198,3 +198,32 @@ fn the_counts_in_what_happens_beyond_a_limit_are_the_code_s() {
         assert!(row(what).contains(&text), "`{what}` should say {text}");
     }
 }
+
+/// The tests SECURITY.md names as `path.rs::test_name` (its threat table's proof column):
+/// each is a test in the file named, so that a test moved or renamed takes its row along.
+#[test]
+fn every_test_security_md_names_is_in_the_file_it_names() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let mut named = 0;
+    let mut problems = Vec::new();
+    for span in SECURITY_MD.split('`').skip(1).step_by(2) {
+        let Some((path, test)) = span.split_once(".rs::") else {
+            continue;
+        };
+        if test.is_empty() || !test.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        named += 1;
+        let file = format!("{root}/{path}.rs");
+        match std::fs::read_to_string(&file) {
+            Ok(text) if text.contains(&format!("fn {test}(")) => {}
+            Ok(_) => problems.push(format!("{path}.rs has no test `{test}`")),
+            Err(_) => problems.push(format!("{path}.rs (named with `{test}`) is no file")),
+        }
+    }
+    assert!(
+        named > 50,
+        "SECURITY.md names {named} tests: is the form still `path.rs::name`?"
+    );
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
