@@ -32,6 +32,19 @@ async fn paired_by_pool(client: &mut TestClient) -> bool {
     }
 }
 
+/// Whether a request that races a pairing won it: `ok`, or `already_in_game` if the pool
+/// took the player first.
+fn won_the_race(answer: &ServerMsg) -> bool {
+    match answer {
+        ServerMsg::Ok { .. } => true,
+        ServerMsg::Error {
+            code: ErrorCode::AlreadyInGame,
+            ..
+        } => false,
+        other => panic!("{other:?}"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pooled_player_accepting_a_seek_as_another_node_pairs_them_plays_one_game() {
     let cluster = Cluster::new();
@@ -123,14 +136,7 @@ async fn a_pooled_player_starting_a_computer_game_as_another_node_pairs_them_pla
             }),
         );
         assert!(matches!(queued, ServerMsg::Queued { .. }), "{queued:?}");
-        let against_bot = match &played {
-            ServerMsg::Ok { .. } => true,
-            ServerMsg::Error {
-                code: ErrorCode::AlreadyInGame,
-                ..
-            } => false,
-            other => panic!("{other:?}"),
-        };
+        let against_bot = won_the_race(&played);
         // Quin was paired (with Pat, the pool's only other member) unless it still waits.
         let by_pool = paired_by_pool(&mut quin).await;
         assert!(
@@ -256,14 +262,7 @@ async fn a_pooled_player_whose_rematch_is_accepted_as_another_node_pairs_them_pl
         let offer = offer_rematch(&mut pat, game);
         let (accepted, queued) = tokio::join!(pat.request(offer), join_unrated(&mut ray));
         assert!(matches!(queued, ServerMsg::Queued { .. }), "{queued:?}");
-        let by_accept = match &accepted {
-            ServerMsg::Ok { .. } => true,
-            ServerMsg::Error {
-                code: ErrorCode::AlreadyInGame,
-                ..
-            } => false,
-            other => panic!("{other:?}"),
-        };
+        let by_accept = won_the_race(&accepted);
         // Ray was paired (with Quin, the pool's only other member) unless Ray still waits.
         let by_pool = paired_by_pool(&mut ray).await;
         assert!(
