@@ -22,25 +22,8 @@ async fn a_pooled_player_whose_challenge_is_accepted_on_another_node_waits_in_no
     let mut pat = signed_in(&a, "pat").await;
     queued_unrated(&mut pat).await;
     let mut quin = signed_in(&b, "quin").await;
-    let id = pat.id();
-    let sent = pat
-        .request(ClientMsg::Challenge {
-            id,
-            opponent: "quin".into(),
-            variant: Variant::CLASSIC,
-            time_control: TimeControl::preset("blitz").unwrap(),
-            rated: false,
-        })
-        .await;
-    let ServerMsg::ChallengeSent { challenge, .. } = sent else {
-        panic!("{sent:?}");
-    };
-    quin.expect("challenge_received", |m| {
-        matches!(m, ServerMsg::ChallengeReceived { .. })
-    })
-    .await;
+    let challenge_id = challenged(&mut pat, &mut quin, "quin").await;
     let id = quin.id();
-    let challenge_id = challenge.challenge_id;
     assert_ok(
         &quin
             .request(ClientMsg::AcceptChallenge { id, challenge_id })

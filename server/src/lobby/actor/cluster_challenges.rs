@@ -101,16 +101,9 @@ impl Lobby {
         // Taken, and both players marked seating, in one step (as a seek: see
         // `accept_shared_seek`).
         let (acceptor, maker) = (member.account, c.from.account);
-        let mut taken = shared
-            .accept_challenge(id, acceptor, maker, None)
-            .await
-            .map_err(|e| unreachable_redis(&e))?;
-        if let Some(over) = self.held_by_over(taken) {
-            taken = shared
-                .accept_challenge(id, acceptor, maker, Some(over))
-                .await
-                .map_err(|e| unreachable_redis(&e))?;
-        }
+        let taken = self
+            .take_unless_held_by_over(|over| shared.accept_challenge(id, acceptor, maker, over))
+            .await?;
         let game = match taken {
             Taken::Taken(game) => {
                 self.challenges.remove(&id);

@@ -2,6 +2,8 @@
 //! a member another node has paired forgotten, a pairing's game started here, and the
 //! seating mark of a game this node has heard end lifted.
 
+use std::future::Future;
+
 use elementals_protocol::messages::{GameId, ServerMsg};
 use elementals_protocol::{ErrorCode, TimeControl};
 use tokio::time::Instant;
@@ -125,13 +127,21 @@ impl Lobby {
         }
     }
 
-    /// The game whose mark alone refused an acceptance (`taken`) for its acceptor, if this
-    /// node has heard that game end: the acceptance is made again with that mark lifted
-    /// (the reasoning of `unless_held_by_over`).
-    pub(super) fn held_by_over(&self, taken: Taken) -> Option<GameId> {
+    /// Takes players for a game by `take` (a seek's or challenge's acceptance, a game
+    /// against the computer), with no mark lifted; if the only thing that refused it is the
+    /// acceptor's mark of a game this node has heard end, takes them again with that mark
+    /// lifted (the reasoning of `unless_held_by_over`).
+    pub(super) async fn take_unless_held_by_over<F, Fut>(&self, take: F) -> super::Result<Taken>
+    where
+        F: Fn(Option<GameId>) -> Fut,
+        Fut: Future<Output = Result<Taken, SharedError>>,
+    {
+        let taken = take(None).await.map_err(|e| unreachable_redis(&e))?;
         match taken {
-            Taken::AcceptorSeating(Some(game)) if self.is_over(game) => Some(game),
-            _ => None,
+            Taken::AcceptorSeating(Some(game)) if self.is_over(game) => {
+                take(Some(game)).await.map_err(|e| unreachable_redis(&e))
+            }
+            taken => Ok(taken),
         }
     }
 

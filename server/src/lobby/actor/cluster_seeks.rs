@@ -53,16 +53,11 @@ impl Lobby {
         // Taken, and both players marked seating, in one step: a pool's pairing on any
         // node takes neither of them now, nor has it just taken either.
         let (acceptor, maker_account) = (member.account, maker.account);
-        let mut taken = shared
-            .accept_seek(seek_id, acceptor, maker_account, None)
-            .await
-            .map_err(|e| unreachable_redis(&e))?;
-        if let Some(over) = self.held_by_over(taken) {
-            taken = shared
-                .accept_seek(seek_id, acceptor, maker_account, Some(over))
-                .await
-                .map_err(|e| unreachable_redis(&e))?;
-        }
+        let taken = self
+            .take_unless_held_by_over(|over| {
+                shared.accept_seek(seek_id, acceptor, maker_account, over)
+            })
+            .await?;
         let game = match taken {
             Taken::Taken(game) => {
                 self.seeks.remove(&seek_id);

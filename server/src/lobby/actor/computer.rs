@@ -8,7 +8,7 @@
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::{ErrorCode, TimeControl};
 
-use super::cluster::{seating_elsewhere, unreachable_redis};
+use super::cluster::seating_elsewhere;
 use super::start::new_game_id;
 use super::{validate_game, Lobby, Result};
 use crate::bots::{Bot, Slot};
@@ -45,16 +45,9 @@ impl Lobby {
     ) -> Result<()> {
         let game = self.check_bot_game(&member, strength, &variant, preset)?;
         let shared = self.shared_pools();
-        let mut taken = shared
-            .take_alone(member.account, None)
-            .await
-            .map_err(|e| unreachable_redis(&e))?;
-        if let Some(over) = self.held_by_over(taken) {
-            taken = shared
-                .take_alone(member.account, Some(over))
-                .await
-                .map_err(|e| unreachable_redis(&e))?;
-        }
+        let taken = self
+            .take_unless_held_by_over(|over| shared.take_alone(member.account, over))
+            .await?;
         let game_id = match taken {
             Taken::Taken(game_id) => game_id,
             // Paired, or taken by a seek or challenge, on another node a moment ago.
