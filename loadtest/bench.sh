@@ -19,6 +19,11 @@
 #   persistence   §5: the criterion bench over 20,000 accounts (its own estimates)
 #   storm         §6: 10,000 players resuming at once
 #   pairing       §7: the criterion bench of the lobby's pool (not in the default set)
+#   deployments   the cluster's cost: the same load (DEPLOY_PLAYERS, default 6,000, half
+#                 of them in games thinking 4 s, 40 s) on one SQLite node, one PostgreSQL
+#                 node, one node in cluster mode and three nodes, one after another in each
+#                 round; printed as CPU per round by process group (deployments.py). Not in
+#                 the default set: about 5 minutes a round
 #
 # The runs go round-robin over the targets (all targets' first runs, then their second),
 # so a slow stretch of the machine does not fall on one target alone, and each starts
@@ -52,7 +57,7 @@ all=(capacity throughput unpaced roundcost density fanout persistence storm)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all[@]}")
 for t in "${targets[@]}"; do
-    [[ " ${all[*]} pairing " == *" $t "* ]] || { echo "bench: unknown target $t" >&2; usage; }
+    [[ " ${all[*]} pairing deployments " == *" $t "* ]] || { echo "bench: unknown target $t" >&2; usage; }
 done
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -134,6 +139,15 @@ run_target() {
             cargo bench -p elementals-server --bench persistence -- batched ;;
     pairing)
         run_one "pairing-$i" env -C "$root" cargo bench -p elementals-server --bench pairing ;;
+    deployments)
+        local d
+        local -A flags=([sqlite]="" [postgres]="--postgres" [cluster1]="--nodes 1" [nodes3]="--nodes 3")
+        for d in sqlite postgres cluster1 nodes3; do
+            # shellcheck disable=SC2086 # the flags are words
+            run_one "deploy-$d-$i" shm "$bin" --players "${DEPLOY_PLAYERS:-6000}" \
+                --playing-fraction 0.5 --think-ms 4000 --ramp-per-s 500 --duration 40s \
+                --processes 2 ${flags[$d]} --json "$out/deploy-$d-$i.json"
+        done ;;
     esac
 }
 
@@ -149,6 +163,11 @@ done
     echo "# bench.sh on $commit, $(date -u +%Y-%m-%dT%H:%MZ), $runs run(s) each"
     for t in "${targets[@]}"; do
         case $t in
+        deployments)
+            echo
+            echo "## deployments (${DEPLOY_PLAYERS:-6000} players; medians of $runs runs)"
+            echo
+            python3 "$root/loadtest/deployments.py" "$out" "$runs" ;;
         persistence | pairing)
             echo
             echo "## $t (criterion's estimates: low, central, high)"

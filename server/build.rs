@@ -3,7 +3,9 @@
 //! The npm packages the bundle needs are installed in `$OUT_DIR/npm` (`npm ci` from a copy
 //! of `package.json` and the committed `package-lock.json`), never in the source tree, and
 //! again only when the lock changes. Then `node build.mjs $OUT_DIR/web $OUT_DIR/npm/node_modules`
-//! bundles the ES modules with esbuild and writes `index.html`, `app.js` and `app.css`.
+//! bundles the ES modules with esbuild and writes `index.html`, `app.js` and `app.css`; the
+//! bundle includes the TypeScript SDK from `clients/ts/dist`, whose only dependency
+//! (`@msgpack/msgpack`) the client's own packages provide.
 //! Without Node.js and npm the build fails, saying so: a server that silently served no
 //! client would be worse.
 
@@ -23,6 +25,10 @@ fn main() {
         "package-lock.json",
     ] {
         println!("cargo:rerun-if-changed=../clients/web/{input}");
+    }
+    // The client bundles the TypeScript SDK from its committed build.
+    for input in ["dist", "package.json"] {
+        println!("cargo:rerun-if-changed=../clients/ts/{input}");
     }
     println!("cargo:rerun-if-env-changed=NPM");
 

@@ -20,9 +20,25 @@ pub struct Session {
     pub token: String,
     /// Unix time in milliseconds.
     pub token_expires_at: u64,
-    /// The live game the account holds a seat in: its `snapshot` is the next event
-    /// ([`Client::next_event`]). `None` when not seated (a game it was in has ended).
+    /// The game whose `snapshot` is the next event ([`Client::next_event`]): the account's
+    /// live game, else its correspondence game seated longest. `None` when not seated (a
+    /// game it was in has ended).
     pub game_id: Option<GameId>,
+    /// Every game the account holds a seat in, its live game first; the others' snapshots
+    /// come by [`Client::sync`]. Empty when it holds none (and from an older server, which
+    /// names `game_id` alone).
+    pub games: Vec<GameId>,
+}
+
+impl Session {
+    /// The games to come back to: `games`, or `game_id` alone from an older server.
+    pub fn seated(&self) -> Vec<GameId> {
+        if self.games.is_empty() {
+            self.game_id.into_iter().collect()
+        } else {
+            self.games.clone()
+        }
+    }
 }
 
 /// What `queued` confirms about the pool joined.
@@ -258,6 +274,13 @@ impl Client {
         self.ok(|id| ClientMsg::OfferRematch { id, game_id }).await
     }
 
+    /// Decline the opponent's offer of a rematch of `game_id` (a `rematch_offered` push);
+    /// they hear `rematch_declined`.
+    pub async fn decline_rematch(&self, game_id: GameId) -> Result<(), ClientError> {
+        self.ok(|id| ClientMsg::DeclineRematch { id, game_id })
+            .await
+    }
+
     // --- playing ---
 
     pub async fn commit(
@@ -323,6 +346,13 @@ impl Client {
             nonce,
         })
         .await
+    }
+
+    /// Call `game_id` off, with no result and no rating change, while round 1 still waits
+    /// for a commitment (until both players have committed; then the refusal's code is
+    /// `abort_not_allowed`).
+    pub async fn abort(&self, game_id: GameId) -> Result<(), ClientError> {
+        self.ok(|id| ClientMsg::Abort { id, game_id }).await
     }
 
     pub async fn resign(&self, game_id: GameId) -> Result<(), ClientError> {
@@ -414,12 +444,14 @@ impl Client {
                 token,
                 token_expires_at,
                 game_id,
+                games,
                 ..
             } => Ok(Session {
                 account,
                 token,
                 token_expires_at,
                 game_id,
+                games,
             }),
             other => Err(ClientError::unexpected(other)),
         }

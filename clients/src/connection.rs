@@ -172,6 +172,8 @@ impl Connection {
                 id,
                 protocol_version: PROTOCOL_VERSION,
                 client,
+                // A round's events come as one frame each time (PROTOCOL.md, "Batches").
+                batch: true,
             })
             .await?;
         match reply {
@@ -209,7 +211,10 @@ impl Connection {
             Some(waiting) => waiting.insert(id, tx),
             None => return Err(ClientError::Closed),
         };
-        let frame = Message::Binary(wire::encode_client(&build(id)).into());
+        let bytes = wire::encode_client(&build(id));
+        #[cfg(feature = "conformance")]
+        elementals_protocol::conformance::assert_client_frame(&bytes);
+        let frame = Message::Binary(bytes.into());
         if self.outgoing.send(frame).await.is_err() {
             self.forget(id);
             return Err(ClientError::Closed);
@@ -271,7 +276,7 @@ async fn read_frames<S>(mut stream: S, pending: Pending, events: mpsc::Sender<Se
 where
     S: futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
 {
-    while let Some(frame) = stream.next().await {
+    'frames: while let Some(frame) = stream.next().await {
         let bytes = match frame {
             Ok(Message::Binary(bytes)) => bytes,
             Ok(Message::Text(_)) => {
@@ -285,29 +290,40 @@ where
                 break;
             }
         };
-        let msg = match wire::decode_server(&bytes) {
-            Ok(msg) => msg,
-            Err(err) => {
-                // Perhaps a newer server's message; one bad frame should not end the session.
-                tracing::warn!(%err, "ignoring an undecodable frame");
+        // One message, or a batch of them (asked for in `hello`).
+        let msgs = wire::decode_server_frame(&bytes);
+        // Tests check every frame the library takes in (the ones it ignores, in part or
+        // whole, are theirs).
+        #[cfg(feature = "conformance")]
+        if msgs.iter().all(Result::is_ok) {
+            elementals_protocol::conformance::assert_batching_server_frame(&bytes);
+        }
+        for msg in msgs {
+            let msg = match msg {
+                Ok(msg) => msg,
+                Err(err) => {
+                    // Perhaps a newer server's message; one bad message should not end the
+                    // session.
+                    tracing::warn!(%err, "ignoring an undecodable message");
+                    continue;
+                }
+            };
+            if let Some(id) = msg.reply_id() {
+                let waiter = pending
+                    .lock()
+                    .expect("pending lock")
+                    .as_mut()
+                    .and_then(|waiting| waiting.remove(&id));
+                match waiter {
+                    // The waiter may have timed out and gone; then the reply is moot.
+                    Some(waiter) => drop(waiter.send(msg)),
+                    None => tracing::debug!(id, "reply to no waiting request"),
+                }
                 continue;
             }
-        };
-        if let Some(id) = msg.reply_id() {
-            let waiter = pending
-                .lock()
-                .expect("pending lock")
-                .as_mut()
-                .and_then(|waiting| waiting.remove(&id));
-            match waiter {
-                // The waiter may have timed out and gone; then the reply is moot.
-                Some(waiter) => drop(waiter.send(msg)),
-                None => tracing::debug!(id, "reply to no waiting request"),
+            if events.send(msg).await.is_err() {
+                break 'frames;
             }
-            continue;
-        }
-        if events.send(msg).await.is_err() {
-            break;
         }
     }
     // Dropping the waiters' senders wakes every request with `Closed`.

@@ -8,8 +8,10 @@
 //! - [`Client`]: one typed method per request (`register`, `join_pool`, `commit`, ...).
 //! - [`GameState`]: applies a game's numbered events and notices gaps.
 //! - [`Strategy`] and [`Random`], [`Greedy`], [`Minimax`], [`Sequence`]: how to pick.
-//! - [`Player`]: commit–reveal every round until `game_over` and the rating update.
-//! - [`NonceStore`]: unrevealed commits kept on disk, so a restarted player still reveals.
+//! - [`Player`]: commit–reveal every round until `game_over` and the rating update, in one
+//!   game or in several at once on one connection (correspondence games beside a live one).
+//! - [`NonceStore`]: unrevealed commits kept on disk, a file a game, so a restarted player
+//!   still reveals in each.
 //! - [`render`]: boards, clocks and results as text.
 //! - [`http`]: the JSON API (the leaderboard) over HTTP or HTTPS.
 //! - [`transcript`]: checking a finished game's signed transcript offline.
@@ -44,7 +46,7 @@ pub use error::ClientError;
 pub use nonces::NonceStore;
 pub use player::{
     apply_or_resync, play_game, wait_for_game_start, wait_for_rating, GameStart, GameSummary,
-    Player, PlayerOptions, SealedPick,
+    Played, Player, PlayerOptions, SealedPick,
 };
 pub use state::{message_game, Applied, GameState};
 pub use tls::TlsRoots;

@@ -9,9 +9,13 @@
 //! small and synchronous: one a round, on the player's own task. On Unix each file is
 //! readable by its owner only.
 //!
+//! The files are per game, so one process may play many games at once (correspondence:
+//! up to 50 beside a live one), each game's reveal surviving a restart on its own.
+//!
 //! A game that ended while no process of the account ran (lost on time while away) leaves
 //! its file behind; `prune` removes it when the account signs in and the server names the
-//! one game it sits in, if any. Files older than `NonceStore::MAX_AGE` go then too, whatever they are.
+//! games it sits in (`authenticated.games`). Files older than `NonceStore::MAX_AGE` go then
+//! too, whatever they are.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -116,17 +120,17 @@ impl NonceStore {
         }
     }
 
-    /// Removes what is kept for games other than `seated` (the game the server says the
-    /// account sits in, if any, when it signs in: an account sits in one game at a time,
-    /// so every other game kept has ended), and for any game, files older than `max_age`
-    /// (`MAX_AGE`; left in place when their age cannot be read). Returns how many went.
-    pub fn prune(&self, seated: Option<GameId>, max_age: Duration) -> io::Result<usize> {
+    /// Removes what is kept for games other than `seated` (the games the server says the
+    /// account sits in when it signs in: every other game kept has ended), and for any
+    /// game, files older than `max_age` (`MAX_AGE`; left in place when their age cannot be
+    /// read). Returns how many went.
+    pub fn prune(&self, seated: &[GameId], max_age: Duration) -> io::Result<usize> {
         let now = SystemTime::now();
         let mut removed = 0;
         for game in self.games()? {
             let modified = fs::metadata(self.path(game)).and_then(|m| m.modified());
             let old = modified.is_ok_and(|at| now.duration_since(at).unwrap_or_default() > max_age);
-            if Some(game) != seated || old {
+            if !seated.contains(&game) || old {
                 self.remove(game)?;
                 removed += 1;
             }
@@ -195,7 +199,7 @@ mod tests {
     }
 
     #[test]
-    fn pruning_keeps_only_the_seated_game_and_no_file_past_its_age() {
+    fn pruning_keeps_only_the_seated_games_and_no_file_past_its_age() {
         let dir = tempfile::tempdir().unwrap();
         let store = NonceStore::open(dir.path(), "bea").unwrap();
         let sealed = SealedPick {
@@ -203,17 +207,24 @@ mod tests {
             pick: 2,
             nonce: [3; NONCE_LEN],
         };
-        let games: Vec<GameId> = (0..3u8).map(|n| GameId::new_random_from([n; 16])).collect();
+        let games: Vec<GameId> = (0..4u8).map(|n| GameId::new_random_from([n; 16])).collect();
         for game in &games {
             store.save(*game, &sealed).unwrap();
         }
-        // Signed in seated in games[0]: games[1] and games[2] ended while it was away.
-        assert_eq!(store.prune(Some(games[0]), NonceStore::MAX_AGE).unwrap(), 2);
-        assert_eq!(store.games().unwrap(), [games[0]]);
+        // Signed in seated in games[0] and games[3]: games[1] and games[2] ended while it
+        // was away.
+        let seated = [games[0], games[3]];
+        assert_eq!(store.prune(&seated, NonceStore::MAX_AGE).unwrap(), 2);
+        let mut kept = store.games().unwrap();
+        kept.sort();
+        let mut expected = seated.to_vec();
+        expected.sort();
+        assert_eq!(kept, expected);
         assert_eq!(store.load(games[0]).unwrap(), Some(sealed));
+        assert_eq!(store.load(games[3]).unwrap(), Some(sealed));
         // Seated in nothing: nothing kept is of use.
         store.save(games[1], &sealed).unwrap();
-        assert_eq!(store.prune(None, NonceStore::MAX_AGE).unwrap(), 2);
+        assert_eq!(store.prune(&[], NonceStore::MAX_AGE).unwrap(), 3);
         assert!(store.games().unwrap().is_empty());
         // Past its age, even the seated game's file goes: its reveal deadline has passed.
         store.save(games[0], &sealed).unwrap();
@@ -225,10 +236,10 @@ mod tests {
             .unwrap()
             .set_modified(long_ago)
             .unwrap();
-        assert_eq!(store.prune(Some(games[0]), NonceStore::MAX_AGE).unwrap(), 1);
+        assert_eq!(store.prune(&[games[0]], NonceStore::MAX_AGE).unwrap(), 1);
         assert!(store.games().unwrap().is_empty());
         // A fresh one stays.
         store.save(games[0], &sealed).unwrap();
-        assert_eq!(store.prune(Some(games[0]), NonceStore::MAX_AGE).unwrap(), 0);
+        assert_eq!(store.prune(&[games[0]], NonceStore::MAX_AGE).unwrap(), 0);
     }
 }

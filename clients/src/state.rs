@@ -284,14 +284,15 @@ fn event_game(msg: &ServerMsg) -> Option<GameId> {
 }
 
 /// The game a message is about, if any: numbered events, `game_start`, snapshots,
-/// spectator counts and `your_move`.
+/// spectator counts, `your_move`, and a rematch of it offered or declined.
 pub fn message_game(msg: &ServerMsg) -> Option<GameId> {
     match msg {
         ServerMsg::GameStart { game, .. } => Some(game.game_id),
         ServerMsg::Snapshot { snapshot, .. } => Some(snapshot.game.game_id),
-        ServerMsg::Spectators { game_id, .. } | ServerMsg::YourMove { game_id, .. } => {
-            Some(*game_id)
-        }
+        ServerMsg::Spectators { game_id, .. }
+        | ServerMsg::YourMove { game_id, .. }
+        | ServerMsg::RematchOffered { game_id, .. }
+        | ServerMsg::RematchDeclined { game_id, .. } => Some(*game_id),
         _ => event_game(msg),
     }
 }

@@ -31,6 +31,7 @@ fn authenticated(id: u32, name: &str) -> ServerMsg {
         token: "ab".repeat(32),
         token_expires_at: 1,
         game_id: None,
+        games: Vec::new(),
     }
 }
 
@@ -64,6 +65,39 @@ async fn replies_reach_their_requests_whatever_the_order() {
         client.next_event().await,
         Some(ServerMsg::SeekRemoved { seek_id: 9 })
     );
+}
+
+/// The client asks for batches, and a batch's reply reaches its request while its other
+/// messages are events, in the batch's order; a bad element costs only itself.
+#[tokio::test]
+async fn a_batch_is_taken_apart_into_its_reply_and_its_events_in_order() {
+    let (client, mut conn, _server) = connected().await;
+    assert!(conn.batch, "the client asks for batches in hello");
+    let game_id = GameId::new_random_from([5; 16]);
+    let script = async move {
+        let id = conn.recv().await.id();
+        conn.send_batch(&[
+            ServerMsg::Spectators { game_id, count: 1 },
+            ServerMsg::Pong { id },
+            ServerMsg::Spectators { game_id, count: 2 },
+        ])
+        .await;
+        // An element that is not a message is skipped; the rest of its batch is not.
+        let mut bytes = vec![0x92, 0x01];
+        bytes.extend_from_slice(&elementals_client::protocol::wire::encode_server(
+            &ServerMsg::Spectators { game_id, count: 3 },
+        ));
+        conn.send_frame(Message::Binary(bytes.into())).await;
+        conn
+    };
+    let (ping, _conn) = tokio::join!(client.ping(), script);
+    assert!(ping.is_ok());
+    for count in [1, 2, 3] {
+        assert_eq!(
+            client.next_event().await,
+            Some(ServerMsg::Spectators { game_id, count })
+        );
+    }
 }
 
 #[tokio::test]

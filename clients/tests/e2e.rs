@@ -1,15 +1,15 @@
 //! The client against the real server on 127.0.0.1:0: bots play full rated games while a
 //! spectator follows, the leaderboard is read over HTTP, and the `elementals` binary does
-//! the same from the command line.
+//! the same from the command line; a game aborted, and a rematch offered and declined.
 
 use std::process::Stdio;
 use std::time::Duration;
 
 use elementals_client::protocol::messages::EndReason;
-use elementals_client::protocol::{ErrorCode, Seat, Variant};
+use elementals_client::protocol::{ErrorCode, Seat, ServerMsg, Variant};
 use elementals_client::{
-    apply_or_resync, http, play_game, wait_for_game_start, wait_for_rating, Client, GameStart,
-    GameState, Greedy, Random, ServerUrl,
+    apply_or_resync, http, message_game, play_game, wait_for_game_start, wait_for_rating, Client,
+    GameStart, GameState, Greedy, Random, ServerUrl,
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
 mod real_server;
@@ -300,4 +300,52 @@ async fn a_person_plays_from_the_terminal_against_a_bot() {
         "{text}"
     );
     assert!(text.contains("your rating: 1.000 -> "), "{text}");
+}
+
+/// Reads `client`'s events until one `pick` keeps.
+async fn next_such(client: &Client, pick: impl Fn(&ServerMsg) -> bool) -> ServerMsg {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let event = client.next_event().await.expect("connected");
+            if pick(&event) {
+                return event;
+            }
+        }
+    })
+    .await
+    .expect("it comes in time")
+}
+
+#[tokio::test]
+async fn an_abort_ends_the_game_unrated_and_a_declined_rematch_is_heard() {
+    let server = start_server().await;
+    let ((kit, kit_start), (lee, lee_start)) = paired(&server, "kit", "lee").await;
+    let game = kit_start.game.game_id;
+    let kits = kit_start.seat;
+    // Round 1 waits for both commitments: either player may call the game off.
+    kit.abort(game).await.unwrap();
+    for (client, start) in [(&kit, kit_start), (&lee, lee_start)] {
+        let mut state = GameState::new(start.game, Some(start.seat));
+        while !state.is_over() {
+            let event = next_such(client, |_| true).await;
+            apply_or_resync(client, &mut state, &event).await.unwrap();
+        }
+        assert_eq!(state.result().unwrap().reason, EndReason::Aborted);
+        assert_eq!(state.result().unwrap().winner, None);
+        assert_eq!(state.rated_result(), Some(false));
+    }
+
+    // Lee offers a rematch; Kit declines it, and Lee hears so.
+    lee.offer_rematch(game).await.unwrap();
+    let offered = next_such(&kit, |m| matches!(m, ServerMsg::RematchOffered { .. })).await;
+    assert_eq!(message_game(&offered), Some(game));
+    kit.decline_rematch(game).await.unwrap();
+    let declined = next_such(&lee, |m| matches!(m, ServerMsg::RematchDeclined { .. })).await;
+    let ServerMsg::RematchDeclined { game_id, by } = declined else {
+        unreachable!()
+    };
+    assert_eq!((game_id, by), (game, kits));
+    // Declined, the offer stands no more.
+    let again = kit.decline_rematch(game).await.unwrap_err();
+    assert_eq!(again.code(), Some(ErrorCode::NoRematch));
 }

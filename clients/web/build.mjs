@@ -1,5 +1,5 @@
-// Bundles the client into OUTDIR (default dist/): app.js (src/main.js and its imports,
-// @msgpack/msgpack included), app.css, and index.html with both URLs carrying a hash of
+// Bundles the client into OUTDIR (default dist/): app.js (src/main.js and its imports, the
+// TypeScript SDK from ../ts/dist and @msgpack/msgpack included), app.css, and index.html with both URLs carrying a hash of
 // their content, so the server may let browsers cache them for good.
 //
 //   node build.mjs [OUTDIR [NODE_MODULES]]

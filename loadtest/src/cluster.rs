@@ -166,14 +166,19 @@ fn server_url() -> String {
 }
 
 /// The run's own database, dropped (`WITH (FORCE)`) when this drops.
-struct RunDatabase {
+pub struct RunDatabase {
     name: String,
     url: String,
 }
 
 impl RunDatabase {
-    fn url(&self) -> &str {
+    pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Its name: PostgreSQL's backends serving it name it on their command lines.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 }
 
@@ -187,7 +192,7 @@ impl Drop for RunDatabase {
 }
 
 /// A fresh database, or why not.
-fn postgres_database() -> anyhow::Result<RunDatabase> {
+pub fn postgres_database() -> anyhow::Result<RunDatabase> {
     let name = format!(
         "elementals_loadtest_{}_{:08x}",
         std::process::id(),
@@ -195,7 +200,7 @@ fn postgres_database() -> anyhow::Result<RunDatabase> {
     );
     admin(&format!("CREATE DATABASE {name}")).with_context(|| {
         format!(
-            "--nodes needs PostgreSQL at {} (user postgres, trust on 127.0.0.1; \
+            "--nodes and --postgres need PostgreSQL at {} (user postgres, trust on 127.0.0.1; \
              `bash .ci/services`), or ELEMENTALS_TEST_POSTGRES naming another",
             server_url()
         )

@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,6 +49,14 @@ pub fn spread_over_sources(connections: u64) -> u32 {
     let count = connections.div_ceil(CONNECTIONS_PER_ADDRESS).max(8) as u32;
     SOURCE_ADDRESSES.store(count, Relaxed);
     count
+}
+
+/// Whether connections ask for batches in `hello`; set once per run (`--no-batch`).
+static BATCH: AtomicBool = AtomicBool::new(true);
+
+/// Whether connections ask for batches in `hello` (PROTOCOL.md, "Batches").
+pub fn ask_for_batches(batch: bool) {
+    BATCH.store(batch, Relaxed);
 }
 
 /// The last source address in use, for messages.
@@ -112,6 +120,8 @@ pub struct Conn {
     next_id: RequestId,
     /// Pushes that arrived while a request waited for its reply.
     stashed: VecDeque<ServerMsg>,
+    /// The rest of the last batch read from the socket, not yet read.
+    unread: VecDeque<ServerMsg>,
     /// Messages per second the server allows this connection, from `welcome`.
     pub rate: u32,
     stats: Arc<Stats>,
@@ -131,6 +141,7 @@ impl Conn {
             ws,
             next_id: 1,
             stashed: VecDeque::new(),
+            unread: VecDeque::new(),
             rate: 0,
             stats,
         };
@@ -139,6 +150,7 @@ impl Conn {
                 id,
                 protocol_version: PROTOCOL_VERSION,
                 client: Some("elementals-loadtest".into()),
+                batch: BATCH.load(Relaxed),
             })
             .await?;
         match reply {
@@ -178,14 +190,26 @@ impl Conn {
         }
     }
 
+    /// The next message from the socket; the rest of a batch is stashed for `recv`
+    /// (a reply waited for is then found among them by `request`).
     async fn read_socket(&mut self) -> Result<ServerMsg, ConnError> {
+        if let Some(msg) = self.unread.pop_front() {
+            return Ok(msg);
+        }
         loop {
             match self.ws.next().await {
                 Some(Ok(Message::Binary(bytes))) => {
                     self.stats.frames_in.fetch_add(1, Relaxed);
-                    match wire::decode_server(&bytes) {
-                        Ok(msg) => return Ok(msg),
-                        Err(_) => self.stats.error("decode: undecodable server frame"),
+                    let mut first = None;
+                    for msg in wire::decode_server_frame(&bytes) {
+                        match msg {
+                            Ok(msg) if first.is_none() => first = Some(msg),
+                            Ok(msg) => self.unread.push_back(msg),
+                            Err(_) => self.stats.error("decode: undecodable server message"),
+                        }
+                    }
+                    if let Some(msg) = first {
+                        return Ok(msg);
                     }
                 }
                 // Pings are answered by tungstenite while we read.
@@ -222,7 +246,7 @@ impl Conn {
     /// The bare socket (non-blocking) and the next request id, for a client that reads it
     /// itself from here on (`lean/`). Only between requests, with nothing stashed.
     pub fn into_std(self) -> Result<(std::net::TcpStream, RequestId), ConnError> {
-        if !self.stashed.is_empty() {
+        if !self.stashed.is_empty() || !self.unread.is_empty() {
             return Err(ConnError::Unexpected);
         }
         let stream = self
@@ -237,6 +261,7 @@ impl Conn {
     /// the game's events).
     pub fn discard_stashed(&mut self) {
         self.stashed.clear();
+        self.unread.clear();
     }
 
     /// Close politely; errors are moot, the socket goes either way.

@@ -70,6 +70,17 @@ pub struct ProcessCores {
     pub cores: f64,
 }
 
+/// Whether `watched` is one of `services`' processes.
+pub fn is_service(watched: &Watched) -> bool {
+    SERVICES.contains(&watched.name.as_str())
+}
+
+const SERVICES: [&str; 3] = [
+    "redis (shared)",
+    "postgres (the run's connections)",
+    "postgres wal writer (shared)",
+];
+
 /// Redis, and PostgreSQL's backends connected to `database` and its WAL writer, found in
 /// `/proc` by their command lines.
 pub fn services(database: &str) -> Vec<Watched> {

@@ -62,9 +62,11 @@ pub struct Ctx {
 
 /// When each game's latest rounds had their last reveal sent, so the players and
 /// spectators receiving the result can time it. When both players of a game are in this
-/// process, the later of the two sends is known before the result can exist; when the
-/// other is in another generator process (`--processes`), only this player's own send is,
-/// and the time from it is an upper bound of the true figure. Also
+/// process, the later of the two sends is known before the result can exist. When the
+/// other is in another generator process (`--processes`), this process knows its
+/// player's send was the last only if that player had heard the other's reveal first;
+/// otherwise the round is not timed here (the other reveal may go much later: a player
+/// paces its requests, so a reveal right after its own commit waits ~60 ms). Also
 /// when the result first reached one of the players: the nearest this process sees to
 /// the moment it left the game (the server writes a round's players before its
 /// spectators).
@@ -75,36 +77,52 @@ pub struct RevealLog(DashMap<GameId, [RoundTimes; 2]>);
 pub struct RoundTimes {
     round: u32,
     last_reveal: Instant,
+    /// Reveals of the round this process sent.
+    sends: u8,
+    /// Whether `last_reveal` is known to be the round's last: both reveals went from here,
+    /// or one went after its player heard the other's.
+    last_known: bool,
     first_result: Option<Instant>,
 }
 
 impl RoundTimes {
-    fn new(round: u32, at: Instant) -> RoundTimes {
+    fn new(round: u32, at: Instant, after_other: bool) -> RoundTimes {
         RoundTimes {
             round,
             last_reveal: at,
+            sends: 1,
+            last_known: after_other,
             first_result: None,
         }
     }
 }
 
 impl RevealLog {
-    /// A reveal for `round` of `game` is being sent now.
-    pub fn sent(&self, game: GameId, round: u32) {
+    /// A reveal for `round` of `game` is being sent now; `after_other`: its player had
+    /// heard the other player's reveal.
+    pub fn sent(&self, game: GameId, round: u32, after_other: bool) {
         let now = Instant::now();
-        let mut entry = self.0.entry(game).or_insert([RoundTimes::new(0, now); 2]);
+        let mut entry = self
+            .0
+            .entry(game)
+            .or_insert([RoundTimes::new(0, now, false); 2]);
         let rounds = entry.value_mut();
         if rounds[0].round == round {
-            rounds[0].last_reveal = rounds[0].last_reveal.max(now);
+            let t = &mut rounds[0];
+            t.last_reveal = t.last_reveal.max(now);
+            t.sends += 1;
+            t.last_known |= after_other || t.sends >= 2;
         } else {
             rounds[1] = rounds[0];
-            rounds[0] = RoundTimes::new(round, now);
+            rounds[0] = RoundTimes::new(round, now, after_other);
         }
     }
 
-    /// When the last reveal of `round` of `game` went out.
+    /// When the last reveal of `round` of `game` went out, if this process knows.
     pub fn last(&self, game: GameId, round: u32) -> Option<Instant> {
-        self.times(game, round).map(|t| t.last_reveal)
+        self.times(game, round)
+            .filter(|t| t.last_known)
+            .map(|t| t.last_reveal)
     }
 
     /// A player received the result of `round` of `game` at `at`: kept if it is the
@@ -113,7 +131,7 @@ impl RevealLog {
         let mut rounds = self.0.get_mut(&game)?;
         let t = rounds.iter_mut().find(|t| t.round == round)?;
         t.first_result.get_or_insert(at);
-        Some(t.last_reveal)
+        t.last_known.then_some(t.last_reveal)
     }
 
     /// When the result of `round` of `game` first reached a player, if it has.
@@ -262,3 +280,37 @@ pub fn jittered(mean: Duration) -> Duration {
 }
 
 pub type Shared = Arc<Ctx>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn game(n: u8) -> GameId {
+        format!("00000000-0000-4000-8000-0000000000{n:02}")
+            .parse()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_round_is_timed_from_its_last_reveal_only_where_that_is_known() {
+        let log = RevealLog::default();
+        // Both players in this process: the later of their sends is the last.
+        log.sent(game(1), 1, false);
+        log.sent(game(1), 1, false);
+        let last = log.last(game(1), 1).expect("known");
+        assert_eq!(log.result_arrived(game(1), 1, Instant::now()), Some(last));
+        // One player here, who revealed first: the other's reveal, in another process,
+        // may go much later, so the round is not timed here.
+        log.sent(game(2), 1, false);
+        assert_eq!(log.last(game(2), 1), None);
+        assert_eq!(log.result_arrived(game(2), 1, Instant::now()), None);
+        // One player here, who revealed after hearing the other's: its send was the last.
+        log.sent(game(3), 1, true);
+        let last = log.last(game(3), 1).expect("known");
+        assert_eq!(log.result_arrived(game(3), 1, Instant::now()), Some(last));
+        // A new round starts unknown again.
+        log.sent(game(3), 2, false);
+        assert_eq!(log.last(game(3), 2), None);
+        assert_eq!(log.last(game(3), 1), Some(last));
+    }
+}

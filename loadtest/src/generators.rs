@@ -80,6 +80,9 @@ pub async fn orchestrate(options: RunOptions) -> anyhow::Result<Report> {
     if options.nodes > 0 && !options.server.is_empty() {
         bail!("--nodes starts the run's own cluster: not with --server");
     }
+    if options.postgres && (options.nodes > 0 || !options.server.is_empty()) {
+        bail!("--postgres starts the run's own server on PostgreSQL: not with --nodes or --server");
+    }
     let processes = u64::from(options.processes.max(1));
     let limit = limits::raise().context("reading RLIMIT_NOFILE")?;
     let per_process = (options.players + options.spectators).div_ceil(processes);
@@ -91,6 +94,8 @@ pub async fn orchestrate(options: RunOptions) -> anyhow::Result<Report> {
 
     let mut cluster = None;
     let mut local = None;
+    // With `--postgres`: the single server's database, dropped after it stops.
+    let mut database = None;
     let servers = if options.nodes > 0 {
         let started = LocalCluster::start(
             options.nodes,
@@ -103,6 +108,19 @@ pub async fn orchestrate(options: RunOptions) -> anyhow::Result<Report> {
         addrs
     } else if !options.server.is_empty() {
         loopback_addresses(&options.server)?
+    } else if options.postgres {
+        let db = crate::cluster::postgres_database()?;
+        let mut args = vec![format!("--database={}", db.url())];
+        args.extend(options.server_args.iter().cloned());
+        let server = LocalServer::game_at(options.argon2_memory_kib, &args, None).await?;
+        eprintln!(
+            "local server on PostgreSQL: pid {} on {}",
+            server.pid, server.addr
+        );
+        let addr = server.addr;
+        local = Some(server);
+        database = Some(db);
+        vec![addr]
     } else {
         let server = LocalServer::game(options.argon2_memory_kib, &options.server_args).await?;
         eprintln!("local server: pid {} on {}", server.pid, server.addr);
@@ -112,7 +130,13 @@ pub async fn orchestrate(options: RunOptions) -> anyhow::Result<Report> {
     };
     // Interrupted (Ctrl-C), the run still stops its nodes and removes its database and keys.
     let result = tokio::select! {
-        result = generate(&options, &servers, cluster.as_mut(), local.as_ref()) => result,
+        result = generate(
+            &options,
+            &servers,
+            cluster.as_mut(),
+            local.as_ref(),
+            database.as_ref().map(|db| db.name()),
+        ) => result,
         _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
     };
     if let Some(cluster) = cluster {
@@ -121,6 +145,7 @@ pub async fn orchestrate(options: RunOptions) -> anyhow::Result<Report> {
     if let Some(local) = local {
         local.stop().await;
     }
+    drop(database);
     result
 }
 
@@ -138,6 +163,7 @@ async fn generate(
     servers: &[SocketAddr],
     mut cluster: Option<&mut LocalCluster>,
     local: Option<&LocalServer>,
+    database: Option<&str>,
 ) -> anyhow::Result<Report> {
     let processes = options.processes.max(1) as usize;
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
@@ -194,10 +220,15 @@ async fn generate(
             }
             watched.extend(cpu::services(cluster.database()));
         }
-        (None, Some(local)) => watched.push(Watched {
-            name: "server".into(),
-            pid: local.pid,
-        }),
+        (None, Some(local)) => {
+            watched.push(Watched {
+                name: "server".into(),
+                pid: local.pid,
+            });
+            if let Some(database) = database {
+                watched.extend(cpu::services(database));
+            }
+        }
         (None, None) => {}
     }
     let server_names: Vec<String> = watched
@@ -209,7 +240,12 @@ async fn generate(
     // Follow the children's holds; kill a node in the middle of it if asked.
     let hold = Arc::new(Mutex::new(Hold::default()));
     let follow = {
-        let (hold, watched, servers) = (hold.clone(), watched.clone(), servers.to_vec());
+        let (hold, mut watched, servers) = (hold.clone(), watched.clone(), servers.to_vec());
+        // PostgreSQL's backends are found again as the hold starts: a server opens some of
+        // its connections only once it is busy, and closes its migration's.
+        let database = database
+            .map(str::to_owned)
+            .or_else(|| cluster.as_ref().map(|c| c.database().to_owned()));
         let quarter = options.duration / 4;
         tokio::spawn(async move {
             let mut connections = None;
@@ -221,6 +257,10 @@ async fn generate(
                             hold.started += 1;
                             let all = hold.started == processes;
                             if all {
+                                if let Some(database) = &database {
+                                    watched.retain(|w| !cpu::is_service(w));
+                                    watched.extend(cpu::services(database));
+                                }
                                 hold.start = Some(cpu::snapshot(&watched));
                             }
                             all

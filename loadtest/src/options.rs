@@ -75,6 +75,11 @@ pub struct RunOptions {
     #[arg(long)]
     pub lean_spectators: bool,
 
+    /// Simulated clients do not ask for batches in `hello` (PROTOCOL.md, "Batches"): each
+    /// message comes in a frame of its own, as to a client that predates them.
+    #[arg(long)]
+    pub no_batch: bool,
+
     /// The share of players who queue and play; the rest stay signed in, in the lobby.
     #[arg(long, default_value_t = 1.0)]
     pub playing_fraction: f64,
@@ -114,6 +119,12 @@ pub struct RunOptions {
     /// 127.0.0.1:6379 under a cluster name of the run's own; both are cleaned up after.
     #[arg(long, default_value_t = 0)]
     pub nodes: u32,
+
+    /// Start the run's own server (one node, not a cluster) on a PostgreSQL database of the
+    /// run's own on 127.0.0.1:5432, dropped after, instead of a SQLite file; the report
+    /// gives PostgreSQL's cores beside the server's. Not with `--nodes` or `--server`.
+    #[arg(long)]
+    pub postgres: bool,
 
     /// Generator processes: this many children share the players (disjoint names and
     /// source addresses), since one process may hold at most about 20,000 sockets; their

@@ -16,7 +16,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::broadcast::{self, CeilingResult};
-use crate::conn::{last_source_address, spread_over_sources, CONNECTIONS_PER_ADDRESS};
+use crate::conn::{
+    ask_for_batches, last_source_address, spread_over_sources, CONNECTIONS_PER_ADDRESS,
+};
 use crate::ctx::{Ctx, FanoutLog, PlayStyle, RevealLog, Storm};
 use crate::echo::{self, EchoResult};
 use crate::lean::LeanSpectators;
@@ -51,7 +53,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
     if !(0.0..=1.0).contains(&options.playing_fraction) {
         bail!("--playing-fraction must be between 0 and 1");
     }
-    if options.nodes > 0 || options.processes > 1 {
+    if options.nodes > 0 || options.processes > 1 || options.postgres {
         return crate::generators::orchestrate(options).await;
     }
     if options.kill_node {
@@ -74,6 +76,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<Report> {
         .is_empty()
         .then(|| server_cap(&options.server_args));
     let sources = spread_over_sources(total.max(options.echo_connections));
+    ask_for_batches(!options.no_batch);
     eprintln!(
         "open files: soft limit {} raised to the hard limit {}: room for {} connections per \
          process; spreading them over {sources} source addresses 127.0.0.2-{} \

@@ -1,4 +1,5 @@
-//! The load generator against a cluster of its own (`--nodes`), with its players shared
+//! The load generator against a cluster of its own (`--nodes`) or one server on a
+//! PostgreSQL database of its own (`--postgres`), with its players shared
 //! by several generator processes (`--processes`), and its failover run (`--kill-node`):
 //! real server processes on the PostgreSQL at 127.0.0.1:5432 and the Redis at
 //! 127.0.0.1:6379. Small and short; the figures are asserted for what they count (rounds,
@@ -11,6 +12,16 @@ fn run(args: &[&str]) -> (serde_json::Value, String) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let (report, _text, stdout) = support::run(&dir, args);
     (report, stdout)
+}
+
+/// The process groups whose cores the report gives.
+fn core_names(cluster: &serde_json::Value) -> Vec<&str> {
+    cluster["cores"]
+        .as_array()
+        .expect("cores")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect()
 }
 
 #[test]
@@ -43,12 +54,7 @@ fn players_spread_over_three_nodes_by_two_generators_play_without_errors() {
     for count in open {
         assert_eq!(count, 8, "{stdout}");
     }
-    let cores: Vec<&str> = cluster["cores"]
-        .as_array()
-        .expect("cores")
-        .iter()
-        .filter_map(|c| c["name"].as_str())
-        .collect();
+    let cores = core_names(cluster);
     for name in ["node n0", "node n1", "node n2", "generators"] {
         assert!(cores.contains(&name), "{name} missing: {stdout}");
     }
@@ -80,4 +86,25 @@ fn a_node_killed_under_load_has_every_game_claimed_and_loses_no_acknowledged_rou
     // A third of the players were on the killed node, and came back elsewhere.
     assert!(failover["reconnects"].as_u64() >= Some(10), "{stdout}");
     assert!(report["rounds_in_hold"].as_u64() > Some(0), "{stdout}");
+}
+
+#[test]
+fn one_server_on_a_postgresql_database_of_the_runs_own_is_measured_with_its_backends() {
+    let (report, stdout) = run(&[
+        "--postgres",
+        "--players=12",
+        "--think-ms=150",
+        "--ramp-per-s=200",
+        "--duration=4s",
+        "--lobby-poll-ms=0",
+    ]);
+    assert_eq!(report["errors"], 0, "{stdout}");
+    assert!(report["rounds_in_hold"].as_u64() > Some(0), "{stdout}");
+    let cluster = &report["cluster"];
+    assert_eq!(cluster["nodes"], 1, "{stdout}");
+    let cores = core_names(cluster);
+    // The server's own connections to the run's database, found as the hold starts.
+    for name in ["server", "postgres (the run's connections)", "generators"] {
+        assert!(cores.contains(&name), "{name} missing: {stdout}");
+    }
 }

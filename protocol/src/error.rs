@@ -3,15 +3,16 @@
 //! A code never changes meaning once published; clients switch on the code and show the
 //! human `message` that comes with it.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 macro_rules! error_codes {
     ($( $(#[$doc:meta])* $variant:ident = $code:literal : $desc:literal, )*) => {
         /// Every error a server may answer with. Serialized as its snake_case string.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
         #[serde(rename_all = "snake_case")]
         pub enum ErrorCode {
-            $( $(#[$doc])* $variant, )*
+            $( $(#[$doc])* #[doc = $desc] $variant, )*
         }
 
         impl ErrorCode {
@@ -51,7 +52,8 @@ error_codes! {
     InvalidTimeControl = "invalid_time_control": "The time control is outside the bounds, or the preset name is unknown.",
     AlreadyQueued = "already_queued": "The player is already waiting in a pool or has an open seek.",
     NotQueued = "not_queued": "The player is not waiting in any pool.",
-    AlreadyInGame = "already_in_game": "The player is seated in a game that has not ended.",
+    AlreadyInGame = "already_in_game": "The player is seated in a live game that has not ended (one live game at a time), or, for a rematch, the opponent cannot start that game.",
+    TooManyGames = "too_many_games": "The player sits in as many unfinished correspondence games as allowed (50, see Limits): finish one first.",
     UnknownSeek = "unknown_seek": "No open seek has that id (it may have been taken).",
     OwnSeek = "own_seek": "A player cannot accept their own seek or challenge themselves.",
     UnknownChallenge = "unknown_challenge": "No pending challenge with that id is addressed to, or from, this player.",
@@ -74,6 +76,7 @@ error_codes! {
     NoDrawOffer = "no_draw_offer": "There is no draw offer from the opponent to decline.",
     NoRematch = "no_rematch": "A rematch cannot be offered for that game now.",
     ClaimNotAllowed = "claim_not_allowed": "The opponent is connected, or their grace period has not run out.",
+    AbortNotAllowed = "abort_not_allowed": "Both players have committed in round 1: the game can no longer be aborted (resign instead).",
     NotWatching = "not_watching": "The connection is not watching that game.",
     ShuttingDown = "shutting_down": "The server is shutting down and takes no new games.",
     Unavailable = "unavailable": "The game's log cannot be written now (the server's disk is full, say). The move was kept but has not taken effect: the game is held, no clock running, and the server retries; once the move is logged it takes effect and its events follow as usual (`sync` shows where the game stands). Do not send it again.",

@@ -15,16 +15,21 @@
 //!   and the server's computer opponents alike.
 //! - [`record`]: a finished game's record (`GameRecord`), as stored, served and signed.
 //! - [`transcript`]: the envelope of a finished game's signed transcript.
+//! - [`schema`]: the messages' JSON Schema and the AsyncAPI document, from the types.
+//! - `conformance` (feature `conformance`, for tests): checks a frame against the schema.
 
 #![forbid(unsafe_code)]
 
 pub mod commitment;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod error;
 pub mod messages;
 mod names;
 pub mod rating;
 pub mod record;
 pub mod rules;
+pub mod schema;
 pub mod strategy;
 pub mod time_control;
 pub mod transcript;

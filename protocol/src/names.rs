@@ -55,6 +55,13 @@ impl Names {
         Names { types }
     }
 
+    /// Every type, with its fields when the enum refuses unknown ones (the schema's tests
+    /// hold the schema to them).
+    #[cfg(test)]
+    pub(crate) fn types(&self) -> &[(&'static str, Option<&'static [&'static str]>)] {
+        &self.types
+    }
+
     /// Whether `name` is a message type.
     pub(crate) fn has_type(&self, name: &str) -> bool {
         self.types.iter().any(|(known, _)| *known == name)

@@ -4,6 +4,7 @@
 //! Pure arithmetic on `f64`: no storage, no knowledge of why a game ended. Ratings are expected to be
 //! finite; a drawn or aborted game simply never calls in here.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A new player's rating.
@@ -26,7 +27,7 @@ pub fn expected_gain(diff: f64) -> f64 {
 }
 
 /// One player's rating around a game.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RatingChange {
     pub before: f64,
     pub after: f64,

@@ -2,6 +2,7 @@
 //! `GET /api/games/{id}` answers, and the `game` of its signed transcript (PROTOCOL.md
 //! section 12), one definition for the server and every client that checks one.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::messages::{GameId, GameResult, SeatPair};
@@ -13,12 +14,13 @@ use crate::Variant;
 pub type AccountId = i64;
 
 /// A player as a record names them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RecordPlayer {
     /// The server's id of the account. The JSON API and signed transcripts leave it out,
     /// so a record read from them has 0 here in both seats: `against_itself` and the
     /// predicates built on it are for the server's own records.
     #[serde(default)]
+    #[schemars(skip)]
     pub account_id: AccountId,
     pub name: String,
     pub guest: bool,
@@ -27,7 +29,7 @@ pub struct RecordPlayer {
 }
 
 /// One resolved round, with everything needed to re-verify it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RoundLog {
     pub round: u32,
     /// Each seat's commitment.
@@ -52,7 +54,7 @@ fn no_escrow(escrowed: &SeatPair<bool>) -> bool {
 
 /// A finished game's full record: what the server stores, `GET /api/games/{id}` answers
 /// (without account ids) and a signed transcript's `game` holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GameRecord {
     pub game_id: GameId,
     pub variant: Variant,
@@ -112,6 +114,25 @@ impl Serialize for Hash32 {
         } else {
             serializer.serialize_bytes(&self.0)
         }
+    }
+}
+
+/// Described as the JSON API writes it (records are served as JSON only).
+impl schemars::JsonSchema for Hash32 {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Hash32".into()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        concat!(module_path!(), "::Hash32").into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "32 bytes (a commitment or a nonce) as 64 lowercase hex characters.",
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$"
+        })
     }
 }
 

@@ -5,6 +5,7 @@
 //! knows when an element has reached an edge. It is pure: no clocks, no I/O, no randomness, so the
 //! game actor only adds channels and time around it.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// An element, identified by number in `1..=number` (display names belong to a theme, not to the rules).
@@ -23,7 +24,7 @@ pub const MAX_DISTANCE: u16 = 20;
 pub const MAX_ROUNDS: u32 = 1_000;
 
 /// The three numbers a game is played under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct Variant {
     /// How many elements exist, numbered `1..=number`.
     pub number: u16,
@@ -144,7 +145,7 @@ pub fn outcome(variant: &Variant, one: Element, two: Element) -> Option<Seat> {
 }
 
 /// A player's side of the board.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Seat {
     /// Player one: the left edge `-distance`; its winning elements move right (`+1`).
@@ -191,7 +192,7 @@ impl Seat {
 }
 
 /// One element moving one square after winning a round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Move {
     pub element: Element,
     /// The seat whose pick won, and so the direction of travel.
@@ -201,7 +202,7 @@ pub struct Move {
 }
 
 /// The result of one round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Outcome {
     /// Who won the round; `None` is a tie, and then `moved` is `None` too.
     pub winner: Option<Seat>,

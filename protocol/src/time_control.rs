@@ -1,5 +1,6 @@
 //! Time controls: the clock settings of a game, their bounds and the named presets.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How a game's clocks run. All durations in milliseconds.
@@ -12,7 +13,7 @@ use serde::{Deserialize, Serialize};
 /// A correspondence control (`per_phase_ms` present, the three live fields 0): no bank;
 /// each phase (a round's commit, then its reveal) must be done within `per_phase_ms` of the
 /// phase's start, and whoever still owes it then loses on time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct TimeControl {
     pub initial_ms: u64,
     pub increment_ms: u64,

@@ -3,6 +3,7 @@
 //! the server's and checking the client library's (`elementals_client::transcript`); this
 //! crate holds no key and does no cryptography beyond the key's id.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -14,7 +15,7 @@ pub const ALGORITHM: &str = "ed25519";
 
 /// What `GET /api/games/{id}/transcript` answers. Every byte string is standard base64
 /// with padding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SignedTranscript {
     /// The signed bytes: a UTF-8 JSON object (see PROTOCOL.md), verified as they are, never
     /// re-encoded.
@@ -28,7 +29,7 @@ pub struct SignedTranscript {
 }
 
 /// What `GET /api/transcript-key` answers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TranscriptKey {
     pub algorithm: String,
     pub public_key: String,

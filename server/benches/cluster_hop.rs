@@ -9,9 +9,12 @@
 //! fast as the two clients go. Per run: the median round's wall time (both commits, both
 //! reveals, the result seen by both) and the CPU both nodes spent per round (`/proc`).
 
-#[path = "../tests/cluster_support/mod.rs"]
+// The integration tests' harness, of which this program uses a few parts.
+#[allow(dead_code, unused_imports)]
+#[path = "../tests/it/cluster_support/mod.rs"]
 mod cluster_support;
-#[path = "../tests/common/mod.rs"]
+#[allow(dead_code, unused_imports)]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

@@ -16,7 +16,7 @@ use elementals_protocol::messages::{GameId, SeatPair};
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::TimeControl;
 use elementals_server::db::{AccountRow, Db};
-use elementals_server::game::GameSetup;
+use elementals_server::record::GameSetup;
 use elementals_server::record::{Hash32, LogEntry, LogStep, RecordPlayer};
 
 /// Steps each game appends after its start.

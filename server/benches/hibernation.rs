@@ -157,7 +157,7 @@ async fn fall_asleep(db: &Db, count: usize) -> Asleep {
         }
         made += wave;
         let deadline = Instant::now() + Duration::from_secs(120);
-        while metrics.hibernated_games.load(Relaxed) < made as u64 {
+        while services.registry.asleep_count() < made {
             assert!(Instant::now() < deadline, "wave of {wave} did not sleep");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

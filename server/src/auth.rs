@@ -12,8 +12,8 @@ use elementals_protocol::ErrorCode;
 use sha2::{Digest, Sha256};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use crate::clock::unix_ms;
-use crate::db::{AccountRow, Db, DbError};
+use crate::clock::Clock;
+use crate::db::{AccountRow, Db, DbError, Slide};
 use crate::metrics::Counted;
 
 pub const NAME_MIN: usize = 3;
@@ -228,10 +228,18 @@ impl Hasher {
 pub struct Auth {
     pub db: Db,
     pub hasher: Hasher,
+    /// How long a token lives after its last use (its issue, a `resume`, or a request
+    /// with it over HTTP).
     pub token_ttl_ms: u64,
     /// Sessions an account may hold; a sign-in past this revokes its oldest.
     pub max_sessions: u32,
+    /// The server's wall clock (tests on tokio's paused clock move it).
+    pub clock: Clock,
 }
+
+/// The most a token's stored expiry lags behind its last use: a token used often is
+/// written once a day, not at every use.
+pub const TOKEN_SLIDE_EVERY_MS: u64 = 24 * 3600 * 1000;
 
 /// A signed-in account and its fresh token.
 pub struct SignedIn {
@@ -243,7 +251,7 @@ pub struct SignedIn {
 impl Auth {
     async fn issue(&self, account: AccountRow) -> Result<SignedIn, AuthError> {
         let (token, hash) = new_token();
-        let expires_at = unix_ms() + self.token_ttl_ms;
+        let expires_at = self.clock.now_ms() + self.token_ttl_ms;
         self.db
             .insert_session(hash, account.id, expires_at, self.max_sessions)
             .await?;
@@ -286,14 +294,23 @@ impl Auth {
         self.issue(account).await
     }
 
-    /// Resume costs one hash of 32 bytes and one lookup: no password hashing.
+    /// Resume costs one hash of 32 bytes and one lookup: no password hashing. A use of the
+    /// token: it expires `token_ttl_ms` after this, give or take `TOKEN_SLIDE_EVERY_MS`
+    /// (at most half the lifetime), by which its stored expiry may lag to spare a write.
     pub async fn resume(&self, token: &str) -> Result<SignedIn, AuthError> {
         let invalid =
             || AuthError::new(ErrorCode::InvalidToken, "unknown, expired or revoked token");
         let hash = hash_token(token).ok_or_else(invalid)?;
+        let now = self.clock.now_ms();
+        let to = now.saturating_add(self.token_ttl_ms);
+        let lag = TOKEN_SLIDE_EVERY_MS.min(self.token_ttl_ms / 2);
+        let slide = Slide {
+            below: to.saturating_sub(lag),
+            to,
+        };
         let session = self
             .db
-            .session(hash, unix_ms())
+            .session(hash, now, slide)
             .await?
             .ok_or_else(invalid)?;
         Ok(SignedIn {

@@ -75,17 +75,18 @@ impl Bot {
 #[derive(Debug)]
 pub struct Bots {
     bots: Vec<Bot>,
-    /// `bot_games` counts the games the bots play now, which the cap limits.
+    /// `bot_games` counts the games the bots play on this node now.
     metrics: Arc<Metrics>,
-    max_games: u64,
+    /// The cap, which the lobby keeps (`max_games`).
+    max_games: usize,
     bus: Arc<dyn Bus>,
     /// Cancelled at shutdown, with the games.
     stop: CancellationToken,
 }
 
-/// One game's place under the cap: freed when its bot's task ends.
+/// One game the bots play on this node, counted (`bot_games`) until its bot's task ends.
 #[derive(Debug)]
-pub struct Slot(Arc<Metrics>);
+struct Slot(Arc<Metrics>);
 
 impl Slot {
     fn take(metrics: &Arc<Metrics>) -> Slot {
@@ -157,7 +158,7 @@ impl Bots {
         Ok(Bots {
             bots,
             metrics,
-            max_games: max_games as u64,
+            max_games,
             bus,
             stop,
         })
@@ -167,15 +168,13 @@ impl Bots {
         self.bots.iter().find(|b| b.strength == strength)
     }
 
-    /// A place for one more game under the cap, if there is one.
-    pub fn reserve(&self) -> Option<Slot> {
-        let taken =
-            self.metrics
-                .bot_games
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                    (n < self.max_games).then_some(n + 1)
-                });
-        taken.ok().map(|_| Slot(self.metrics.clone()))
+    pub fn by_account(&self, account: AccountId) -> Option<&Bot> {
+        self.bots.iter().find(|b| b.account == account)
+    }
+
+    /// The most games against the computer the lobby starts and has not heard the end of.
+    pub fn max_games(&self) -> usize {
+        self.max_games
     }
 
     /// A new connection identity for a bot's seat, on the bus.
@@ -186,8 +185,10 @@ impl Bots {
         BotConn { outbox, rx }
     }
 
-    /// Attaches `conn` to `bot`'s seat and plays it until its game ends (or is gone).
-    pub fn play(&self, bot: &Bot, seat: PlayerHandle, conn: BotConn, slot: Slot) {
+    /// Attaches `conn` to `bot`'s seat and plays it until its game ends (or is gone),
+    /// counted meanwhile (`bot_games`).
+    pub fn play(&self, bot: &Bot, seat: PlayerHandle, conn: BotConn) {
+        let slot = Slot::take(&self.metrics);
         let driver = driver::Driver::new(bot.clone(), seat, self.bus.clone());
         let stop = self.stop.clone();
         tokio::spawn(async move {
@@ -222,8 +223,7 @@ impl Bots {
                 let Some(bot) = self.bots.iter().find(|b| b.info.name == player.name) else {
                     continue;
                 };
-                let slot = Slot::take(&self.metrics);
-                self.play(bot, handle.player(seat), self.connect(), slot);
+                self.play(bot, handle.player(seat), self.connect());
                 resumed += 1;
             }
         }

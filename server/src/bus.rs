@@ -1,7 +1,8 @@
 //! The bus between the socket tier and the game tier.
 //!
-//! The socket tier owns sockets: each connection has a reader task and a writer task, and
-//! only the writer writes to its socket, draining the connection's bounded `Outbox`. The
+//! The socket tier owns sockets: each connection has a reader task, a writer task and an
+//! `Outbox`, through which everything sent to it goes (written at once when nothing is
+//! queued, else queued for the writer, in order). The
 //! game tier (the lobby and the game actors) owns games and never holds a socket, an outbox
 //! or a connection: it addresses a connection by its identity (`ConnId`) and hands the bus
 //! plain data (encoded frames), which the bus delivers to that connection's queue. What
@@ -22,30 +23,33 @@
 //! outboxes, which the socket tier fills as connections open and empties as they end, the
 //! sessions' notice queues, the games' command queues and the games' topics.
 
+mod handle;
 mod local;
 pub mod redis;
 mod topic;
 
+pub use handle::{GameHandle, PlayerHandle, SpectatorHandle};
 pub use local::LocalBus;
 
 /// Wakes a sleeping game by its id (see `Bus::set_waker`).
 pub type Waker = Arc<dyn Fn(GameId) -> bool + Send + Sync>;
+
+/// Starts a game the lobby starts, on this node (see `Bus::set_starter`).
+pub type Starter = Arc<dyn Fn(NewGame) + Send + Sync>;
 pub use redis::RedisBus;
 
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use bytes::Bytes;
-use dashmap::DashMap;
-use elementals_protocol::messages::{GameId, RequestId, ServerMsg};
+use elementals_protocol::messages::{GameId, ServerMsg};
 use elementals_protocol::wire;
 use elementals_protocol::ErrorCode;
 use futures::future::BoxFuture;
 use tokio::sync::mpsc::{self, error::TrySendError};
 
-use crate::game::{GameCmd, GameError};
-use crate::game::{GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY};
-use crate::lobby::{LobbyCmd, LOBBY_CHANNEL_CAPACITY};
+pub use crate::msg::{ConnId, Notice, ReplyTo};
+use crate::msg::{GameCmd, GameError, Holding, LobbyCmd, NewGame};
 use crate::outbox::{Framed, Outbox, SendError};
 #[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
 pub(crate) use topic::MAX_RESYNC_ATTEMPTS;
@@ -70,9 +74,6 @@ pub struct Published {
     /// Whether some subscriber still lacks some frame (a delivery is owed).
     pub backlog: bool,
 }
-
-/// A connection's identity on the bus (unique for the server's life).
-pub type ConnId = u64;
 
 /// How the game tier reaches connections. Nothing here waits: a connection whose queue is
 /// full is reported (`SendError::Full`), and what to do then is the sender's choice.
@@ -168,20 +169,43 @@ pub trait Bus: Send + Sync + Debug {
     /// Tells connection `to`'s session `notice`.
     fn notify_session(&self, to: ConnId, notice: Notice);
 
-    /// The game tier: the lobby takes commands; its task reads them from the receiver.
-    fn open_lobby(&self) -> mpsc::Receiver<LobbyCmd>;
+    /// The game tier: the lobby (its `generation`) runs here and takes commands; its task
+    /// reads them from the receiver. In a cluster every node hears where it runs now.
+    fn open_lobby(&self, generation: i64) -> mpsc::Receiver<LobbyCmd>;
 
-    /// Sends `cmd` to the lobby, waiting for room in its queue; a command it cannot take
-    /// (it has stopped) is answered `internal`.
+    /// The lobby's task here has stopped (its lease lost).
+    fn close_lobby(&self);
+
+    /// Sends `cmd` to the lobby, wherever it runs, waiting for room in its queue; a
+    /// command it cannot take (it has stopped, or is moving) is answered `internal`.
     fn to_lobby(&self, cmd: LobbyCmd) -> BoxFuture<'_, ()>;
 
     /// Sends the lobby a notice that must not be lost (`Gone`), without waiting.
     fn notify_lobby(&self, cmd: LobbyCmd);
 
+    /// The lobby: what connection `conn` has open in it now (`None`: nothing), kept by the
+    /// connection's node while it is open.
+    fn hold(&self, conn: ConnId, holding: Option<Holding>);
+
+    /// What starts a game on this node at the lobby's word (`start_game`), wherever the
+    /// lobby runs.
+    fn set_starter(&self, starter: Option<Starter>);
+
+    /// The lobby: starts `game` on the node of one of its players' connections (the first
+    /// seat's whose node is alive; else this node), without waiting; that node runs it
+    /// and tells its players. A single node starts every game itself.
+    fn start_game(&self, game: NewGame);
+
     /// The answer to `reply` is queued: tells its session, if it waits for that.
     fn answered(&self, reply: ReplyTo, ok: bool) {
         if reply.settle {
-            self.notify_session(reply.conn, Notice::Answered { ok });
+            self.notify_session(
+                reply.conn,
+                Notice::Answered {
+                    ok,
+                    request: reply.request_id,
+                },
+            );
         }
     }
 
@@ -235,26 +259,19 @@ pub trait Bus: Send + Sync + Debug {
     }
 }
 
-/// Where the answer to a command for a game or the lobby goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReplyTo {
-    /// The connection that asked, on the bus.
-    pub conn: ConnId,
-    /// The request answered, if the client made one (an attach at sign-in, or the lobby's
-    /// seating, answers none).
-    pub request_id: Option<RequestId>,
-    /// Whether the connection's session waits for `Notice::Answered` before it handles
-    /// anything else (`Session::settle`).
-    pub settle: bool,
-}
-
-/// Word to a connection's session (not its socket) from the game tier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Notice {
-    /// A command of the connection's to a game or the lobby is answered: whatever the
-    /// answer sends the client is queued before this. `ok` says whether it took effect (an
-    /// attach or a watch began; a move was judged, even if refused by the rules).
-    Answered { ok: bool },
+/// Tells connection `conn` that its account signed in on another connection (of this
+/// node or another node of the cluster), and closes it.
+pub fn supersede(bus: &dyn Bus, conn: ConnId) {
+    let notice = ServerMsg::Notice {
+        code: "superseded".into(),
+        message: "this account signed in on another connection".into(),
+    };
+    let _ = bus.send_msg(conn, &notice);
+    bus.close(
+        conn,
+        crate::msg::close::SUPERSEDED,
+        "superseded by a newer connection",
+    );
 }
 
 /// Answers a command nobody will handle `code` (if it has a request), and tells its
@@ -318,8 +335,9 @@ pub fn deliver_all(bus: &dyn Bus, topic: GameId, mut resync: impl FnMut() -> Byt
 /// `Gone`): at once if the channel has room, else from a task that waits for room. The
 /// waiting tasks are bounded by construction: a connection sends each notice once (as it
 /// ends: a detach for its seat, an unwatch for each game it watches, at most 16, a gone
-/// to the lobby; or an unwatch as it asks), so there are never more than that per
-/// connection that closed or unwatched while a queue was full, and each task is gone once
+/// to the lobby; or an unwatch as it asks; a game's end, told to the lobby once, and its
+/// ratings once), so there are never more than that per connection that closed or
+/// unwatched, or game that ended, while a queue was full, and each task is gone once
 /// its notice is queued (or the receiver is: a closed channel has nobody to notify).
 pub(crate) fn notify<T: Send + 'static>(tx: &mpsc::Sender<T>, notice: T) {
     match tx.try_send(notice) {

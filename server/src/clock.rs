@@ -1,7 +1,9 @@
 //! Wall-clock time. Game timing uses `tokio::time::Instant` (pausable in tests); the
 //! deadlines of hibernated games are wall-clock milliseconds, because they must survive a
 //! restart, and they are read and written through one [`Clock`] per server, so that tests
-//! on tokio's paused clock move wall time by moving the paused clock.
+//! on tokio's paused clock move wall time by moving the paused clock. A cluster node's
+//! clock reads the database's (`Clock::reading`, at its start), as its leases do, so that
+//! every node agrees when a sleeping game's deadline comes whatever its machine's clock says.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -31,6 +33,15 @@ impl Clock {
         Clock {
             base: Instant::now(),
             base_ms: unix_ms(),
+        }
+    }
+
+    /// A clock that reads `now_ms` (Unix milliseconds) now: a cluster node's, from the
+    /// database's clock, which every node shares.
+    pub fn reading(now_ms: u64) -> Clock {
+        Clock {
+            base: Instant::now(),
+            base_ms: now_ms,
         }
     }
 

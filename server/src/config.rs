@@ -7,6 +7,8 @@ use std::time::Duration;
 use clap::Parser;
 use elementals_protocol::rules::MAX_ROUNDS;
 
+use crate::limits::AbuseLimits;
+
 /// The Elementals game server: WebSocket play, HTTP API and web client on one port.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "elementals-server", version)]
@@ -47,7 +49,7 @@ pub struct Config {
     #[arg(long, env = "ELEMENTALS_AUTH_TIMEOUT_SECS", default_value_t = 30)]
     pub auth_timeout_secs: u64,
 
-    /// Days a session token stays valid.
+    /// Days a session token stays valid after its last use.
     #[arg(long, env = "ELEMENTALS_TOKEN_DAYS", default_value_t = 30)]
     pub token_days: u64,
 
@@ -59,8 +61,9 @@ pub struct Config {
     #[arg(long, env = "ELEMENTALS_FIRST_COMMIT_SECS", default_value_t = 30)]
     pub first_commit_secs: u64,
 
-    /// Most games against the computer (`play_bot`) the server runs at once; each is a game
-    /// and a task of the server's own. Past it `play_bot` answers `too_many_requests`.
+    /// Most games against the computer (`play_bot`) the server (a cluster: all its nodes)
+    /// runs at once, counted by the lobby; each is a game and a task of the server's own.
+    /// Past it `play_bot` answers `too_many_requests`.
     #[arg(long, env = "ELEMENTALS_MAX_BOT_GAMES", default_value_t = 100)]
     pub max_bot_games: usize,
 
@@ -177,6 +180,17 @@ pub struct Config {
     )]
     pub max_rounds: u32,
 
+    /// Unfinished correspondence games one account may sit in at once (beside at most one
+    /// live game); one more is refused `too_many_games`. 1 to 50 (`MAX_CORRESPONDENCE_GAMES`).
+    #[arg(
+        long,
+        env = "ELEMENTALS_MAX_CORRESPONDENCE_GAMES",
+        default_value_t = crate::limits::MAX_CORRESPONDENCE_GAMES,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+            .range(1..=crate::limits::MAX_CORRESPONDENCE_GAMES as u64)
+    )]
+    pub max_correspondence_games: usize,
+
     /// The file holding the Ed25519 key that signs finished games' transcripts (64 hex
     /// characters; created, readable by its owner only, if missing). Default: beside a
     /// SQLite database (`<database>-transcript-key`); with PostgreSQL, in the database
@@ -204,6 +218,34 @@ pub struct Config {
     /// unique per process (the host's name, the process id and a random suffix).
     #[arg(long, env = "ELEMENTALS_NODE_ID")]
     pub node_id: Option<String>,
+
+    /// Cluster mode: milliseconds a node's leases (its games' and the lobby's) last after
+    /// its last renewal. It renews them every third of that, and claims lapsed ones every
+    /// sixth: a dead node's games and lobby run elsewhere within 7/6 of it. Every node of
+    /// a cluster takes the same.
+    #[arg(long, env = "ELEMENTALS_LEASE_MS", default_value_t = 6000)]
+    pub lease_ms: u64,
+
+    /// Milliseconds one transaction of the game log (on PostgreSQL) may take before
+    /// `/healthz` answers 503: a database that stalls (its connection open, nothing
+    /// answered) raises no error. In cluster mode a node claims every second, so this
+    /// bounds how long a stall goes unsaid.
+    #[arg(long, env = "ELEMENTALS_GAME_LOG_STALL_MS", default_value_t = 5000)]
+    pub game_log_stall_ms: u64,
+
+    /// Cluster mode: milliseconds a node may be silent on the cluster's channel (each
+    /// says it is alive every second) before the others take it for dead: its lobby
+    /// entries are dropped and what it owes is answered. Every node of a cluster takes the
+    /// same.
+    #[arg(long, env = "ELEMENTALS_NODE_TIMEOUT_MS", default_value_t = 5000)]
+    pub node_timeout_ms: u64,
+
+    /// Cluster mode: milliseconds the node's subscription to Redis may bring nothing (not
+    /// even its own heartbeat, sent every second) before the node takes its link to Redis
+    /// for stalled: `/healthz` answers 503 and the node subscribes again on a new
+    /// connection, as after a link that closed.
+    #[arg(long, env = "ELEMENTALS_REDIS_SILENCE_MS", default_value_t = 3000)]
+    pub redis_silence_ms: u64,
 
     /// Seconds without a command after which a game whose players are both away goes to
     /// sleep in storage (hibernates: no task, next to no memory) if nothing is due in it
@@ -236,6 +278,14 @@ pub struct ClusterConfig {
     pub name: String,
     /// This node's name, unique in the cluster.
     pub node_id: String,
+    /// How long its leases last after a renewal (`--lease-ms`).
+    pub lease: std::time::Duration,
+    /// How long its subscription may bring nothing before it is taken for stalled
+    /// (`--redis-silence-ms`).
+    pub silence: std::time::Duration,
+    /// How long a node may be silent before the others take it for dead
+    /// (`--node-timeout-ms`).
+    pub node_timeout: std::time::Duration,
 }
 
 /// Why the options cannot start a server.
@@ -252,6 +302,15 @@ pub enum ConfigError {
     BadRedisUrl,
 }
 
+/// When a game goes to sleep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hibernation {
+    /// After this long with no command.
+    pub idle: Duration,
+    /// Only if nothing is due sooner than this (live games' deadlines are minutes away).
+    pub min_deadline: Duration,
+}
+
 impl Config {
     /// Defaults, for tests and embedding: as if started with no flags.
     pub fn with_database(database: PathBuf) -> Config {
@@ -261,12 +320,40 @@ impl Config {
         config
     }
 
+    /// How long a game the lobby starts may take to show before it is started again: twice
+    /// the time after which a silent node is taken for dead (a start sent to a node that
+    /// died is sent again, to a node that lives).
+    pub fn start_wait(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(2 * self.node_timeout_ms.max(MIN_NODE_TIMEOUT_MS))
+    }
+
     /// When games hibernate (`None`: never).
-    pub fn hibernation(&self) -> Option<crate::game::Hibernation> {
-        (self.hibernate_after_secs > 0).then(|| crate::game::Hibernation {
+    pub fn hibernation(&self) -> Option<Hibernation> {
+        (self.hibernate_after_secs > 0).then(|| Hibernation {
             idle: Duration::from_secs(self.hibernate_after_secs),
             min_deadline: Duration::from_secs(self.hibernate_min_deadline_secs),
         })
+    }
+
+    /// The per-address and per-account limits, as set.
+    pub fn abuse_limits(&self) -> AbuseLimits {
+        use crate::limits::{IpBuckets, IpConnections, LoginAttempts, LOGIN_WINDOW};
+        AbuseLimits {
+            connections: IpConnections::new(self.max_connections_per_ip),
+            logins: LoginAttempts::new(
+                self.login_failures_per_account,
+                self.login_failures_per_ip,
+                LOGIN_WINDOW,
+            ),
+            new_accounts: IpBuckets::new(
+                f64::from(self.new_accounts_per_ip) / 3600.0,
+                f64::from(self.new_accounts_per_ip),
+            ),
+            http_requests: IpBuckets::new(
+                f64::from(self.http_requests_per_ip),
+                2.0 * f64::from(self.http_requests_per_ip),
+            ),
+        }
     }
 
     pub fn heartbeat(&self) -> Duration {
@@ -339,12 +426,28 @@ impl Config {
             redis_url: redis_url.clone(),
             name: name.clone(),
             node_id,
+            lease: std::time::Duration::from_millis(self.lease_ms.max(MIN_LEASE_MS)),
+            silence: std::time::Duration::from_millis(
+                self.redis_silence_ms.max(MIN_REDIS_SILENCE_MS),
+            ),
+            node_timeout: std::time::Duration::from_millis(
+                self.node_timeout_ms.max(MIN_NODE_TIMEOUT_MS),
+            ),
         }))
     }
 }
 
 /// A node id unique per process: the host, the process id and a random suffix (a
 /// restarted process may get the same pid). Made once, so every reader agrees.
+/// The shortest lease `--lease-ms` sets: a renewal every 100 ms.
+const MIN_LEASE_MS: u64 = 300;
+
+/// The shortest `--node-timeout-ms`: two heartbeats.
+const MIN_NODE_TIMEOUT_MS: u64 = 2000;
+
+/// The shortest `--redis-silence-ms`: past the one-second heartbeat by half.
+const MIN_REDIS_SILENCE_MS: u64 = 1500;
+
 fn default_node_id() -> String {
     static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     ID.get_or_init(make_node_id).clone()

@@ -1,8 +1,8 @@
 //! One WebSocket connection: a reader loop and a writer task.
 //!
 //! The reader only decodes, rate-limits and hands each message to the `Session`; the
-//! writer drains the connection's outbox, sends heartbeats and closes with a meaningful
-//! code. When one side ends, the other is stopped.
+//! writer drains what the connection's outbox queued, sends heartbeats and closes with a
+//! meaningful code. When one side ends, the other is stopped.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -18,39 +18,14 @@ use futures::{FutureExt, StreamExt};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::{self, Message};
 
+pub use crate::msg::close;
 use crate::outbox::{Outbox, OUTBOX_CAPACITY};
-use crate::server::AppState;
 use crate::session::{After, Session};
+use crate::state::AppState;
 use crate::ws;
 
 mod writer;
 use writer::write_loop;
-
-/// WebSocket close codes the server uses (also listed in PROTOCOL.md).
-pub mod close {
-    pub const NORMAL: u16 = 1000;
-    pub const GOING_AWAY: u16 = 1001;
-    pub const PROTOCOL: u16 = 1002;
-    pub const UNSUPPORTED_DATA: u16 = 1003;
-    pub const POLICY: u16 = 1008;
-    pub const TOO_BIG: u16 = 1009;
-    pub const INTERNAL: u16 = 1011;
-    pub const RESTART: u16 = 1012;
-    pub const SUPERSEDED: u16 = 4000;
-    pub const AUTH_TIMEOUT: u16 = 4001;
-    pub const HEARTBEAT_TIMEOUT: u16 = 4002;
-}
-
-/// Tells connection `conn` that its account signed in on another connection (of this
-/// node or another node of the cluster), and closes it.
-pub fn supersede(bus: &dyn crate::bus::Bus, conn: crate::bus::ConnId) {
-    let notice = ServerMsg::Notice {
-        code: "superseded".into(),
-        message: "this account signed in on another connection".into(),
-    };
-    let _ = bus.send_msg(conn, &notice);
-    bus.close(conn, close::SUPERSEDED, "superseded by a newer connection");
-}
 
 /// A token bucket: `rate` messages per second, bursts of `2 * rate`.
 struct RateLimit {
@@ -109,13 +84,14 @@ pub fn serve<H: Send + 'static>(
     let ws::Socket { frames, write } = socket;
     // Killed at shutdown too: the writer then sends the restart notice (`write_loop`).
     let (outbox, rx) = Outbox::within(conn_id, OUTBOX_CAPACITY, &state.shutdown);
+    outbox.attach(write, state.metrics.clone());
     // On the bus: the lobby and the games reach the connection by its id.
     state.registry.bus().connect(&outbox);
     state.metrics.connections.fetch_add(1, Relaxed);
     state.metrics.connections_total.fetch_add(1, Relaxed);
     tracing::debug!(conn_id, %peer, "connected");
 
-    let mut writer = tokio::spawn(write_loop(write, rx, outbox.clone(), state.clone()));
+    let mut writer = tokio::spawn(write_loop(rx, outbox.clone(), state.clone()));
     let mut session = Session::new(state.clone(), outbox.clone(), peer);
     async move {
         // A bug that panics while handling one message must cost only this connection:

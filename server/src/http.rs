@@ -1,4 +1,5 @@
-//! HTTP routes: the WebSocket upgrade at `/ws`, the JSON API, health and metrics.
+//! HTTP routes: the WebSocket upgrade at `/ws`, the JSON API, health and metrics (and,
+//! merged in, the browser client's files and the API's documents).
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -15,9 +16,9 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-use crate::api::{self, PageQuery};
+use crate::api::{self, PageQuery, MAX_GAMES, MAX_HISTORY, MAX_LIST};
 use crate::db::{DbError, LogHealth};
-use crate::server::AppState;
+use crate::state::AppState;
 use crate::{admission, ws};
 
 /// Bytes tungstenite reads from the socket at a time, allocated up front for every
@@ -26,16 +27,6 @@ use crate::{admission, ws};
 /// buffer for itself. 1 KiB rather than 4 KiB saves about a quarter of an idle signed-in
 /// connection's server memory (the density target).
 pub(crate) const READ_BUFFER: usize = 1024;
-
-/// Entries a page of the leaderboard or of the live games holds at most (and by default).
-pub const MAX_LIST: u32 = 100;
-
-/// Rating changes a player page's history holds at most (and by default).
-pub const MAX_HISTORY: u32 = 200;
-
-/// Games a page of a player's games holds at most (and by default): each is one record
-/// read (its head only decoded).
-pub const MAX_GAMES: u32 = 50;
 
 pub fn router(state: Arc<AppState>) -> Router {
     // The JSON API is limited per address; health, metrics and the page's files are not.
@@ -58,6 +49,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/metrics", get(metrics))
         .merge(api)
         .merge(crate::web::routes())
+        .merge(crate::api_docs::routes())
         .with_state(state)
 }
 
@@ -67,6 +59,10 @@ pub fn router(state: Arc<AppState>) -> Router {
 async fn healthz(State(state): State<Arc<AppState>>) -> Response {
     if !state.registry.reaches_cluster() {
         return (StatusCode::SERVICE_UNAVAILABLE, "Redis out of reach").into_response();
+    }
+    let stall = std::time::Duration::from_millis(state.config.game_log_stall_ms);
+    if state.db.log_stalled(stall) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "game log stalled").into_response();
     }
     match state.db.log_health() {
         LogHealth::Writable => "ok".into_response(),
@@ -161,6 +157,13 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
             "# HELP {name} {help}\n# TYPE {name} counter\n{name} {read}\n"
         );
     }
+    let name = "elementals_hibernated_games";
+    let help = "Games asleep in storage, waiting on absent players (in a cluster, the cluster's, as this node has heard).";
+    let asleep = state.registry.asleep_count();
+    let _ = write!(
+        body,
+        "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {asleep}\n"
+    );
     body.push_str(&state.registry.cluster_metrics());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }

@@ -3,8 +3,10 @@
 
 pub mod accept;
 pub mod admission;
+pub mod alarms;
 pub mod alloc;
 pub mod api;
+pub mod api_docs;
 #[cfg(test)]
 mod architecture_md;
 pub mod auth;
@@ -17,10 +19,14 @@ pub mod connection;
 pub mod db;
 pub mod game;
 pub mod http;
+#[cfg(test)]
+mod layers;
 pub mod limits;
 pub mod lobby;
 pub mod metrics;
+pub mod msg;
 pub mod outbox;
+pub mod peers;
 pub mod pruning;
 pub mod record;
 pub mod registry;
@@ -28,6 +34,7 @@ pub mod registry;
 mod security_md;
 pub mod server;
 pub mod session;
+pub mod state;
 pub mod transcript;
 pub mod web;
 pub mod ws;

@@ -15,8 +15,6 @@ use std::net::{IpAddr, Ipv6Addr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::config::Config;
-
 /// The limits `AppState` holds, built from the configuration.
 #[derive(Debug)]
 pub struct AbuseLimits {
@@ -28,26 +26,9 @@ pub struct AbuseLimits {
     pub http_requests: IpBuckets,
 }
 
-impl AbuseLimits {
-    pub fn new(config: &Config) -> AbuseLimits {
-        AbuseLimits {
-            connections: IpConnections::new(config.max_connections_per_ip),
-            logins: LoginAttempts::new(
-                config.login_failures_per_account,
-                config.login_failures_per_ip,
-                LOGIN_WINDOW,
-            ),
-            new_accounts: IpBuckets::new(
-                f64::from(config.new_accounts_per_ip) / 3600.0,
-                f64::from(config.new_accounts_per_ip),
-            ),
-            http_requests: IpBuckets::new(
-                f64::from(config.http_requests_per_ip),
-                2.0 * f64::from(config.http_requests_per_ip),
-            ),
-        }
-    }
-}
+/// Unfinished correspondence games one account may sit in at once (beside at most one
+/// live game); `--max-correspondence-games` lowers it.
+pub const MAX_CORRESPONDENCE_GAMES: usize = 50;
 
 /// The window failed logins are counted over.
 pub const LOGIN_WINDOW: Duration = Duration::from_secs(60);

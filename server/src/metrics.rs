@@ -36,11 +36,10 @@ pub struct Metrics {
     pub connections: AtomicU64,
     pub connections_total: AtomicU64,
     pub players_queued: AtomicU64,
-    /// Games against the computer in progress (the `--max-bot-games` cap counts these).
+    /// Games against the computer in progress on this node (the lobby keeps the
+    /// `--max-bot-games` cap over the games it starts).
     pub bot_games: AtomicU64,
     pub live_games: AtomicU64,
-    /// Hibernated games (`game/hibernate.rs`): asleep, no task.
-    pub hibernated_games: AtomicU64,
     /// Hibernated games woken, by a command or their deadline.
     pub games_woken: AtomicU64,
     pub games_started: AtomicU64,
@@ -63,21 +62,8 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// A game went to sleep.
-    pub fn note_slept(&self) {
-        self.hibernated_games.fetch_add(1, Relaxed);
-    }
-
-    /// Games found asleep at startup.
-    pub fn note_asleep(&self, count: usize) {
-        self.hibernated_games.fetch_add(count as u64, Relaxed);
-    }
-
     /// A game woke (its actor counts in `live_games` again).
     pub fn note_woken(&self) {
-        let _ = self
-            .hibernated_games
-            .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
         self.games_woken.fetch_add(1, Relaxed);
     }
 
@@ -103,23 +89,18 @@ impl Metrics {
             ),
             (
                 "elementals_players_queued",
-                "Players waiting in pools.",
+                "Players waiting in pools (counted where the lobby runs; 0 on a cluster's other nodes).",
                 &self.players_queued,
             ),
             (
                 "elementals_bot_games",
-                "Games against the computer in progress.",
+                "Games against the computer in progress on this node.",
                 &self.bot_games,
             ),
             (
                 "elementals_live_games",
                 "Games in progress.",
                 &self.live_games,
-            ),
-            (
-                "elementals_hibernated_games",
-                "Games asleep in storage, waiting on absent players.",
-                &self.hibernated_games,
             ),
             (
                 "elementals_spectators",

@@ -4,12 +4,21 @@
 //! writer.
 
 use elementals_protocol::messages::{GameId, GameResult, SeatPair};
-use elementals_protocol::rules::{Element, Seat};
+use elementals_protocol::rules::{Element, Seat, Variant};
+use elementals_protocol::TimeControl;
 use serde::{Deserialize, Serialize};
 
-use crate::game::GameSetup;
-
 pub use elementals_protocol::record::{AccountId, GameRecord, Hash32, RecordPlayer, RoundLog};
+
+/// Everything fixed when a game is created.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GameSetup {
+    pub game_id: GameId,
+    pub variant: Variant,
+    pub time_control: TimeControl,
+    pub rated: bool,
+    pub players: SeatPair<RecordPlayer>,
+}
 
 impl GameSetup {
     /// The record of this game, finished.

@@ -4,8 +4,8 @@
 //! game state: a game's state lives only in its actor. No lock here is held across an
 //! `.await`.
 //!
-//! In cluster mode the registry also answers for the other nodes' games and users, from
-//! this node's mirror of the cluster's directory (`bus::redis::Directory`), which it
+//! It also answers for the other nodes' games and users, from its peers (`crate::peers`: in
+//! cluster mode the mirror of the cluster's directory, on a single node nobody), which it
 //! keeps told of this node's own.
 
 use std::collections::{HashSet, VecDeque};
@@ -15,15 +15,15 @@ use dashmap::DashMap;
 use elementals_protocol::messages::{GameId, LiveGame, PlayerInfo, SeatPair};
 use elementals_protocol::rules::Seat;
 
-use crate::bus::redis::Directory;
-use crate::bus::{Bus, ConnId, LocalBus, RedisBus};
-use crate::game::{GameHandle, OwedNow};
+use crate::bus::{Bus, ConnId, GameHandle, LocalBus};
+use crate::msg::{LobbyCmd, OwedNow};
 
 mod dormant;
 mod finished;
 mod owed;
 use crate::record::AccountId;
 
+pub use crate::peers::{is_live, Alone, Asleep, Here, Peers, SeatAt, SeatMap, Sleepers};
 pub use finished::FinishedGame;
 
 /// A live game: its handle and the summary its actor last published.
@@ -54,9 +54,10 @@ pub struct Registry {
     /// Accounts whose connection asked `my_games`, and that connection: it is sent
     /// `your_move` (`registry/owed.rs`).
     followers: DashMap<AccountId, owed::Follower>,
-    seated: DashMap<AccountId, (GameId, Seat)>,
-    /// Hibernated games (`dormant.rs`): their seats stay in `seated`.
-    dormant: DashMap<GameId, dormant::Dormant>,
+    /// Each account's seats in this node's games (`seats.rs`).
+    seated: SeatMap,
+    /// Sleeping games this node is waking (`dormant.rs`; the peers keep the sleeping games).
+    dormant: DashMap<GameId, dormant::Waking>,
     online: DashMap<AccountId, OnlineUser>,
     /// Lower-cased name to account, for online users only.
     by_name: DashMap<String, AccountId>,
@@ -66,10 +67,8 @@ pub struct Registry {
     finished_order: Mutex<VecDeque<GameId>>,
     /// How the lobby and the games reach connections (see `bus`).
     bus: Arc<dyn Bus>,
-    /// The cluster's directory, in cluster mode.
-    cluster: Option<Arc<Directory>>,
-    /// The cluster's bus, in cluster mode: `my_games` asks other nodes through it.
-    redis: Option<Arc<RedisBus>>,
+    /// The other nodes (`peers.rs`).
+    peers: Arc<dyn Peers>,
 }
 
 impl Default for Registry {
@@ -78,40 +77,43 @@ impl Default for Registry {
             games: DashMap::new(),
             owed: DashMap::new(),
             followers: DashMap::new(),
-            seated: DashMap::new(),
+            seated: SeatMap::default(),
             dormant: DashMap::new(),
             online: DashMap::new(),
             by_name: DashMap::new(),
             finished: DashMap::new(),
             finished_order: Mutex::default(),
             bus: Arc::new(LocalBus::default()),
-            cluster: None,
-            redis: None,
+            peers: Arc::new(Alone::default()),
         }
     }
 }
 
-/// How many finished games are remembered for rematches before the oldest are forgotten.
+/// How many finished games a node remembers, and the lobby for rematches, before the
+/// oldest are forgotten.
 pub(crate) const FINISHED_MEMORY: usize = 10_000;
+
+/// The longest a sign-in waits for the other nodes to be able to hear of it.
+const TOLD_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Registry {
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// A node's registry in cluster mode, on `bus`.
-    pub fn clustered(bus: Arc<RedisBus>) -> Self {
+    /// A registry on `bus`, with `peers` for the other nodes (in cluster mode both are
+    /// the cluster's bus).
+    pub fn with_peers(bus: Arc<dyn Bus>, peers: Arc<dyn Peers>) -> Self {
         Registry {
-            cluster: Some(bus.directory.clone()),
-            redis: Some(bus.clone()),
             bus,
+            peers,
             ..Self::default()
         }
     }
 
-    /// Whether this node is one of a cluster's.
-    pub fn in_cluster(&self) -> bool {
-        self.cluster.is_some()
+    /// Whether this node is the only one (see `Peers::alone`).
+    pub fn alone(&self) -> bool {
+        self.peers.alone()
     }
 
     // --- games ---
@@ -123,11 +125,9 @@ impl Registry {
 
     pub fn insert_game(&self, handle: GameHandle, summary: LiveGame, seats: SeatPair<AccountId>) {
         let id = handle.game_id();
-        self.seated.insert(seats.one, (id, Seat::One));
-        self.seated.insert(seats.two, (id, Seat::Two));
-        if let Some(cluster) = &self.cluster {
-            cluster.game_opened(id, seats, summary.clone());
-        }
+        let live = !summary.time_control.is_correspondence();
+        self.seated.sit(id, seats, live);
+        self.peers.game_opened(id, seats, summary.clone());
         self.games.insert(
             id,
             LiveEntry {
@@ -140,27 +140,20 @@ impl Registry {
 
     pub fn update_summary(&self, summary: LiveGame) {
         if let Some(mut entry) = self.games.get_mut(&summary.game_id) {
-            if let Some(cluster) = &self.cluster {
-                cluster.summary_changed(summary.clone());
-            }
+            self.peers.summary_changed(summary.clone());
             entry.summary = summary;
         }
     }
 
-    /// Called by a game actor once its game has ended: frees both seats.
+    /// Called by a game actor once its game has ended: frees both seats, and tells the
+    /// lobby (wherever it runs), which keeps its rematch offers.
     pub fn finish_game(&self, game_id: GameId, finished: FinishedGame) {
         self.games.remove(&game_id);
         self.owed.remove(&game_id);
-        self.unfollow_remote(finished.players);
-        if let Some(cluster) = &self.cluster {
-            cluster.game_ended(game_id);
-        }
-        for (account, _) in [
-            (finished.players.one, Seat::One),
-            (finished.players.two, Seat::Two),
-        ] {
-            self.seated.remove_if(&account, |_, (g, _)| *g == game_id);
-        }
+        self.unfollow_remote(game_id, finished.players);
+        self.peers.game_ended(game_id);
+        self.seated
+            .leave(game_id, [finished.players.one, finished.players.two]);
         // The oldest go first. (No guard into `finished` may be alive across its own
         // `remove`: a shard's read guard held while the same thread takes its write lock
         // deadlocks the worker thread, which once froze the server at its 10,000th game.)
@@ -175,6 +168,8 @@ impl Registry {
             self.finished.remove(&oldest);
         }
         order.push_back(game_id);
+        self.bus
+            .notify_lobby(LobbyCmd::Ended(finished.ended(game_id)));
         self.finished.insert(game_id, finished);
     }
 
@@ -183,13 +178,9 @@ impl Registry {
     pub fn remove_game(&self, game_id: GameId, seats: SeatPair<AccountId>) {
         self.games.remove(&game_id);
         self.owed.remove(&game_id);
-        self.unfollow_remote(seats);
-        if let Some(cluster) = &self.cluster {
-            cluster.game_moved(game_id);
-        }
-        for account in [seats.one, seats.two] {
-            self.seated.remove_if(&account, |_, (g, _)| *g == game_id);
-        }
+        self.unfollow_remote(game_id, seats);
+        self.peers.game_moved(game_id);
+        self.seated.leave(game_id, [seats.one, seats.two]);
     }
 
     /// A live game of this node (or a hibernated one: a command to it wakes it), or of
@@ -202,9 +193,8 @@ impl Registry {
         if self.dormant.contains_key(game_id) || self.games.contains_key(game_id) {
             return Some(GameHandle::new(*game_id, self.bus.clone()));
         }
-        let cluster = self.cluster.as_ref()?;
         // Another node's game, or a sleeping one (a command to it wakes it here).
-        (cluster.node_of(*game_id).is_some() || cluster.dormant(*game_id).is_some())
+        (self.peers.node_of(*game_id).is_some() || self.peers.dormant(*game_id).is_some())
             .then(|| GameHandle::new(*game_id, self.bus.clone()))
     }
 
@@ -221,36 +211,32 @@ impl Registry {
             .collect()
     }
 
-    /// The `limit` most watched live games (of the whole cluster, in cluster mode), the
-    /// most watched first (ties by game id).
+    /// The `limit` most watched games under way (of the whole cluster, in cluster mode),
+    /// the most watched first (ties by game id): the live ones and the sleeping ones, which
+    /// nobody watches. A game being woken is listed once, as it runs.
     pub fn most_watched(&self, limit: usize) -> Vec<LiveGame> {
-        // Rank by (spectators, id) first and clone only the summaries kept, looked up again
-        // after the iteration's guards are gone (a game that ended meanwhile is left out).
-        let ranked: Vec<(u32, GameId)> = self
+        // Rank by (spectators, id) first and clone only this node's summaries kept, looked
+        // up again after the iteration's guards are gone (a game that ended meanwhile is
+        // left out). A game being woken is in the peers' sleepers for a moment too.
+        let mut others: std::collections::HashMap<GameId, LiveGame> = (self.peers)
+            .dormant_games()
+            .into_iter()
+            .chain(self.peers.remote_games())
+            .filter(|g| !self.games.contains_key(&g.game_id))
+            .map(|g| (g.game_id, g))
+            .collect();
+        let mut ranked: Vec<(u32, GameId)> = self
             .games
             .iter()
             .map(|e| (e.summary.spectators, *e.key()))
             .collect();
-        let Some(cluster) = &self.cluster else {
-            return first_by_spectators(ranked, limit)
-                .into_iter()
-                .filter_map(|(_, id)| self.games.get(&id).map(|e| e.summary.clone()))
-                .collect();
-        };
-        let mut all: std::collections::HashMap<GameId, LiveGame> = cluster
-            .remote_games()
-            .into_iter()
-            .map(|g| (g.game_id, g))
-            .collect();
-        for (_, id) in &ranked {
-            if let Some(e) = self.games.get(id) {
-                all.insert(*id, e.summary.clone());
-            }
-        }
-        let ranked = all.values().map(|g| (g.spectators, g.game_id)).collect();
+        ranked.extend(others.values().map(|g| (g.spectators, g.game_id)));
         first_by_spectators(ranked, limit)
             .into_iter()
-            .filter_map(|(_, id)| all.remove(&id))
+            .filter_map(|(_, id)| match others.remove(&id) {
+                Some(game) => Some(game),
+                None => self.games.get(&id).map(|e| e.summary.clone()),
+            })
             .collect()
     }
 
@@ -258,22 +244,42 @@ impl Registry {
         self.games.len()
     }
 
-    /// The game and seat an account is playing, if any.
-    pub fn seat_of(&self, account: AccountId) -> Option<(GameHandle, Seat)> {
-        let seated = self.seated.get(&account).map(|s| *s);
-        let (game_id, seat) = match seated {
-            Some(seat) => seat,
-            None => self.cluster.as_ref()?.seat_of(account)?,
-        };
-        self.game(&game_id).map(|h| (h, seat))
+    /// Every seat `account` holds: in this node's games, and in cluster mode in the other
+    /// nodes' and the sleeping games, in the order it sat down (this node's first).
+    pub fn seats_of(&self, account: AccountId) -> Vec<SeatAt> {
+        let mut seats = self.seated.of(account);
+        for at in self.peers.seats_of(account) {
+            if !seats.iter().any(|s| s.game_id == at.game_id) {
+                seats.push(at);
+            }
+        }
+        seats
     }
 
+    /// `account`'s seats in games that are awake (a command to a sleeping game would wake
+    /// it), the live one first.
+    pub fn awake_seats(&self, account: AccountId) -> Vec<(GameHandle, SeatAt)> {
+        let mut seats = self.seats_of(account);
+        seats.sort_by_key(|s| !s.live);
+        seats
+            .into_iter()
+            .filter(|s| !self.is_dormant(&s.game_id))
+            .filter_map(|s| self.game(&s.game_id).map(|h| (h, s)))
+            .collect()
+    }
+
+    /// `account`'s seat in game `game_id`, if it holds one there.
+    pub fn seat_in(&self, account: AccountId, game_id: GameId) -> Option<(GameHandle, Seat)> {
+        let at = self
+            .seats_of(account)
+            .into_iter()
+            .find(|s| s.game_id == game_id)?;
+        self.game(&game_id).map(|h| (h, at.seat))
+    }
+
+    /// Whether `account` sits in any game.
     pub fn is_seated(&self, account: AccountId) -> bool {
-        self.seated.contains_key(&account)
-            || self
-                .cluster
-                .as_ref()
-                .is_some_and(|c| c.seat_of(account).is_some())
+        self.seated.contains(account) || !self.peers.seats_of(account).is_empty()
     }
 
     // --- users ---
@@ -282,10 +288,15 @@ impl Registry {
     pub fn set_online(&self, account: AccountId, user: OnlineUser) -> Option<OnlineUser> {
         self.by_name.insert(user.name.to_lowercase(), account);
         self.unfollow(account, |conn| conn != user.conn_id);
-        if let Some(cluster) = &self.cluster {
-            cluster.user_online(account, &user.name, user.conn_id);
-        }
+        self.peers.user_online(account, &user.name, user.conn_id);
         self.online.insert(account, user)
+    }
+
+    /// Waits (`TOLD_WAIT` at most: the others may be out of reach) until the other nodes
+    /// can hear what this one has told them so far: a user just marked online is found by
+    /// name from any node.
+    pub async fn told_peers(&self) {
+        let _ = tokio::time::timeout(TOLD_WAIT, self.peers.told()).await;
     }
 
     /// Mark a user offline, unless a newer connection has taken over.
@@ -293,9 +304,7 @@ impl Registry {
         self.unfollow(account, |conn| conn == conn_id);
         let removed = self.online.remove_if(&account, |_, u| u.conn_id == conn_id);
         if let Some((_, user)) = removed {
-            if let Some(cluster) = &self.cluster {
-                cluster.user_offline(account, conn_id);
-            }
+            self.peers.user_offline(account, conn_id);
             self.by_name
                 .remove_if(&user.name.to_lowercase(), |_, a| *a == account);
         }
@@ -310,17 +319,39 @@ impl Registry {
         self.online(account).map(|u| (account, u))
     }
 
-    /// The cluster's gauges for `/metrics` (none outside cluster mode).
-    pub fn cluster_metrics(&self) -> String {
-        self.cluster
-            .as_ref()
-            .map(|c| c.render_metrics())
-            .unwrap_or_default()
+    /// The user online as `name`, on this node or (in a cluster) any other: their account,
+    /// connection and name as signed up.
+    pub async fn find_online(&self, name: &str) -> Option<(AccountId, ConnId, String)> {
+        if let Some((account, user)) = self.online_by_name(name) {
+            return Some((account, user.conn_id, user.name));
+        }
+        self.peers.find_online(name).await
     }
 
-    /// Whether this node hears the cluster's Redis (always, outside cluster mode).
+    /// The peers' gauges for `/metrics` (none on a single node).
+    /// How many games sleep: this node's on a single node, the cluster's (as this node has
+    /// heard) in a cluster.
+    pub fn asleep_count(&self) -> usize {
+        self.peers.asleep_count()
+    }
+
+    /// Bumped each time another node is heard to run a game (`Peers::games_opened`).
+    pub fn games_opened(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.peers.games_opened()
+    }
+
+    pub fn cluster_metrics(&self) -> String {
+        self.peers.render_metrics()
+    }
+
+    /// Whether this node hears the other nodes (always, on a single node).
     pub fn reaches_cluster(&self) -> bool {
-        self.cluster.as_ref().is_none_or(|c| c.reaches_redis())
+        self.peers.reaches_peers()
+    }
+
+    /// How long since this node last heard the other nodes, while it does not.
+    pub fn cut_off_for(&self) -> Option<std::time::Duration> {
+        self.peers.cut_off_for()
     }
 
     /// Users online on this node (`cluster_online_count`: on every node).
@@ -331,14 +362,15 @@ impl Registry {
     /// Users online in the whole cluster, as the nodes last said (this node's alone
     /// outside cluster mode).
     pub fn cluster_online_count(&self) -> usize {
-        self.online.len() + self.cluster.as_ref().map_or(0, |c| c.remote_online())
+        self.online.len() + self.peers.remote_online()
     }
 
     /// Accounts that must not be pruned: online, seated, or players of a finished game
     /// still remembered (whose record may not be stored yet).
     pub fn active_accounts(&self) -> HashSet<AccountId> {
         let mut active: HashSet<AccountId> = self.online.iter().map(|e| *e.key()).collect();
-        active.extend(self.seated.iter().map(|e| *e.key()));
+        active.extend(self.seated.accounts());
+        active.extend(self.peers.asleep_accounts());
         for finished in self.finished.iter() {
             active.insert(finished.players.one);
             active.insert(finished.players.two);
@@ -357,6 +389,24 @@ fn first_by_spectators(mut games: Vec<(u32, GameId)>, limit: usize) -> Vec<(u32,
     }
     games.sort_by(order);
     games
+}
+
+impl Here for Registry {
+    fn owed_of(&self, game: &GameId) -> Option<OwedNow> {
+        Registry::owed_of(self, game)
+    }
+
+    fn follower_here(&self, account: AccountId) -> Option<ConnId> {
+        Registry::follower_here(self, account)
+    }
+
+    fn follow_here(&self, game: GameId, account: AccountId, conn: ConnId, tell_owed: bool) {
+        Registry::follow_here(self, game, account, conn, tell_owed);
+    }
+
+    fn online_here(&self) -> usize {
+        self.online_count()
+    }
 }
 
 #[cfg(test)]

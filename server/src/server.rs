@@ -1,69 +1,28 @@
-//! Wiring: the shared state every connection sees, and `run`, which serves until told
-//! to shut down and then stops in order.
+//! Wiring: `run` builds the shared state every connection sees (`crate::state`), serves
+//! until told to shut down, and then stops in order.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use elementals_protocol::messages::Limits;
-use elementals_protocol::wire::MAX_CLIENT_MESSAGE_BYTES;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::api::LeaderboardCache;
 use crate::auth::{Auth, Hasher};
 use crate::bots::Bots;
 use crate::config::Config;
-use crate::db::{Db, DbError};
+use crate::db::{Db, DbError, LeaderboardCache};
 use crate::game::{GameServices, GameSettings};
-use crate::limits::AbuseLimits;
-use crate::lobby::shared::SharedPools;
-use crate::lobby::LobbyHandle;
+use crate::lobby::{LobbyHandle, LobbyStarter};
 use crate::metrics::Metrics;
 use crate::pruning::PruneSettings;
 use crate::registry::Registry;
 use crate::transcript::{KeyError, Signing};
 
-/// What every connection and HTTP handler shares.
-pub struct AppState {
-    pub config: Config,
-    pub db: Db,
-    pub auth: Auth,
-    pub registry: Arc<Registry>,
-    pub metrics: Arc<Metrics>,
-    pub lobby: LobbyHandle,
-    pub next_conn_id: AtomicU64,
-    /// Fires when the server begins shutting down: connections say goodbye and close.
-    pub shutdown: CancellationToken,
-    /// Set at shutdown: the lobby starts no new games.
-    pub shutting_down: Arc<AtomicBool>,
-    /// One permit per open WebSocket connection.
-    pub connection_permits: Arc<Semaphore>,
-    /// Per-address connection counts and failed-login windows.
-    pub abuse: AbuseLimits,
-    /// Connection tasks, awaited at shutdown.
-    pub tasks: TaskTracker,
-    /// The leaderboard's first page, read at most once per `--leaderboard-cache-ms`.
-    pub leaderboard: LeaderboardCache,
-    /// Signs finished games' transcripts.
-    pub signing: Signing,
-}
-
-impl AppState {
-    pub fn limits(&self) -> Limits {
-        Limits {
-            max_message_bytes: MAX_CLIENT_MESSAGE_BYTES as u32,
-            max_messages_per_s: self.config.message_rate,
-            heartbeat_ms: self.config.heartbeat().as_millis() as u64,
-            idle_timeout_ms: self.config.idle_timeout().as_millis() as u64,
-            max_rounds: self.config.max_rounds(),
-            first_commit_ms: self.config.first_commit_secs * 1000,
-        }
-    }
-}
+pub use crate::state::AppState;
 
 /// How long shutdown waits for connections to say goodbye before it flushes and exits.
 pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -84,14 +43,17 @@ pub enum ServerError {
          starting again replays it"
     )]
     LogBroken,
+    #[error(
+        "stopped because this node's number in the cluster is no longer its own (its row \
+         was forgotten while it was away); starting again takes a new one"
+    )]
+    NodeNumberLost,
     #[error(transparent)]
     TranscriptKey(#[from] KeyError),
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
     #[error(transparent)]
     Redis(#[from] crate::bus::redis::RedisError),
-    #[error("the cluster's pools: {0}")]
-    Pools(#[from] crate::lobby::shared::SharedError),
 }
 
 /// Restore the games in progress, serve on `listener` until `shutdown` completes, then
@@ -111,9 +73,10 @@ pub async fn run(
         None => Db::default_sync_interval(&config.database),
     };
     let lease_node = crate::cluster::lease_node(cluster.as_ref());
+    let lease = cluster.as_ref().map_or(crate::db::LEASE, |c| c.lease);
     let db = match &lease_node {
         // Cluster mode: the games this node loads below are those it claims.
-        Some(node) => Db::open_leased(&config.database, sync_interval, node.clone())?,
+        Some(node) => Db::open_leased(&config.database, sync_interval, node.clone(), lease)?,
         None => Db::open_with_sync_interval(&config.database, sync_interval)?,
     };
     // After opening: a PostgreSQL database keeps the key in a table its migrations make.
@@ -124,8 +87,11 @@ pub async fn run(
     let _leave_cluster = cluster_stop.clone().drop_guard();
     let (registry, first_conn_id) = match &cluster {
         Some(cluster) => {
-            let bus = crate::bus::RedisBus::start(cluster, cluster_stop.clone()).await?;
-            let registry = Arc::new(Registry::clustered(bus.clone()));
+            let number = db
+                .node_number()
+                .expect("a cluster node's database has leases");
+            let bus = crate::bus::RedisBus::start(cluster, number, cluster_stop.clone()).await?;
+            let registry = Arc::new(Registry::with_peers(bus.clone(), bus.clone()));
             bus.spawn_ticks(registry.clone(), cluster_stop.clone());
             (registry, bus.first_conn_id())
         }
@@ -138,11 +104,24 @@ pub async fn run(
         hibernate: config.hibernation(),
     };
     let mut services = GameServices::new(db.clone(), registry.clone(), metrics.clone(), settings);
+    // The tests of one clock: this machine's clock is ahead.
+    #[cfg(feature = "test-hooks")]
+    if let Some(secs) = std::env::var("ELEMENTALS_SYSTEM_CLOCK_AHEAD_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        services.clock = services.clock.ahead(Duration::from_secs(secs));
+    }
+    // A cluster's nodes keep one clock for the deadlines that outlive a process (sleeping
+    // games'), as for leases: the database's.
+    if let Some(now_ms) = db.database_clock_ms() {
+        services.clock = crate::clock::Clock::reading(now_ms);
+    }
     if let Some(clock) = config.clock {
         services.clock = clock;
     }
-    // The tests of a cluster's sleeping games: a node whose wall clock is ahead finds
-    // their deadlines passed.
+    // The tests of a cluster's sleeping games: time has passed (two days, say) for a
+    // node, which finds their deadlines passed.
     #[cfg(feature = "test-hooks")]
     if let Some(secs) = std::env::var("ELEMENTALS_CLOCK_AHEAD_SECS")
         .ok()
@@ -152,6 +131,11 @@ pub async fn run(
     }
     if lease_node.is_some() {
         services.lease_alarms = Some(Arc::default());
+    }
+    // A sleeping game's deadline that passed while the server (the whole cluster) was
+    // down moves to a grace period after this start (`GameState::woken`).
+    if !db.joined_running_cluster() {
+        services.restarted_ms = Some(services.clock.now_ms());
     }
     // Before the first connection: players who come back find their games where they were.
     let restored = crate::game::restore_games(&services).await?;
@@ -178,32 +162,39 @@ pub async fn run(
         .await?,
     );
     let bots_resumed = bots.resume_games(&registry);
+    // Games the lobby starts on this node, wherever it runs.
+    crate::lobby::install_starter(&services, &bots);
     tracing::info!(bots_resumed, "the computer's games resumed");
     let games = services.clone();
-    if let Some(node_id) = lease_node {
-        tracing::info!(%node_id, "cluster mode: renewing this node's game leases, claiming lapsed ones");
-        crate::cluster::start(services.clone(), bots.clone());
-    }
     let shutting_down = Arc::new(AtomicBool::new(false));
-    // Cluster mode: the pools are the cluster's, in Redis.
-    let shared_pools = match &cluster {
-        Some(c) => {
-            let node = crate::bus::redis::node_of(first_conn_id);
-            Some(SharedPools::connect(&c.redis_url, &c.name, node).await?)
-        }
-        None => None,
+    let lobby = LobbyHandle::new(registry.bus());
+    let starter = LobbyStarter {
+        services: services.clone(),
+        bots: bots.clone(),
+        shutting_down: shutting_down.clone(),
+        max_correspondence: config.max_correspondence_games,
+        start_wait: config.start_wait(),
     };
-    let lobby = LobbyHandle::spawn(services, bots, shutting_down.clone(), shared_pools);
+    // One lobby for the cluster: a single node runs it; a cluster's node runs it while it
+    // holds its lease (the lease loop claims it).
+    match lease_node {
+        Some(node_id) => {
+            tracing::info!(%node_id, "cluster mode: renewing this node's game leases, claiming lapsed ones");
+            crate::cluster::start(services, bots, starter, lease).await;
+        }
+        None => starter.start(0, crate::alarms::Alarm::never()),
+    }
     let auth = Auth {
         db: db.clone(),
         hasher: Hasher::new(config.argon2_memory_kib, config.sign_in_wait()),
         token_ttl_ms: config.token_ttl().as_millis() as u64,
         max_sessions: config.max_sessions_per_account,
+        clock: games.clock,
     };
     let leaderboard_ttl = config.leaderboard_cache();
     let state = Arc::new(AppState {
         connection_permits: Arc::new(Semaphore::new(config.max_connections)),
-        abuse: AbuseLimits::new(&config),
+        abuse: config.abuse_limits(),
         config,
         db: db.clone(),
         auth,
@@ -214,7 +205,7 @@ pub async fn run(
         shutdown: CancellationToken::new(),
         shutting_down,
         tasks: TaskTracker::new(),
-        leaderboard: LeaderboardCache::new(leaderboard_ttl, crate::http::MAX_LIST),
+        leaderboard: LeaderboardCache::new(leaderboard_ttl, crate::api::MAX_LIST),
         signing,
     });
     let pruner = tokio::spawn(crate::pruning::run(
@@ -236,13 +227,16 @@ pub async fn run(
     // A failed sync of the game log ends the process: what the kernel failed to write may
     // be gone from its cache too, so nothing after it can be made durable; the restart
     // replays what the log holds.
+    // So does a cluster node's losing its number: another node may run under it.
     let log_broken = Arc::new(AtomicBool::new(false));
-    let broken = log_broken.clone();
+    let number_lost = Arc::new(AtomicBool::new(false));
+    let (broken, lost) = (log_broken.clone(), number_lost.clone());
     let log = db.clone();
     let signal = async move {
         tokio::select! {
             () = shutdown => {}
             () = log.log_broken() => broken.store(true, Ordering::SeqCst),
+            () = log.node_number_lost() => lost.store(true, Ordering::SeqCst),
         }
         tracing::info!("shutting down: no new connections or games");
         flag.store(true, Ordering::SeqCst);
@@ -270,13 +264,18 @@ pub async fn run(
     }
     // Stopped with the connections; a batch under way finishes first.
     let _ = pruner.await;
-    // Stopped with the games. The waker holds the games' services: let them go.
+    // Stopped with the games. The waker and the starter hold the games' services: let
+    // them go.
     let _ = sweeper.await;
     games.registry.bus().set_waker(None);
+    games.registry.bus().set_starter(None);
     // Everything the games and connections sent is committed before this returns.
     db.shutdown().await?;
     if log_broken.load(Ordering::SeqCst) {
         return Err(ServerError::LogBroken);
+    }
+    if number_lost.load(Ordering::SeqCst) {
+        return Err(ServerError::NodeNumberLost);
     }
     tracing::info!("stopped");
     Ok(())

@@ -14,13 +14,13 @@ use elementals_protocol::messages::{Account, ClientMsg, GameId, RequestId, Serve
 use elementals_protocol::{ErrorCode, PROTOCOL_VERSION};
 
 use crate::auth::AuthError;
-use crate::connection::close;
 use crate::db::AccountRow;
 use crate::game::{GameError, Notice, SeatAction, SpectatorHandle};
 use crate::lobby::LobbyError;
+use crate::msg::close;
 use crate::outbox::Outbox;
 use crate::record::AccountId;
-use crate::server::AppState;
+use crate::state::AppState;
 
 mod games;
 mod lobby;
@@ -135,8 +135,8 @@ impl Session {
         if let Some(user) = self.user.take() {
             self.state.registry.set_offline(user.account, conn_id);
             self.state.lobby.gone(user.account, conn_id);
-            if let Some((game, seat)) = self.state.registry.seat_of(user.account) {
-                game.player(seat).detach(conn_id);
+            for (game, at) in self.state.registry.awake_seats(user.account) {
+                game.player(at.seat).detach(conn_id);
             }
         }
     }
@@ -147,9 +147,13 @@ impl Session {
         if !self.hello {
             return match msg {
                 ClientMsg::Hello {
-                    protocol_version, ..
+                    protocol_version,
+                    batch,
+                    ..
                 } if protocol_version == PROTOCOL_VERSION => {
                     self.hello = true;
+                    // Before the welcome: everything from it on may come in batches.
+                    self.outbox.set_batch(batch);
                     self.send(ServerMsg::Welcome {
                         id,
                         protocol_version: PROTOCOL_VERSION,
@@ -249,7 +253,8 @@ impl Session {
             | C::AcceptChallenge { .. }
             | C::DeclineChallenge { .. }
             | C::CancelChallenge { .. }
-            | C::OfferRematch { .. }) => {
+            | C::OfferRematch { .. }
+            | C::DeclineRematch { .. }) => {
                 let cmd = self.lobby_cmd(msg).await?;
                 return self.lobby(cmd).await;
             }
@@ -293,6 +298,9 @@ impl Session {
             }
             C::Resign { id, game_id } => {
                 return self.act(game_id, SeatAction::Resign, id, arrived).await
+            }
+            C::Abort { id, game_id } => {
+                return self.act(game_id, SeatAction::Abort, id, arrived).await
             }
             C::OfferDraw { id, game_id } => {
                 return self.act(game_id, SeatAction::OfferDraw, id, arrived).await

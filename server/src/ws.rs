@@ -5,8 +5,8 @@
 //! socket's reading half only (tokio's `OwnedReadHalf`). Writing is ours: a server's frames
 //! are never masked, so a frame is a header of 2 to 10 bytes in front of the payload (RFC
 //! 6455 §5.2), the same bytes for every recipient. That is what lets a game frame a delivery
-//! once for ten thousand spectators (`outbox::Framed`); each connection's writer task, the
-//! only holder of its socket's writing half, writes its part of the same bytes.
+//! once for ten thousand spectators (`outbox::Framed`); each connection's outbox, which
+//! holds its socket's writing half, writes its part of the same bytes.
 
 use std::io;
 use std::pin::Pin;
@@ -84,6 +84,10 @@ pub fn close_payload(code: u16, reason: &str) -> Vec<u8> {
 fn refuse(status: StatusCode, why: &'static str) -> Response<Body> {
     let mut response = Response::new(Body::from(why));
     *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     response
 }
 
@@ -167,7 +171,7 @@ fn has_token(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool
 pub type Frames = WebSocketStream<ReadSide>;
 
 /// An upgraded connection: the frames it reads, and the socket's writing half, for the
-/// connection's writer task alone.
+/// connection's outbox alone (`Outbox::attach`).
 pub struct Socket {
     pub frames: Frames,
     pub write: OwnedWriteHalf,
@@ -193,8 +197,8 @@ impl Socket {
 ///
 /// Tungstenite answers pings and closes by itself, through its stream's writing side;
 /// here that side takes the bytes and drops them. The connection answers a ping and a
-/// close through its writer instead (`connection.rs`), so every byte the server sends goes
-/// through one task, in order. Reading is tokio's own (`OwnedReadHalf`), which clears the
+/// close through its outbox instead (`connection.rs`), so every byte the server sends goes
+/// through the outbox, in order. Reading is tokio's own (`OwnedReadHalf`), which clears the
 /// socket's readiness after a read that fills less than its room, so no `EAGAIN` read
 /// follows it.
 pub struct ReadSide(OwnedReadHalf);

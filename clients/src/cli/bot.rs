@@ -1,18 +1,21 @@
-//! `bot`: sign in, then play N rated games from the pool with a strategy, printing each
-//! result and the rating after it.
+//! `bot`: sign in, play on every game the account sits in, and meanwhile play N rated
+//! games from the pool with a strategy, up to K at once on the one connection
+//! (correspondence games; a live game is one at a time, beside any correspondence games),
+//! printing each result and the rating after it.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use elementals_client::render::seat_name;
 use elementals_client::{
-    strategy_by_name, wait_for_game_start, Client, ClientError, GameSummary, Player, PlayerOptions,
-    Strategy,
+    strategy_by_name, Client, ClientError, GameSummary, Played, Player, PlayerOptions, Strategy,
 };
-use elementals_protocol::{ErrorCode, Variant};
+use elementals_protocol::messages::GameId;
+use elementals_protocol::{ErrorCode, ServerMsg, Variant};
 
-use super::{seated_snapshot, AccountArgs, GameArgs, ServerArg, StateArg};
+use super::{seated_games, AccountArgs, GameArgs, Preset, ServerArg, StateArg};
 
 #[derive(Args, Debug)]
 pub struct BotArgs {
@@ -22,9 +25,13 @@ pub struct BotArgs {
     pub account: AccountArgs,
     #[command(flatten)]
     pub game: GameArgs,
-    /// How many complete games to play.
+    /// How many complete games to play from the pool (besides those it sits in already).
     #[arg(long, default_value_t = 1)]
     pub games: u32,
+    /// How many of them to play at once, on one connection: a correspondence preset only
+    /// (the server allows up to 50 correspondence games at once, and one live game).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub at_once: u32,
     /// How to pick: uniformly at random, greedy (board-reading softmax), or minimax
     /// (the one-round equilibrium mix).
     #[arg(long, value_enum, default_value_t = StrategyName::Greedy)]
@@ -59,12 +66,21 @@ impl StrategyName {
 }
 
 pub async fn run(args: BotArgs) -> anyhow::Result<()> {
+    let correspondence = matches!(
+        args.game.time_control,
+        Preset::Corr1d | Preset::Corr3d | Preset::Corr7d
+    );
+    anyhow::ensure!(
+        args.at_once == 1 || correspondence,
+        "--at-once above 1 needs a correspondence --time-control: a player has one live game \
+         at a time"
+    );
     let (client, session) = args.account.sign_in(&args.server).await?;
     println!(
         "{} signed in, rating {:.3}",
         session.account.name, session.account.rating
     );
-    let nonces = args.state.store(&session.account.name, session.game_id)?;
+    let nonces = args.state.store(&session.account.name, &session.seated())?;
     let options = PlayerOptions {
         think_time: Duration::from_millis(args.think_ms),
         escrow: args.escrow,
@@ -72,27 +88,59 @@ pub async fn run(args: BotArgs) -> anyhow::Result<()> {
         ..PlayerOptions::default()
     };
     let mut player = Player::with_options(args.strategy.build(), options);
-    if let Some(game_id) = session.game_id {
-        // Back in a game this account was playing (a restart): finish it first.
-        let state = seated_snapshot(&client, game_id).await?;
-        let seat = state
-            .seat()
-            .context("a seated account's snapshot names its seat")?;
-        let opponent = state.info().players.get(seat.other()).name.clone();
-        println!("resuming game {game_id}");
-        let summary = player.play_from(&client, state).await?;
-        println!("{}", report("resumed", &opponent, &summary));
+    // Each game's line says which it was: `N/TOTAL` for the pool's, `resumed` for one
+    // this account was playing already (a restart), played on beside the new ones.
+    let mut labels: HashMap<GameId, String> = HashMap::new();
+    for state in seated_games(&client, &session).await? {
+        println!("resuming game {}", state.game_id());
+        labels.insert(state.game_id(), "resumed".to_owned());
+        player.add(&client, state).await?;
     }
     let preset = args.game.time_control.name();
-    for number in 1..=args.games {
-        join_pool(&client, args.game.variant, preset).await?;
-        let start = wait_for_game_start(&client).await?;
-        let opponent = start.game.players.get(start.seat.other()).name.clone();
-        let summary = player.play_game(&client, start).await?;
-        let label = format!("{number}/{}", args.games);
-        println!("{}", report(&label, &opponent, &summary));
+    let (mut started, mut queued) = (0, false);
+    loop {
+        // Live and correspondence games are counted apart, as the server limits them: a
+        // live game may start beside correspondence games that wait.
+        let alike = player
+            .states()
+            .filter(|s| s.info().time_control.is_correspondence() == correspondence)
+            .count();
+        let room = alike < args.at_once as usize;
+        if !queued && started < args.games && room {
+            join_pool(&client, args.game.variant, preset).await?;
+            queued = true;
+        }
+        if !queued && player.playing().is_empty() {
+            return Ok(());
+        }
+        match player.next(&client).await? {
+            Played::Started(start) => {
+                let game_id = start.game.game_id;
+                if labels.contains_key(&game_id) {
+                    continue;
+                }
+                // Paired: the pool's queue holds this player no more.
+                queued = false;
+                started += 1;
+                labels.insert(game_id, format!("{started}/{}", args.games));
+                let opponent = &start.game.players.get(start.seat.other()).name;
+                println!("started game {game_id} against {opponent}");
+            }
+            Played::Finished(summary) => {
+                let label = labels
+                    .remove(&summary.game_id)
+                    .unwrap_or_else(|| "other".to_owned());
+                println!("{}", report(&label, &summary));
+            }
+            Played::Other(ServerMsg::RematchOffered { game_id, .. }) => {
+                // The bot plays from the pool; the offer's maker hears at once.
+                if let Err(err) = client.decline_rematch(game_id).await {
+                    tracing::info!(%game_id, %err, "declining a rematch refused");
+                }
+            }
+            Played::Other(_) => {}
+        }
     }
-    Ok(())
 }
 
 /// Join the rated pool; a seat in a game that is just ending may still be held for a
@@ -115,7 +163,7 @@ async fn join_pool(client: &Client, variant: Variant, preset: &str) -> anyhow::R
 }
 
 /// A game's line; `label` is `N/TOTAL`, or `resumed` for a game the bot came back to.
-fn report(label: &str, opponent: &str, s: &GameSummary) -> String {
+fn report(label: &str, s: &GameSummary) -> String {
     let outcome = match s.won() {
         Some(true) => "won",
         Some(false) => "lost",
@@ -127,9 +175,10 @@ fn report(label: &str, opponent: &str, s: &GameSummary) -> String {
         (false, None) => "unrated".to_owned(),
     };
     format!(
-        "game {label} {}: {outcome} as {} vs {opponent} ({:?}) after {} rounds; {rating}",
+        "game {label} {}: {outcome} as {} vs {} ({:?}) after {} rounds; {rating}",
         s.game_id,
         seat_name(s.seat),
+        s.opponent,
         s.result.reason,
         s.rounds
     )

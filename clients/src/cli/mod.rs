@@ -78,22 +78,18 @@ fn ca_certs(bytes: &[u8]) -> anyhow::Result<TlsRoots> {
 pub struct StateArg {
     /// Keep each unrevealed pick and nonce in a file under DIR (per account and game,
     /// written before the commit is sent), so that a run stopped between its commit and
-    /// its reveal reveals when started again. Signed in seated in a game, a run plays that
-    /// game to its end first. At sign-in, files of games that have ended, and any older
-    /// than 56 days, are removed.
+    /// its reveal reveals when started again, in each of its games. Signed in seated in
+    /// games, a run plays them on. At sign-in, files of games that have ended, and any
+    /// older than 56 days, are removed.
     #[arg(long, env = "ELEMENTALS_STATE_DIR", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 }
 
 impl StateArg {
     /// `account`'s store under the directory, if one was given, signed in `seated` in
-    /// that game (or in none): what is kept for other games, which have ended, goes
+    /// these games: what is kept for other games, which have ended, goes
     /// (`NonceStore::prune`).
-    pub fn store(
-        &self,
-        account: &str,
-        seated: Option<GameId>,
-    ) -> anyhow::Result<Option<NonceStore>> {
+    pub fn store(&self, account: &str, seated: &[GameId]) -> anyhow::Result<Option<NonceStore>> {
         let Some(dir) = &self.state_dir else {
             return Ok(None);
         };
@@ -104,6 +100,30 @@ impl StateArg {
             .with_context(|| format!("pruning {}", store.dir().display()))?;
         Ok(Some(store))
     }
+}
+
+/// Each game `session` sits in, as a state to play on from: the snapshot that follows
+/// `authenticated` for the game it names, and `sync`'s for the others (PROTOCOL.md
+/// section 3).
+pub async fn seated_games(client: &Client, session: &Session) -> anyhow::Result<Vec<GameState>> {
+    let mut states = Vec::new();
+    if let Some(game_id) = session.game_id {
+        states.push(seated_snapshot(client, game_id).await?);
+    }
+    for game_id in session.seated() {
+        if Some(game_id) == session.game_id {
+            continue;
+        }
+        match client.sync(game_id).await {
+            Ok((snapshot, seat)) => states.push(GameState::from_snapshot(snapshot, seat)),
+            // Ended since the sign-in: nothing to play on.
+            Err(err) if err.code().is_some() => {
+                tracing::info!(%game_id, %err, "a seated game is not on any more");
+            }
+            Err(err) => return Err(err).context("syncing a seated game"),
+        }
+    }
+    Ok(states)
 }
 
 /// The snapshot that follows `authenticated` for a seated account (PROTOCOL.md section 3).

@@ -35,7 +35,8 @@ pub struct PlayArgs {
 }
 
 const HELP: &str = "type an element number to pick it, or: board, draw (offer or accept), \
-                    decline (a draw offer), resign, help";
+                    decline (a draw offer), abort (before both have committed in round 1), \
+                    resign, help";
 
 pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
     let (client, session) = args.account.sign_in(&args.server).await?;
@@ -43,7 +44,9 @@ pub async fn run(args: PlayArgs) -> anyhow::Result<()> {
         "signed in as {} (rating {:.3})",
         session.account.name, session.account.rating
     );
-    let nonces = args.state.store(&session.account.name, session.game_id)?;
+    // Every seated game's kept pick stays (a bot run plays the others on); the terminal
+    // plays the one `authenticated` names.
+    let nonces = args.state.store(&session.account.name, &session.seated())?;
     let state = match session.game_id {
         // Back in a game this account was playing (a restart): play it on.
         Some(game_id) => {
@@ -234,6 +237,7 @@ impl Game<'_> {
             "help" | "?" => println!("{HELP}"),
             "board" => print!("{}", render::game(&self.state)),
             "resign" => self.refusal(self.client.resign(game_id).await)?,
+            "abort" => self.refusal(self.client.abort(game_id).await)?,
             "draw" => self.refusal(self.client.offer_draw(game_id).await)?,
             "decline" => self.refusal(self.client.decline_draw(game_id).await)?,
             _ => match line.parse::<u16>() {

@@ -1,12 +1,14 @@
 //! A scripted stand-in for the server: it accepts WebSocket connections, answers `hello`,
 //! and hands each connection to the test, which then plays the server's part message by
 //! message. It lets the client be tested before (and independently of) the real server.
+//! Every frame it reads and every message it sends is checked against the protocol's schema.
 
 #![allow(dead_code)]
 
 use elementals_client::protocol::messages::Limits;
 use elementals_client::protocol::wire;
 use elementals_client::protocol::{ClientMsg, ServerMsg, PROTOCOL_VERSION};
+use elementals_protocol::conformance;
 use futures::{SinkExt, StreamExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -21,6 +23,8 @@ pub struct MockServer {
 /// One accepted, greeted connection, seen from the server's side.
 pub struct MockConn {
     ws: WebSocketStream<TcpStream>,
+    /// The client asked for batches in its `hello`.
+    pub batch: bool,
 }
 
 pub async fn start() -> MockServer {
@@ -33,14 +37,16 @@ pub async fn start() -> MockServer {
             let tx = tx.clone();
             tokio::spawn(async move {
                 let ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
-                let mut conn = MockConn { ws };
+                let mut conn = MockConn { ws, batch: false };
                 match conn.recv().await {
                     ClientMsg::Hello {
                         id,
                         protocol_version,
+                        batch,
                         ..
                     } => {
                         assert_eq!(protocol_version, PROTOCOL_VERSION);
+                        conn.batch = batch;
                         conn.send(&welcome(id)).await;
                     }
                     other => panic!("expected hello, got {other:?}"),
@@ -85,7 +91,10 @@ impl MockConn {
     pub async fn recv(&mut self) -> ClientMsg {
         loop {
             match self.frame().await {
-                Some(Message::Binary(bytes)) => return wire::decode_client(&bytes).unwrap(),
+                Some(Message::Binary(bytes)) => {
+                    conformance::assert_client_frame(&bytes);
+                    return wire::decode_client(&bytes).unwrap();
+                }
                 Some(Message::Ping(_) | Message::Pong(_)) => continue,
                 other => panic!("expected a client message, got {other:?}"),
             }
@@ -94,9 +103,22 @@ impl MockConn {
 
     pub async fn send(&mut self, msg: &ServerMsg) {
         let bytes = wire::encode_server(msg);
+        conformance::assert_server_frame(&bytes);
         self.ws.send(Message::Binary(bytes.into())).await.unwrap();
     }
 
+    /// Several messages as one frame, the MessagePack array of them (PROTOCOL.md, "Batches").
+    pub async fn send_batch(&mut self, msgs: &[ServerMsg]) {
+        assert!(msgs.len() < 16, "a fixarray");
+        let mut bytes = vec![0x90 | msgs.len() as u8];
+        for msg in msgs {
+            bytes.extend_from_slice(&wire::encode_server(msg));
+        }
+        conformance::assert_batching_server_frame(&bytes);
+        self.ws.send(Message::Binary(bytes.into())).await.unwrap();
+    }
+
+    /// Send a frame as it is, unchecked: the tests' malformed frames are meant not to conform.
     pub async fn send_frame(&mut self, frame: Message) {
         self.ws.send(frame).await.unwrap();
     }

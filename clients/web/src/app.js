@@ -34,10 +34,14 @@ export class App {
     this.challengesIn = new Map();
     this.challengesOut = new Map();
     this.rematchOffers = new Set();
+    // Finished games whose rematch offer from this player the opponent declined.
+    this.rematchDeclined = new Set();
     // Events of a game whose snapshot is still on its way (game id -> events), replayed
     // once it lands: a seat starts receiving events the moment it attaches.
     this.early = new Map();
     this.retries = 0;
+    // Who waits for the next connection to be up (`online()`).
+    this.waiting = [];
     // Connections opened so far (the tests read it).
     this.opened = 0;
     // Set while reconnecting after the server closed a connection that had not signed in
@@ -55,6 +59,10 @@ export class App {
   start() {
     play.prune();
     window.addEventListener('hashchange', () => this.navigate());
+    // Back on the network: try at once rather than when the backoff next fires.
+    window.addEventListener('online', () => {
+      if (this.status === 'reconnecting') this.connect();
+    });
     this.navigate();
     this.connect();
   }
@@ -70,7 +78,11 @@ export class App {
   }
 
   toast(text, kind = 'info') {
-    if (kind === 'error') console.error(text);
+    if (kind === 'error') {
+      console.error(text);
+      // The latest mistake is the one to read: an earlier error is not left beside it.
+      for (const old of this.toasts.querySelectorAll('.toast.error')) old.remove();
+    }
     const el = h('div', { class: `toast ${kind}` }, text);
     this.toasts.append(el);
     setTimeout(() => el.remove(), 6000);
@@ -93,9 +105,10 @@ export class App {
 
   navigate() {
     let route = this.parseRoute();
-    // Only playing needs an account: anyone may watch a game or read the pages.
+    // Only playing needs an account: anyone may watch a game or read the pages. Someone
+    // signed out who opens the lobby gets the welcome page: play at once, or watch.
     const needsAccount = route.name === 'lobby';
-    if (needsAccount && !this.account && this.status !== 'connecting') route = { name: 'login', then: location.hash };
+    if (needsAccount && !this.account && this.status !== 'connecting') route = { name: 'welcome' };
     const same = this.route && JSON.stringify(this.route) === JSON.stringify(route);
     if (same && this.view) return this.refresh();
     this.view?.destroy?.();
@@ -119,7 +132,7 @@ export class App {
   renderTitle() {
     const game = this.myGameId && this.games.get(this.myGameId);
     let text = null;
-    if (game?.seat && canPick(game)) text = 'Your move';
+    if (game?.seat && canPick(game) && !play.kept(game)) text = 'Your move';
     else if (game?.seat && game.phase === 'over' && this.route?.id === game.id && game.result) {
       text = !game.result.winner ? 'Game over' : game.result.winner === game.seat ? 'You won' : 'You lost';
     }
@@ -129,6 +142,7 @@ export class App {
   // ---- connection ----
 
   async connect() {
+    clearTimeout(this.retryTimer);
     this.conn?.close();
     // Until this socket is open nothing can be sent (a retry keeps saying "Reconnecting").
     if (this.status !== 'reconnecting' && this.status !== 'connecting') {
@@ -139,6 +153,7 @@ export class App {
     this.conn = conn;
     conn.addEventListener('push', (e) => this.conn === conn && this.onPush(e.detail));
     conn.addEventListener('close', (e) => this.conn === conn && this.onClose(e.detail));
+    conn.addEventListener('late', (e) => this.conn === conn && this.onLate(e.detail));
     try {
       await conn.open();
     } catch {
@@ -168,6 +183,7 @@ export class App {
       }
     }
     this.status = 'online';
+    for (const ready of this.waiting.splice(0)) ready();
     if (rewatch) {
       this.refresh();
       this.watch(rewatch).catch(() => {
@@ -181,7 +197,7 @@ export class App {
     if (this.account && this.parseRoute().name === 'login') {
       this.route = null;
       this.go('#/lobby');
-    } else if (!this.account && (this.route?.name === 'login' || (quiet && this.route?.name === 'watch')) && this.view) {
+    } else if (!this.account && (this.route?.name === 'login' || (quiet && (this.route?.name === 'watch' || this.route?.name === 'welcome'))) && this.view) {
       // The sign-in form needs nothing from the connection: keep what was typed into it.
       // The live list refreshes itself once the connection is up.
       this.refresh();
@@ -206,9 +222,25 @@ export class App {
     } else {
       this.status = 'reconnecting';
       const delay = Math.min(10_000, 500 * 2 ** this.retries++);
-      setTimeout(() => this.connect(), delay);
+      this.retryTimer = setTimeout(() => this.connect(), delay);
     }
     this.refresh();
+  }
+
+  /**
+   * The answer to a request that had timed out came after all: what it did is read back
+   * from the server (a game's snapshot), never guessed. A commit's pick was kept meanwhile
+   * (play.js), so a commitment that went in is revealed.
+   */
+  onLate({ request }) {
+    const game = request.game_id && this.games.get(request.game_id);
+    if (game) this.sync(game);
+  }
+
+  /** Resolves once a connection is up (at once if one is). */
+  online() {
+    if (this.status === 'online' && this.conn?.isOpen) return Promise.resolve();
+    return new Promise((ready) => this.waiting.push(ready));
   }
 
   /** A request on the current connection. */
@@ -217,12 +249,17 @@ export class App {
     return this.conn.request(msg);
   }
 
-  /** A request whose failure is shown to the player; resolves to the reply or null. */
+  /**
+   * A request whose failure is shown to the player; resolves to the reply or null. One
+   * about a game that timed out may still have been done: the game is read back.
+   */
   async act(msg) {
     try {
       return await this.request(msg);
     } catch (e) {
       this.toast(plainMessage(e), 'error');
+      const game = e.code === 'timeout' && msg.game_id && this.games.get(msg.game_id);
+      if (game) this.sync(game);
       return null;
     } finally {
       this.refresh();
@@ -240,7 +277,16 @@ export class App {
   }
 
   async authenticate(msg) {
-    const reply = await this.request(msg);
+    let reply;
+    try {
+      reply = await this.request(msg);
+    } catch (e) {
+      // Sent as the server closed the connection for not signing in in time (4001): it
+      // was not read, and the next connection, opened at once, takes it.
+      if (e.code !== 'closed' || !this.quietReconnect) throw e;
+      await this.online();
+      reply = await this.request(msg);
+    }
     this.signedIn(reply);
     const then = this.route?.then;
     this.route = null;
@@ -261,6 +307,13 @@ export class App {
     // The server forgets a logged-out connection's state; start clean.
     this.connect();
     this.go('#/login');
+  }
+
+  /** Accept, decline or cancel a challenge (`type` is the request), from any page. */
+  async answerChallenge(c, type) {
+    this.challengesIn.delete(c.challenge_id);
+    this.challengesOut.delete(c.challenge_id);
+    await this.act({ type, challenge_id: c.challenge_id });
   }
 
   /** Forget this player's place in the pools, seeks and challenges (the server has). */
@@ -324,7 +377,7 @@ export class App {
     this.early.delete(game.id);
     if (seat) {
       this.myGameId = game.id;
-      play.restore(game);
+      play.restore(this, game);
       play.reveal(this, game);
     }
     return game;

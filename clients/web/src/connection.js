@@ -1,18 +1,35 @@
-// The WebSocket to the server: MessagePack binary frames, requests matched to their replies
-// by `id`, everything else delivered as a push. Knows nothing of views.
+// The connection to the server, on the TypeScript SDK (clients/ts): the SDK opens the
+// socket, says `hello`, numbers the requests, matches their replies, encodes the MessagePack
+// frames and keeps the heartbeat. One SDK `Client` serves one socket, with its own
+// reconnecting off: this page shows each connection's life (the banner, "superseded", a
+// quiet reconnect after 4001) and reopens its views from the server's state on the next one
+// (app.js). Added here for a page on a bad network: a request reported timed out whose
+// answer is still delivered. Knows nothing of views.
 
-import { Decoder, Encoder } from '@msgpack/msgpack';
+import { Client, RequestTimeout, ServerError } from './sdk.js';
 
-export const PROTOCOL_VERSION = 1;
 export const SUBPROTOCOL = 'elementals.v1';
 
-// A request unanswered this long is given up (the server answers every request it reads;
-// one it cannot attribute to a request is answered with a nil id).
-const REQUEST_TIMEOUT_MS = 15_000;
+/**
+ * The connection's timers. A request unanswered for `requestMs` is reported as timed out
+ * (the server answers every request it reads; one it cannot attribute to a request is
+ * answered with a nil id), and its answer, should it come later, is still delivered (a
+ * `late` event). The SDK's heartbeat sends `ping` on a connection quiet for `pingMs` and
+ * gives up one silent for `silenceMs`, reporting it closed at once: a socket held by a
+ * stalled network stays open and says nothing, so only silence shows it, and a browser
+ * would report its close only after a closing handshake that never ends. A request still
+ * waiting then may or may not have reached the server: its caller hears `closed` and
+ * settles it from the server's state on the next connection. `window.elementalsTimers`
+ * may shorten them.
+ */
+export const TIMERS = { requestMs: 15_000, pingMs: 3_000, silenceMs: 10_000 };
 
-const encoder = new Encoder({ ignoreUndefined: true });
-// Snapshots of long games can be large; the server caps its frames at 4 MiB.
-const decoder = new Decoder({ maxBinLength: 4 << 20, maxStrLength: 4 << 20 });
+// Timed-out requests whose answer may still come, kept so it can be recognised.
+const LATE_KEPT = 32;
+
+function timers() {
+  return { ...TIMERS, ...(globalThis.elementalsTimers ?? {}) };
+}
 
 /** An `error` reply: `code` is the stable machine-readable code. */
 export class ProtocolError extends Error {
@@ -27,95 +44,102 @@ export function wsUrl(location) {
   return `${scheme}//${location.host}/ws`;
 }
 
+/** What the SDK's rejection means here: the server's error code, else the connection went. */
+function plainError(e) {
+  if (e instanceof ServerError) return new ProtocolError(e.code, e.serverMessage);
+  return new ProtocolError('closed', e?.message ?? 'connection closed');
+}
+
 /**
- * One socket. Events: `push` (detail: a server message answering no pending request) and
- * `close` (detail: { code, reason, notice }).
+ * One socket. Events: `push` (detail: a server message answering no request), `late`
+ * (detail: { request, reply }: the answer to a request that had timed out) and `close`
+ * (detail: { code, notice }).
  */
 export class Connection extends EventTarget {
   constructor(url) {
     super();
     this.url = url;
-    this.ws = null;
-    this.nextId = 1;
-    this.pending = new Map();
+    this.client = null;
+    this.late = new Map();
     this.notice = null;
     this.welcome = null;
+    this.timers = timers();
+    this.ended = false;
   }
 
   /** Open the socket and say hello; resolves with the `welcome`. */
-  open() {
-    return new Promise((resolve, reject) => {
-      const ws = new WebSocket(this.url, [SUBPROTOCOL]);
-      ws.binaryType = 'arraybuffer';
-      this.ws = ws;
-      let opened = false;
-      ws.onopen = () => {
-        opened = true;
-        this.request({ type: 'hello', protocol_version: PROTOCOL_VERSION, client: 'web' })
-          .then((welcome) => {
-            this.welcome = welcome;
-            resolve(welcome);
-          })
-          .catch(reject);
-      };
-      ws.onmessage = (ev) => this.receive(ev.data);
-      ws.onclose = (ev) => {
-        const err = new ProtocolError('closed', `connection closed (${ev.code})`);
-        for (const { reject: fail } of this.pending.values()) fail(err);
-        this.pending.clear();
-        if (!opened) reject(err);
-        this.dispatchEvent(
-          new CustomEvent('close', { detail: { code: ev.code, reason: ev.reason, notice: this.notice } }),
-        );
-      };
+  async open() {
+    this.client = new Client(this.url, {
+      reconnect: false,
+      clientName: 'web',
+      protocols: [SUBPROTOCOL],
+      requestTimeoutMs: this.timers.requestMs,
+      heartbeat: { quietMs: this.timers.pingMs, silentMs: this.timers.silenceMs },
+      // Everything comes through onMessage: the SDK keeps no streams for readers.
+      streams: false,
+      onMessage: (msg) => this.receive(msg),
+      onClose: (code) => this.gone(code),
     });
+    try {
+      this.welcome = await this.client.open();
+    } catch (e) {
+      // A socket that never opened has no close of its own to report.
+      this.gone(1006);
+      this.client.close();
+      throw plainError(e);
+    }
+    return this.welcome;
   }
 
   close() {
-    this.ws?.close(1000, 'bye');
+    this.client?.close();
+  }
+
+  /** Drops the socket as a failing network would (the tests do). */
+  drop() {
+    this.client?.dropConnection();
+  }
+
+  /** The socket is gone (closed, or given up for its silence): say so, once. */
+  gone(code) {
+    if (this.ended) return;
+    this.ended = true;
+    this.dispatchEvent(new CustomEvent('close', { detail: { code, notice: this.notice } }));
   }
 
   get isOpen() {
-    return this.ws?.readyState === WebSocket.OPEN;
+    return !this.ended && !!this.client?.isOpen;
   }
 
   /** Send a request; resolves with its reply, or rejects with a ProtocolError. */
-  request(msg) {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      if (!this.ws || this.ws.readyState !== WebSocket.OPEN) {
-        reject(new ProtocolError('closed', 'not connected'));
-        return;
+  async request(msg) {
+    if (!this.isOpen) throw new ProtocolError('closed', 'not connected');
+    const { type, ...fields } = msg;
+    try {
+      return await this.client.request(type, fields);
+    } catch (e) {
+      if (e instanceof RequestTimeout) {
+        if (e.id !== null) {
+          this.late.set(e.id, msg);
+          if (this.late.size > LATE_KEPT) this.late.delete(this.late.keys().next().value);
+        }
+        throw new ProtocolError('timeout', 'The server did not answer.');
       }
-      const timer = setTimeout(() => {
-        if (this.pending.delete(id)) reject(new ProtocolError('timeout', 'The server did not answer.'));
-      }, REQUEST_TIMEOUT_MS);
-      const done = (f) => (v) => {
-        clearTimeout(timer);
-        f(v);
-      };
-      this.pending.set(id, { resolve: done(resolve), reject: done(reject) });
-      this.ws.send(encoder.encode({ ...msg, id }));
-    });
+      throw plainError(e);
+    }
   }
 
-  receive(data) {
-    let msg;
-    try {
-      msg = decoder.decode(new Uint8Array(data));
-    } catch (e) {
-      console.error('undecodable frame', e);
+  /** Every message the SDK decodes, before it acts on it: replies are the SDK's to match. */
+  receive(msg) {
+    if (msg.id != null) {
+      const request = this.late.get(msg.id);
+      if (request) {
+        this.late.delete(msg.id);
+        this.dispatchEvent(new CustomEvent('late', { detail: { request, reply: msg } }));
+      }
       return;
     }
-    if (!msg || typeof msg !== 'object') return;
     if (msg.type === 'notice') this.notice = msg;
-    const waiting = msg.id != null ? this.pending.get(msg.id) : undefined;
-    if (waiting) {
-      this.pending.delete(msg.id);
-      if (msg.type === 'error') waiting.reject(new ProtocolError(msg.code, msg.message));
-      else waiting.resolve(msg);
-      return;
-    }
     this.dispatchEvent(new CustomEvent('push', { detail: msg }));
   }
 }

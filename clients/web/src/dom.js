@@ -54,6 +54,16 @@ export function fmtDelta(d) {
   return `${d > 0 ? '+' : '−'}${Math.abs(d).toFixed(2)}`;
 }
 
+/**
+ * A deadline (Unix ms) in words: the time alone when it is 12 h away or less, else with its
+ * day and date too ("Fri, Dec 4, 8:19 AM"), since a time alone reads as today's.
+ */
+export function fmtDeadline(ms, now = Date.now()) {
+  const at = new Date(ms);
+  if (ms - now <= 12 * 3_600_000) return at.toLocaleTimeString();
+  return at.toLocaleString(undefined, { weekday: 'short', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit' });
+}
+
 export function fmtVariant(v) {
   return `${v.number}/${v.range}/${v.distance}`;
 }

@@ -15,10 +15,13 @@ export const escrow = {
   },
 };
 
-/** The switch, with what it costs. */
-export function escrowToggle() {
+/** The switch, with what it costs; `changed` runs after each change. */
+export function escrowToggle(changed = () => {}) {
   const box = h('input', { type: 'checkbox', id: 'escrow', checked: escrow.on, 'aria-describedby': 'escrow-help' });
-  box.addEventListener('change', () => escrow.set(box.checked));
+  box.addEventListener('change', () => {
+    escrow.set(box.checked);
+    changed();
+  });
   return h('div', { class: 'escrow-setting' },
     h('label', { class: 'check' }, box, ' Reveal for me (escrow)'),
     h('p', { class: 'hint muted', id: 'escrow-help' },

@@ -112,6 +112,8 @@ export function fromRecord(record, viewer, ratings, now) {
   }, seat, now);
   game.ratings = ratings;
   game.fromRecord = true;
+  const early = record.ended_at - record.started_at < FIRST_COMMIT_MS - 1000 && !record.time_control.per_phase_ms;
+  if (record.result.reason === 'aborted' && early) game.abortedBy = 'record';
   return game;
 }
 
@@ -273,6 +275,11 @@ export function claimWin(game, now) {
   return { owes: true, leftMs: Math.max(0, from + game.graceMs - now) };
 }
 
+/** Whether a player may still abort: round 1, before both have committed (PROTOCOL.md `abort`). */
+export function canAbort(game) {
+  return !!game.seat && game.round === 1 && game.phase === 'commit' && !(game.committed.one && game.committed.two);
+}
+
 /** Whether the viewer (a player) has committed and owes a reveal. */
 export function owesReveal(game) {
   return game.seat !== null && game.phase === 'reveal' && !game.revealed[game.seat];
@@ -302,10 +309,19 @@ export function describeResult(game) {
   return `${name} won (${reason}).`;
 }
 
-/** Why round 1 ended the game, naming who did not pick when that is known. */
+/**
+ * Why round 1 ended the game: aborted by a player (`game.abortedBy`: the viewer's seat when
+ * they did; 'player' when a live game ended before round 1's window had run out, so the
+ * other player did; 'record' when a stored game did), or called off by the window, naming
+ * who did not pick when that is known.
+ */
 function describeAbort(game) {
-  const late = SEATS.filter((s) => !game.committed[s]);
   const p = game.info.players;
+  const by = game.abortedBy;
+  if (by && by === game.seat) return 'You aborted the game. No rating changes.';
+  if (by === 'player' && game.seat) return `${p[otherSeat(game.seat)].name} aborted the game. No rating changes.`;
+  if (by) return 'The game was aborted in round 1. No rating changes.';
+  const late = SEATS.filter((s) => !game.committed[s]);
   let who = 'the players did not both pick';
   if (late.length === 1) who = game.seat === late[0] ? 'you did not pick' : `${p[late[0]].name} did not pick`;
   else if (late.length === 2) who = game.seat ? 'neither of you picked' : 'neither player picked';

@@ -11,7 +11,8 @@ const REASONS = {
 /** "Won", "Lost" or "Drawn", from `game.seat`'s side, with the reason. */
 export function outcomeOf(game) {
   const { winner, reason } = game.result;
-  const word = !winner ? (reason === 'aborted' || reason === 'server_aborted' ? 'Aborted' : 'Drawn') : winner === game.seat ? 'Won' : 'Lost';
+  if (reason === 'aborted') return 'Aborted';
+  const word = !winner ? (reason === 'server_aborted' ? 'Aborted' : 'Drawn') : winner === game.seat ? 'Won' : 'Lost';
   return `${word} (${REASONS[reason] ?? reason})`;
 }
 
@@ -24,12 +25,14 @@ export function gamesTable(games, caption) {
     h('tbody', {}, games.map((g) => {
       const when = new Date(g.ended_at).toLocaleString();
       const change = g.rating_change ? g.rating_change.after - g.rating_change.before : null;
+      // Each cell is named for the phone layout (app.css), where a row becomes two lines.
       return h('tr', { dataset: { gameId: g.game_id } },
-        h('td', {}, when),
-        h('td', {}, g.opponent.guest ? g.opponent.name : h('a', { href: `#/player/${encodeURIComponent(g.opponent.name)}` }, g.opponent.name)),
-        h('td', {}, fmtGameKind(g.variant, g.time_control), g.rated ? '' : ' · casual'),
-        h('td', {}, outcomeOf(g)),
-        h('td', { class: `num ${change > 0 ? 'up' : change < 0 ? 'down' : ''}` }, change === null ? '–' : fmtDelta(change)),
-        h('td', {}, h('a', { href: `#/replay/${g.game_id}`, class: 'replay-link', 'aria-label': `Replay the game against ${g.opponent.name}, ${when}` }, 'Replay')));
+        h('td', { class: 'when' }, when),
+        h('td', { class: 'opp' }, g.opponent.guest ? g.opponent.name : h('a', { href: `#/player/${encodeURIComponent(g.opponent.name)}` }, g.opponent.name)),
+        h('td', { class: 'kind' }, fmtGameKind(g.variant, g.time_control), g.rated ? '' : ' · casual'),
+        h('td', { class: 'res' }, outcomeOf(g)),
+        h('td', { class: `num change ${change > 0 ? 'up' : change < 0 ? 'down' : ''}` }, change === null ? '–' : fmtDelta(change)),
+        // A game of no rounds has nothing to replay.
+        h('td', { class: 'rep' }, g.rounds ? h('a', { href: `#/replay/${g.game_id}`, class: 'replay-link', 'aria-label': `Replay the game against ${g.opponent.name}, ${when}` }, 'Replay') : null));
     })));
 }

@@ -4,6 +4,23 @@
 // `your_move`, a game's start and end, and this player's own commits and reveals; one
 // request at a time, with a second one queued behind it if more come meanwhile.
 
+/** Whether this player's seat owes a commit or a reveal in `g`. */
+export function owes(g) {
+  return g.owed.some((o) => o.seat === g.seat);
+}
+
+/** The deadline that matters to this player in `g`: its own owed action's, else the opponent's. */
+export function nextDeadline(g) {
+  const o = g.owed.find((x) => x.seat === g.seat) ?? g.owed[0];
+  return o?.deadline ?? null;
+}
+
+/** The hub's order: the games owing this player's move first, then each by its nearest deadline (held clocks last). */
+export function hubOrder(games) {
+  const key = (g) => nextDeadline(g) ?? Infinity;
+  return [...games].sort((a, b) => Number(owes(b)) - Number(owes(a)) || key(a) - key(b));
+}
+
 export class MyGames {
   constructor(app) {
     this.app = app;
@@ -14,7 +31,7 @@ export class MyGames {
 
   /** The games in which this player's seat owes a commit or a reveal. */
   owing() {
-    return this.games.filter((g) => g.owed.some((o) => o.seat === g.seat));
+    return this.games.filter(owes);
   }
 
   clear() {

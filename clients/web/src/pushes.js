@@ -2,7 +2,7 @@
 // snapshot lands), game starts and snapshots, and the lobby's news (queue, seeks,
 // challenges, rematches, notices). Each push ends in the app's `refresh()`.
 
-import { applyEvent, describeResult, describeRound, owesReveal } from './game.js';
+import { applyEvent, describeResult, describeRound, FIRST_COMMIT_MS, owesReveal } from './game.js';
 import { play } from './play.js';
 
 const GAME_EVENTS = new Set([
@@ -27,7 +27,9 @@ export function onPush(app, msg) {
         break;
       case 'snapshot': {
         const game = app.installSnapshot(msg.snapshot, msg.seat ?? null);
-        if (msg.seat && game.phase !== 'over' && app.route?.id !== game.id) app.go(`#/game/${game.id}`);
+        // Back to a live game at once; a correspondence game waits on My games instead.
+        const live = !game.info.time_control?.per_phase_ms;
+        if (msg.seat && live && game.phase !== 'over' && app.route?.id !== game.id) app.go(`#/game/${game.id}`);
         break;
       }
       case 'your_move':
@@ -55,6 +57,10 @@ export function onPush(app, msg) {
       case 'rematch_offered':
         app.rematchOffers.add(msg.game_id);
         app.toast('Your opponent offers a rematch.');
+        break;
+      case 'rematch_declined':
+        app.rematchDeclined.add(msg.game_id);
+        app.toast('Your opponent declined the rematch.');
         break;
       case 'notice':
         app.toast(msg.message);
@@ -93,12 +99,19 @@ function onGameEvent(app, msg) {
     app.toast(game.seat ? `${who(msg.by)} declined your draw offer.` : `${who(msg.by)} declined the draw offer.`);
   }
   if (msg.type === 'game_over') {
+    // Ended `aborted` before round 1's window ran out: a player aborted it.
+    const windowMs = app.conn?.welcome?.limits?.first_commit_ms ?? FIRST_COMMIT_MS;
+    const early = Date.now() < game.info.started_at + windowMs - 1000 && !game.info.time_control?.per_phase_ms;
+    if (msg.result.reason === 'aborted' && early) game.abortedBy ??= 'player';
     app.announce(describeResult(game));
     if (game.seat) play.forget(game.id);
   }
   if (msg.type === 'rating_update' && game.seat && app.account) {
     app.account.rating = msg.ratings[game.seat].after;
   }
+  // Our own commitment announced, though its answer never came (a stalled network
+  // delivered it late): the kept pick is ours, and is shown and revealed.
+  if (game.seat && msg.type === 'committed' && msg.seat === game.seat) play.restore(app, game);
   if (game.seat && owesReveal(game)) play.reveal(app, game);
   // The list changes when a game ends; new moves owed come as `your_move`, and this
   // player's own commits and reveals ask again when answered (play.js).

@@ -9,6 +9,7 @@ import { playerView } from './views/player.js';
 import { replayView } from './views/replay.js';
 import { howView } from './views/how.js';
 import { myGamesView } from './views/my-games.js';
+import { welcomeView } from './views/welcome.js';
 
 /** The route `hash` names; anything unknown is the lobby. */
 export function parseRoute(hash) {
@@ -30,5 +31,5 @@ export function parseRoute(hash) {
 export const VIEWS = {
   login: authView, lobby: lobbyView, game: gameView, watch: watchView,
   leaderboard: leaderboardView, player: playerView, how: howView, replay: replayView,
-  games: myGamesView,
+  games: myGamesView, welcome: welcomeView,
 };

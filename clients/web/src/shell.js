@@ -1,15 +1,15 @@
-// The page's frame around the views: the top bar (navigation, the alerts switch, who is
-// signed in), the connection banner, the toasts and the screen reader's announcer. The
+// The page's frame around the views: a link past the top bar to the page's content, the
+// top bar (navigation, the alerts switch, who is signed in), the connection banner, the
+// challenges received (answered from any page), the toasts and the screen reader's announcer. The
 // elements are kept on the app, which fills them (`toast`, `announce`) and redraws the
 // frame on every refresh.
 
-import { h, replace } from './dom.js';
+import { fmtGameKind, h, replace } from './dom.js';
 
 export function buildShell(app) {
   app.nav = h('nav', { class: 'nav', 'aria-label': 'Main' },
     h('a', { href: '#/lobby' }, 'Play'),
-    // "Games" alone on a phone, where the row has no room for more.
-    h('a', { href: '#/games', class: 'my-games-link' }, h('span', { class: 'wide-only' }, 'My '), 'games', ' ',
+    h('a', { href: '#/games', class: 'my-games-link' }, 'My games', ' ',
       app.gamesBadge = h('span', { class: 'badge', hidden: true })),
     h('a', { href: '#/watch' }, 'Watch'),
     h('a', { href: '#/leaderboard' }, 'Leaderboard'),
@@ -27,10 +27,23 @@ export function buildShell(app) {
   app.toasts = h('div', { class: 'toasts', role: 'alert', 'aria-live': 'assertive' });
   app.announcer = h('div', { class: 'sr-only', 'aria-live': 'polite', id: 'announcer' });
   app.main = h('main', { id: 'view', tabindex: '-1' });
+  app.invites = h('section', { class: 'invites', 'aria-label': 'Challenges to you', 'aria-live': 'polite', hidden: true });
+  // The skip link moves the focus itself: a fragment link would change the hash route.
+  const skip = h('a', {
+    class: 'skip-link',
+    href: '#view',
+    onclick: (ev) => {
+      ev.preventDefault();
+      const target = app.main.querySelector('.picks button[tabindex="0"]:not([disabled])') ?? app.main;
+      target.focus();
+    },
+  }, 'Skip to the page');
   replace(
     app.root,
+    skip,
     h('header', { class: 'topbar' }, h('a', { class: 'brand', href: '#/lobby' }, 'Elementals'), app.nav, app.alertsToggle, app.me),
     app.banner,
+    app.invites,
     app.main,
     app.toasts,
     app.announcer,
@@ -47,7 +60,7 @@ export function renderShell(app) {
           a.guest
             ? h('span', { class: 'me-name' }, a.name)
             : h('a', { href: `#/player/${encodeURIComponent(a.name)}`, class: 'me-name' }, a.name),
-          a.guest ? h('span', { class: 'tag' }, 'guest') : h('span', { class: 'rating', 'aria-label': `rating ${a.rating.toFixed(2)}` }, a.rating.toFixed(2)),
+          a.guest ? h('span', { class: 'tag' }, 'guest') : h('span', { class: 'rating' }, h('span', { class: 'sr-only' }, 'rating '), a.rating.toFixed(2)),
           h('button', { class: 'link', onclick: () => app.logout() }, 'Log out'),
         ]
       : h('a', { href: '#/login' }, 'Sign in'),
@@ -65,6 +78,7 @@ export function renderShell(app) {
       : null,
   );
   app.banner.hidden = !text;
+  renderInvites(app);
   // How many games wait for this player's move.
   const owing = app.myGames.owing().length;
   app.gamesBadge.textContent = owing ? String(owing) : '';
@@ -75,4 +89,27 @@ export function renderShell(app) {
     if (current) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
+}
+
+/**
+ * Challenges to this player, with Accept and Decline, on every page but the lobby (which
+ * lists them with the challenges sent). Rebuilt only when the list changes, so that the
+ * focus stays on a button.
+ */
+function renderInvites(app) {
+  const list = app.route?.name === 'lobby' ? [] : [...app.challengesIn.values()];
+  const key = list.map((c) => c.challenge_id).join(',');
+  if (app.invites.dataset.key === key) return;
+  app.invites.dataset.key = key;
+  app.invites.hidden = !list.length;
+  replace(app.invites, list.length ? h('ul', { class: 'plain' }, list.map((c) => challengeItem(app, c))) : null);
+}
+
+/** One challenge received: who, which game, and the two answers. */
+export function challengeItem(app, c) {
+  return h('li', { class: 'challenge incoming', dataset: { challengeId: String(c.challenge_id) } },
+    h('span', {}, h('strong', {}, c.from.name), ` challenges you: ${fmtGameKind(c.variant, c.time_control)}, ${c.rated ? 'rated' : 'casual'}`),
+    h('span', { class: 'row' },
+      h('button', { class: 'primary', onclick: () => app.answerChallenge(c, 'accept_challenge'), 'aria-label': `Accept ${c.from.name}'s challenge` }, 'Accept'),
+      h('button', { onclick: () => app.answerChallenge(c, 'decline_challenge'), 'aria-label': `Decline ${c.from.name}'s challenge` }, 'Decline')));
 }

@@ -4,7 +4,7 @@
 // then every commitment against its pick and nonce. What `elementals verify` also checks
 // (the rules, the result, the ratings) is left to it: the page replays what it shows.
 
-import { bytesToHex, commitment, hexToBytes } from './commitment.js';
+import { commitment, fromHex, toHex } from './sdk.js';
 
 let serverKey = null;
 
@@ -34,7 +34,7 @@ export async function checkSignature(signed) {
     if (key.algorithm !== 'ed25519') return fail(`the server names an unknown algorithm (${key.algorithm})`);
     if (signed.public_key !== key.public_key) return fail('it is signed with a key other than this server\'s');
     const keyBytes = base64Bytes(key.public_key);
-    const id = bytesToHex(new Uint8Array(await crypto.subtle.digest('SHA-256', keyBytes)).slice(0, 8));
+    const id = toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', keyBytes)).slice(0, 8));
     if (id !== key.key_id || signed.key_id !== key.key_id) return fail('its key id does not match the key');
     let publicKey;
     try {
@@ -53,8 +53,8 @@ export async function checkSignature(signed) {
 export async function checkCommitments(record) {
   for (const r of record.rounds) {
     for (const seat of ['one', 'two']) {
-      const want = await commitment(record.game_id, r.round, seat, r.picks[seat], hexToBytes(r.nonces[seat]));
-      if (bytesToHex(want) !== r.commitments[seat].toLowerCase()) {
+      const want = await commitment(record.game_id, r.round, seat, r.picks[seat], fromHex(r.nonces[seat]));
+      if (toHex(want) !== r.commitments[seat].toLowerCase()) {
         return fail(`round ${r.round}'s commitment of player ${seat} does not open with its pick`);
       }
     }

@@ -1,11 +1,15 @@
-// The JS commitment must reproduce the vectors pinned in protocol/src/commitment.rs byte
-// for byte. The vectors are read from that Rust file, so they cannot drift apart.
+// The commitment the browser client makes (the TypeScript SDK's, clients/ts) must reproduce
+// the vectors pinned in protocol/src/commitment.rs byte for byte. The vectors are read from
+// that Rust file, so they cannot drift apart. The SDK's commitment module is loaded from its
+// built dist/ on its own: it needs no package.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-import { bytesToHex, commitment, hexToBytes, preimage, PREIMAGE_LEN } from '../src/commitment.js';
+import { commitment, fromHex as hexToBytes, preimage, toHex as bytesToHex } from '../../ts/dist/commitment.js';
+
+const PREIMAGE_LEN = 76;
 
 const source = readFileSync(
   fileURLToPath(new URL('../../../protocol/src/commitment.rs', import.meta.url)),

@@ -53,7 +53,7 @@ describe('the browser client against a real server', { timeout: 600_000 }, () =>
       await page.getByLabel('New account').check();
       await page.fill('#name', 'gina');
       await page.fill('#password', 'correct horse battery');
-      await page.evaluate(() => window.elementals.conn.ws.close());
+      await page.evaluate(() => window.elementals.conn.drop());
       await page.waitForSelector('.banner:not([hidden])', STEP);
       assert.equal(await signUpButton.isDisabled(), true, 'no sign-up while reconnecting');
       await page.waitForSelector('.banner', { ...STEP, state: 'hidden' });
@@ -202,7 +202,7 @@ describe('the browser client against a real server', { timeout: 600_000 }, () =>
       await carol.page.waitForSelector(`button.pick.chosen[data-element="${carolPick}"]`, STEP);
       // Her connection drops after the commit: the page reconnects, resumes, and still
       // reveals when dave has picked.
-      await carol.page.evaluate(() => window.elementals.conn.ws.close());
+      await carol.page.evaluate(() => window.elementals.conn.drop());
       await carol.page.waitForSelector('.banner:not([hidden])', STEP);
       await carol.page.waitForSelector('.banner', { ...STEP, state: 'hidden' });
       await pick(dave.page, 2, seats.dave === 'one' ? 3 : 1);
@@ -229,7 +229,7 @@ describe('the browser client against a real server', { timeout: 600_000 }, () =>
       await signUp(finn.page, 'finn');
       await erin.page.fill('#opponent', 'finn');
       // A reconnection rebuilds the lobby; the name typed so far stays.
-      await erin.page.evaluate(() => window.elementals.conn.ws.close());
+      await erin.page.evaluate(() => window.elementals.conn.drop());
       await erin.page.waitForSelector('.banner:not([hidden])', STEP);
       await erin.page.waitForSelector('.banner', { ...STEP, state: 'hidden' });
       await erin.page.waitForSelector('.lobby .pools', STEP);

@@ -5,7 +5,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { axeViolations, newPlayer } from '../testkit/browser.mjs';
+import { axeViolations, contrastRatios, newPlayer, offScreen } from '../testkit/browser.mjs';
 import { harness } from '../testkit/harness.mjs';
 import { joinPool, pick, playAsGuest, roundShown, seatOf, signUp, waitForGame } from '../testkit/scenario.mjs';
 
@@ -56,7 +56,7 @@ async function cuttable(page) {
     async cut() {
       await page.evaluate(() => {
         window.blockSockets = true;
-        window.elementals.conn.ws.close();
+        window.elementals.conn.drop();
       });
       await page.waitForSelector('.banner:not([hidden])', STEP);
     },
@@ -103,6 +103,43 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
     await closeAll([a, b]);
   });
 
+  test('a network stall during a commit loses no pick: the silence is noticed, shown, and the pick revealed', { timeout: 180_000 }, async () => {
+    await h.setUp();
+    const [a, b] = await people(2);
+    await h.withDiagnostics({ a, b }, async () => {
+      const { bySeat } = await newGame(a, b);
+      const mySeat = bySeat.one === a ? 'one' : 'two';
+      const other = bySeat[mySeat === 'one' ? 'two' : 'one'].page;
+      const me = a.page;
+      await pick(me, 1, 1);
+      await pick(other, 1, 2);
+      await roundShown(me, 1);
+      await me.waitForSelector('.board[data-round="2"][data-phase="commit"]', STEP);
+      await me.waitForSelector('button.pick:not([disabled])', STEP);
+      // Chromium's offline mode holds the open socket's frames: nothing is closed, nothing arrives.
+      const offlineAt = Date.now();
+      await a.context.setOffline(true);
+      await me.locator('button.pick[data-element="4"]').click();
+      assert.equal(await me.textContent('#game-status'), 'Locking in 4…');
+      await me.waitForSelector('.banner:not([hidden])', { timeout: 15_000 });
+      const noticed = Date.now() - offlineAt;
+      assert.ok(noticed < 14_000, `the silence is noticed within ~10 s (took ${noticed} ms)`);
+      assert.equal(await me.textContent('#game-status'), 'Connection lost. Reconnecting… Your pick, 4, is kept and goes in once it is back.');
+      assert.equal(await me.locator('button.pick:not([disabled])').count(), 0, 'no second pick in the round');
+      await pick(other, 2, 1);
+      // The stall lasts 30 s in all.
+      await me.waitForFunction((until) => Date.now() >= until, offlineAt + 30_000, { timeout: 40_000, polling: 500 });
+      await a.context.setOffline(false);
+      await me.waitForSelector('.banner', { ...STEP, state: 'hidden' });
+      await roundShown(me, 2);
+      assert.equal(await me.textContent(`.rounds .round-item[data-round="2"] .r-pick.seat-${mySeat}`), '4');
+      await me.waitForSelector('.board[data-round="3"][data-phase="commit"]', STEP);
+      assert.equal(await me.locator('.result:not([hidden])').count(), 0, 'the game goes on');
+      assert.deepEqual(a.errors.map(String).filter((e) => !/ERR_INTERNET_DISCONNECTED|WebSocket/.test(e)), []);
+    });
+    await closeAll([a, b]);
+  });
+
   test('the win over an opponent who left can be claimed when the wait is over, counted down', { timeout: 120_000 }, async () => {
     await h.setUp();
     const [a, b] = await people(2);
@@ -128,6 +165,86 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       assert.deepEqual(bySeat.one.errors.map(String), []);
     });
     await a.context.close();
+  });
+
+  test('round 1 offers Abort until both have picked, which costs nobody rating; Resign after', async () => {
+    await h.setUp();
+    const [a, b, c, d] = await people(4);
+    await h.withDiagnostics({ a, b, c, d }, async () => {
+      const { bySeat } = await newGame(a, b);
+      const [one, two] = [bySeat.one.page, bySeat.two.page];
+      await pick(one, 1, 3);
+      assert.equal(await two.getByRole('button', { name: 'Resign' }).count(), 0, 'no Resign while Abort is offered');
+      await two.getByRole('button', { name: 'Abort' }).click();
+      await two.waitForSelector('.result:not([hidden]) h2', STEP);
+      await one.waitForSelector('.result:not([hidden]) h2', STEP);
+      assert.equal(await two.textContent('.result h2'), 'You aborted the game. No rating changes.');
+      assert.equal(await one.textContent('.result h2'), `${bySeat.two.name} aborted the game. No rating changes.`);
+      assert.equal(await one.locator('.result .ratings').count(), 0);
+      assert.equal(await one.locator('.result .replay-link').count(), 0, 'no replay of a game of no rounds');
+      await one.goto(`/#/player/${bySeat.one.name}`);
+      await one.waitForSelector('.player-games tr[data-game-id]', STEP);
+      assert.doesNotMatch(await one.textContent('#view'), /Aborted \(aborted\)/);
+      assert.match(await one.textContent('.me .rating'), /1\.00$/);
+
+      // Once both have picked in round 1 it is too late: Resign, not Abort.
+      const next = await newGame(c, d);
+      await pick(next.bySeat.one.page, 1, 1);
+      await pick(next.bySeat.two.page, 1, 2);
+      const p1 = next.bySeat.one.page;
+      await p1.waitForSelector('.board[data-phase="reveal"], .board[data-round="2"]', STEP);
+      await p1.getByRole('button', { name: 'Resign' }).waitFor(STEP);
+      assert.equal(await p1.getByRole('button', { name: 'Abort' }).count(), 0);
+    });
+    await closeAll([a, b, c, d]);
+  });
+
+  test('a challenge can be accepted from any page, not only the lobby', async () => {
+    await h.setUp();
+    const [a, b] = await people(2);
+    await h.withDiagnostics({ a, b }, async () => {
+      a.name = freshName('asker');
+      b.name = freshName('asked');
+      await signUp(a.page, a.name);
+      await signUp(b.page, b.name);
+      await b.page.goto('/#/leaderboard');
+      await b.page.waitForSelector('.leaderboard :is(table, p)', STEP);
+      await a.page.fill('#opponent', b.name);
+      await a.page.getByRole('button', { name: 'Challenge', exact: true }).click();
+      const accept = b.page.getByRole('button', { name: `Accept ${a.name}'s challenge` });
+      await accept.waitFor(STEP);
+      assert.deepEqual(await axeViolations(b.page), []);
+      await accept.click();
+      const gameId = await waitForGame(b.page);
+      assert.equal(await waitForGame(a.page), gameId);
+      assert.equal(await b.page.locator('.invites:not([hidden])').count(), 0, 'the answered challenge is gone');
+    });
+    await closeAll([a, b]);
+  });
+
+  test('a rematch offer can be declined, and the one who offered it is told', async () => {
+    await h.setUp();
+    const [a, b] = await people(2);
+    await h.withDiagnostics({ a, b }, async () => {
+      const { bySeat } = await newGame(a, b);
+      const [one, two] = [bySeat.one.page, bySeat.two.page];
+      await pick(one, 1, 1);
+      await pick(two, 1, 2);
+      await roundShown(one, 1);
+      one.once('dialog', (d) => d.accept());
+      await one.getByRole('button', { name: 'Resign' }).click();
+      await two.waitForSelector('.result:not([hidden]) h2', STEP);
+      await one.waitForSelector('.result:not([hidden]) h2', STEP);
+      await two.getByRole('button', { name: 'Rematch', exact: true }).click();
+      await one.getByRole('button', { name: 'Decline rematch' }).click();
+      await two.locator('.toasts .toast', { hasText: 'Your opponent declined the rematch.' }).waitFor(STEP);
+      const button = two.getByRole('button', { name: 'Rematch declined' });
+      await button.waitFor(STEP);
+      assert.equal(await button.isDisabled(), true);
+      assert.equal(await one.getByRole('button', { name: 'Decline rematch' }).count(), 0);
+      assert.equal(await one.textContent('.result .row button.primary'), 'Rematch');
+    });
+    await closeAll([a, b]);
   });
 
   test('a draw offer, and its refusal, are announced to the other player', async () => {
@@ -156,6 +273,10 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       const { page } = viewer;
       await page.goto(`/#/game/${gameId}`);
       await page.waitForSelector('.game.watching .board', STEP);
+      // Past round 1 (before it, a player aborts rather than resigns).
+      await pick(bySeat.one.page, 1, 1);
+      await pick(bySeat.two.page, 1, 2);
+      await roundShown(bySeat.one.page, 1);
       bySeat.one.page.once('dialog', (d) => d.accept());
       await bySeat.one.page.getByRole('button', { name: 'Resign' }).click();
       await page.waitForSelector('.result:not([hidden]) h2', STEP);
@@ -265,6 +386,64 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
     await closeAll([phone, desk]);
   });
 
+  test('every page fits a 390 px phone, with the whole menu on show', async () => {
+    await h.setUp();
+    const phoneOpts = { hasTouch: true, isMobile: true };
+    const phone = await newPlayer(h.browser, h.server.url, { width: 390, height: 844 }, phoneOpts);
+    const [other] = await people(1);
+    await h.withDiagnostics({ phone, other }, async () => {
+      const page = phone.page;
+      // The signed-in name may be shortened (…) to leave the rest whole.
+      const menu = '.topbar .brand, .topbar .nav > a, .topbar .alerts, .topbar .me > :not(.me-name)';
+      const fits = async (where) => assert.deepEqual(await offScreen(page, menu), [], where);
+      await page.goto('/');
+      await page.waitForSelector('#welcome-guest:not([disabled])', STEP);
+      await fits('the welcome page');
+      for (const [hash, ready] of [['#/login', '#auth-submit'], ['#/how', '.how'], ['#/watch', '.live-list :is(ul, #no-live-games)'], ['#/leaderboard', '.leaderboard :is(table, p)']]) {
+        await page.goto(`/${hash}`);
+        await page.waitForSelector(ready, STEP);
+        await fits(hash);
+      }
+      // Signed in with a long name (up to 20), an open seek from another in the lobby, and
+      // a game played and resigned, so that the player's page lists it.
+      phone.name = freshName('phone_player');
+      other.name = freshName('other_player');
+      await signUp(page, phone.name);
+      await signUp(other.page, other.name);
+      await other.page.selectOption('#seek-preset', 'corr-7d');
+      await other.page.getByRole('button', { name: 'Create a seek' }).click();
+      await page.getByRole('button', { name: `Accept ${other.name}'s seek` }).waitFor(STEP);
+      await fits('the lobby with a seek');
+      // A custom variant shows its limits beside the numbers (the range's follows them).
+      await page.selectOption('#variant', 'custom');
+      await page.fill('#v-number', '7');
+      assert.equal(await page.textContent('#variant-limits'), 'Elements 3–99; range 1–3; distance 1–20.');
+      await fits('the lobby with a custom variant');
+      await page.getByRole('button', { name: `Accept ${other.name}'s seek` }).click();
+      await waitForGame(page);
+      await fits('a game');
+      await pick(page, 1, 1);
+      await pick(other.page, 1, 2);
+      await roundShown(page, 1);
+      const gameId = await page.getAttribute('.game', 'data-game-id');
+      page.once('dialog', (d) => d.accept());
+      await page.getByRole('button', { name: 'Resign' }).click();
+      await page.waitForSelector('.result:not([hidden]) h2', STEP);
+      await fits('a finished game');
+      for (const [hash, ready] of [[`#/player/${phone.name}`, '.player-games tr[data-game-id] .replay-link'], ['#/leaderboard', '.leaderboard table'],
+        [`#/replay/${gameId}`, '#signature-check[data-verified]'], ['#/games', '#view h1']]) {
+        await page.goto(`/${hash}`);
+        await page.waitForSelector(ready, STEP);
+        await fits(hash);
+        if (hash.startsWith('#/player/')) {
+          const opponents = await page.$$eval('.player-games td.opp', (tds) => tds.map((t) => t.textContent));
+          assert.deepEqual(opponents, [other.name], "the opponent's name is whole");
+        }
+      }
+    });
+    await closeAll([phone, other]);
+  });
+
   for (const colorScheme of ['light', 'dark']) {
     test(`axe-core finds nothing on the pages, ${colorScheme}; arrow keys move between the picks`, async () => {
       await h.setUp();
@@ -277,6 +456,13 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
         const { bySeat, gameId } = await newGame(a, b);
         const [one, two] = [bySeat.one.page, bySeat.two.page];
         await clean(one, 'a game about to start');
+        // The first tab stop is the skip link, which takes the focus to the picks.
+        await one.waitForSelector('button.pick:not([disabled])', STEP);
+        const first = await one.evaluate(() => document.querySelector('a[href], button, input, select, [tabindex]:not([tabindex="-1"])').textContent);
+        assert.equal(first, 'Skip to the page');
+        await one.locator('.skip-link').focus();
+        await one.keyboard.press('Enter');
+        assert.equal(await one.evaluate(() => document.activeElement.dataset.element), '1');
         await one.locator('button.pick[data-element="1"]').focus();
         await one.keyboard.press('ArrowRight');
         assert.equal(await one.evaluate(() => document.activeElement.dataset.element), '2');
@@ -287,6 +473,15 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
         await one.waitForSelector('button.pick.chosen[data-element="5"]', STEP);
         await pick(two, 1, 4);
         await roundShown(one, 1);
+        // axe does not judge coloured text on coloured backgrounds: measured here, on every
+        // pick and every lane (one of which has just moved, and is tinted).
+        await one.waitForSelector('.board[data-round="2"] .lane.moved', STEP);
+        await one.waitForSelector('button.pick:not([disabled])', STEP);
+        for (const sel of ['button.pick .pick-number', '.lanes .lane-label']) {
+          for (const { text, ratio } of await contrastRatios(one, sel)) {
+            assert.ok(ratio >= 4.5, `${sel} "${text}" (${colorScheme}): contrast ${ratio.toFixed(2)}:1 is under 4.5:1`);
+          }
+        }
         await two.getByRole('button', { name: 'Offer draw' }).click();
         await one.locator('#draw-note').waitFor(STEP);
         await clean(one, 'a game in round 2 with a draw offer');
@@ -529,9 +724,8 @@ describe('what the browser client tells and shows', { timeout: 600_000 }, () => 
       await one.waitForSelector('.my-game[data-owes="no"]', STEP);
       assert.match(await mine.textContent(), new RegExp(`Waiting for ${bySeat.two.name} to commit`));
 
-      // Over: no game under way.
-      two.once('dialog', (d) => d.accept());
-      await two.getByRole('button', { name: 'Resign' }).click();
+      // Over (aborted: two has not picked in round 1): no game under way.
+      await two.getByRole('button', { name: 'Abort' }).click();
       await one.waitForSelector('#no-open-games', STEP);
       assert.equal(await badge(one).isHidden(), true);
       assert.equal(await one.title(), 'Elementals');

@@ -3,7 +3,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  applyEvent, beats, canPick, claimWin, clockNow, describeResult, describeRound, FIRST_COMMIT_MS, firstCommitLeft, formatClock,
+  applyEvent, beats, canAbort, canPick, claimWin, clockNow, describeResult, describeRound, FIRST_COMMIT_MS, firstCommitLeft, formatClock,
   fromSnapshot, owesReveal, typedPick, victims,
 } from '../src/game.js';
 
@@ -155,6 +155,24 @@ test('a game called off in round 1 says who did not pick', () => {
   game.seat = null;
   game.committed.one = false;
   assert.match(describeResult(game), /neither player picked/);
+});
+
+test('a player may abort until both have committed in round 1, and the result says who did', () => {
+  const game = fromSnapshot(snapshot({ committed: { one: true, two: false } }), 'one', 0);
+  assert.equal(canAbort(game), true, 'one commitment is not both');
+  game.committed.two = true;
+  assert.equal(canAbort(game), false);
+  assert.equal(canAbort(fromSnapshot(snapshot({ phase: 'reveal' }), 'one', 0)), false);
+  assert.equal(canAbort(fromSnapshot(snapshot({ round: 2 }), 'one', 0)), false);
+  assert.equal(canAbort(fromSnapshot(snapshot(), null, 0)), false, 'a spectator aborts nothing');
+
+  const over = fromSnapshot(snapshot({ phase: 'over', result: { winner: null, reason: 'aborted' } }), 'one', 0);
+  over.abortedBy = 'one';
+  assert.equal(describeResult(over), 'You aborted the game. No rating changes.');
+  over.abortedBy = 'player';
+  assert.equal(describeResult(over), 'bob aborted the game. No rating changes.');
+  over.seat = null;
+  assert.equal(describeResult(over), 'The game was aborted in round 1. No rating changes.');
 });
 
 test('a win can be claimed a grace period after the opponent left, counted from their turn', () => {

@@ -73,14 +73,13 @@ impl Watcher {
             match frame.opcode {
                 OP_BINARY => {
                     self.stats.frames_in.fetch_add(1, Relaxed);
-                    let msg = match wire::decode_server(&self.pending[payload]) {
-                        Ok(msg) => msg,
-                        Err(_) => {
-                            self.stats.error("decode: undecodable server frame");
-                            continue;
+                    // One message, or a batch of them.
+                    for msg in wire::decode_server_frame(&self.pending[payload]) {
+                        match msg {
+                            Ok(msg) => self.on_message(msg, ctx, read_at)?,
+                            Err(_) => self.stats.error("decode: undecodable server message"),
                         }
-                    };
-                    self.on_message(msg, ctx, read_at)?;
+                    }
                 }
                 OP_PING => {
                     let pong = client_frame(OP_PONG, &self.pending[payload]);

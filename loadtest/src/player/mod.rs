@@ -388,7 +388,8 @@ impl Player {
                 let sealed = game.sealed.expect("a sealed pick");
                 let game_id = game.state.game_id();
                 game.revealed = Some(sealed.round);
-                self.ctx.reveals.sent(game_id, sealed.round);
+                let after_other = game.state.revealed(game.seat.other());
+                self.ctx.reveals.sent(game_id, sealed.round, after_other);
                 let id = conn
                     .send(|id| ClientMsg::Reveal {
                         id,

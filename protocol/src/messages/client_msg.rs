@@ -1,6 +1,7 @@
 //! `ClientMsg`: every message a client sends, with its request id; byte fields are
 //! MessagePack bin and only bin.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::rules::{Element, Variant};
@@ -9,7 +10,7 @@ use crate::time_control::TimeControl;
 use super::{GameId, RequestId};
 
 /// Messages a client sends to the server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientMsg {
     // --- connection ---
@@ -19,6 +20,11 @@ pub enum ClientMsg {
         protocol_version: u32,
         #[serde(default)]
         client: Option<String>,
+        /// Ask for batches: several messages the server sends together come as one frame
+        /// holding their MessagePack array (PROTOCOL.md, "Batches"). Written only when set,
+        /// so a `hello` without it is the same bytes as before the field.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        batch: bool,
     },
     /// Answered by `pong` with the same id.
     Ping {
@@ -118,6 +124,11 @@ pub enum ClientMsg {
         id: RequestId,
         game_id: GameId,
     },
+    /// Decline the opponent's offer of a rematch of `game_id`; they are told.
+    DeclineRematch {
+        id: RequestId,
+        game_id: GameId,
+    },
 
     // --- playing ---
     /// With `pick` and `nonce` (both or neither), the reveal is escrowed: the server checks
@@ -128,10 +139,12 @@ pub enum ClientMsg {
         game_id: GameId,
         round: u32,
         #[serde(with = "bin")]
+        #[schemars(with = "Bin")]
         commitment: Vec<u8>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pick: Option<Element>,
         #[serde(default, skip_serializing_if = "Option::is_none", with = "bin_opt")]
+        #[schemars(with = "Bin")]
         nonce: Option<Vec<u8>>,
     },
     Reveal {
@@ -140,9 +153,16 @@ pub enum ClientMsg {
         round: u32,
         pick: Element,
         #[serde(with = "bin")]
+        #[schemars(with = "Bin")]
         nonce: Vec<u8>,
     },
     Resign {
+        id: RequestId,
+        game_id: GameId,
+    },
+    /// End the game with no result and no rating change, while round 1 still waits for a
+    /// commitment from either player.
+    Abort {
         id: RequestId,
         game_id: GameId,
     },
@@ -218,6 +238,30 @@ mod bin {
     }
 }
 
+/// A byte field's schema. JSON has no bytes: the schema names the MessagePack type in
+/// `x-msgpack` and describes the bytes as JSON would carry them (base64), which is also how
+/// the conformance check (`crate::conformance`) renders a frame's bins.
+struct Bin;
+
+impl JsonSchema for Bin {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Bytes".into()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        concat!(module_path!(), "::Bytes").into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Bytes, as a MessagePack bin: never a str (of hex or otherwise), never an array. Commitments and nonces are exactly 32 bytes (other lengths decode, and are answered `bad_commitment` or `bad_nonce`).",
+            "type": "string",
+            "contentEncoding": "base64",
+            "x-msgpack": "bin"
+        })
+    }
+}
+
 /// An optional byte field: absent, or MessagePack bin (see [`bin`]).
 mod bin_opt {
     use serde::{Deserializer, Serializer};
@@ -259,9 +303,11 @@ impl ClientMsg {
             | PlayBot { id, .. }
             | LobbyCounts { id }
             | OfferRematch { id, .. }
+            | DeclineRematch { id, .. }
             | Commit { id, .. }
             | Reveal { id, .. }
             | Resign { id, .. }
+            | Abort { id, .. }
             | OfferDraw { id, .. }
             | DeclineDraw { id, .. }
             | ClaimWin { id, .. }

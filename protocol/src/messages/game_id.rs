@@ -32,6 +32,28 @@ impl Serialize for GameId {
     }
 }
 
+/// On the wire a string: the server writes the 36-character hyphenated lowercase form (and
+/// accepts any spelling `uuid` parses).
+impl schemars::JsonSchema for GameId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "GameId".into()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        concat!(module_path!(), "::GameId").into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A game id: a UUID in its 36-character hyphenated lowercase form.",
+            "type": "string",
+            "format": "uuid",
+            "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+            "examples": ["6f1c2b4a-8d3e-4f5a-9b7c-0123456789ab"]
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for GameId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_str(GameIdVisitor)

@@ -1,6 +1,7 @@
 //! What the lobby shows: an `Account`, a `LiveGame` in a listing, a `Seek`, a `Challenge`,
 //! and a player's own open games (`MyGame`) with what each owes (`Owed`).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::rules::{Seat, Variant};
@@ -9,7 +10,7 @@ use crate::time_control::TimeControl;
 use super::{GameId, Phase, PlayerInfo, SeatPair};
 
 /// A signed-in account as others see it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Account {
     pub name: String,
     pub rating: f64,
@@ -19,8 +20,8 @@ pub struct Account {
     pub draws: u32,
 }
 
-/// A live game in a listing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A game under way in a listing: live, or a sleeping correspondence game.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LiveGame {
     pub game_id: GameId,
     pub variant: Variant,
@@ -30,10 +31,14 @@ pub struct LiveGame {
     pub round: u32,
     pub positions: Vec<i16>,
     pub spectators: u32,
+    /// Whether it is played at correspondence pace (its `time_control` has
+    /// `per_phase_ms`), awake or asleep. Absent from older servers' listings: false.
+    #[serde(default)]
+    pub correspondence: bool,
 }
 
 /// An open seek anyone may accept.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Seek {
     pub seek_id: u64,
     pub by: PlayerInfo,
@@ -43,7 +48,7 @@ pub struct Seek {
 }
 
 /// A direct challenge from one player to another.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Challenge {
     pub challenge_id: u64,
     pub from: PlayerInfo,
@@ -54,7 +59,7 @@ pub struct Challenge {
 }
 
 /// How many wait in one quick-pairing pool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PoolCount {
     pub variant: Variant,
     /// The preset's name (`"blitz"`, …).
@@ -64,7 +69,7 @@ pub struct PoolCount {
 }
 
 /// One of the asker's open (unfinished) games, as `my_games` and `GET /api/me/games` list it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MyGame {
     pub game_id: GameId,
     /// The asker's seat.
@@ -80,7 +85,7 @@ pub struct MyGame {
 }
 
 /// An action a game waits for from one seat, and by when.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Owed {
     pub seat: Seat,
     pub action: OwedAction,
@@ -91,7 +96,7 @@ pub struct Owed {
 }
 
 /// What a seat owes: its commitment or its reveal for the current round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OwedAction {
     Commit,

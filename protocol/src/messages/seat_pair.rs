@@ -1,11 +1,13 @@
 //! `SeatPair`: one value per seat.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::rules::Seat;
 
 /// One value per seat.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "SeatPair_of_{T}")]
 pub struct SeatPair<T> {
     pub one: T,
     pub two: T,

@@ -1,6 +1,7 @@
 //! `ServerMsg`: every message a server sends (replies, game events, notices), and the
 //! `Limits` it announces in `welcome`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ErrorCode;
@@ -14,7 +15,7 @@ use super::{
 };
 
 /// Limits a server announces in `welcome`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Limits {
     pub max_message_bytes: u32,
     pub max_messages_per_s: u32,
@@ -29,7 +30,7 @@ pub struct Limits {
 
 /// Messages the server sends to a client. Clients should ignore fields they do not know,
 /// so that a server may add fields without a new protocol version.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerMsg {
     // --- replies (echo the request id) ---
@@ -45,7 +46,7 @@ pub enum ServerMsg {
     Ok {
         id: RequestId,
     },
-    /// `id` is absent when the error answers no request (for example an undecodable frame).
+    /// `id` is nil when the error answers no request (for example an undecodable frame).
     Error {
         id: Option<RequestId>,
         code: ErrorCode,
@@ -58,11 +59,17 @@ pub enum ServerMsg {
         token: String,
         /// Unix time in milliseconds.
         token_expires_at: u64,
-        /// The live game this account holds a seat in, whose `snapshot` follows at once;
-        /// `None` when it holds none (a client coming back knows at once whether its
-        /// game is still on). Absent from older servers' frames, which reads as `None`.
+        /// The game whose `snapshot` follows at once: the account's live game, else its
+        /// correspondence game seated longest; `None` when it holds no seat (a client
+        /// coming back knows at once whether its game is still on). Absent from older
+        /// servers' frames, which reads as `None`.
         #[serde(default)]
         game_id: Option<GameId>,
+        /// Every game the account holds a seat in (its live game first, if any); the
+        /// client gets each one's snapshot by `sync`. Absent when it holds none (and from
+        /// older servers' frames), which reads as empty.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        games: Vec<GameId>,
     },
     Queued {
         id: RequestId,
@@ -127,6 +134,11 @@ pub enum ServerMsg {
         seek_id: u64,
     },
     RematchOffered {
+        game_id: GameId,
+        by: Seat,
+    },
+    /// The opponent declined this player's offer of a rematch.
+    RematchDeclined {
         game_id: GameId,
         by: Seat,
     },
@@ -276,6 +288,7 @@ impl ServerMsg {
             | ChallengeCancelled { .. }
             | SeekRemoved { .. }
             | RematchOffered { .. }
+            | RematchDeclined { .. }
             | GameStart { .. }
             | Spectators { .. }
             | YourMove { .. }

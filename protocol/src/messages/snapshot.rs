@@ -1,6 +1,7 @@
 //! `GameSnapshot` and the parts of a game it is made of: the players, the game's fixed
 //! `GameInfo`, `Clocks`, each `RoundRecord`, the `Phase` and the `GameResult`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::rules::{Element, Outcome, Seat, Variant};
@@ -9,7 +10,7 @@ use crate::time_control::TimeControl;
 use super::{GameId, SeatPair};
 
 /// A player in a game, with the rating as it was when the game started.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PlayerInfo {
     pub name: String,
     pub rating: f64,
@@ -24,7 +25,7 @@ fn is_false(b: &bool) -> bool {
 }
 
 /// What a game is, fixed at its start.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GameInfo {
     pub game_id: GameId,
     pub variant: Variant,
@@ -36,7 +37,7 @@ pub struct GameInfo {
 }
 
 /// Both banks in milliseconds, and whose is running, as of the message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Clocks {
     pub one_ms: u64,
     pub two_ms: u64,
@@ -44,7 +45,7 @@ pub struct Clocks {
 }
 
 /// One resolved round.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RoundRecord {
     pub round: u32,
     pub picks: SeatPair<Element>,
@@ -54,7 +55,7 @@ pub struct RoundRecord {
 }
 
 /// Where a round stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Waiting for commitments.
@@ -66,7 +67,7 @@ pub enum Phase {
 }
 
 /// Why a game ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EndReason {
     /// An element reached an edge of the track.
@@ -89,7 +90,7 @@ pub enum EndReason {
     MaxRounds,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct GameResult {
     /// `None` for a draw or an abort.
     pub winner: Option<Seat>,
@@ -97,7 +98,7 @@ pub struct GameResult {
 }
 
 /// Everything needed to draw a game from scratch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GameSnapshot {
     pub game: GameInfo,
     /// The `seq` of the last event this snapshot includes; events after it follow.

@@ -16,7 +16,7 @@ use crate::names::Message;
 mod walk;
 
 pub use walk::check_structure;
-use walk::{top_level_keys, walk};
+use walk::{array_elements, top_level_keys, walk};
 
 /// Largest frame a server accepts from a client.
 pub const MAX_CLIENT_MESSAGE_BYTES: usize = 16 * 1024;
@@ -79,6 +79,27 @@ pub fn decode_client(bytes: &[u8]) -> Result<ClientMsg, DecodeError> {
 
 pub fn decode_server(bytes: &[u8]) -> Result<ServerMsg, DecodeError> {
     decode_message(bytes, MAX_SERVER_MESSAGE_BYTES).map_err(|refused| refused.error)
+}
+
+/// The messages of one server frame: the message it is, or, for a connection that asked
+/// for batches in `hello`, each message of the array it holds, in order (PROTOCOL.md,
+/// "Batches"). An element that does not decode is that element's error; the others still
+/// decode. A frame that is neither a map nor a well-formed array is one error.
+pub fn decode_server_frame(bytes: &[u8]) -> Vec<Result<ServerMsg, DecodeError>> {
+    match bytes.first() {
+        Some(0x90..=0x9f | 0xdc | 0xdd) => {}
+        _ => return vec![decode_server(bytes)],
+    }
+    if bytes.len() > MAX_SERVER_MESSAGE_BYTES {
+        return vec![Err(DecodeError::TooLarge {
+            size: bytes.len(),
+            limit: MAX_SERVER_MESSAGE_BYTES,
+        })];
+    }
+    match array_elements(bytes) {
+        Ok(elements) => elements.into_iter().map(decode_server).collect(),
+        Err(error) => vec![Err(error)],
+    }
 }
 
 /// A client frame that is not a valid message: why, and the request id to answer it

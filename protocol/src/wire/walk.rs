@@ -28,6 +28,35 @@ pub(super) fn top_level_keys(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
+/// The bytes of each element of the MessagePack array spanning exactly `bytes`, in order
+/// (each element's own structure is for the caller to check).
+pub(super) fn array_elements(bytes: &[u8]) -> Result<Vec<&[u8]>, DecodeError> {
+    let mut cursor = Cursor { bytes, pos: 0 };
+    let count = match bytes.first() {
+        Some(0x90..=0x9f | 0xdc | 0xdd) => cursor.skip_value()?,
+        Some(&marker) => return Err(DecodeError::InvalidMarker(marker)),
+        None => return Err(DecodeError::Truncated),
+    };
+    // Every element takes at least one byte: a count beyond what is left is a lie.
+    if count > cursor.remaining() as u64 {
+        return Err(DecodeError::Truncated);
+    }
+    let mut elements = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let start = cursor.pos;
+        // The element, with everything nested in it.
+        let mut left = 1u64;
+        while left > 0 {
+            left = left - 1 + cursor.skip_value()?;
+        }
+        elements.push(&bytes[start..cursor.pos]);
+    }
+    match cursor.remaining() {
+        0 => Ok(elements),
+        n => Err(DecodeError::TrailingBytes(n)),
+    }
+}
+
 /// Walk one MessagePack value spanning exactly `bytes`, without allocating.
 pub fn check_structure(bytes: &[u8], limit: usize) -> Result<(), DecodeError> {
     walk(bytes, limit)?.checked().map(drop)

@@ -6,8 +6,10 @@
 //! - `render`: frames rendered as PROTOCOL.md shows them, and hex dumps.
 //! - `documented`: PROTOCOL.md shows the session, its bytes and the commitment vectors.
 //! - `pinned`: the pinned bytes of representative frames.
+//! - `quick_start`: PROTOCOL.md's quick start, and the session against the schema.
 
 mod documented;
 mod pinned;
+mod quick_start;
 mod render;
 mod session;

@@ -43,7 +43,7 @@ fn render(value: &Value, indent: usize, column: usize) -> String {
     out + &" ".repeat(indent) + close
 }
 
-fn render_flat(value: &Value) -> String {
+pub(crate) fn render_flat(value: &Value) -> String {
     match value {
         Value::Nil => "nil".into(),
         Value::Boolean(b) => b.to_string(),

@@ -250,6 +250,7 @@ pub(crate) fn session() -> (Vec<Frame>, GameSnapshot) {
             id: 1,
             protocol_version: PROTOCOL_VERSION,
             client: Some("example-client/1.0".into()),
+            batch: false,
         }),
         S(ServerMsg::Welcome {
             id: 1,
@@ -275,6 +276,7 @@ pub(crate) fn session() -> (Vec<Frame>, GameSnapshot) {
             token: TOKEN.into(),
             token_expires_at: STARTED_AT - 10_000 + 30 * 24 * 3_600_000,
             game_id: None,
+            games: Vec::new(),
         }),
         C(ClientMsg::JoinPool {
             id: 3,

@@ -127,9 +127,11 @@ pub(crate) fn client_type(msg: &ClientMsg) -> &'static str {
         PlayBot { .. } => "play_bot",
         LobbyCounts { .. } => "lobby_counts",
         OfferRematch { .. } => "offer_rematch",
+        DeclineRematch { .. } => "decline_rematch",
         Commit { .. } => "commit",
         Reveal { .. } => "reveal",
         Resign { .. } => "resign",
+        Abort { .. } => "abort",
         OfferDraw { .. } => "offer_draw",
         DeclineDraw { .. } => "decline_draw",
         ClaimWin { .. } => "claim_win",
@@ -164,6 +166,7 @@ pub(crate) fn server_type(msg: &ServerMsg) -> &'static str {
         ChallengeCancelled { .. } => "challenge_cancelled",
         SeekRemoved { .. } => "seek_removed",
         RematchOffered { .. } => "rematch_offered",
+        RematchDeclined { .. } => "rematch_declined",
         GameStart { .. } => "game_start",
         Spectators { .. } => "spectators",
         YourMove { .. } => "your_move",
@@ -189,6 +192,7 @@ pub(crate) fn client_examples() -> Vec<ClientMsg> {
             id: 1,
             protocol_version: PROTOCOL_VERSION,
             client: Some("example/1.0".into()),
+            batch: false,
         },
         Ping { id: 2 },
         Register {
@@ -296,5 +300,7 @@ pub(crate) fn client_examples() -> Vec<ClientMsg> {
         },
         LobbyCounts { id: 29 },
         MyGames { id: 30 },
+        Abort { id: 31, game_id: g },
+        DeclineRematch { id: 32, game_id: g },
     ]
 }

@@ -3,6 +3,7 @@
 //! never panics, and PROTOCOL.md documents every message, field and error code.
 //!
 //! - `examples`: one example of every message, and each message's `type`.
+//! - `conforms`: every example conforms to the published schema.
 //! - `helpers`: building and reading raw frames.
 //! - `round_trip`: every message round-trips; the shape and encoding of frames.
 //! - `structure`: what the structure walk refuses (truncation, lengths, depth, size, keys).
@@ -11,6 +12,7 @@
 //! - `protocol_md`: PROTOCOL.md documents every message, field, code and limit.
 //! - `replies`: the request id each reply answers (`ServerMsg::reply_id`).
 
+mod conforms;
 mod examples;
 mod fields;
 mod helpers;

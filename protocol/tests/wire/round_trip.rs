@@ -126,7 +126,8 @@ fn client_fields_may_come_in_any_order_and_defaults_apply() {
         Ok(ClientMsg::Hello {
             id: 1,
             protocol_version: 1,
-            client: None
+            client: None,
+            batch: false
         })
     );
     let join = map(vec![

@@ -1,5 +1,5 @@
 //! libFuzzer's entry to the game actor's harness (`harness/game_commands.rs`, which says
-//! what it checks). `server/tests/fuzz_replay.rs` replays `seeds/game_commands` through
+//! what it checks). `server/tests/it/fuzz_replay.rs` replays `seeds/game_commands` through
 //! the same harness in CI.
 
 #![no_main]

@@ -1,5 +1,5 @@
 // The game actor's fuzz harness, shared by the fuzz target (`fuzz_targets/game_commands.rs`,
-// libFuzzer) and by `server/tests/fuzz_replay.rs`, which replays the committed inputs in
+// libFuzzer) and by `server/tests/it/fuzz_replay.rs`, which replays the committed inputs in
 // `seeds/game_commands` as an ordinary test, so that CI runs these checks and sees the
 // harness drift from the server. Each includer brings `arbitrary` into scope.
 //

@@ -1,6 +1,18 @@
 //! `LocalBus`: the bus within one process.
 
-use super::*;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bytes::Bytes;
+use dashmap::DashMap;
+use elementals_protocol::messages::GameId;
+use futures::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use super::{lobby_stopped, notify, topic};
+use super::{Bus, Delivery, GameInbox, Published, Starter, Waker};
+use crate::msg::{ConnId, GameCmd, Holding, LobbyCmd, NewGame, Notice};
+use crate::msg::{GAME_CHANNEL_CAPACITY, LOBBY_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY};
+use crate::outbox::{Framed, Outbox, SendError};
 
 /// The bus within one process: the open connections' outboxes by identity, and the games'
 /// topics.
@@ -9,21 +21,43 @@ pub struct LocalBus {
     pub(super) connections: DashMap<ConnId, Outbox>,
     sessions: DashMap<ConnId, mpsc::UnboundedSender<Notice>>,
     lobby: Mutex<Option<mpsc::Sender<LobbyCmd>>>,
+    /// What each open connection has open in the lobby, as the lobby last said.
+    held: DashMap<ConnId, Holding>,
     games: DashMap<GameId, GameQueues>,
     /// Each is used by its game's task alone (or its supervisor once that task is gone),
     /// so its lock is never contended; the map's guard is dropped before it is taken.
     topics: DashMap<GameId, Arc<Mutex<topic::Topic>>>,
     /// Wakes a hibernated game that a command comes for (`Bus::set_waker`).
-    waker: WakerSlot,
+    waker: Installed<Waker>,
+    /// Starts the games the lobby starts here (`Bus::set_starter`).
+    starter: Installed<Starter>,
 }
 
-/// The waker, if hibernation is on.
-#[derive(Default)]
-struct WakerSlot(std::sync::RwLock<Option<Waker>>);
+/// A callback the server installs once its services run (the waker, the starter).
+struct Installed<T>(std::sync::RwLock<Option<T>>);
 
-impl std::fmt::Debug for WakerSlot {
+impl<T> Default for Installed<T> {
+    fn default() -> Self {
+        Installed(std::sync::RwLock::new(None))
+    }
+}
+
+impl<T: Clone> Installed<T> {
+    fn set(&self, value: Option<T>) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = value;
+    }
+
+    fn get(&self) -> Option<T> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl<T> std::fmt::Debug for Installed<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("WakerSlot")
+        f.write_str("Installed")
     }
 }
 
@@ -46,7 +80,24 @@ impl GameQueues {
 
 impl LocalBus {
     /// The lobby's queue, if it takes commands.
-    fn lobby(&self) -> Option<mpsc::Sender<LobbyCmd>> {
+    /// The open connections here, and what they have open in the lobby.
+    pub(super) fn holdings(&self) -> (Vec<ConnId>, Vec<Holding>) {
+        let open = self
+            .connections
+            .iter()
+            .filter(|o| !o.is_closed())
+            .map(|o| *o.key())
+            .collect();
+        let held = self
+            .held
+            .iter()
+            .filter(|h| !self.is_closed(*h.key()))
+            .map(|h| h.value().clone())
+            .collect();
+        (open, held)
+    }
+
+    pub(super) fn lobby(&self) -> Option<mpsc::Sender<LobbyCmd>> {
         self.lobby
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -116,6 +167,7 @@ impl Bus for LocalBus {
     fn disconnect(&self, conn: ConnId) {
         self.connections.remove(&conn);
         self.sessions.remove(&conn);
+        self.held.remove(&conn);
     }
 
     fn send(&self, to: ConnId, frame: Bytes) -> Result<(), SendError> {
@@ -214,17 +266,11 @@ impl Bus for LocalBus {
     }
 
     fn set_waker(&self, waker: Option<Waker>) {
-        *self.waker.0.write().unwrap_or_else(PoisonError::into_inner) = waker;
+        self.waker.set(waker);
     }
 
     fn wake(&self, game: GameId) -> bool {
-        let waker = self
-            .waker
-            .0
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        waker.is_some_and(|wake| wake(game))
+        self.waker.get().is_some_and(|wake| wake(game))
     }
 
     /// A game that takes no commands but sleeps is woken, its inbox opened at once, so the
@@ -263,7 +309,7 @@ impl Bus for LocalBus {
             return Err(cmd);
         };
         queue.try_send(cmd).map_err(|e| match e {
-            TrySendError::Full(cmd) | TrySendError::Closed(cmd) => cmd,
+            mpsc::error::TrySendError::Full(cmd) | mpsc::error::TrySendError::Closed(cmd) => cmd,
         })
     }
 
@@ -279,11 +325,39 @@ impl Bus for LocalBus {
         }
     }
 
-    fn open_lobby(&self) -> mpsc::Receiver<LobbyCmd> {
+    fn open_lobby(&self, _generation: i64) -> mpsc::Receiver<LobbyCmd> {
         // The capacity, and why it suffices, is documented at its constant.
         let (tx, rx) = mpsc::channel(LOBBY_CHANNEL_CAPACITY);
         *self.lobby.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
         rx
+    }
+
+    fn close_lobby(&self) {
+        *self.lobby.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Kept only while the connection is open here.
+    fn hold(&self, conn: ConnId, holding: Option<Holding>) {
+        match holding {
+            Some(holding) if !self.is_closed(conn) => {
+                self.held.insert(conn, holding);
+            }
+            _ => {
+                self.held.remove(&conn);
+            }
+        }
+    }
+
+    fn set_starter(&self, starter: Option<Starter>) {
+        self.starter.set(starter);
+    }
+
+    /// Here: every connection is this node's.
+    fn start_game(&self, game: NewGame) {
+        match self.starter.get() {
+            Some(start) => start(game),
+            None => tracing::warn!(game = %game.setup.game_id, "no game starts here now"),
+        }
     }
 
     fn to_lobby(&self, cmd: LobbyCmd) -> BoxFuture<'_, ()> {

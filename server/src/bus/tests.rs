@@ -58,7 +58,7 @@ fn a_connection_that_has_ended_is_not_kept_and_its_id_may_come_back() {
 
 #[tokio::test]
 async fn a_command_to_a_game_that_takes_none_is_answered_unknown_game_by_the_bus() {
-    use crate::game::{GameCmd, Notice, ReplyTo, SeatAction};
+    use crate::msg::{GameCmd, Notice, ReplyTo, SeatAction};
     use elementals_protocol::rules::Seat;
     use elementals_protocol::ErrorCode;
     let bus = LocalBus::default();
@@ -87,18 +87,21 @@ async fn a_command_to_a_game_that_takes_none_is_answered_unknown_game_by_the_bus
             other => panic!("expected unknown_game, got {other:?}"),
         }
     };
-    let answered = Notice::Answered { ok: false };
+    let answered = |request_id| Notice::Answered {
+        ok: false,
+        request: Some(request_id),
+    };
     // Never opened.
     bus.to_game(game, act(5)).await;
     refused(&mut rx, 5);
-    assert_eq!(notices.try_recv(), Ok(answered));
+    assert_eq!(notices.try_recv(), Ok(answered(5)));
     // Opened, then its inbox gone: the queue is closed.
     let inbox = bus.open_game(game);
     assert!(bus.has_game(game));
     drop(inbox);
     bus.to_game(game, act(6)).await;
     refused(&mut rx, 6);
-    assert_eq!(notices.try_recv(), Ok(answered));
+    assert_eq!(notices.try_recv(), Ok(answered(6)));
     // A notice to it is nobody's business: nothing is answered.
     bus.notify_game(
         game,

@@ -1,6 +1,7 @@
 //! The node's lease loop: every `Schedule::renew` it renews all its leases (a statement a
 //! chunk of them), every `Schedule::claim` it claims the leases that have lapsed (their node
-//! dead, or cut off from the database) and restores those games here. Claims go through the
+//! dead, or cut off from the database) and restores those games here, and the lobby's
+//! lease if nobody holds it, and starts the lobby here. Claims go through the
 //! step log's thread (`Db::claim_lapsed`), which takes the claimed games' logs; renewals
 //! through a thread of their own (`Db::renew_leases`), so that moves never wait behind one.
 //!
@@ -12,33 +13,52 @@
 //! runs) than left on a game that can write nothing. Renewals and claims are awaited
 //! inside the loop's `select!`, so a database that hangs delays neither the lapse nor its
 //! alarm; a claim is never dropped half-way (its games would be held and never restored).
+//!
+//! A commit whose outcome the step log does not know gives every lease up there (and
+//! starts the node's next epoch, so they lapse at once): every game here stops too
+//! (`LeaseStore::given_up`), to be claimed again, here or elsewhere, from its log.
+//!
+//! A node cut off from Redis while other nodes hear it gives every lease up at its next
+//! renewal (`Renewed::given_back`): players on other nodes cannot reach its games, and their
+//! clocks would run on here. Its games stop at once, the others claim them, and it renews
+//! and claims again once it hears Redis. If no other node hears Redis either (Redis itself
+//! is down), it keeps its games.
 
 use std::time::Duration;
 
 use elementals_protocol::messages::GameId;
 use futures::future::BoxFuture;
+use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use super::claim::Claimer;
-use crate::db::{Db, DbResult, LEASE, LEASE_CLAIM, LEASE_RENEW};
+use crate::db::{Db, DbResult, Renewed, LEASE, LEASE_CLAIM, LEASE_RENEW};
 use crate::record::GameLog;
 
 /// What the loop needs of storage: a trait so that its timing is tested on a paused clock
 /// (the database's thread would make the runtime look idle, and paused time jump ahead).
 pub trait LeaseStore: Send + Sync + 'static {
-    /// Renews the node's leases; answers the games whose lease is lost.
-    fn renew(&self) -> BoxFuture<'_, DbResult<Vec<GameId>>>;
+    /// Renews the node's leases (cut off from Redis for `cut_off_for`, if it is); answers
+    /// the games whose lease is lost, or that it gave them all up.
+    fn renew(&self, cut_off_for: Option<Duration>) -> BoxFuture<'_, DbResult<Renewed>>;
     /// Claims lapsed leases; answers the claimed games' logs.
     fn claim(&self) -> BoxFuture<'_, DbResult<Vec<GameLog>>>;
     /// The leases lapsed unrenewed: every lease held is lost (renewed no more, and not
     /// claimed back before its game has stopped).
     fn lapsed(&self);
+    /// Claims the lobby's lease if nobody holds it; answers its token.
+    fn claim_lobby(&self) -> BoxFuture<'_, DbResult<Option<i64>>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+    /// Changes each time the store gives every lease up on its own (a commit whose
+    /// outcome it does not know): every game here is to stop.
+    fn given_up(&self) -> watch::Receiver<u64>;
 }
 
 impl LeaseStore for Db {
-    fn renew(&self) -> BoxFuture<'_, DbResult<Vec<GameId>>> {
-        Box::pin(self.renew_leases())
+    fn renew(&self, cut_off_for: Option<Duration>) -> BoxFuture<'_, DbResult<Renewed>> {
+        Box::pin(self.renew_leases(cut_off_for))
     }
 
     fn claim(&self) -> BoxFuture<'_, DbResult<Vec<GameLog>>> {
@@ -48,6 +68,15 @@ impl LeaseStore for Db {
     fn lapsed(&self) {
         self.lose_all_leases();
     }
+
+    fn claim_lobby(&self) -> BoxFuture<'_, DbResult<Option<i64>>> {
+        Box::pin(Db::claim_lobby(self))
+    }
+
+    fn given_up(&self) -> watch::Receiver<u64> {
+        self.watch_leases_given_up()
+            .unwrap_or_else(|| watch::channel(0).1)
+    }
 }
 
 /// The node's games, as the loop sees them.
@@ -56,6 +85,12 @@ pub(super) trait Games: Send + Sync {
     fn restore(&self, logs: Vec<GameLog>) -> BoxFuture<'_, ()>;
     /// Stops these games (`None`: every game) at once: their leases are lost.
     fn stop(&self, lost: Option<&[GameId]>);
+    /// Starts the lobby here, its lease claimed under token `generation`.
+    fn start_lobby(&self, _generation: i64) {}
+    /// How long since the node last heard the cluster's Redis, while it does not.
+    fn cut_off_for(&self) -> Option<Duration> {
+        None
+    }
 }
 
 impl Games for Claimer {
@@ -65,6 +100,14 @@ impl Games for Claimer {
 
     fn stop(&self, lost: Option<&[GameId]>) {
         self.stop_lost(lost);
+    }
+
+    fn start_lobby(&self, generation: i64) {
+        self.start_lobby(generation);
+    }
+
+    fn cut_off_for(&self) -> Option<Duration> {
+        self.services.registry.cut_off_for()
     }
 }
 
@@ -93,6 +136,18 @@ impl Default for Schedule {
     }
 }
 
+impl Schedule {
+    /// The schedule of leases that last `lease` (`--lease-ms`): the default's proportions.
+    pub fn for_lease(lease: Duration) -> Schedule {
+        Schedule {
+            renew: lease / 3,
+            retry: RENEW_RETRY.min(lease / 12),
+            claim: lease / 6,
+            lease,
+        }
+    }
+}
+
 /// Renews and claims on `schedule` until `stop` fires.
 pub(super) async fn run(
     store: impl LeaseStore,
@@ -112,8 +167,12 @@ pub(super) async fn run(
     // their games have been stopped for it.
     let mut lapse = Instant::now() + schedule.lease;
     let mut lapsed = false;
-    let mut renewing: Option<(Instant, Pending<'_, Vec<GameId>>)> = None;
-    let mut claiming: Option<(Instant, Pending<'_, Vec<GameLog>>)> = None;
+    // The node gave its leases up, cut off from Redis while others hear it: until it
+    // hears Redis again it neither renews (its next renewal starts a new epoch) nor claims.
+    let mut given_back = false;
+    let mut renewing: Option<(Instant, Pending<'_, Renewed>)> = None;
+    let mut given_up = store.given_up();
+    let mut claiming: Option<(Instant, Pending<'_, Claimed>)> = None;
     loop {
         tokio::select! {
             biased;
@@ -124,11 +183,22 @@ pub(super) async fn run(
                 store.lapsed();
                 games.stop(None);
             }
+            Ok(()) = given_up.changed() => {
+                tracing::warn!("the step log gave every lease up: every game here stops, to be claimed again from its log");
+                games.stop(None);
+            }
             // Renewals first: a node slow to renew loses its games.
             (sent, renewed) = until_done(&mut renewing) => {
                 renewing = None;
                 match renewed {
-                    Ok(lost) => {
+                    Ok(Renewed { given_back: true, .. }) => {
+                        tracing::warn!("cut off from Redis while other nodes hear it: every game here stops, for them to claim");
+                        given_back = true;
+                        lapsed = true;
+                        store.lapsed();
+                        games.stop(None);
+                    }
+                    Ok(Renewed { lost, .. }) => {
                         lapse = sent + schedule.lease;
                         lapsed = false;
                         if !lost.is_empty() {
@@ -145,16 +215,27 @@ pub(super) async fn run(
             (_, claimed) = until_done(&mut claiming) => {
                 claiming = None;
                 match claimed {
-                    Ok(logs) if !logs.is_empty() => games.restore(logs).await,
-                    Ok(_) => {}
+                    Ok((logs, lobby)) => {
+                        // The games first: a lobby that starts here knows their seats.
+                        if !logs.is_empty() {
+                            games.restore(logs).await;
+                        }
+                        if let Some(generation) = lobby {
+                            games.start_lobby(generation);
+                        }
+                    }
                     Err(error) => tracing::warn!(%error, "cannot claim lapsed leases; retrying"),
                 }
             }
             _ = renew.tick(), if renewing.is_none() => {
-                renewing = Some((Instant::now(), store.renew()));
+                let cut_off_for = games.cut_off_for();
+                given_back &= cut_off_for.is_some();
+                if !given_back {
+                    renewing = Some((Instant::now(), store.renew(cut_off_for)));
+                }
             }
-            _ = claim.tick(), if claiming.is_none() => {
-                claiming = Some((Instant::now(), store.claim()));
+            _ = claim.tick(), if claiming.is_none() && !given_back => {
+                claiming = Some((Instant::now(), claim_all(&store)));
             }
         }
     }
@@ -162,6 +243,21 @@ pub(super) async fn run(
 
 /// A call to the store under way.
 type Pending<'a, T> = BoxFuture<'a, DbResult<T>>;
+
+/// What a claim took: lapsed games' logs, and the lobby's lease's token.
+type Claimed = (Vec<GameLog>, Option<i64>);
+
+/// Claims lapsed leases, then the lobby's if it is free.
+fn claim_all(store: &impl LeaseStore) -> Pending<'_, Claimed> {
+    Box::pin(async move {
+        let logs = store.claim().await?;
+        let lobby = store.claim_lobby().await.unwrap_or_else(|error| {
+            tracing::warn!(%error, "cannot claim the lobby's lease; retrying");
+            None
+        });
+        Ok((logs, lobby))
+    })
+}
 
 /// When the call under way was made, and its answer; never, if none is.
 async fn until_done<T>(call: &mut Option<(Instant, Pending<'_, T>)>) -> (Instant, DbResult<T>) {

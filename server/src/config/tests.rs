@@ -130,3 +130,19 @@ fn proxies_and_origins_repeat_or_take_lists() {
     );
     assert!(Config::try_parse_from(["x", "--trusted-proxy", "not-an-ip"]).is_err());
 }
+
+#[test]
+fn max_correspondence_games_takes_1_to_50_and_refuses_more() {
+    let config = Config::try_parse_from(["x"]).unwrap();
+    assert_eq!(
+        config.max_correspondence_games,
+        crate::limits::MAX_CORRESPONDENCE_GAMES
+    );
+    let config = Config::try_parse_from(["x", "--max-correspondence-games", "3"]).unwrap();
+    assert_eq!(config.max_correspondence_games, 3);
+    for refused in ["0", "51", "-1"] {
+        let flag = format!("--max-correspondence-games={refused}");
+        let err = Config::try_parse_from(["x", flag.as_str()]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+    }
+}

@@ -1,7 +1,7 @@
 //! `Db`'s requests about accounts and sessions, and their pruning: each answered by the
 //! writer thread, in its next batch.
 
-use super::{AccountRow, Db, DbResult, PruneBatch, Pruned, Request, SessionRow};
+use super::{AccountRow, Db, DbResult, PruneBatch, Pruned, Request, SessionRow, Slide};
 use crate::record::AccountId;
 
 impl Db {
@@ -51,11 +51,18 @@ impl Db {
         .await
     }
 
-    /// The session for this token hash if it exists, is not revoked and `now` is before expiry.
-    pub async fn session(&self, token_hash: [u8; 32], now: u64) -> DbResult<Option<SessionRow>> {
+    /// The session for this token hash if it exists, is not revoked and `now` is before
+    /// expiry: a use of it, which moves its expiry as `slide` says.
+    pub async fn session(
+        &self,
+        token_hash: [u8; 32],
+        now: u64,
+        slide: Slide,
+    ) -> DbResult<Option<SessionRow>> {
         self.call(|reply| Request::Session {
             token_hash,
             now,
+            slide,
             reply,
         })
         .await

@@ -13,7 +13,7 @@ use super::schema::{ms_from_sql, ms_to_sql};
 use super::writer::now_ms;
 use super::{
     AccountRow, DbError, DbResult, GuestCursor, HistoryRow, LeaderRow, Page, PlayerPage, Pruned,
-    SessionRow,
+    SessionRow, Slide,
 };
 use crate::record::AccountId;
 
@@ -150,17 +150,19 @@ pub(super) fn insert_session(
     Ok(())
 }
 
+/// A use of the session: its row, its expiry moved as `slide` says.
 pub(super) fn session(
     conn: &Connection,
     token_hash: &[u8; 32],
     now: u64,
+    slide: Slide,
 ) -> DbResult<Option<SessionRow>> {
     let sql = format!(
         "SELECT {ACCOUNT_COLUMNS}, s.expires_at
          FROM sessions s JOIN accounts a ON a.id = s.account_id
          WHERE s.token_hash = ?1 AND s.revoked = 0 AND s.expires_at > ?2"
     );
-    Ok(conn
+    let row = conn
         .prepare_cached(&sql)?
         .query_row(params![token_hash, ms_to_sql(now)], |row| {
             Ok(SessionRow {
@@ -168,7 +170,14 @@ pub(super) fn session(
                 expires_at: ms_from_sql(row, 8)?,
             })
         })
-        .optional()?)
+        .optional()?;
+    let Some(mut row) = row else { return Ok(None) };
+    if row.expires_at < slide.below {
+        conn.prepare_cached("UPDATE sessions SET expires_at = ?2 WHERE token_hash = ?1")?
+            .execute(params![token_hash, ms_to_sql(slide.to)])?;
+        row.expires_at = slide.to;
+    }
+    Ok(Some(row))
 }
 
 /// A revoked session is deleted: its token is then unknown. Revoking an unknown session is

@@ -7,7 +7,7 @@ use std::time::Duration;
 use elementals_protocol::messages::EndReason;
 use rand::SeedableRng;
 
-use super::tests::{count, game, open_both, open_db, register, side_connection, TestDb};
+use super::tests::{count, game, open_both, open_db, register, side_connection, TestDb, KEEP};
 use super::*;
 use crate::pruning::{pass, PRUNE_BATCH, SESSION_GRACE};
 use crate::record::AccountId;
@@ -87,11 +87,11 @@ async fn a_sign_in_past_the_session_cap_revokes_the_oldest() {
                 .unwrap();
         }
         for n in 0..5u8 {
-            let alive = t.db.session([n; 32], 0).await.unwrap().is_some();
+            let alive = t.db.session([n; 32], 0, KEEP).await.unwrap().is_some();
             assert_eq!(alive, n >= 2, "session {n}");
         }
         // Another account's sessions are its own.
-        assert!(t.db.session([200; 32], 0).await.unwrap().is_some());
+        assert!(t.db.session([200; 32], 0, KEEP).await.unwrap().is_some());
         assert_eq!(count(&t.path, "sessions"), 4);
     }
 }
@@ -166,7 +166,7 @@ async fn pruning_at_a_given_time_deletes_expired_sessions_and_unreachable_old_gu
     ] {
         assert_eq!(exists(&t, account.id).await, kept, "{}", account.name);
     }
-    assert!(t.db.session([2; 32], now).await.unwrap().is_some());
+    assert!(t.db.session([2; 32], now, KEEP).await.unwrap().is_some());
     assert_eq!(count(&t.path, "sessions"), 3);
     assert_eq!(count(&t.path, "games"), 1);
     // The same time again finds nothing; a pass without the registry's protection takes

@@ -48,17 +48,17 @@ impl Db {
                 Some(encode_log(&log.steps)?)
             }
         };
-        let moved = log.is_some();
         self.call(|reply| Request::Hibernate {
             sleeper,
             log,
             reply,
         })
         .await?;
-        if moved {
-            // Committed: the file's frames of the game may go.
-            self.forget_in_log(game_id).await;
-        }
+        // Committed: the step log forgets the game (on SQLite its frames may go, its log
+        // moved into the row; on PostgreSQL the row's transaction let its lease go, so any
+        // node may wake it). A wake reads its log again, and the step log learns its next
+        // step from that read.
+        self.forget_in_log(game_id).await;
         Ok(())
     }
 

@@ -18,7 +18,7 @@ use super::{accounts, games, stored, DbError, DbResult, Page};
 use crate::record::AccountId;
 
 /// One game in a player's list.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct PlayerGame {
     pub game_id: GameId,
     /// The player's seat.
@@ -38,7 +38,7 @@ pub struct PlayerGame {
 }
 
 /// The other seat of a listed game.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct Opponent {
     pub name: String,
     pub guest: bool,

@@ -38,7 +38,7 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Seek, SeekFrom, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -55,7 +55,7 @@ mod file;
 mod index;
 mod thread;
 pub(super) use append::check_rows;
-use file::*;
+use file::{cut_to, damaged, open_for_append, rewrite, scan, FRAME_HEADER, MAGIC, PAYLOAD_PREFIX};
 use index::LiveGame;
 #[cfg(test)]
 pub(super) use thread::run;
@@ -115,6 +115,9 @@ pub(super) enum Request {
     /// Cluster mode (PostgreSQL): claim the games whose lease has lapsed; answers their
     /// logs. Without leases, answers none.
     Claim { reply: Reply<Vec<GameLog>> },
+    /// Cluster mode (PostgreSQL): claim the lobby's lease if it is free; answers its token.
+    /// Without leases, answers none.
+    ClaimLobby { reply: Reply<Option<i64>> },
 }
 
 /// When a compaction runs: once the file is at least `min_len` bytes and more than
@@ -153,6 +156,33 @@ pub enum LogHealth {
     Failing,
     /// A sync failed: nothing more is written; the server must stop.
     Broken,
+}
+
+/// Since when the game log's thread has been busy with one request (a transaction,
+/// mostly): a database that stalls (its connection held open, nothing answered) raises no
+/// error, only time, which `/healthz` reads (`Db::log_stalled`).
+#[derive(Debug, Default)]
+pub struct Busy(std::sync::Mutex<Option<std::time::Instant>>);
+
+impl Busy {
+    fn at(&self) -> std::sync::MutexGuard<'_, Option<std::time::Instant>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(super) fn start(&self) {
+        *self.at() = Some(std::time::Instant::now());
+    }
+
+    pub(super) fn stop(&self) {
+        *self.at() = None;
+    }
+
+    /// Whether one request has kept the thread busy for `limit` or longer.
+    pub fn longer_than(&self, limit: std::time::Duration) -> bool {
+        self.at().is_some_and(|since| since.elapsed() >= limit)
+    }
 }
 
 /// The open game log.

@@ -37,6 +37,7 @@ mod games;
 mod hibernation;
 mod history;
 mod journal;
+mod leaderboard;
 mod pg;
 #[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
 pub(crate) use pg::{FIRST_BACKOFF as PG_FIRST_BACKOFF, MAX_BACKOFF as PG_MAX_BACKOFF};
@@ -54,11 +55,12 @@ pub use error::DbError;
 pub use history::{Opponent, PlayerGame, StoredGame};
 pub use journal::LogHealth;
 pub use journal::DEFAULT_SYNC_INTERVAL as DEFAULT_GAME_LOG_SYNC_INTERVAL;
+pub use leaderboard::LeaderboardCache;
 pub(crate) use pg::shared_transcript_key;
-pub use pg::{LEASE, LEASE_CLAIM, LEASE_RENEW};
+pub use pg::{Renewed, LEASE, LEASE_CLAIM, LEASE_RENEW, NODE_NUMBERS};
 pub use rows::{
     AccountRow, GuestCursor, HistoryRow, LeaderRow, Page, PlayerPage, PruneBatch, Pruned,
-    SessionRow,
+    SessionRow, Slide,
 };
 pub use wakeups::{DueWakeups, Sleeper};
 // For SECURITY.md's pins (`security_md.rs`).
@@ -75,6 +77,31 @@ pub(crate) use writer::REQUEST_QUEUE as DB_REQUEST_QUEUE;
 
 #[cfg(test)]
 mod accounts_tests;
+/// A test hook on the paths that must survive a crash: with the `test-hooks` feature, the
+/// process aborts at the step named by the `ELEMENTALS_CRASH_AT` environment variable, or
+/// the calling task panics there if the variable says `panic:` and the step.
+/// The steps of a game's end, in order: `end_unlogged` (the game has ended, its end not yet
+/// logged), `end_logged` (logged, `game_over` not yet sent), `record_uncommitted` (the
+/// record and ratings written, their transaction not committed), `recorded` (committed,
+/// `rating_update` not yet sent).
+#[cfg(feature = "test-hooks")]
+pub(crate) fn crash_point(step: &str) {
+    static CRASH_AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let at = CRASH_AT.get_or_init(|| std::env::var("ELEMENTALS_CRASH_AT").ok());
+    let Some(at) = at.as_deref() else { return };
+    if at == step {
+        eprintln!("ELEMENTALS_CRASH_AT={step}: aborting");
+        std::process::abort();
+    }
+    if at.strip_prefix("panic:") == Some(step) {
+        panic!("ELEMENTALS_CRASH_AT={at}: panicking");
+    }
+}
+
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub(crate) fn crash_point(_step: &str) {}
+
 #[cfg(test)]
 mod tests;
 
@@ -95,6 +122,8 @@ pub struct Db {
     journal: mpsc::Sender<journal::Request>,
     reads: mpsc::Sender<reader::Read>,
     log_health: watch::Receiver<LogHealth>,
+    /// Whether the game log's thread is in a request, and since when (PostgreSQL's).
+    log_busy: Arc<journal::Busy>,
     /// Cluster mode: the leases this process holds.
     leases: Option<Arc<pg::Leases>>,
     /// SQLite: the step log is a file, and the count of frames read back from it. Its
@@ -165,17 +194,19 @@ impl Db {
     /// every game written under its lease, held by node `node_id` (see `pg/lease.rs`).
     /// Loading the unfinished games (`unfinished_games`) claims them: the node's own from
     /// its last run, those whose lease has lapsed, and those with none.
+    /// Its leases last `lease` after each renewal.
     pub fn open_leased(
         path: &std::path::Path,
         sync_interval: std::time::Duration,
         node_id: String,
+        lease: std::time::Duration,
     ) -> DbResult<Db> {
         let Location::Postgres(url) = Location::of(path) else {
             return Err(DbError::Postgres(
                 "cluster mode needs a PostgreSQL database (--database postgres://…)".into(),
             ));
         };
-        let leases = Arc::new(pg::Leases::new(node_id));
+        let leases = Arc::new(pg::Leases::new(node_id, lease));
         Db::from_pg(
             pg::open(url, Some(leases.clone()), sync_interval)?,
             Some(leases),
@@ -188,6 +219,7 @@ impl Db {
             journal: opened.journal,
             reads: opened.reads,
             log_health: opened.log_health,
+            log_busy: opened.log_busy,
             leases,
             log_file: None,
             renewals: opened.renewals,
@@ -225,6 +257,7 @@ impl Db {
             journal,
             reads,
             log_health,
+            log_busy: Arc::default(),
             leases: None,
             log_file: Some(frames_read),
             renewals: None,
@@ -241,6 +274,12 @@ impl Db {
     /// Whether the game log can be written now.
     pub fn log_health(&self) -> LogHealth {
         *self.log_health.borrow()
+    }
+
+    /// Whether one request to the game log (on PostgreSQL) has taken `limit` or longer
+    /// and is still under way: the database has stalled.
+    pub fn log_stalled(&self, limit: std::time::Duration) -> bool {
+        self.log_busy.longer_than(limit)
     }
 
     /// Resolves once the game log is broken for good (a failed sync): the server must stop.
@@ -318,11 +357,17 @@ impl Db {
     }
 
     /// Cluster mode: renews this node's leases; returns the games whose lease is lost (their
-    /// next step is refused `LeaseLost`). Without leases, none.
-    pub async fn renew_leases(&self) -> DbResult<Vec<GameId>> {
+    /// next step is refused `LeaseLost`), or that the node, cut off from Redis for
+    /// `cut_off_for` while other nodes hear it, gave them all up. Without leases, none.
+    pub async fn renew_leases(
+        &self,
+        cut_off_for: Option<std::time::Duration>,
+    ) -> DbResult<Renewed> {
         match &self.renewals {
-            Some(renewals) => call(renewals, pg::Renewal::Renew).await,
-            None => Ok(Vec::new()),
+            Some(renewals) => {
+                call(renewals, |reply| pg::Renewal::Renew { cut_off_for, reply }).await
+            }
+            None => Ok(Renewed::default()),
         }
     }
 
@@ -330,6 +375,56 @@ impl Db {
     /// restored as at startup. Without leases, none.
     pub async fn claim_lapsed(&self) -> DbResult<Vec<GameLog>> {
         call(&self.journal, |reply| journal::Request::Claim { reply }).await
+    }
+
+    /// Cluster mode: claims the lobby's lease if nobody holds it; returns its token (the
+    /// lobby's generation), held from now on. Without leases, none.
+    pub async fn claim_lobby(&self) -> DbResult<Option<i64>> {
+        call(&self.journal, |reply| journal::Request::ClaimLobby {
+            reply,
+        })
+        .await
+    }
+
+    /// Cluster mode: whether another node's lease was live when this node opened the
+    /// database (the cluster was running). Without leases, false: a lone server's start
+    /// always follows a time it was down.
+    pub fn joined_running_cluster(&self) -> bool {
+        self.leases.as_ref().is_some_and(|leases| {
+            leases
+                .others_up_at_start
+                .load(std::sync::atomic::Ordering::Relaxed)
+        })
+    }
+
+    /// Cluster mode: this node's number in the cluster, taken with its row in
+    /// `node_leases` as the database opened. Without leases, none.
+    pub fn node_number(&self) -> Option<u16> {
+        self.leases.as_ref().map(|leases| leases.number())
+    }
+
+    /// Resolves once this node's number is no longer its own (its row was forgotten while
+    /// the node was away, and another node may have taken the number): the server must
+    /// stop. Without leases, never.
+    pub async fn node_number_lost(&self) {
+        match &self.leases {
+            Some(leases) => leases.number_lost().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Cluster mode: the database's clock now, in Unix milliseconds (read as the node
+    /// opened the database, moved on by this process's monotonic clock since); `None`
+    /// outside cluster mode.
+    pub fn database_clock_ms(&self) -> Option<u64> {
+        let (at, ms) = *self.leases.as_ref()?.database_clock.get()?;
+        Some(ms.saturating_add(at.elapsed().as_millis() as u64))
+    }
+
+    /// Cluster mode: changes each time the step log gives every lease up (a commit whose
+    /// outcome is unknown); `None` outside cluster mode.
+    pub fn watch_leases_given_up(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.leases.as_ref().map(|leases| leases.watch_given_up())
     }
 
     /// Cluster mode: the leases lapsed unrenewed; every game this process holds is lost

@@ -19,7 +19,7 @@ pub struct AccountRow {
 }
 
 /// One line of the leaderboard (registered accounts only, best first).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct LeaderRow {
     pub name: String,
     pub rating: f64,
@@ -32,7 +32,7 @@ pub struct LeaderRow {
 }
 
 /// One rating change in a player's history.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct HistoryRow {
     pub game_id: String,
     pub before: f64,
@@ -42,7 +42,7 @@ pub struct HistoryRow {
 }
 
 /// `GET /api/players/{name}`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct PlayerPage {
     pub name: String,
     pub rating: f64,
@@ -58,6 +58,15 @@ pub struct SessionRow {
     pub account: AccountRow,
     /// Unix milliseconds.
     pub expires_at: u64,
+}
+
+/// How a use of a session moves its expiry (Unix milliseconds): one that expires before
+/// `below` expires at `to` from then on. With `below` a day short of `to`, a session used
+/// every minute is written at most once a day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slide {
+    pub below: u64,
+    pub to: u64,
 }
 
 /// A page of a list: at most `limit` entries after the first `offset`.

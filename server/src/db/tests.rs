@@ -207,6 +207,9 @@ async fn guests_get_distinct_generated_names() {
     }
 }
 
+/// A use of a session that leaves its expiry where it is.
+pub(super) const KEEP: Slide = Slide { below: 0, to: 0 };
+
 #[tokio::test]
 async fn a_session_is_valid_until_it_expires_or_is_revoked() {
     for t in open_both() {
@@ -214,14 +217,40 @@ async fn a_session_is_valid_until_it_expires_or_is_revoked() {
         let token = [7u8; 32];
         t.db.insert_session(token, ann.id, 5_000, 10).await.unwrap();
 
-        let session = t.db.session(token, 4_999).await.unwrap().unwrap();
+        let session = t.db.session(token, 4_999, KEEP).await.unwrap().unwrap();
         assert_eq!(session.account, ann);
         assert_eq!(session.expires_at, 5_000);
-        assert_eq!(t.db.session(token, 5_000).await.unwrap(), None);
-        assert_eq!(t.db.session([8u8; 32], 0).await.unwrap(), None);
+        assert_eq!(t.db.session(token, 5_000, KEEP).await.unwrap(), None);
+        assert_eq!(t.db.session([8u8; 32], 0, KEEP).await.unwrap(), None);
 
         t.db.revoke_session(token).await.unwrap();
-        assert_eq!(t.db.session(token, 0).await.unwrap(), None);
+        assert_eq!(t.db.session(token, 0, KEEP).await.unwrap(), None);
+    }
+}
+
+/// A use moves the expiry of a session that expires before `below` to `to`, and only
+/// then: the stored row says so; an expired session stays expired.
+#[tokio::test]
+async fn a_use_slides_a_sessions_expiry_only_when_it_lags() {
+    for t in open_both() {
+        let ann = register(&t.db, "Ann").await;
+        let token = [9u8; 32];
+        t.db.insert_session(token, ann.id, 5_000, 10).await.unwrap();
+        let slide = |below, to| Slide { below, to };
+
+        let kept = t.db.session(token, 1_000, slide(5_000, 9_000)).await;
+        assert_eq!(
+            kept.unwrap().unwrap().expires_at,
+            5_000,
+            "not before `below`"
+        );
+        let moved = t.db.session(token, 1_000, slide(5_001, 9_000)).await;
+        assert_eq!(moved.unwrap().unwrap().expires_at, 9_000);
+        let stored = t.db.session(token, 8_999, KEEP).await.unwrap().unwrap();
+        assert_eq!(stored.expires_at, 9_000);
+        let late = t.db.session(token, 9_000, slide(20_000, 30_000)).await;
+        assert_eq!(late.unwrap(), None);
+        assert_eq!(t.db.session(token, 9_000, KEEP).await.unwrap(), None);
     }
 }
 

@@ -2,7 +2,7 @@
 //! writer, read by the sweeper through the writer too (one indexed range a sweep); and
 //! their logs moved out of the step-log file (`sleeping_logs`, read by key).
 
-use elementals_protocol::messages::{GameId, SeatPair};
+use elementals_protocol::messages::{GameId, LiveGame, SeatPair};
 use rusqlite::{params, Connection};
 
 use super::DbResult;
@@ -17,16 +17,29 @@ pub struct DueWakeups {
 }
 
 /// A hibernated game as its row keeps it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Sleeper {
     pub game_id: GameId,
     pub due_ms: u64,
     pub seats: SeatPair<AccountId>,
+    /// How the listings show it while it sleeps (`None` for a row written without one).
+    pub summary: Option<LiveGame>,
 }
 
 /// Wall milliseconds as stored: a far-off "never" (`u64::MAX`) is the largest `i64`.
 pub(super) fn ms_sql(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// A sleeping game's summary as stored (a MessagePack map, as on the wire).
+pub(super) fn summary_sql(summary: &Option<LiveGame>) -> Option<Vec<u8>> {
+    rmp_serde::to_vec_named(summary.as_ref()?).ok()
+}
+
+/// A stored summary; one that does not decode is none (the game is not listed while it
+/// sleeps).
+pub(super) fn summary_from_sql(bytes: Option<Vec<u8>>) -> Option<LiveGame> {
+    rmp_serde::from_slice(&bytes?).ok()
 }
 
 /// The wake-up row, and the game's log if given (`hibernation::encode_log`).
@@ -39,14 +52,16 @@ pub(super) fn hibernate(conn: &Connection, sleeper: &Sleeper, log: Option<&[u8]>
         .execute(params![sleeper.game_id.to_string(), steps])?;
     }
     conn.prepare_cached(
-        "INSERT INTO game_wakeups (game_id, due_ms, one_id, two_id) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (game_id) DO UPDATE SET due_ms = excluded.due_ms",
+        "INSERT INTO game_wakeups (game_id, due_ms, one_id, two_id, summary)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (game_id) DO UPDATE SET due_ms = excluded.due_ms, summary = excluded.summary",
     )?
     .execute(params![
         sleeper.game_id.to_string(),
         ms_sql(sleeper.due_ms),
         sleeper.seats.one,
-        sleeper.seats.two
+        sleeper.seats.two,
+        summary_sql(&sleeper.summary),
     ])?;
     Ok(())
 }
@@ -107,23 +122,25 @@ pub(super) fn due(conn: &Connection, now_ms: u64, limit: usize) -> DbResult<DueW
 
 pub(super) fn sleepers(conn: &Connection) -> DbResult<Vec<Sleeper>> {
     let mut select =
-        conn.prepare_cached("SELECT game_id, due_ms, one_id, two_id FROM game_wakeups")?;
+        conn.prepare_cached("SELECT game_id, due_ms, one_id, two_id, summary FROM game_wakeups")?;
     let rows = select.query_map([], |row| {
         Ok((
             row.get::<_, String>(0)?,
             row.get::<_, i64>(1)?,
             row.get::<_, AccountId>(2)?,
             row.get::<_, AccountId>(3)?,
+            row.get::<_, Option<Vec<u8>>>(4)?,
         ))
     })?;
     let mut sleepers = Vec::new();
     for row in rows {
-        let (id, due, one, two) = row?;
+        let (id, due, one, two, summary) = row?;
         if let Ok(game_id) = id.parse::<GameId>() {
             sleepers.push(Sleeper {
                 game_id,
                 due_ms: u64::try_from(due).unwrap_or(0),
                 seats: SeatPair::new(one, two),
+                summary: summary_from_sql(summary),
             });
         }
     }

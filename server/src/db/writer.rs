@@ -17,13 +17,10 @@ use std::sync::Arc;
 
 use elementals_protocol::messages::{GameId, SeatPair};
 use elementals_protocol::rating::RatingChange;
-use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::wakeups::{DueWakeups, Sleeper};
-use super::{
-    accounts, checkpoint, games, AccountRow, DbError, DbResult, PruneBatch, Pruned, SessionRow,
-};
+use super::{AccountRow, DbError, DbResult, PruneBatch, Pruned, SessionRow, Slide};
 use crate::record::{AccountId, GameRecord};
 
 mod sqlite;
@@ -77,6 +74,7 @@ pub(super) enum Request {
     Session {
         token_hash: [u8; 32],
         now: u64,
+        slide: Slide,
         reply: Reply<Option<SessionRow>>,
     },
     RevokeSession {
@@ -172,7 +170,7 @@ pub(super) fn spawn(store: impl Store) -> DbResult<mpsc::Sender<Request>> {
 /// The writer loop on a SQLite connection: runs until every handle is dropped or a
 /// `Shutdown` is reached.
 #[cfg(test)]
-pub(super) fn run(conn: Connection, queue: mpsc::Receiver<Request>) -> WriterStats {
+pub(super) fn run(conn: rusqlite::Connection, queue: mpsc::Receiver<Request>) -> WriterStats {
     run_with(
         Sqlite {
             conn,

@@ -49,9 +49,10 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::{sleep_until, Instant};
 
 use super::state::GameState;
-use super::{crash_point, GameCmd, GameServices, GameSetup};
+use super::{GameCmd, GameServices, GameSetup};
+use crate::alarms::Alarm;
 use crate::bus::Bus;
-use crate::cluster::Alarm;
+use crate::db::crash_point;
 use crate::db::DbResult;
 use crate::registry::FinishedGame;
 pub(in crate::game) use commands::AnswerTo;
@@ -100,7 +101,7 @@ struct Actor {
     /// The game has gone to sleep (`sleep.rs`): its inbox is closed, its task ends.
     asleep: bool,
     /// Cluster mode: sounded when the lease loop finds the game's lease lost, so that the
-    /// game stops at once rather than at its next step (`cluster/alarms.rs`).
+    /// game stops at once rather than at its next step (`alarms.rs`).
     lease_alarm: Alarm,
 }
 
@@ -330,7 +331,7 @@ async fn sleep_until_some(at: Option<Instant>) {
     }
 }
 
-/// What the registry remembers of a finished game (for rematches), and the sender that
+/// What the registry remembers of a finished game (and tells the lobby), and the sender that
 /// tells when its record is settled (dropped unused: nothing to wait for).
 fn finished_game(setup: &GameSetup) -> (FinishedGame, watch::Sender<bool>) {
     let (recorded_tx, recorded) = watch::channel(false);
@@ -346,7 +347,6 @@ fn finished_game(setup: &GameSetup) -> (FinishedGame, watch::Sender<bool>) {
         variant: setup.variant,
         time_control: setup.time_control,
         rated: setup.rated,
-        rematch_offers: SeatPair::default(),
         recorded,
     };
     (finished, recorded_tx)

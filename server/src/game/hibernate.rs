@@ -27,15 +27,6 @@ use crate::bus::{GameInbox, Waker};
 use crate::record::GameLog;
 use elementals_protocol::messages::GameId;
 
-/// When a game goes to sleep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hibernation {
-    /// After this long with no command.
-    pub idle: Duration,
-    /// Only if nothing is due sooner than this (live games' deadlines are minutes away).
-    pub min_deadline: Duration,
-}
-
 /// Installs the waker on the registry's bus: a command for a sleeping game wakes it.
 /// Taken off again at shutdown (`bus.set_waker(None)`): it holds the services.
 pub fn install_waker(services: &GameServices) {
@@ -76,7 +67,7 @@ pub(super) async fn wake(
     };
     let log = match read {
         Ok(Some(log)) => log,
-        Ok(None) if services.registry.in_cluster() => {
+        Ok(None) if !services.registry.alone() => {
             let tasks = services.tasks.clone();
             tasks.spawn(follow(services, game_id, inbox, done));
             return;
@@ -111,8 +102,6 @@ pub(super) async fn wake(
 
 /// How long a node that lost a wake waits for the directory to name the winner's node.
 const FOLLOW_WAIT: Duration = Duration::from_secs(5);
-/// How often it looks.
-const FOLLOW_POLL: Duration = Duration::from_millis(20);
 
 /// Cluster mode: another node woke the game (or it sleeps no more). Once the directory
 /// names the node that runs it, or after `FOLLOW_WAIT` if none does (then the directory's
@@ -127,14 +116,25 @@ async fn follow(
     let registry = &services.registry;
     let (_, asleep_as) = registry.where_awake(game_id);
     let give_up = tokio::time::Instant::now() + FOLLOW_WAIT;
+    // Looked at again each time the directory takes in another node's game: subscribed
+    // before the first look, so that no game opened after it goes unseen.
+    let mut opened = registry.games_opened();
     let found = loop {
+        opened.borrow_and_update();
         if registry.where_awake(game_id).0.is_some() {
             break true;
         }
-        if tokio::time::Instant::now() >= give_up || services.stop.is_cancelled() {
-            break false;
+        let heard = async {
+            if opened.changed().await.is_err() {
+                // Nobody else runs games (a single node): only the wait ends it.
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            () = heard => {}
+            () = tokio::time::sleep_until(give_up) => break false,
+            () = services.stop.cancelled() => break false,
         }
-        tokio::time::sleep(FOLLOW_POLL).await;
     };
     tracing::debug!(%game_id, found, "another node woke the game");
     let bus = registry.bus();
@@ -183,3 +183,6 @@ fn failed(
     }
     done.send_replace(true);
 }
+
+#[cfg(test)]
+mod tests;

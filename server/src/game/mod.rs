@@ -10,7 +10,6 @@
 //! - `incident`: telling a mass disconnect from ordinary ones.
 
 mod actor;
-mod handle;
 mod hibernate;
 mod incident;
 mod restore;
@@ -20,40 +19,30 @@ mod sweeper;
 use std::sync::Arc;
 use std::time::Duration;
 
-use elementals_protocol::messages::{GameId, SeatPair};
-use elementals_protocol::rules::{Variant, MAX_ROUNDS};
+use elementals_protocol::messages::GameId;
+use elementals_protocol::rules::MAX_ROUNDS;
 use elementals_protocol::TimeControl;
-use serde::{Deserialize, Serialize};
 
-pub use crate::bus::{Notice, ReplyTo};
-pub use handle::{
-    GameCmd, GameError, GameHandle, PlayerHandle, SeatAction, SpectatorHandle,
-    GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY,
+pub use crate::bus::{GameHandle, PlayerHandle, SpectatorHandle};
+pub use crate::config::Hibernation;
+pub use crate::msg::{
+    GameCmd, GameError, Notice, OwedNow, ReplyTo, SeatAction, GAME_CHANNEL_CAPACITY,
+    SPECTATOR_CHANNEL_CAPACITY,
 };
-pub use hibernate::{install_waker, Hibernation};
+pub use crate::record::GameSetup;
+pub use hibernate::install_waker;
 pub use incident::Incidents;
 pub use restore::{restore_games, restore_logs, Restored};
-pub use state::OwedNow;
 pub use sweeper::{sweep, Wakeups};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::alarms::LeaseAlarms;
 use crate::clock::Clock;
-use crate::cluster::LeaseAlarms;
 use crate::db::{Db, DbResult};
 use crate::metrics::Metrics;
-use crate::record::{LogStep, RecordPlayer};
+use crate::record::LogStep;
 use crate::registry::Registry;
-
-/// Everything fixed when a game is created.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GameSetup {
-    pub game_id: GameId,
-    pub variant: Variant,
-    pub time_control: TimeControl,
-    pub rated: bool,
-    pub players: SeatPair<RecordPlayer>,
-}
 
 /// Server-wide settings games run under.
 #[derive(Debug, Clone)]
@@ -103,10 +92,15 @@ pub struct GameServices {
     pub tasks: TaskTracker,
     /// The wall clock of deadlines that outlive the process (hibernated games').
     pub clock: Clock,
+    /// When the server started after being down, by `clock` (Unix milliseconds): a game
+    /// that slept across it has nothing due before a grace period after it
+    /// (`GameState::woken`). `None` for a cluster node that joined others running: the
+    /// deadlines of the time it was down were theirs to settle.
+    pub restarted_ms: Option<u64>,
     /// Tells the sweeper of hibernated games' due times (`sweeper.rs`).
     pub wakeups: Arc<Wakeups>,
     /// Cluster mode: sounded by the lease loop when this node loses a game's lease, so
-    /// that the game stops at once (`cluster/alarms.rs`). `None` outside cluster mode.
+    /// that the game stops at once (`alarms.rs`). `None` outside cluster mode.
     pub lease_alarms: Option<Arc<LeaseAlarms>>,
 }
 
@@ -127,6 +121,7 @@ impl GameServices {
             stop: CancellationToken::new(),
             tasks: TaskTracker::new(),
             clock: Clock::start(),
+            restarted_ms: None,
             wakeups: Arc::default(),
             lease_alarms: None,
         }
@@ -185,31 +180,6 @@ impl LogStore {
         }
     }
 }
-
-/// A test hook on the paths that must survive a crash: with the `test-hooks` feature, the
-/// process aborts at the step named by the `ELEMENTALS_CRASH_AT` environment variable, or
-/// the calling task panics there if the variable says `panic:` and the step.
-/// The steps of a game's end, in order: `end_unlogged` (the game has ended, its end not yet
-/// logged), `end_logged` (logged, `game_over` not yet sent), `record_uncommitted` (the
-/// record and ratings written, their transaction not committed), `recorded` (committed,
-/// `rating_update` not yet sent).
-#[cfg(feature = "test-hooks")]
-pub(crate) fn crash_point(step: &str) {
-    static CRASH_AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let at = CRASH_AT.get_or_init(|| std::env::var("ELEMENTALS_CRASH_AT").ok());
-    let Some(at) = at.as_deref() else { return };
-    if at == step {
-        eprintln!("ELEMENTALS_CRASH_AT={step}: aborting");
-        std::process::abort();
-    }
-    if at.strip_prefix("panic:") == Some(step) {
-        panic!("ELEMENTALS_CRASH_AT={at}: panicking");
-    }
-}
-
-#[cfg(not(feature = "test-hooks"))]
-#[inline(always)]
-pub(crate) fn crash_point(_step: &str) {}
 
 /// Start a game's actor, register it (and both seats) in the registry, and return its handle.
 pub fn spawn_game(setup: GameSetup, services: GameServices) -> GameHandle {

@@ -45,12 +45,10 @@ pub async fn restore_games(services: &GameServices) -> DbResult<Restored> {
     // In cluster mode the sleeping games are the cluster's: every node knows them all.
     let sleepers = services.db.sleepers().await?;
     for sleeper in &sleepers {
+        let summary = sleeper.summary.clone();
         services
             .registry
-            .insert_dormant(sleeper.game_id, sleeper.seats);
-    }
-    if !services.registry.in_cluster() {
-        services.metrics.note_asleep(sleepers.len());
+            .insert_dormant(sleeper.game_id, sleeper.seats, summary);
     }
     let logs = services.db.unfinished_games().await?;
     let restored = restore_logs(logs, services).await;
@@ -115,7 +113,8 @@ fn restore(log: GameLog, services: &GameServices) -> Result<(), Unrestorable> {
 
 /// The game of `log` as it stands now: after a restart (its round under way voided, held
 /// for the players to return) or, if it went to sleep after its last step, as it slept
-/// (`GameState::woken`: its round kept, its clocks run on since). A game that reached the
+/// (`GameState::woken`: its round kept, its clocks run on since, and nothing due before a
+/// grace period after the restart if it slept across one). A game that reached the
 /// bound on rounds ends there, drawn: its record is returned to be stored.
 pub(super) fn rebuild(
     log: &GameLog,
@@ -137,7 +136,9 @@ pub(super) fn rebuild(
             // Replayed at the instant it went to sleep, by the server's clock.
             let base = services.clock.instant_at(slept.at).into_std();
             let mut state = GameState::replay(&log.steps, timing, base).map_err(broken)?;
-            state.woken(slept, base);
+            let restarted = services.restarted_ms.filter(|&ms| slept.at < ms);
+            let restarted = restarted.map(|ms| services.clock.instant_at(ms).into_std());
+            state.woken(slept, base, restarted);
             state
         }
         _ => {

@@ -53,7 +53,6 @@ use elementals_protocol::ErrorCode;
 use super::{GameError, GameSetup, SeatAction};
 use crate::record::{GameRecord, LogEntry, LogStep, RecordPlayer, RoundLog};
 pub(in crate::game) use clock::{duration_ms, Banks};
-pub use owed::OwedNow;
 pub(in crate::game) use replay::ReplayError;
 use round::round_record;
 
@@ -238,6 +237,7 @@ impl GameState {
                 self.finish(now, Some(seat.other()), EndReason::Resignation, out);
                 Ok(())
             }
+            SeatAction::Abort => self.abort(now, out),
             SeatAction::OfferDraw => {
                 self.offer_draw(seat, now, out);
                 Ok(())
@@ -285,6 +285,7 @@ impl GameState {
             round: self.round,
             positions: self.board.positions().to_vec(),
             spectators,
+            correspondence: self.per_phase().is_some(),
         }
     }
 

@@ -90,7 +90,7 @@ pub async fn sweep(services: GameServices) {
                 let next = due.next_ms.unwrap_or(u64::MAX);
                 wakeups.earliest.fetch_min(next, Ordering::SeqCst);
                 let mut at = (next < u64::MAX).then(|| services.clock.instant_at(next));
-                unheard = skipped && services.registry.in_cluster();
+                unheard = skipped && !services.registry.alone();
                 if skipped {
                     let retry = tokio::time::Instant::now() + RETRY;
                     at = Some(at.map_or(retry, |at| at.min(retry)));
@@ -105,12 +105,12 @@ pub async fn sweep(services: GameServices) {
         if full {
             continue;
         }
-        let wait_until = match services.registry.in_cluster() {
-            true => {
-                let reread = tokio::time::Instant::now() + CLUSTER_REREAD;
-                Some(wait_until.map_or(reread, |at| at.min(reread)))
-            }
-            false => wait_until,
+        // Other nodes put games to sleep without a word to this node's `Notify`.
+        let wait_until = if services.registry.alone() {
+            wait_until
+        } else {
+            let reread = tokio::time::Instant::now() + CLUSTER_REREAD;
+            Some(wait_until.map_or(reread, |at| at.min(reread)))
         };
         tokio::select! {
             () = stop.cancelled() => return,

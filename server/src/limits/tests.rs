@@ -129,3 +129,10 @@ fn buckets_remember_a_bounded_number_of_addresses() {
         assert!(lock(&buckets.buckets).len() <= MAX_TRACKED);
     }
 }
+
+#[test]
+fn protocol_md_states_the_correspondence_games_limit() {
+    const PROTOCOL_MD: &str = include_str!("../../../PROTOCOL.md");
+    let row = format!("| `MAX_CORRESPONDENCE_GAMES` | {MAX_CORRESPONDENCE_GAMES} |");
+    assert!(PROTOCOL_MD.contains(&row), "PROTOCOL.md lacks {row}");
+}

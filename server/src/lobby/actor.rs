@@ -1,6 +1,10 @@
 //! The lobby actor's state and its handling of each request. Synchronous code in a loop
 //! over the channel, plus a one-second tick that widens windows, pairs and reports
-//! queue status (the pools and the tick: `pools.rs`).
+//! queue status (the pools and the tick: `pools.rs`). The one wait is for a player found
+//! by name on another node (a challenge, a rematch's opponent, a restored challenge):
+//! one look-up in the cluster's presence (`Registry::find_online`). Games start on their
+//! players' nodes (`start.rs`); the games' nodes tell the lobby as they end
+//! (`rematches.rs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,29 +15,25 @@ use elementals_protocol::messages::{Challenge, Seek, ServerMsg};
 use elementals_protocol::rules::Variant;
 use elementals_protocol::{ErrorCode, TimeControl};
 use tokio::sync::mpsc;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::MissedTickBehavior;
 
 mod offers;
+mod rematches;
 mod start;
+mod starting;
 
 use super::pairing::Pool;
-use super::{LobbyCmd, LobbyError, Member};
+use super::{Holding, LobbyCmd, LobbyError, Member};
+use crate::alarms::Alarm;
 use crate::bots::Bots;
 use crate::bus::{Bus, ConnId, ReplyTo};
 use crate::game::GameServices;
 use crate::record::AccountId;
 
-mod cluster;
-mod cluster_challenges;
-mod cluster_pools;
-mod cluster_rematch;
-mod cluster_seeks;
-mod cluster_tick;
 mod computer;
 mod counts;
 mod pools;
-
-use super::shared::SharedPools;
+mod restore;
 
 /// Open seeks and outgoing challenges one account may have at once.
 pub(crate) const MAX_OPEN_PER_ACCOUNT: usize = 5;
@@ -57,8 +57,8 @@ struct OpenChallenge {
     challenge: Challenge,
     from: Member,
     to: AccountId,
-    /// The challenged player's connection when challenged (in cluster mode, where it may
-    /// be on another node, they are told through it).
+    /// The challenged player's connection when challenged (on any node: they are told
+    /// through it).
     to_conn: ConnId,
 }
 
@@ -67,6 +67,8 @@ struct Lobby {
     /// How the lobby reaches its members' connections, by identity.
     bus: Arc<dyn Bus>,
     shutting_down: Arc<AtomicBool>,
+    /// Unfinished correspondence games an account may sit in at once.
+    max_correspondence: usize,
     pools: HashMap<PoolKey, Pool>,
     queued: HashMap<AccountId, (PoolKey, Member)>,
     seeks: BTreeMap<u64, OpenSeek>,
@@ -76,66 +78,96 @@ struct Lobby {
     /// The fullest pools, as the last tick counted them (so that `lobby_counts` costs a
     /// copy, however often it is asked).
     counted: Vec<(PoolKey, u32)>,
-    /// The cluster's pools, in cluster mode: `pools` stays empty, and `queued` holds this
-    /// node's members waiting there (see `shared`).
-    shared: Option<SharedPools>,
-    /// When this node's members joined the cluster's pools: they are paired longest-waiting
-    /// first.
-    shared_since: HashMap<AccountId, Instant>,
-    /// Members this node's lobby has withdrawn from the cluster's pools, to be removed
-    /// there before the next request or tick.
-    shared_leaves: Vec<(PoolKey, AccountId)>,
-    /// This node's seeks withdrawn here, to be taken off the cluster's list likewise.
-    shared_seek_drops: Vec<u64>,
-    /// This node's challenges withdrawn here, to be taken out of the cluster's store.
-    shared_challenge_drops: Vec<u64>,
+    /// Connections whose `Holding` changed since their node was last told (`tell_holdings`).
+    touched: HashMap<ConnId, Member>,
+    /// Games started and not yet seen in the registry (`starting.rs`).
+    starting: starting::Starting,
+    /// Ended games, remembered for rematch offers (`rematches.rs`).
+    ended: rematches::Ended,
+    /// Games against the computer under way, as this lobby knows them (at most
+    /// `Bots::max_games` it starts).
+    bot_games: std::collections::HashSet<elementals_protocol::messages::GameId>,
 }
+
+/// Where a generation's ids start: a seek or challenge restored from an earlier lobby
+/// keeps its id, which no id of a later one takes (ids stay far below 2^53, exact in
+/// JavaScript, for 2^21 generations).
+const GENERATION_SHIFT: u32 = 32;
 
 pub(super) async fn run(
     mut rx: mpsc::Receiver<LobbyCmd>,
     services: GameServices,
     bots: Arc<Bots>,
     shutting_down: Arc<AtomicBool>,
-    shared: Option<SharedPools>,
+    (max_correspondence, start_wait): (usize, Duration),
+    (generation, alarm): (i64, Alarm),
 ) {
+    let first_id = u64::try_from(generation).unwrap_or(0) << GENERATION_SHIFT;
     let mut lobby = Lobby {
         bus: services.registry.bus(),
         services,
         shutting_down,
+        max_correspondence,
         pools: HashMap::new(),
         queued: HashMap::new(),
         seeks: BTreeMap::new(),
         challenges: BTreeMap::new(),
         bots,
         counted: Vec::new(),
-        next_id: shared.as_ref().map_or(1, |s| s.first_id()),
-        shared,
-        shared_since: HashMap::new(),
-        shared_leaves: Vec::new(),
-        shared_seek_drops: Vec::new(),
-        shared_challenge_drops: Vec::new(),
+        next_id: first_id,
+        touched: HashMap::new(),
+        starting: starting::Starting::new(start_wait),
+        ended: rematches::Ended::default(),
+        bot_games: std::collections::HashSet::new(),
     };
+    // The computer's games under way (restored at a restart, or started by the lobby
+    // before it moved) count under the cap.
+    lobby.bot_games = (lobby.services.registry.most_watched(usize::MAX).into_iter())
+        .filter(|g| g.players.one.bot || g.players.two.bot)
+        .map(|g| g.game_id)
+        .collect();
+    tracing::info!(generation, "the lobby runs on this node");
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
         tokio::select! {
+            biased;
+            () = alarm.sounded() => {
+                tracing::warn!("the lobby's lease is lost: the lobby stops here");
+                break;
+            }
             cmd = rx.recv() => match cmd {
-                Some(cmd) if lobby.shared.is_some() => lobby.handle_shared(cmd).await,
-                Some(cmd) => lobby.handle(cmd),
+                Some(cmd) => lobby.handle(cmd).await,
                 None => break,
             },
-            _ = tick.tick() => {
-                lobby.tick();
-                lobby.tick_shared().await;
-            }
+            _ = tick.tick() => lobby.tick(),
+        }
+        lobby.tell_holdings();
+    }
+    // What was queued is answered: its askers ask the lobby wherever it starts next.
+    lobby.bus.close_lobby();
+    lobby
+        .services
+        .metrics
+        .players_queued
+        .store(0, Ordering::Relaxed);
+    rx.close();
+    while let Some(cmd) = rx.recv().await {
+        if let Some(reply) = cmd.reply_to() {
+            let moving = (
+                ErrorCode::Internal,
+                "the lobby is moving: ask again".to_owned(),
+            );
+            lobby.bus.answer(reply, Err(moving));
         }
     }
+    lobby.services.db.forget_moved(super::LOBBY_LEASE).await;
 }
 
 type Result<T> = std::result::Result<T, LobbyError>;
 
 impl Lobby {
-    fn handle(&mut self, cmd: LobbyCmd) {
+    async fn handle(&mut self, cmd: LobbyCmd) {
         use LobbyCmd as L;
         let ok = |reply: ReplyTo| ServerMsg::Ok {
             id: reply.request_id.unwrap_or_default(),
@@ -203,7 +235,8 @@ impl Lobby {
                 rated,
                 reply,
             } => {
-                let sent = self.challenge(member, opponent, variant, time_control, rated);
+                let found = self.services.registry.find_online(&opponent).await;
+                let sent = self.challenge(member, &opponent, found, variant, time_control, rated);
                 let id = reply.request_id.unwrap_or_default();
                 (
                     reply,
@@ -238,10 +271,18 @@ impl Lobby {
                 member,
                 game_id,
                 reply,
-            } => (
+            } => {
+                let offered = self.offer_rematch(member, game_id).await;
+                (reply, offered.map(|()| ok(reply)))
+            }
+            L::DeclineRematch {
+                member,
+                game_id,
                 reply,
-                self.offer_rematch(member, game_id).map(|()| ok(reply)),
-            ),
+            } => {
+                let declined = self.decline_rematch(member, game_id).await;
+                (reply, declined.map(|()| ok(reply)))
+            }
             L::PlayBot {
                 member,
                 strength,
@@ -262,6 +303,13 @@ impl Lobby {
                 (reply, Ok(msg))
             }
             L::Gone { account, conn_id } => return self.gone(account, conn_id),
+            L::Ended(game) => return self.game_ended(game),
+            L::Rated { game_id, ratings } => return self.ended.rated(game_id, ratings),
+            L::Restore {
+                node,
+                open,
+                holdings,
+            } => return self.restore(node, open, holdings).await,
         };
         self.bus
             .answer(reply, answer.map_err(|e| (e.code, e.message)));
@@ -272,17 +320,45 @@ impl Lobby {
         self.next_id
     }
 
-    fn ready_for_new_game(&self, account: AccountId) -> Result<()> {
+    /// Whether `account` may start a game of time control `tc` now: the server takes new
+    /// games, and the account has room for it (`has_room`).
+    fn ready_for_new_game(&self, account: AccountId, tc: &TimeControl) -> Result<()> {
         if self.shutting_down.load(Ordering::Relaxed) {
             return Err(LobbyError::new(
                 ErrorCode::ShuttingDown,
                 "the server is restarting; no new games",
             ));
         }
-        if self.services.registry.is_seated(account) {
+        self.has_room(account, tc)
+    }
+
+    /// Whether `account` may sit down in one more game of time control `tc`: the "at most
+    /// one" rule holds for live games only; correspondence games are counted, at most
+    /// `max_correspondence` unfinished at once. The registry's seats (this node's games,
+    /// and the directory's of the others) count with the games this lobby has started
+    /// that it has not seen there yet, so the count is never behind.
+    fn has_room(&self, account: AccountId, tc: &TimeControl) -> Result<()> {
+        let mut seats = self.services.registry.seats_of(account);
+        for at in self.starting.seats_of(account) {
+            if !seats.iter().any(|s| s.game_id == at.game_id) {
+                seats.push(*at);
+            }
+        }
+        if tc.is_correspondence() {
+            let held = seats.iter().filter(|s| !s.live).count();
+            if held >= self.max_correspondence {
+                return Err(LobbyError::new(
+                    ErrorCode::TooManyGames,
+                    format!(
+                        "you sit in {held} unfinished correspondence games, the most allowed: \
+                         finish one first"
+                    ),
+                ));
+            }
+        } else if seats.iter().any(|s| s.live) {
             return Err(LobbyError::new(
                 ErrorCode::AlreadyInGame,
-                "finish your current game first",
+                "finish your live game first",
             ));
         }
         Ok(())
@@ -298,7 +374,7 @@ impl Lobby {
         rated: bool,
     ) -> Result<()> {
         validate_game(variant, tc)?;
-        self.ready_for_new_game(member.account)?;
+        self.ready_for_new_game(member.account, tc)?;
         if rated && member.info.guest {
             return Err(LobbyError::new(
                 ErrorCode::GuestNotAllowed,
@@ -308,17 +384,60 @@ impl Lobby {
         Ok(())
     }
 
-    /// Withdraws the seeks `drop` picks (from the cluster's list too, in cluster mode).
+    /// Withdraws the seeks `drop` picks.
     fn drop_seeks(&mut self, drop: impl Fn(&OpenSeek) -> bool) {
-        let shared = self.shared.is_some();
-        let dropped = &mut self.shared_seek_drops;
-        self.seeks.retain(|id, s| {
+        let touched = &mut self.touched;
+        self.seeks.retain(|_, s| {
             let gone = drop(s);
-            if gone && shared {
-                dropped.push(*id);
+            if gone {
+                touched.insert(s.member.conn_id, s.member.clone());
             }
             !gone
         });
+    }
+
+    /// `member`'s `Holding` has changed: their node is told after this request.
+    fn touch(&mut self, member: &Member) {
+        self.touched.insert(member.conn_id, member.clone());
+    }
+
+    /// Tells the nodes of the connections whose `Holding` changed what they hold now.
+    fn tell_holdings(&mut self) {
+        for (conn, member) in std::mem::take(&mut self.touched) {
+            let holding = self.holding(member);
+            self.bus.hold(conn, holding);
+        }
+    }
+
+    /// What `member`'s connection has open here (`None`: nothing).
+    fn holding(&self, member: Member) -> Option<Holding> {
+        let conn = member.conn_id;
+        let pool = self
+            .queued
+            .get(&member.account)
+            .filter(|(_, m)| m.conn_id == conn)
+            .map(|(key, _)| (key.variant, key.preset.clone(), key.rated));
+        let seeks: Vec<Seek> = self
+            .seeks
+            .values()
+            .filter(|s| s.member.conn_id == conn)
+            .map(|s| s.seek.clone())
+            .collect();
+        let challenges: Vec<Challenge> = self
+            .challenges
+            .values()
+            .filter(|c| c.from.conn_id == conn)
+            .map(|c| c.challenge.clone())
+            .collect();
+        if pool.is_none() && seeks.is_empty() && challenges.is_empty() {
+            return None;
+        }
+        Some(Holding {
+            member,
+            pool,
+            seeks,
+            challenges,
+        })
     }
 
     fn gone(&mut self, account: AccountId, conn_id: u64) {
@@ -347,23 +466,13 @@ impl Lobby {
         let Some(c) = self.challenges.remove(&id) else {
             return;
         };
-        if let Some(conn) = self.challenged_conn(&c) {
-            let _ = self
-                .bus
-                .send_msg(conn, &ServerMsg::ChallengeCancelled { challenge_id: id });
-        }
-        if self.shared.is_some() {
-            self.shared_challenge_drops.push(id);
-        }
-    }
-
-    /// Where challenge `c`'s challenged player is now: online here, or (in cluster mode)
-    /// where they were challenged.
-    fn challenged_conn(&self, c: &OpenChallenge) -> Option<ConnId> {
-        match self.services.registry.online(c.to) {
-            Some(user) => Some(user.conn_id),
-            None => self.shared.is_some().then_some(c.to_conn),
-        }
+        self.touch(&c.from);
+        // Where the challenged player is now, if on this node; else where challenged.
+        let to = self.services.registry.online(c.to);
+        let conn = to.map_or(c.to_conn, |user| user.conn_id);
+        let _ = self
+            .bus
+            .send_msg(conn, &ServerMsg::ChallengeCancelled { challenge_id: id });
     }
 }
 

@@ -3,12 +3,23 @@
 //!
 //! Connections send it requests by the bus (`LobbyHandle`, `Bus::to_lobby`: a bounded
 //! queue), each saying where its answer goes; the lobby answers each to its connection
-//! itself. It never waits on a game or a connection: it starts a game with `spawn_game`
-//! and hands the seating to a short task of its own.
+//! itself. It never waits on a game or a connection: it hands a game it starts to the
+//! bus (`Bus::start_game`), which starts it on the node of one of its players
+//! (`seating.rs`: the actor, and a short task that seats the players), and each game's
+//! node tells it when the game ends (`LobbyCmd::Ended`), for rematches.
+//!
+//! There is one lobby however many nodes serve: a single node runs it from its start; in
+//! a cluster it runs on the node that holds its lease (`LOBBY_LEASE`, claimed as a game's
+//! is), every other node's bus forwards requests to it, and it stops when its alarm
+//! sounds (the lease lost). What each connection has open in it (its pool entry, seeks,
+//! challenges: a `Holding`) is kept by the connection's node, told by the lobby at each
+//! change, so that a lobby that starts elsewhere is given it again (`LobbyCmd::Restore`).
 
 mod actor;
 pub mod pairing;
-pub mod shared;
+mod seating;
+
+pub use seating::install_starter;
 
 pub use actor::MAX_COUNTED_POOLS;
 #[cfg(test)] // For SECURITY.md's pins (`security_md.rs`).
@@ -16,27 +27,20 @@ pub(crate) use actor::MAX_OPEN_PER_ACCOUNT;
 
 use std::sync::Arc;
 
-use elementals_protocol::messages::{GameId, PlayerInfo, PoolCount};
-use elementals_protocol::rules::Variant;
-use elementals_protocol::{ErrorCode, TimeControl};
+use std::sync::atomic::AtomicBool;
 
+use elementals_protocol::messages::PoolCount;
+use elementals_protocol::ErrorCode;
+
+use crate::alarms::Alarm;
 use crate::bots::Bots;
-use crate::bus::{Bus, ConnId, ReplyTo};
+use crate::bus::{Bus, ConnId};
 use crate::game::GameServices;
 use crate::record::AccountId;
 
-/// Requests the lobby may have queued: every connection can have one in flight, plus
-/// disconnect notices; beyond this senders wait briefly, which is the back-pressure we want.
-pub const LOBBY_CHANNEL_CAPACITY: usize = 4096;
-
-/// Who is asking: an authenticated player and their connection.
-#[derive(Debug, Clone)]
-pub struct Member {
-    pub account: AccountId,
-    pub info: PlayerInfo,
-    /// Its connection, on the bus.
-    pub conn_id: ConnId,
-}
+pub use crate::msg::{
+    EndedGame, Holding, LobbyCmd, Member, NewGame, LOBBY_CHANNEL_CAPACITY, LOBBY_LEASE,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LobbyError {
@@ -60,116 +64,6 @@ pub struct Counts {
     pub pools: Vec<PoolCount>,
 }
 
-/// A request to the lobby: plain data, sent by the bus (`Bus::to_lobby`). The lobby
-/// answers each itself, to `reply` (its connection and request), and tells the session
-/// (`Bus::answer`).
-#[derive(Debug)]
-pub enum LobbyCmd {
-    /// Answered `queued`, before any `game_start` of a pairing it makes at once: the
-    /// client always hears `queued` first.
-    JoinPool {
-        member: Member,
-        variant: Variant,
-        preset: String,
-        rated: bool,
-        reply: ReplyTo,
-    },
-    LeavePool {
-        account: AccountId,
-        reply: ReplyTo,
-    },
-    CreateSeek {
-        member: Member,
-        variant: Variant,
-        time_control: TimeControl,
-        rated: bool,
-        reply: ReplyTo,
-    },
-    CancelSeek {
-        account: AccountId,
-        seek_id: u64,
-        reply: ReplyTo,
-    },
-    ListSeeks {
-        reply: ReplyTo,
-    },
-    AcceptSeek {
-        member: Member,
-        seek_id: u64,
-        reply: ReplyTo,
-    },
-    Challenge {
-        member: Member,
-        opponent: String,
-        variant: Variant,
-        time_control: TimeControl,
-        rated: bool,
-        reply: ReplyTo,
-    },
-    AcceptChallenge {
-        member: Member,
-        challenge_id: u64,
-        reply: ReplyTo,
-    },
-    DeclineChallenge {
-        account: AccountId,
-        challenge_id: u64,
-        reply: ReplyTo,
-    },
-    CancelChallenge {
-        account: AccountId,
-        challenge_id: u64,
-        reply: ReplyTo,
-    },
-    OfferRematch {
-        member: Member,
-        game_id: GameId,
-        reply: ReplyTo,
-    },
-    /// Answered `ok` once the game against the bot has started.
-    PlayBot {
-        member: Member,
-        strength: String,
-        variant: Variant,
-        preset: String,
-        reply: ReplyTo,
-    },
-    /// The pools as the lobby counted them last, with `account`'s own pool counted now and
-    /// without them; the players online now.
-    Counts {
-        account: AccountId,
-        reply: ReplyTo,
-    },
-    /// The account's connection closed: withdraw everything it had open.
-    Gone {
-        account: AccountId,
-        conn_id: ConnId,
-    },
-}
-
-impl LobbyCmd {
-    /// Where its answer goes, if it is owed one.
-    pub fn reply_to(&self) -> Option<ReplyTo> {
-        use LobbyCmd as L;
-        match self {
-            L::JoinPool { reply, .. }
-            | L::LeavePool { reply, .. }
-            | L::CreateSeek { reply, .. }
-            | L::CancelSeek { reply, .. }
-            | L::ListSeeks { reply }
-            | L::AcceptSeek { reply, .. }
-            | L::Challenge { reply, .. }
-            | L::AcceptChallenge { reply, .. }
-            | L::DeclineChallenge { reply, .. }
-            | L::CancelChallenge { reply, .. }
-            | L::OfferRematch { reply, .. }
-            | L::PlayBot { reply, .. }
-            | L::Counts { reply, .. } => Some(*reply),
-            L::Gone { .. } => None,
-        }
-    }
-}
-
 /// The lobby, reached by the bus.
 #[derive(Debug, Clone)]
 pub struct LobbyHandle {
@@ -177,16 +71,8 @@ pub struct LobbyHandle {
 }
 
 impl LobbyHandle {
-    /// Starts the lobby actor, reading what the bus brings it.
-    pub fn spawn(
-        services: GameServices,
-        bots: Arc<Bots>,
-        shutting_down: Arc<std::sync::atomic::AtomicBool>,
-        shared: Option<shared::SharedPools>,
-    ) -> Self {
-        let bus = services.registry.bus();
-        let rx = bus.open_lobby();
-        tokio::spawn(actor::run(rx, services, bots, shutting_down, shared));
+    /// The lobby, wherever it runs.
+    pub fn new(bus: Arc<dyn Bus>) -> Self {
         LobbyHandle { bus }
     }
 
@@ -203,6 +89,43 @@ impl LobbyHandle {
     }
 }
 
+/// What starting the lobby on this node takes.
+#[derive(Clone)]
+pub struct LobbyStarter {
+    pub services: GameServices,
+    pub bots: Arc<Bots>,
+    pub shutting_down: Arc<AtomicBool>,
+    /// Unfinished correspondence games an account may sit in at once
+    /// (`--max-correspondence-games`).
+    pub max_correspondence: usize,
+    /// How long a game the lobby starts may take to show in the registry before it is
+    /// started again (`actor/starting.rs`).
+    pub start_wait: std::time::Duration,
+}
+
+impl std::fmt::Debug for LobbyStarter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LobbyStarter")
+    }
+}
+
+impl LobbyStarter {
+    /// Starts the lobby's actor here, as its `generation` (0 on a single node; in a
+    /// cluster, its lease's token), until `alarm` sounds (never, on a single node).
+    pub fn start(&self, generation: i64, alarm: Alarm) {
+        let bus = self.services.registry.bus();
+        let rx = bus.open_lobby(generation);
+        tokio::spawn(actor::run(
+            rx,
+            self.services.clone(),
+            self.bots.clone(),
+            self.shutting_down.clone(),
+            (self.max_correspondence, self.start_wait),
+            (generation, alarm),
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,10 +134,10 @@ mod tests {
     #[tokio::test]
     async fn a_gone_notice_waits_for_room_rather_than_being_lost() {
         let bus: Arc<dyn Bus> = Arc::new(LocalBus::default());
-        let mut rx = bus.open_lobby();
+        let mut rx = bus.open_lobby(0);
         let lobby = LobbyHandle { bus };
         // The queue is full now.
-        let reply = ReplyTo {
+        let reply = crate::msg::ReplyTo {
             conn: 1,
             request_id: None,
             settle: false,

@@ -1,17 +1,15 @@
-//! Hibernated games (`game/hibernate.rs`): a small entry each, so that a command finds
-//! the game (and wakes it through the bus), its players stay seated, and concurrent wakes
-//! of one game make one actor. Invariant: a game is live here (`games`) or dormant, never
-//! both for longer than the step that moves it from one to the other.
-//!
-//! In cluster mode a sleeping game is the cluster's, not a node's: the directory's mirror
-//! on every node knows it (and seats its players), and any node may wake it. Here a node
-//! keeps an entry only while it wakes one; PostgreSQL decides which of several wakers runs
-//! it (`db/pg/lease.rs`, `wake`).
+//! Sleeping games as the registry sees them (`game/hibernate.rs`). The peers keep them
+//! (`peers.rs`, `sleepers.rs`: on a single node `Alone`, in a cluster the directory's
+//! mirror), so that a command finds the game and wakes it through the bus, and its
+//! players stay seated. The registry keeps an entry per game only while this node wakes
+//! it, so that concurrent wakes make one actor. Invariant: a game is live here (`games`)
+//! or asleep, never both for longer than the step that moves it from one to the other.
+//! In a cluster PostgreSQL decides which of several nodes waking a game runs it
+//! (`db/pg/lease.rs`, `wake`).
 
 use std::time::Duration;
 
-use elementals_protocol::messages::{GameId, SeatPair};
-use elementals_protocol::rules::Seat;
+use elementals_protocol::messages::{GameId, LiveGame, SeatPair};
 use tokio::sync::watch;
 
 use super::Registry;
@@ -22,129 +20,99 @@ use crate::record::AccountId;
 /// How long `my_games` waits for a player's game to wake before answering without it.
 const WAKE_WAIT: Duration = Duration::from_secs(5);
 
+/// A game this node is waking: turns true once it runs (or could not be woken).
 #[derive(Debug)]
-pub(super) struct Dormant {
-    seats: SeatPair<AccountId>,
-    /// Set while it is being woken: turns true once it runs (or could not be woken).
-    waking: Option<watch::Receiver<bool>>,
-}
+pub(super) struct Waking(watch::Receiver<bool>);
 
 impl Registry {
-    /// A hibernated game (at startup, from its wake-up row): its players are seated.
-    pub fn insert_dormant(&self, game_id: GameId, seats: SeatPair<AccountId>) {
-        if let Some(cluster) = &self.cluster {
-            return cluster.load_dormant(game_id, seats);
-        }
-        self.insert_dormant_here(game_id, seats);
+    /// A hibernated game (at startup, from its wake-up row): its players are seated, and
+    /// the listings show it as `summary`.
+    pub fn insert_dormant(
+        &self,
+        game_id: GameId,
+        seats: SeatPair<AccountId>,
+        summary: Option<LiveGame>,
+    ) {
+        self.peers.load_dormant(game_id, seats, summary);
     }
 
-    fn insert_dormant_here(&self, game_id: GameId, seats: SeatPair<AccountId>) {
-        self.seated.insert(seats.one, (game_id, Seat::One));
-        self.seated.insert(seats.two, (game_id, Seat::Two));
-        self.dormant.insert(
-            game_id,
-            Dormant {
-                seats,
-                waking: None,
-            },
-        );
-    }
-
-    /// A live game goes to sleep: dormant first, then out of the live games, so that a
-    /// look-up in between finds it one way or the other. Its actor closes its inbox next.
-    /// In cluster mode the directory takes it (and its seats) for every node.
+    /// A live game goes to sleep: the peers take it (and its seats) first, then it leaves
+    /// the live games, so that a look-up in between finds it one way or the other. Its
+    /// actor closes its inbox next. It is listed as it stood, with nobody watching.
     pub fn go_dormant(&self, game_id: GameId, seats: SeatPair<AccountId>) {
-        let Some(cluster) = &self.cluster else {
-            self.insert_dormant_here(game_id, seats);
-            self.games.remove(&game_id);
-            self.owed.remove(&game_id);
-            return;
-        };
-        cluster.game_slept(game_id, seats);
+        let summary = self.games.get(&game_id).map(|e| LiveGame {
+            spectators: 0,
+            ..e.summary.clone()
+        });
+        self.peers.game_slept(game_id, seats, summary);
         self.games.remove(&game_id);
         self.owed.remove(&game_id);
-        for account in [seats.one, seats.two] {
-            self.seated.remove_if(&account, |_, (g, _)| *g == game_id);
-        }
+        self.seated.leave(game_id, [seats.one, seats.two]);
     }
 
     /// Claims the waking of a sleeping game: its inbox is opened at once (under the
     /// entry's lock, so a second waker finds it open), and the sender that says when it
     /// runs is returned. `None` if it does not sleep or is already being woken.
-    /// In cluster mode, a game the directory says sleeps gets its entry here for the wake.
     pub fn begin_wake(&self, game_id: GameId) -> Option<(GameInbox, watch::Sender<bool>)> {
-        let asleep = self.cluster.as_ref().and_then(|c| c.dormant(game_id));
-        let mut entry = match asleep {
-            Some((seats, _)) if !self.games.contains_key(&game_id) => {
-                self.dormant.entry(game_id).or_insert(Dormant {
-                    seats,
-                    waking: None,
-                })
-            }
-            _ => self.dormant.get_mut(&game_id)?,
-        };
-        if entry.waking.is_some() {
+        if self.peers.dormant(game_id).is_none() || self.games.contains_key(&game_id) {
+            return None;
+        }
+        let entry = self.dormant.entry(game_id);
+        if matches!(entry, dashmap::Entry::Occupied(_)) {
             return None;
         }
         let (done, waking) = watch::channel(false);
         let inbox = self.bus.open_game(game_id);
-        entry.waking = Some(waking);
+        entry.or_insert(Waking(waking));
         Some((inbox, done))
     }
 
-    /// Whether the game sleeps or is being woken (in cluster mode: anywhere, as far as this
+    /// Whether the game sleeps or is being woken (in a cluster: anywhere, as far as this
     /// node has heard).
     pub fn is_dormant(&self, game_id: &GameId) -> bool {
-        self.dormant.contains_key(game_id)
-            || self
-                .cluster
-                .as_ref()
-                .is_some_and(|c| c.dormant(*game_id).is_some())
+        self.dormant.contains_key(game_id) || self.peers.dormant(*game_id).is_some()
     }
 
-    /// Cluster mode: this node's wake of the game lost (another node woke it, or it sleeps
-    /// no more): its entry here goes; the directory's goes too if `stale` (the number the
-    /// directory knew it by when nobody runs it after all).
+    /// This node's wake of the game lost (another node woke it, or it sleeps no more): its
+    /// entry here goes; the peers' goes too if `stale` (the number they knew it by when
+    /// nobody runs it after all).
     pub fn wake_lost(&self, game_id: GameId, stale: Option<u64>) {
         self.dormant.remove(&game_id);
-        if let (Some(cluster), Some(number)) = (&self.cluster, stale) {
-            cluster.forget_dormant(game_id, number);
+        if let Some(number) = stale {
+            self.peers.forget_dormant(game_id, number);
         }
     }
 
-    /// Cluster mode: the node the directory says runs the game (another node), and the
-    /// number it knows the game by while it sleeps.
+    /// The node the peers say runs the game (another node), and the number they know the
+    /// game by while it sleeps.
     pub fn where_awake(&self, game_id: GameId) -> (Option<u16>, Option<u64>) {
-        let Some(cluster) = &self.cluster else {
-            return (None, None);
-        };
         (
-            cluster.node_of(game_id),
-            cluster.dormant(game_id).map(|(_, n)| n),
+            self.peers.node_of(game_id),
+            self.peers.dormant(game_id).map(|(_, n)| n),
         )
     }
 
-    /// Cluster mode: how often this node has rejoined Redis (`None` outside cluster mode).
+    /// How often this node has rejoined the others (`None`: there are none).
     pub fn cluster_rejoins(&self) -> Option<u64> {
-        self.cluster.as_ref().map(|c| c.rejoins())
+        self.peers.rejoins()
     }
 
-    /// Cluster mode: the sleeping games read from storage after a rejoin, to mend the
-    /// directory's mirror of them (`Directory::sleepers_read`). `read` reads them.
+    /// The sleeping games read from storage after a rejoin, to mend the peers' record of
+    /// them (`Peers::sleepers_read`). `read` reads them.
     pub async fn mend_sleepers<F>(&self, read: F) -> DbResult<()>
     where
         F: std::future::Future<Output = DbResult<Vec<crate::db::Sleeper>>>,
     {
-        let Some(cluster) = &self.cluster else {
-            return Ok(());
-        };
-        let mark = cluster.dormant_mark();
-        let rows: Vec<_> = read.await?.iter().map(|s| (s.game_id, s.seats)).collect();
-        cluster.sleepers_read(&rows, mark);
+        let mark = self.peers.dormant_mark();
+        let rows = read.await?.into_iter();
+        self.peers.sleepers_read(
+            rows.map(|s| (s.game_id, s.seats, s.summary)).collect(),
+            mark,
+        );
         Ok(())
     }
 
-    /// The woken game runs (it is in `games` already).
+    /// The woken game runs (it is in `games` already, which took it from the peers).
     pub fn woke(&self, game_id: GameId) {
         self.dormant.remove(&game_id);
     }
@@ -152,35 +120,32 @@ impl Registry {
     /// The game could not be woken: it sleeps on (a later command or sweep tries again),
     /// or, `gone`, it is forgotten with its seats.
     pub fn wake_failed(&self, game_id: GameId, gone: bool) {
+        self.dormant.remove(&game_id);
         if gone {
-            if let Some((_, dormant)) = self.dormant.remove(&game_id) {
-                for account in [dormant.seats.one, dormant.seats.two] {
-                    self.seated.remove_if(&account, |_, (g, _)| *g == game_id);
-                }
+            if let Some((_, number)) = self.peers.dormant(game_id) {
+                self.peers.forget_dormant(game_id, number);
             }
-        } else if let Some(mut entry) = self.dormant.get_mut(&game_id) {
-            entry.waking = None;
         }
     }
 
-    pub fn dormant_count(&self) -> usize {
-        self.dormant.len()
-    }
-
-    /// Wakes the game `account` sits in if it sleeps, and waits (a few seconds at most)
-    /// until it runs: `my_games` lists what a running game says it waits for.
+    /// Wakes the games `account` sits in that sleep, and waits (a few seconds at most, for
+    /// all together) until they run: `my_games` lists what a running game says it waits
+    /// for.
     pub async fn wake_seated(&self, account: AccountId) {
-        let seated = self.seated.get(&account).map(|e| e.0);
-        let Some(game_id) = seated.or_else(|| Some(self.cluster.as_ref()?.seat_of(account)?.0))
-        else {
-            return;
+        let mut waking = Vec::new();
+        for at in self.seats_of(account) {
+            if !self.is_dormant(&at.game_id) || !self.bus.wake(at.game_id) {
+                continue;
+            }
+            if let Some(rx) = self.dormant.get(&at.game_id).map(|e| e.0.clone()) {
+                waking.push(rx);
+            }
+        }
+        let all = async {
+            for mut rx in waking {
+                let _ = rx.wait_for(|done| *done).await;
+            }
         };
-        if !self.is_dormant(&game_id) || !self.bus.wake(game_id) {
-            return;
-        }
-        let waking = self.dormant.get(&game_id).and_then(|e| e.waking.clone());
-        if let Some(mut waking) = waking {
-            let _ = tokio::time::timeout(WAKE_WAIT, waking.wait_for(|done| *done)).await;
-        }
+        let _ = tokio::time::timeout(WAKE_WAIT, all).await;
     }
 }

@@ -1,33 +1,32 @@
-//! Finished games, remembered for rematch offers (`FINISHED_MEMORY` of them, the oldest
-//! forgotten first): their players, settings and offers, and the wait for their record.
+//! Finished games of this node, remembered (`FINISHED_MEMORY` of them, the oldest
+//! forgotten first): a player asking about one is told it ended, and a rematch offer waits
+//! for its record. The lobby, told of each as it ends (`LobbyCmd::Ended`), keeps the
+//! rematch offers.
 
 use std::time::Duration;
 
 use elementals_protocol::messages::{GameId, PlayerInfo, SeatPair};
-use elementals_protocol::rules::{Seat, Variant};
+use elementals_protocol::rules::Variant;
 use elementals_protocol::TimeControl;
 use tokio::sync::watch;
 
 use super::Registry;
-use crate::bus::ReplyTo;
-use crate::lobby::Member;
+use crate::msg::{EndedGame, LobbyCmd};
 use crate::record::AccountId;
 
-/// A finished game, remembered for rematch offers.
+/// A finished game of this node's.
 #[derive(Debug, Clone)]
 pub struct FinishedGame {
     pub players: SeatPair<AccountId>,
-    /// Who they are (their ratings as the game began): in cluster mode a rematch finds an
-    /// opponent on another node by name.
+    /// Who they are (their ratings as the game began): a rematch finds its opponent by
+    /// name, on any node.
     pub infos: SeatPair<PlayerInfo>,
-    /// The players' ratings: as the game began, then as its record left them once it is
-    /// written (`set_finished_ratings`). A rematch's players carry these.
+    /// The players' ratings as the game began (the lobby hears those its record leaves:
+    /// `set_finished_ratings`).
     pub ratings: SeatPair<f64>,
     pub variant: Variant,
     pub time_control: TimeControl,
     pub rated: bool,
-    /// Seats that have offered a rematch.
-    pub rematch_offers: SeatPair<bool>,
     /// Turns true once the game's record is settled (written, failed, or none to write);
     /// closed if its actor ended first.
     pub recorded: watch::Receiver<bool>,
@@ -37,6 +36,19 @@ pub struct FinishedGame {
 const RECORD_WAIT: Duration = Duration::from_secs(5);
 
 impl FinishedGame {
+    /// What the lobby is told of it (`LobbyCmd::Ended`).
+    pub fn ended(&self, game_id: GameId) -> EndedGame {
+        EndedGame {
+            game_id,
+            players: self.players,
+            infos: self.infos.clone(),
+            ratings: self.ratings,
+            variant: self.variant,
+            time_control: self.time_control,
+            rated: self.rated,
+        }
+    }
+
     /// Waits until the game's record is settled, so `ratings` are final (at most
     /// `RECORD_WAIT`: a database that is that slow gets the rematch on the older ratings).
     pub async fn wait_recorded(&self) {
@@ -50,37 +62,10 @@ impl Registry {
         self.finished.get(game_id).map(|e| e.clone())
     }
 
-    /// Record a rematch offer; returns the game as it now stands.
-    pub fn offer_rematch(&self, game_id: &GameId, seat: Seat) -> Option<FinishedGame> {
-        let mut entry = self.finished.get_mut(game_id)?;
-        *entry.rematch_offers.get_mut(seat) = true;
-        Some(entry.clone())
-    }
-
     /// The ratings a finished game's record left its players with.
+    /// Told to the lobby, which starts a rematch with them.
     pub fn set_finished_ratings(&self, game_id: &GameId, ratings: SeatPair<f64>) {
-        if let Some(mut entry) = self.finished.get_mut(game_id) {
-            entry.ratings = ratings;
-        }
-    }
-
-    /// Cluster mode: the node that ran finished game `game_id`, if another node did (its
-    /// rematch offers go there: `bus/redis/rematch.rs`).
-    pub fn finished_elsewhere(&self, game_id: &GameId) -> Option<u16> {
-        if self.finished.contains_key(game_id) {
-            return None;
-        }
-        self.redis.as_ref()?.ended_elsewhere(game_id)
-    }
-
-    /// Cluster mode: sends `member`'s rematch offer to `node`, which answers it.
-    pub fn forward_rematch(&self, node: u16, game_id: GameId, member: Member, reply: ReplyTo) {
-        if let Some(redis) = &self.redis {
-            redis.forward_rematch(node, game_id, member, reply);
-        }
-    }
-
-    pub fn forget_finished(&self, game_id: &GameId) {
-        self.finished.remove(game_id);
+        let game_id = *game_id;
+        self.bus.notify_lobby(LobbyCmd::Rated { game_id, ratings });
     }
 }

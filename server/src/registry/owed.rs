@@ -15,9 +15,9 @@ use elementals_protocol::messages::{
 use elementals_protocol::rules::Seat;
 use elementals_protocol::wire;
 
-use super::Registry;
-use crate::bus::{redis::node_of, ConnId};
-use crate::game::OwedNow;
+use super::{Registry, SeatAt};
+use crate::bus::ConnId;
+use crate::msg::OwedNow;
 use crate::record::AccountId;
 
 impl Registry {
@@ -103,20 +103,25 @@ impl Registry {
     }
 
     /// A game of this node has ended or moved: its players' followers on other nodes
-    /// are forgotten (their node tells the node of their next game).
-    pub(super) fn unfollow_remote(&self, seats: SeatPair<AccountId>) {
+    /// are forgotten unless they sit in another of this node's games (their node tells
+    /// the node of their next game).
+    pub(super) fn unfollow_remote(&self, game_id: GameId, seats: SeatPair<AccountId>) {
         for account in [seats.one, seats.two] {
-            self.followers
-                .remove_if(&account, |_, f| !self.is_local(f.conn));
+            let other_here = self
+                .seated
+                .of(account)
+                .iter()
+                .any(|s| s.game_id != game_id && self.games.contains_key(&s.game_id));
+            if !other_here {
+                self.followers
+                    .remove_if(&account, |_, f| !self.is_local(f.conn));
+            }
         }
     }
 
-    /// Whether `conn` is this node's (always, outside cluster mode).
+    /// Whether `conn` is this node's (always, on a single node).
     fn is_local(&self, conn: ConnId) -> bool {
-        let node = node_of(conn);
-        self.cluster
-            .as_ref()
-            .is_none_or(|c| node == 0 || node == c.node)
+        self.peers.is_local(conn)
     }
 
     fn tell_your_move(&self, game_id: GameId, round: u32, newly: &[Owed]) {
@@ -160,45 +165,29 @@ impl Registry {
     }
 
     /// The open games `account` sits in, each with what it waits for: on this node, or in
-    /// cluster mode on any node (one round trip to the game's node, at most
+    /// cluster mode on any node (one round trip to each game's node, at most
     /// `ASK_TIMEOUT`; a node that does not answer in time leaves its game out).
     pub async fn my_games(&self, account: AccountId) -> Vec<MyGame> {
-        let here = self.my_games_here(account);
-        if !here.is_empty() {
-            return here;
+        let mut games = Vec::new();
+        for at in self.seats_of(account) {
+            if let Some(game) = self.my_game_here(at) {
+                games.push(game);
+                continue;
+            }
+            let follower = self.follower_here(account);
+            let elsewhere = self.peers.owed_elsewhere(at.game_id, account, follower);
+            if let Some((summary, owed)) = elsewhere.await {
+                games.push(my_game(at.game_id, at.seat, &summary, owed));
+            }
         }
-        let (Some(cluster), Some(redis)) = (&self.cluster, &self.redis) else {
-            return here;
-        };
-        let Some((game_id, seat)) = cluster.seat_of(account) else {
-            return here;
-        };
-        let Some((node, summary)) = cluster.entry_of(game_id) else {
-            return here;
-        };
-        // Asked before the answer: `your_move` from that node from now on.
-        if let Some(conn) = self.follower_here(account) {
-            redis.follow(node, game_id, account, conn, false);
-        }
-        match redis.ask_owed(node, game_id).await {
-            Some(owed) => vec![my_game(game_id, seat, &summary, owed)],
-            None => here,
-        }
+        games
     }
 
-    /// The open games `account` sits in on this node. Live games allow one seat per
-    /// account, so this holds at most one game today.
-    fn my_games_here(&self, account: AccountId) -> Vec<MyGame> {
-        let Some((game_id, seat)) = self.seated.get(&account).map(|e| *e) else {
-            return Vec::new();
-        };
-        let Some(summary) = self.games.get(&game_id).map(|e| e.summary.clone()) else {
-            return Vec::new();
-        };
-        let Some(owed) = self.owed.get(&game_id).map(|e| e.clone()) else {
-            return Vec::new();
-        };
-        vec![my_game(game_id, seat, &summary, owed)]
+    /// Seat `at`'s entry, if its game runs on this node.
+    fn my_game_here(&self, at: SeatAt) -> Option<MyGame> {
+        let summary = self.games.get(&at.game_id).map(|e| e.summary.clone())?;
+        let owed = self.owed.get(&at.game_id).map(|e| e.clone())?;
+        Some(my_game(at.game_id, at.seat, &summary, owed))
     }
 }
 

@@ -21,7 +21,6 @@ fn finished(n: i64) -> FinishedGame {
         variant: Variant::CLASSIC,
         time_control: TimeControl::BLITZ,
         rated: true,
-        rematch_offers: SeatPair::new(false, false),
         recorded: watch::channel(true).1,
     }
 }
@@ -60,9 +59,7 @@ fn past_its_memory_it_forgets_the_oldest_finished_games_and_goes_on() {
         assert_eq!(registry.finished.len(), FINISHED_MEMORY);
         assert!(registry.finished_game(&ids[49]).is_none());
         assert!(registry.finished_game(&ids[50]).is_some());
-        // One forgotten by hand (a rematch taken up) is skipped when its turn comes.
-        registry.forget_finished(&ids[100]);
-        let later: Vec<GameId> = (0..61).map(|_| GameId(uuid::Uuid::new_v4())).collect();
+        let later: Vec<GameId> = (0..60).map(|_| GameId(uuid::Uuid::new_v4())).collect();
         for id in &later {
             registry.finish_game(*id, finished(0));
         }
@@ -72,8 +69,8 @@ fn past_its_memory_it_forgets_the_oldest_finished_games_and_goes_on() {
         .recv_timeout(std::time::Duration::from_secs(30))
         .expect("the registry thread finished: no deadlock, no failed assertion");
     assert_eq!(registry.finished.len(), FINISHED_MEMORY);
-    assert!(registry.finished_game(&ids[110]).is_none());
-    assert!(registry.finished_game(&ids[111]).is_some());
+    assert!(registry.finished_game(&ids[109]).is_none());
+    assert!(registry.finished_game(&ids[110]).is_some());
     assert!(registry.finished_game(later.last().unwrap()).is_some());
     assert!(registry.finished_game(ids.last().unwrap()).is_some());
 }
@@ -120,6 +117,7 @@ fn a_woken_game_pushes_no_your_move_for_what_it_owed_when_it_slept() {
             round: 2,
             positions: Vec::new(),
             spectators: 0,
+            correspondence: true,
         };
         registry.insert_game(GameHandle::new(game_id, registry.bus()), summary, seats);
     };

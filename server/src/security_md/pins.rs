@@ -191,9 +191,18 @@ pub(super) fn pins() -> Vec<Pin> {
             crate::session::MAX_WATCHED.to_string(),
         ),
         flagged(
+            "unfinished correspondence games",
+            format!(
+                "{} per account, beside one live game",
+                d.max_correspondence_games
+            ),
+            "--max-correspondence-games",
+        ),
+        flagged(
             "games against the computer (`play_bot`)",
             format!(
-                "{} on the server; one per account (a player sits in one game at a time)",
+                "{} on the server (a cluster: all its nodes, counted by the lobby); one live game \
+                 per account (beside its correspondence games)",
                 d.max_bot_games
             ),
             "--max-bot-games",
@@ -251,7 +260,12 @@ pub(super) fn pins() -> Vec<Pin> {
         ),
         flagged(
             "token lifetime",
-            format!("{} days", d.token_ttl().as_secs() / 86_400),
+            format!(
+                "{} days after its last use (sign-in, `resume`, or a bearer request), its stored \
+                 expiry moved at most once every {} h",
+                d.token_ttl().as_secs() / 86_400,
+                crate::auth::TOKEN_SLIDE_EVERY_MS / 3_600_000,
+            ),
             "--token-days",
         ),
         pin("revocation", "`logout` deletes the session's token"),
@@ -305,15 +319,15 @@ pub(super) fn pins() -> Vec<Pin> {
         // Sizes
         pin(
             "a page of the leaderboard or of the live games (`?limit=`)",
-            format!("{} entries", crate::http::MAX_LIST),
+            format!("{} entries", crate::api::MAX_LIST),
         ),
         pin(
             "a page of a player's rating history (`?limit=`)",
-            format!("{} entries", crate::http::MAX_HISTORY),
+            format!("{} entries", crate::api::MAX_HISTORY),
         ),
         pin(
             "a page of a player's games (`?limit=`)",
-            format!("{} entries", crate::http::MAX_GAMES),
+            format!("{} entries", crate::api::MAX_GAMES),
         ),
         pin("`?offset=` of a page", crate::api::MAX_OFFSET.to_string()),
         pin(

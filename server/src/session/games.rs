@@ -44,21 +44,27 @@ impl Session {
     pub(super) fn seat(&self, game_id: GameId) -> Result<PlayerHandle, (ErrorCode, String)> {
         let user = self.user()?;
         let registry = &self.state.registry;
-        if let Some((game, seat)) = registry.seat_of(user.account) {
-            if game.game_id() == game_id {
-                return Ok(game.player(seat));
-            }
+        if let Some((game, seat)) = registry.seat_in(user.account, game_id) {
+            return Ok(game.player(seat));
         }
         if registry.game(&game_id).is_some() {
             return Err(err(ErrorCode::NotSeated, "you have no seat in that game"));
         }
-        // A player acting in their game after it ended is told so, not that it never
-        // existed (for as long as the registry remembers finished games).
-        match registry.finished_game(&game_id) {
-            Some(f) if f.players.one == user.account || f.players.two == user.account => {
-                Err(err(ErrorCode::GameOver, "the game has ended"))
-            }
-            _ => Err(err(ErrorCode::UnknownGame, "no live game with that id")),
+        Err(self.not_live(game_id))
+    }
+
+    /// The answer about `game_id`, which is not live, to a connection that does not watch
+    /// it: a player of it is told that it ended, not that it never existed (for as long as
+    /// the registry remembers finished games); anyone else that there is no such game.
+    fn not_live(&self, game_id: GameId) -> (ErrorCode, String) {
+        let finished = self.state.registry.finished_game(&game_id);
+        let played = match (&self.user, finished) {
+            (Some(user), Some(f)) => f.players.one == user.account || f.players.two == user.account,
+            _ => false,
+        };
+        match played {
+            true => err(ErrorCode::GameOver, "the game has ended"),
+            false => err(ErrorCode::UnknownGame, "no live game with that id"),
         }
     }
 
@@ -117,6 +123,10 @@ impl Session {
     ) -> Result<Option<ServerMsg>, (ErrorCode, String)> {
         let state = self.state.clone();
         if self.watching.contains_key(&game_id) {
+            // An ended game is answered as `sync` answers it (PROTOCOL.md section 7).
+            if state.registry.game(&game_id).is_none() {
+                return Err(err(ErrorCode::GameOver, "the game has ended"));
+            }
             // Already watching: nothing changes and the game is not asked (a
             // fresh snapshot is `sync`'s).
             return Ok(Some(ServerMsg::Ok { id }));
@@ -129,10 +139,9 @@ impl Session {
                 return Err(err(ErrorCode::TooManyRequests, "watching too many games"));
             }
         }
-        let game = state
-            .registry
-            .game(&game_id)
-            .ok_or_else(|| err(ErrorCode::UnknownGame, "no live game with that id"))?;
+        let Some(game) = state.registry.game(&game_id) else {
+            return Err(self.not_live(game_id));
+        };
         let spectator = game.spectator();
         // The game queues the snapshot itself, in order with its events (or the
         // bus its `unknown_game`, if it has just ended).

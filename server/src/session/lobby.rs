@@ -154,6 +154,15 @@ impl Session {
                     reply,
                 }
             }
+            C::DeclineRematch { id, game_id } => {
+                let member = self.member().await?;
+                let reply = self.reply_to(Some(id));
+                LobbyCmd::DeclineRematch {
+                    member,
+                    game_id,
+                    reply,
+                }
+            }
             // `dispatch` hands this nothing else; were it to, the client hears so.
             _ => return Err(err(ErrorCode::Internal, "not a request for the lobby")),
         };

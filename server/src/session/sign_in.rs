@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use elementals_protocol::messages::{PlayerInfo, RequestId, ServerMsg};
+use elementals_protocol::messages::{GameId, PlayerInfo, RequestId, ServerMsg};
 use elementals_protocol::wire;
 use elementals_protocol::ErrorCode;
 
@@ -96,24 +96,36 @@ impl Session {
         };
         if let Some(old) = self.state.registry.set_online(account.id, user) {
             if old.conn_id != self.outbox.conn_id() {
-                crate::connection::supersede(&*self.state.registry.bus(), old.conn_id);
+                crate::bus::supersede(&*self.state.registry.bus(), old.conn_id);
             }
         }
+        // Before `authenticated`: from then on a challenge from any node finds the player.
+        self.state.registry.told_peers().await;
         self.user = Some(User {
             account: account.id,
             token: signed.token.clone(),
         });
+        let mut seats = self.state.registry.seats_of(account.id);
+        seats.sort_by_key(|s| !s.live);
+        let games: Vec<GameId> = seats.iter().map(|s| s.game_id).collect();
         let authenticated = |game_id| ServerMsg::Authenticated {
             id,
             account: account_msg(account),
             token: signed.token.clone(),
             token_expires_at: signed.expires_at,
             game_id,
+            games: games.clone(),
         };
-        if let Some((game, seat)) = self.state.registry.seat_of(account.id) {
+        // One game's snapshot follows: the live game's (its grace period ends as the
+        // player is back), else the correspondence game seated longest; the client
+        // `sync`s the others it wants (each would be woken, were all attached here).
+        let first = seats
+            .first()
+            .and_then(|at| Some((self.state.registry.game(&at.game_id)?, at.seat)));
+        if let Some((game, seat)) = first {
             // The game queues `authenticated` (naming it) and the snapshot to this
             // connection itself, in order with its events. If it has just ended, neither
-            // is queued and the answer below says the account is not seated.
+            // is queued and the answer below names no game.
             let frame = Bytes::from(wire::encode(&authenticated(Some(game.game_id()))));
             let player = game.player(seat);
             player.attach(self.reply_to(None), Some(frame)).await;

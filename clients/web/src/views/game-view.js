@@ -3,12 +3,14 @@
 // result with rating changes and a rematch (against the computer, another game at once).
 
 import { Board } from '../board.js';
-import { fmtDelta, fmtGameKind, fmtRating, h, plural, replace } from '../dom.js';
+import { fmtDeadline, fmtDelta, fmtGameKind, fmtRating, h, plural, replace } from '../dom.js';
+import { escrow, escrowToggle } from '../escrow.js';
 import {
-  canPick, claimWin, clockNow, describeResult, describeRound, FIRST_COMMIT_MS, firstCommitLeft, formatClock, isGameId, otherSeat, SEATS,
+  canAbort, canPick, claimWin, clockNow, describeResult, describeRound, FIRST_COMMIT_MS, firstCommitLeft, formatClock, isGameId, otherSeat, SEATS,
   typedPick,
   victims,
 } from '../game.js';
+import { hubOrder } from '../my-games.js';
 import { play } from '../play.js';
 import { playAgainButton } from './computer.js';
 
@@ -63,6 +65,7 @@ export function gameView(app, route) {
     if (game && parts) {
       renderClocks(game, parts);
       renderCountdown(app, game, parts);
+      renderDeadline(game, parts);
       renderClaim(app, game, parts);
     }
   }, 100);
@@ -129,6 +132,14 @@ function build(app, game) {
   const head = h('div', { class: 'game-head' });
   const status = h('p', { class: 'game-status', id: 'game-status', role: 'status' });
   const countdown = h('p', { class: 'countdown', id: 'first-commit', hidden: true });
+  // A correspondence game's phase deadline, as a date and time (its clocks say how long).
+  const deadline = h('p', { class: 'deadline', id: 'phase-deadline', hidden: true });
+  const corr = !!game.info.time_control?.per_phase_ms;
+  // A correspondence game's player may turn escrow on here as on My games: one visit a round.
+  const parts = {};
+  const escrowBox = corr && game.seat ? escrowToggle(() => render(app, parts.game, parts)) : null;
+  // Another of this player's games waiting for a move, one click away.
+  const nextGame = h('p', { class: 'next-game', hidden: true });
   const picks = h('div', { class: 'picks', role: 'group', 'aria-label': 'Pick an element', 'aria-describedby': 'game-status' });
   const pickButtons = [];
   if (game.seat) {
@@ -158,7 +169,8 @@ function build(app, game) {
   const lastRound = h('p', { class: 'last-round', id: 'last-round', hidden: true });
   const controls = h('div', { class: 'controls row wrap' });
   const result = h('section', { class: 'result', 'aria-live': 'polite' });
-  const rounds = h('ol', { class: 'rounds', 'aria-label': 'Rounds' });
+  // It scrolls: a tab stop lets a keyboard scroll it too.
+  const rounds = h('ol', { class: 'rounds', 'aria-label': 'Rounds', tabindex: '0' });
   const p = game.info.players;
   const root = h(
     'div',
@@ -170,12 +182,17 @@ function build(app, game) {
     lastRound,
     result,
     game.seat
-      ? h('div', { class: 'pick-area', id: 'pick-area' }, status, countdown, picks, h('p', { class: 'hint muted' }, `Keys 1–${Math.min(9, game.info.variant.number)} pick too.`))
-      : h('div', { class: 'pick-area', id: 'pick-area' }, status, countdown),
+      ? h('div', { class: 'pick-area', id: 'pick-area' }, status, deadline, countdown, picks, h('p', { class: 'hint muted' }, `Keys 1–${Math.min(9, game.info.variant.number)} pick too.`))
+      : h('div', { class: 'pick-area', id: 'pick-area' }, status, deadline, countdown),
     controls,
+    nextGame,
+    escrowBox,
     h('section', { class: 'history' }, h('h2', {}, 'Rounds'), rounds),
   );
-  return { root, board, cards, head, status, countdown, lastRound, picks, pickButtons, controls, result, rounds, seat: game.seat, game, roundsShown: -1 };
+  return Object.assign(parts, {
+    root, board, cards, head, status, countdown, deadline, escrowBox, nextGame, lastRound, picks, pickButtons, controls, result, rounds,
+    seat: game.seat, game, roundsShown: -1,
+  });
 }
 
 /** Arrow keys, Home and End move the focus between the pick buttons (a roving tab stop). */
@@ -217,9 +234,40 @@ function renderCountdown(app, game, parts) {
   parts.countdown.classList.toggle('low', s <= 10);
 }
 
+/** The phase's deadline of a correspondence game, dated when more than 12 h away. */
+function renderDeadline(game, parts) {
+  const running = SEATS.filter((s) => game.clocks.running?.[s]);
+  const show = !!game.info.time_control?.per_phase_ms && game.phase !== 'over' && game.phase !== 'resolved';
+  parts.deadline.hidden = !show;
+  if (!show) return;
+  let text = 'The clocks are held: the deadline is set again once both players are back.';
+  if (running.length) {
+    // From the clocks as the last event gave them, so that the time does not drift.
+    const left = Math.max(...running.map((s) => (s === 'one' ? game.clocks.one_ms : game.clocks.two_ms)));
+    const at = Math.round((Date.now() - (performance.now() - game.clocksAt) + left) / 1000) * 1000;
+    text = `Round ${game.round}: ${game.phase === 'reveal' ? 'reveals' : 'picks'} are due by ${fmtDeadline(at)}.`;
+  }
+  if (parts.deadline.textContent !== text) parts.deadline.textContent = text;
+}
+
+/** A link to the next of this player's other games waiting for a move, if there is one. */
+function renderNextGame(app, game, parts) {
+  const next = hubOrder(app.myGames.owing().filter((g) => g.game_id !== game.id))[0];
+  const key = next ? `${next.game_id}:${app.myGames.owing().length}` : '';
+  if (parts.nextKey === key) return;
+  parts.nextKey = key;
+  parts.nextGame.hidden = !next;
+  const more = app.myGames.owing().filter((g) => g.game_id !== game.id).length;
+  replace(parts.nextGame, next
+    ? [h('a', { href: `#/game/${next.game_id}`, id: 'next-game' }, `Next game waiting for you: against ${next.opponent.name}`),
+        more > 1 ? h('span', { class: 'muted' }, ` (and ${more - 1} more on `, h('a', { href: '#/games' }, 'My games'), ')') : null]
+    : []);
+}
+
 function seatState(game, seat) {
-  if (!game.connected[seat]) return { text: 'disconnected', cls: 'away' };
+  // Who is connected to a finished game concerns nobody.
   if (game.phase === 'over') return { text: '', cls: '' };
+  if (!game.connected[seat]) return { text: 'disconnected', cls: 'away' };
   if (game.phase === 'reveal') return game.revealed[seat] ? { text: 'revealed', cls: 'done' } : { text: 'revealing…', cls: 'wait' };
   if (game.phase === 'commit') return game.committed[seat] ? { text: 'committed', cls: 'done' } : { text: 'thinking…', cls: 'wait' };
   return { text: '', cls: '' };
@@ -234,6 +282,9 @@ function render(app, game, parts) {
     game.seat ? null : h('span', { class: 'tag' }, 'spectating'),
     h('span', { class: 'round', id: 'round-number' }, game.phase === 'over' ? plural(game.rounds.length, 'round') : `Round ${game.round}`),
     h('span', { class: 'spectators', id: 'spectators' }, `${game.spectators} watching`),
+    game.seat && escrow.on && game.phase !== 'over'
+      ? h('span', { class: 'tag', id: 'escrow-on', title: 'The server reveals your picks (escrow)' }, 'escrow on')
+      : null,
   );
   for (const seat of SEATS) {
     const c = parts.cards[seat];
@@ -246,6 +297,9 @@ function render(app, game, parts) {
   }
   renderClocks(game, parts);
   renderCountdown(app, game, parts);
+  renderDeadline(game, parts);
+  renderNextGame(app, game, parts);
+  if (parts.escrowBox) parts.escrowBox.hidden = game.phase === 'over';
 
   const moveKey = game.rounds.length ? `${game.rounds[game.rounds.length - 1].round}` : null;
   parts.board.update(game.positions, game.lastMove, moveKey);
@@ -253,9 +307,10 @@ function render(app, game, parts) {
   parts.board.el.dataset.phase = game.phase;
 
   // The viewer's own state and what to do next. Nothing can be sent without a connection:
-  // the picks wait for it, and say so.
+  // the picks wait for it, and say so; a pick made is kept until the server has it.
   const online = app.status === 'online' && !!app.conn?.isOpen;
-  const pickable = canPick(game) && !game.committing && online;
+  const kept = play.kept(game);
+  const pickable = canPick(game) && !kept && online;
   parts.picks.classList.toggle('offline', !online && canPick(game));
   for (const b of parts.pickButtons) {
     b.disabled = !pickable;
@@ -263,9 +318,13 @@ function render(app, game, parts) {
     b.classList.toggle('chosen', !!mine);
     b.setAttribute('aria-pressed', mine ? 'true' : 'false');
   }
-  parts.status.textContent = !online && game.seat && game.phase !== 'over'
-    ? 'Connection lost. Reconnecting… You can pick once it is back.'
-    : statusText(game);
+  let status = statusText(game, kept);
+  if (!online && game.seat && game.phase !== 'over') {
+    status = kept && !game.committed[game.seat]
+      ? `Connection lost. Reconnecting… Your pick, ${kept.pick}, is kept and goes in once it is back.`
+      : 'Connection lost. Reconnecting… You can pick once it is back.';
+  }
+  parts.status.textContent = status;
   // Once the game is over the result panel says it all (once); no dead buttons below it.
   parts.root.querySelector('#pick-area')?.toggleAttribute('hidden', game.phase === 'over');
 
@@ -280,7 +339,7 @@ function render(app, game, parts) {
   }
 }
 
-function statusText(game) {
+function statusText(game, kept) {
   if (game.phase === 'over' || game.phase === 'resolved') return game.result ? describeResult(game) : 'The game is ending…';
   const p = game.info.players;
   if (!game.seat) {
@@ -291,8 +350,7 @@ function statusText(game) {
   const opp = p[otherSeat(game.seat)].name;
   if (game.revealProblem && game.phase === 'reveal') return game.revealProblem;
   if (game.phase === 'commit') {
-    if (game.committing) return `Locking in ${game.myPick?.pick}…`;
-    if (!game.committed[game.seat]) return `Round ${game.round}: pick an element.`;
+    if (!game.committed[game.seat]) return kept ? `Locking in ${kept.pick}…` : `Round ${game.round}: pick an element.`;
     const mine = game.myPick?.round === game.round ? ` ${game.myPick.pick}` : '';
     return `You picked${mine}. Waiting for ${opp}…`;
   }
@@ -315,12 +373,24 @@ function renderControls(app, game, parts) {
   const gid = game.id;
   const buttons = [];
   if (game.phase !== 'over') {
-    buttons.push(h('button', {
-      class: 'danger',
-      onclick: () => {
-        if (confirm('Resign this game?')) app.act({ type: 'resign', game_id: gid });
-      },
-    }, 'Resign'));
+    // Until both have committed in round 1 the game can be called off, costing nobody
+    // rating; resigning is offered from then on.
+    buttons.push(canAbort(game)
+      ? h('button', {
+          id: 'abort',
+          onclick: async () => {
+            // Marked before the answer: the `game_over` it causes may come first.
+            const now = app.games.get(gid);
+            if (now) now.abortedBy = me;
+            if (!(await app.act({ type: 'abort', game_id: gid })) && now) now.abortedBy = null;
+          },
+        }, 'Abort')
+      : h('button', {
+          class: 'danger',
+          onclick: () => {
+            if (confirm('Resign this game?')) app.act({ type: 'resign', game_id: gid });
+          },
+        }, 'Resign'));
     if (game.drawOffer === opp) {
       buttons.push(
         h('button', { class: 'primary', onclick: () => app.act({ type: 'offer_draw', game_id: gid }) }, 'Accept draw'),
@@ -370,7 +440,8 @@ function renderClaim(app, game, parts) {
 function renderResult(app, game, parts) {
   parts.result.hidden = game.phase !== 'over';
   if (game.phase !== 'over') return;
-  const key = `${game.result?.reason}|${!!game.ratings}|${app.rematchOffers.has(game.id)}|${game.rematchSent}`;
+  const declined = app.rematchDeclined.has(game.id);
+  const key = `${game.result?.reason}|${!!game.ratings}|${app.rematchOffers.has(game.id)}|${game.rematchSent}|${declined}|${game.abortedBy}`;
   if (parts.resultKey === key) return;
   parts.resultKey = key;
   const p = game.info.players;
@@ -391,16 +462,27 @@ function renderResult(app, game, parts) {
       ? h('div', { class: 'row wrap' },
           playAgainButton(app, game) ?? h('button', {
             class: 'primary',
-            disabled: game.rematchSent,
+            disabled: game.rematchSent && !offered,
             onclick: async () => {
               const ok = await app.act({ type: 'offer_rematch', game_id: game.id });
               if (ok) game.rematchSent = true;
               app.refresh();
             },
-          }, offered ? 'Accept rematch' : game.rematchSent ? 'Rematch offered' : 'Rematch'),
+          }, offered ? 'Accept rematch' : declined ? 'Rematch declined' : game.rematchSent ? 'Rematch offered' : 'Rematch'),
+          offered
+            ? h('button', {
+                onclick: async () => {
+                  app.rematchOffers.delete(game.id);
+                  await app.act({ type: 'decline_rematch', game_id: game.id });
+                },
+              }, 'Decline rematch')
+            : null,
           h('a', { class: 'button', href: '#/lobby' }, 'Back to the lobby'))
       : h('a', { class: 'button', href: '#/watch' }, 'More live games'),
-    h('p', { class: 'replay-note' }, h('a', { href: `#/replay/${game.id}`, class: 'replay-link' }, 'Replay this game'), ', round by round'),
+    // A game of no rounds has nothing to replay.
+    game.rounds.length
+      ? h('p', { class: 'replay-note' }, h('a', { href: `#/replay/${game.id}`, class: 'replay-link' }, 'Replay this game'), ', round by round')
+      : null,
   );
 }
 

@@ -1,6 +1,7 @@
 // The lobby: quick pairing by variant and time control, open seeks, and challenges.
 
-import { fmtGameKind, fmtRating, fmtTimeControl, fmtVariant, h, PRESETS, presetTimeControl, replace } from '../dom.js';
+import { fmtGameKind, fmtRating, fmtTimeControl, fmtVariant, h, plural, PRESETS, presetTimeControl, replace } from '../dom.js';
+import { challengeItem } from '../shell.js';
 import { computerCard } from './computer.js';
 import { lobbyCounts } from './counts.js';
 
@@ -51,13 +52,25 @@ export function lobbyView(app) {
   const numberIn = h('input', { id: 'v-number', type: 'number', min: '3', max: '99', value: String(prefs.variant.number) });
   const rangeIn = h('input', { id: 'v-range', type: 'number', min: '1', max: '49', value: String(prefs.variant.range) });
   const distanceIn = h('input', { id: 'v-distance', type: 'number', min: '1', max: '20', value: String(prefs.variant.distance) });
+  // The limits (PROTOCOL.md section 11), beside the numbers they bound: the range's
+  // follows the number of elements.
+  const limits = h('p', { class: 'muted variant-limits', id: 'variant-limits' });
+  const renderLimits = () => {
+    const n = Number(numberIn.value);
+    const most = n >= 3 && n <= 99 ? Math.floor((n - 1) / 2) : null;
+    rangeIn.max = String(most ?? 49);
+    limits.textContent = `Elements 3–99; range 1–${most ?? 'half of one less than the elements'}; distance 1–20.`;
+  };
+  for (const input of [numberIn, rangeIn, distanceIn]) input.setAttribute('aria-describedby', 'variant-limits');
   const custom = h(
     'div',
     { class: 'custom-variant' },
     h('label', {}, 'Elements ', numberIn),
     h('label', {}, 'Range ', rangeIn),
     h('label', {}, 'Distance ', distanceIn),
+    limits,
   );
+  renderLimits();
   const variantKey = (v) => fmtVariant(v);
   const select = h(
     'select',
@@ -73,6 +86,7 @@ export function lobbyView(app) {
     return { number: Number(numberIn.value), range: Number(rangeIn.value), distance: Number(distanceIn.value) };
   };
   const onVariant = () => {
+    renderLimits();
     custom.hidden = select.value !== 'custom';
     prefs.variant = readVariant();
     savePrefs(prefs);
@@ -217,12 +231,12 @@ export function lobbyView(app) {
             return h(
               'tr',
               {},
-              h('td', {}, s.by.name, ' ', h('span', { class: 'muted' }, s.by.guest ? 'guest' : fmtRating(s.by.rating))),
-              h('td', {}, fmtGameKind(s.variant, s.time_control)),
-              h('td', {}, s.rated ? 'rated' : 'casual'),
+              h('td', { class: 'seek-by' }, s.by.name, ' ', h('span', { class: 'muted' }, s.by.guest ? 'guest' : fmtRating(s.by.rating))),
+              h('td', { class: 'seek-kind' }, fmtGameKind(s.variant, s.time_control)),
+              h('td', { class: 'seek-rated' }, s.rated ? 'rated' : 'casual'),
               h(
                 'td',
-                {},
+                { class: 'seek-act' },
                 mine
                   ? h('button', { onclick: () => cancelSeek(s.seek_id), 'aria-label': 'Cancel your seek' }, 'Cancel')
                   : h('button', { class: 'primary', onclick: () => acceptSeek(s.seek_id), 'aria-label': `Accept ${s.by.name}'s seek` }, 'Accept'),
@@ -268,38 +282,32 @@ export function lobbyView(app) {
   };
   const challenges = h('div', { class: 'challenges', 'aria-live': 'polite' });
   const renderChallenges = () => {
-    const incoming = [...app.challengesIn.values()].map((c) =>
-      h(
-        'li',
-        { class: 'challenge incoming' },
-        h('span', {}, h('strong', {}, c.from.name), ` challenges you: ${fmtGameKind(c.variant, c.time_control)}, ${c.rated ? 'rated' : 'casual'}`),
-        h('span', { class: 'row' },
-          h('button', { class: 'primary', onclick: () => answer(c, 'accept_challenge'), 'aria-label': `Accept ${c.from.name}'s challenge` }, 'Accept'),
-          h('button', { onclick: () => answer(c, 'decline_challenge'), 'aria-label': `Decline ${c.from.name}'s challenge` }, 'Decline')),
-      ),
-    );
+    const incoming = [...app.challengesIn.values()].map((c) => challengeItem(app, c));
     const outgoing = [...app.challengesOut.values()].map((c) =>
       h(
         'li',
         { class: 'challenge' },
         h('span', {}, `You challenged ${c.to}: ${fmtGameKind(c.variant, c.time_control)} — waiting…`),
-        h('button', { onclick: () => answer(c, 'cancel_challenge'), 'aria-label': `Cancel your challenge to ${c.to}` }, 'Cancel'),
+        h('button', { onclick: () => app.answerChallenge(c, 'cancel_challenge'), 'aria-label': `Cancel your challenge to ${c.to}` }, 'Cancel'),
       ),
     );
     replace(challenges, incoming.length || outgoing.length ? h('ul', { class: 'plain' }, incoming, outgoing) : null);
   };
-  const answer = async (c, type) => {
-    app.challengesIn.delete(c.challenge_id);
-    app.challengesOut.delete(c.challenge_id);
-    await app.act({ type, challenge_id: c.challenge_id });
-  };
 
   const inGame = h('div', { class: 'in-game' });
+  // A live game under way is one click away; correspondence games wait on My games, and
+  // a live game may start beside them.
   const renderInGame = () => {
     const g = app.myGameId && app.games.get(app.myGameId);
-    const live = g && g.phase !== 'over';
-    inGame.hidden = !live;
-    replace(inGame, live ? h('a', { class: 'button primary', href: `#/game/${g.id}` }, 'You are in a game — return to it') : null);
+    const live = g && g.phase !== 'over' && !g.info.time_control?.per_phase_ms;
+    const corr = app.myGames.games.filter((x) => x.time_control?.per_phase_ms).length;
+    inGame.hidden = !live && !corr;
+    replace(inGame,
+      live ? h('a', { class: 'button primary', href: `#/game/${g.id}` }, 'You are in a game — return to it') : null,
+      !live && corr
+        ? h('p', { id: 'corr-waiting' }, `${plural(corr, 'correspondence game')} under way, on `, h('a', { href: '#/games' }, 'My games'),
+            '. A live game may start beside them.')
+        : null);
   };
 
   counts = lobbyCounts(app, () => renderWaiting());

@@ -13,7 +13,8 @@ export function playerView(app, route) {
   const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
   const games = h('section', { class: 'player-games', 'aria-labelledby': 'player-games-title' });
   const el = h('section', { class: 'card player-page' }, h('h1', {}, name), body, games);
-  fetchGames(name, GAMES_SHOWN)
+  // The games are listed once the player is found: nobody has no games to list.
+  const listGames = () => fetchGames(name, GAMES_SHOWN)
     .then((list) => replace(games, h('h2', { id: 'player-games-title' }, 'Games'),
       list.length ? gamesTable(list, `${name}'s games, newest first`) : h('p', { class: 'muted' }, 'No finished games yet.')))
     .catch((e) => replace(games, h('p', { class: 'form-error' }, `Could not load the games: ${e.message}`)));
@@ -23,6 +24,7 @@ export function playerView(app, route) {
       return r.ok ? r.json() : Promise.reject(new Error(`HTTP ${r.status}`));
     })
     .then((page) => {
+      listGames();
       // Oldest first, whatever order the API lists them in.
       const history = [...(page.history ?? [])].sort((a, b) => a.at - b.at);
       replace(

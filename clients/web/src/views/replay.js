@@ -64,10 +64,11 @@ function build(el, app, id, transcript) {
   const status = h('p', { id: 'replay-status', 'aria-live': 'polite' });
   const said = h('p', { id: 'replay-round' });
   const button = (label, text) => h('button', { type: 'button', 'aria-label': label }, text);
-  const first = button('First: the start', '⏮ First');
-  const prev = button('Previous round', '◀ Previous');
-  const next = button('Next round', 'Next ▶');
-  const last = button('Last round', 'Last ⏭');
+  // Plain text arrows: the media-control symbols are missing from many fonts.
+  const first = button('First: the start', '« First');
+  const prev = button('Previous round', '‹ Previous');
+  const next = button('Next round', 'Next ›');
+  const last = button('Last round', 'Last »');
   const items = rounds.map((r, i) => h('li', {},
     h('button', { type: 'button', class: 'link replay-round', dataset: { step: String(i + 1) } }, describeRound(game, r))));
   const state = { at: 0, last: rounds.length, go: null };

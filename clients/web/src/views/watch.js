@@ -12,7 +12,11 @@ function leader(g) {
   return `element ${best.e} at ${best.p > 0 ? '+' : '−'}${Math.abs(best.p)} (edges ±${g.variant.distance})`;
 }
 
-export function watchView(app) {
+/**
+ * The live games with a Watch link each, kept fresh while shown; `heading` is the title's
+ * element (an h1 on its own page, an h2 on the welcome page).
+ */
+export function liveGames(app, heading = 'h1') {
   const list = h('div', { class: 'live-list' }, h('p', { class: 'muted' }, 'Loading…'));
   const refresh = async () => {
     if (!app.conn?.isOpen) return;
@@ -41,7 +45,7 @@ export function watchView(app) {
     );
   };
   const el = h('section', { class: 'watch' },
-    h('div', { class: 'row spread' }, h('h1', {}, 'Live games'), h('button', { class: 'link', onclick: refresh }, 'Refresh')),
+    h('div', { class: 'row spread' }, h(heading, {}, 'Live games'), h('button', { class: 'link', onclick: refresh }, 'Refresh')),
     list);
   refresh();
   const timer = setInterval(refresh, 5000);
@@ -56,4 +60,8 @@ export function watchView(app) {
     },
     destroy: () => clearInterval(timer),
   };
+}
+
+export function watchView(app) {
+  return liveGames(app);
 }

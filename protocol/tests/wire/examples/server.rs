@@ -40,6 +40,7 @@ pub(crate) fn server_examples() -> Vec<ServerMsg> {
             token: "0f".repeat(32),
             token_expires_at: 1_769_817_600_000,
             game_id: Some(game_id()),
+            games: vec![game_id()],
         },
         Queued {
             id: 6,
@@ -70,6 +71,7 @@ pub(crate) fn server_examples() -> Vec<ServerMsg> {
                 round: 2,
                 positions: vec![0, -1, 0, 0, 0],
                 spectators: 3,
+                correspondence: false,
             }],
         },
         Snapshot {
@@ -104,6 +106,10 @@ pub(crate) fn server_examples() -> Vec<ServerMsg> {
         RematchOffered {
             game_id: g,
             by: Seat::One,
+        },
+        RematchDeclined {
+            game_id: g,
+            by: Seat::Two,
         },
         GameStart {
             game: game_info(),

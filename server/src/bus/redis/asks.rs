@@ -11,15 +11,18 @@
 //! a lease later) is answered `None`.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{OnceLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
 
+use dashmap::DashMap;
+use elementals_protocol::messages::GameId;
 use tokio::sync::oneshot;
 
-use super::*;
-use crate::game::OwedNow;
+use super::wire::{self, NodeMsg, WireOwed};
+use super::RedisBus;
+use crate::msg::{ConnId, OwedNow};
+use crate::peers::Here;
 use crate::record::AccountId;
-use crate::registry::Registry;
-use wire::WireOwed;
 
 /// How long an ask waits for the game's node: far past a live node's answer (one round
 /// trip through Redis), short enough for a player waiting on `my_games`.
@@ -31,16 +34,16 @@ pub(super) struct Asks {
     waiting: DashMap<u64, oneshot::Sender<Option<OwedNow>>>,
     next: AtomicU64,
     /// The node's registry (it holds the bus, so not an `Arc`), set once it exists.
-    registry: OnceLock<Weak<Registry>>,
+    registry: OnceLock<Weak<dyn Here>>,
 }
 
 impl Asks {
-    pub(super) fn answer_from(&self, registry: &Arc<Registry>) {
+    pub(super) fn answer_from(&self, registry: &Arc<dyn Here>) {
         let _ = self.registry.set(Arc::downgrade(registry));
     }
 
     /// The node's registry, once it exists and while it does.
-    pub(super) fn registry(&self) -> Option<Arc<Registry>> {
+    pub(super) fn registry(&self) -> Option<Arc<dyn Here>> {
         self.registry.get().and_then(Weak::upgrade)
     }
 }

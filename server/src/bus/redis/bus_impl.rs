@@ -1,7 +1,19 @@
 //! `Bus` for `RedisBus`: this node's connections and topics through its `LocalBus`, the
 //! rest across Redis.
 
-use super::*;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use elementals_protocol::messages::GameId;
+use futures::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use super::wire::{self, NodeMsg, TopicMsg};
+use super::{node_of, RedisBus};
+use crate::bus::{notify, Bus, Delivery, GameInbox, Published, Starter, Waker};
+use crate::msg::{ConnId, GameCmd, Holding, LobbyCmd, NewGame, Notice};
+use crate::msg::{GAME_CHANNEL_CAPACITY, SPECTATOR_CHANNEL_CAPACITY};
+use crate::outbox::{Framed, Outbox, SendError};
 
 impl RedisBus {
     /// `send` or `send_or_kill` to connection `to` of another node.
@@ -32,6 +44,7 @@ impl Bus for RedisBus {
 
     fn disconnect(&self, conn: ConnId) {
         self.owed.remove(&conn);
+        self.late.remove(&conn);
         self.local.disconnect(conn);
     }
 
@@ -88,9 +101,12 @@ impl Bus for RedisBus {
     }
 
     /// Another node's connection is taken to be open (its node drops what comes for it
-    /// after it ends).
+    /// after it ends) while its node is alive.
     fn is_closed(&self, to: ConnId) -> bool {
-        self.is_local(to) && self.local.is_closed(to)
+        match self.is_local(to) {
+            true => self.local.is_closed(to),
+            false => !self.directory.is_alive(node_of(to)),
+        }
     }
 
     /// Called by the game's task, on its node: another node's connection is counted
@@ -238,7 +254,7 @@ impl Bus for RedisBus {
             return Err(cmd);
         };
         queue.try_send(cmd).map_err(|e| match e {
-            TrySendError::Full(cmd) | TrySendError::Closed(cmd) => cmd,
+            mpsc::error::TrySendError::Full(cmd) | mpsc::error::TrySendError::Closed(cmd) => cmd,
         })
     }
 
@@ -253,15 +269,44 @@ impl Bus for RedisBus {
         self.link.node(node_of(to), &wire::notice(to, notice), None);
     }
 
-    fn open_lobby(&self) -> mpsc::Receiver<LobbyCmd> {
-        self.local.open_lobby()
+    fn open_lobby(&self, generation: i64) -> mpsc::Receiver<LobbyCmd> {
+        let rx = self.local.open_lobby(generation);
+        self.lobby_opened(generation);
+        rx
+    }
+
+    fn close_lobby(&self) {
+        self.local.close_lobby();
+        self.lobby_closed();
     }
 
     fn to_lobby(&self, cmd: LobbyCmd) -> BoxFuture<'_, ()> {
-        self.local.to_lobby(cmd)
+        Box::pin(async move {
+            if let Some(cmd) = self.route_to_lobby(cmd) {
+                self.local.to_lobby(cmd).await;
+            }
+        })
     }
 
     fn notify_lobby(&self, cmd: LobbyCmd) {
-        self.local.notify_lobby(cmd);
+        if let Some(cmd) = self.route_to_lobby(cmd) {
+            self.local.notify_lobby(cmd);
+        }
+    }
+
+    fn hold(&self, conn: ConnId, holding: Option<Holding>) {
+        self.hold_at(conn, holding);
+    }
+
+    fn set_starter(&self, starter: Option<Starter>) {
+        self.local.set_starter(starter);
+    }
+
+    fn start_game(&self, game: NewGame) {
+        let node = self.home_of(&game.players);
+        if node == self.node {
+            return self.local.start_game(game);
+        }
+        self.link.start_game(node, &NodeMsg::StartGame(game));
     }
 }

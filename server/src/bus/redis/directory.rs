@@ -6,7 +6,7 @@
 //! them); each node keeps a mirror of the other nodes' games, filled from the hash at start
 //! and kept by the cluster channel's `ClusterMsg`s, so that the registry's lookups (a
 //! player's seat, a game by id, the live games list) stay synchronous and cost no round
-//! trip. A node that has not said it is alive for `NODE_TIMEOUT` is taken for dead: its
+//! trip. A node that has not said it is alive for `--node-timeout-ms` is taken for dead: its
 //! games leave the live list and its users the online count, and commands still waiting
 //! for its answer are answered (see `RedisBus::sweep`).
 
@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use elementals_protocol::messages::{GameId, LiveGame, SeatPair};
+#[cfg(test)]
 use elementals_protocol::rules::Seat;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::link::Link;
@@ -26,13 +28,16 @@ use super::wire::{ClusterMsg, DirEntry};
 mod reload;
 mod sleeping;
 use crate::bus::ConnId;
+use crate::peers::{SeatAt, SeatMap, Sleepers};
 use crate::record::AccountId;
 
 /// How often a node says it is alive (and refreshes its presence's expiry).
 pub const HEARTBEAT: Duration = Duration::from_secs(1);
 
-/// How long a node may stay silent before the others take it for dead. Several
-/// heartbeats, so that one late message is no death.
+/// How long a node may stay silent before the others take it for dead: the default of
+/// `--node-timeout-ms`, which the mirror's tests take. Several heartbeats, so that one
+/// late message is no death.
+#[cfg(test)]
 pub const NODE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long a node's presence hash outlives its last refresh in Redis.
@@ -44,12 +49,12 @@ pub struct Directory {
     link: Link,
     /// The other nodes' live games.
     remote: DashMap<GameId, DirEntry>,
-    /// The seats of the other nodes' games and of the sleeping games.
-    seats: DashMap<AccountId, (GameId, Seat)>,
-    /// The cluster's sleeping games (`game/hibernate.rs`), run by no node: their seats,
-    /// and the number they were put here under (`forget_dormant`).
-    dormant: DashMap<GameId, (SeatPair<AccountId>, u64)>,
-    dormant_seq: AtomicU64,
+    /// The seats of the other nodes' games.
+    seats: SeatMap,
+    /// Bumped as each of the other nodes' games enters the mirror (`Peers::games_opened`).
+    opened: watch::Sender<u64>,
+    /// The cluster's sleeping games (`game/hibernate.rs`), run by no node.
+    sleepers: Sleepers,
     /// How often the node has read the hash again after rejoining Redis (`reload`): the
     /// sleeping games said meanwhile are then read from storage (`sleepers_read`).
     rejoins: AtomicU64,
@@ -66,24 +71,33 @@ pub struct Directory {
     online: DashMap<AccountId, (String, ConnId, SignInAt)>,
     /// Whether the node hears Redis (its subscription is up): `/healthz`.
     reached: AtomicBool,
-    /// Since when it has not (see `set_reaches_redis`, `reload.rs`).
+    /// Since when it has not: when it last heard Redis (see `set_reaches_redis`,
+    /// `reload.rs`).
     cut_at: Mutex<Option<Instant>>,
     /// How late the last other node's heartbeat came, in milliseconds (`/metrics`).
     lag_ms: AtomicU64,
-    /// When this node joined: until `NODE_TIMEOUT` after, a node not yet heard from is
+    /// When this node joined: until the node timeout after, a node not yet heard from is
     /// taken to be alive (it has not had the time to say so).
     joined: Instant,
+    /// How long a node may stay silent before this one takes it for dead.
+    node_timeout: Duration,
+    /// How long a node's games stay in the mirror once it is silent (`forget_dead`).
+    forget_after: Duration,
 }
 
 impl Directory {
-    pub fn new(node: u16, link: Link) -> Directory {
+    /// The mirror of node `node`, in a cluster whose leases last `lease` and whose nodes
+    /// are taken for dead after `node_timeout` of silence.
+    pub fn new(node: u16, link: Link, lease: Duration, node_timeout: Duration) -> Directory {
         Directory {
             node,
+            node_timeout,
+            forget_after: node_timeout + lease * 2,
             link,
             remote: DashMap::new(),
-            seats: DashMap::new(),
-            dormant: DashMap::new(),
-            dormant_seq: AtomicU64::new(0),
+            seats: SeatMap::default(),
+            opened: watch::Sender::new(0),
+            sleepers: Sleepers::default(),
             rejoins: AtomicU64::new(0),
             own: DashMap::new(),
             unconfirmed: DashMap::new(),
@@ -199,6 +213,7 @@ impl Directory {
     /// message for them all).
     pub fn flush(&self) {
         self.drop_unconfirmed();
+        self.forget_dead();
         let changed: Vec<(GameId, LiveGame)> = lock(&self.dirty).drain().collect();
         if changed.is_empty() {
             return;
@@ -214,7 +229,46 @@ impl Directory {
         });
     }
 
+    /// Drops the games of nodes silent for `forget_after`: by then a game that still runs
+    /// has been claimed by a live node, which said so (`Opened`); the others ended with
+    /// their node, before it could say so (`Ended`), and their seats would otherwise hold
+    /// their players (`already_in_game`) for good. A node silent only to this one (it was
+    /// cut off) announces its games again as it rejoins.
+    fn forget_dead(&self) {
+        let gone: Vec<GameId> = self
+            .remote
+            .iter()
+            .filter(|e| self.silent_for(e.value().node) >= self.forget_after)
+            .map(|e| *e.key())
+            .collect();
+        for game in gone {
+            tracing::info!(%game, "the game's node is long silent: it is forgotten");
+            self.drop_remote(game);
+        }
+    }
+
+    /// How long `node` has not been heard from (a node not yet heard: since this one
+    /// joined).
+    fn silent_for(&self, node: u16) -> Duration {
+        if node == self.node {
+            return Duration::ZERO;
+        }
+        match self.nodes.get(&node) {
+            Some(n) => n.0.elapsed(),
+            None => self.joined.elapsed(),
+        }
+    }
+
     // --- what the other nodes say ---
+
+    /// `node` is heard from (other than by its `Alive`): alive from now, its count of
+    /// users online as last said.
+    pub fn heard_from(&self, node: u16) {
+        if node != self.node {
+            let online = self.nodes.get(&node).map_or(0, |n| n.1);
+            self.nodes.insert(node, (Instant::now(), online));
+        }
+    }
 
     /// Takes in what another node says; returns a connection of this node to supersede
     /// (its account signed in on another node).
@@ -229,9 +283,14 @@ impl Directory {
                 self.put_remote(game, entry);
             }
             // This node's own word (taken when said), or news older than its waking here.
-            ClusterMsg::Slept { game, seats, node } => {
+            ClusterMsg::Slept {
+                game,
+                seats,
+                node,
+                summary,
+            } => {
                 if node != self.node && !self.own.contains_key(&game) {
-                    self.put_dormant(game, seats);
+                    self.put_dormant(game, seats, summary);
                 }
             }
             ClusterMsg::Ended { game, node } => {
@@ -252,6 +311,7 @@ impl Directory {
                 node,
                 online,
                 sent_ms,
+                ..
             } => {
                 if node != self.node {
                     self.nodes.insert(node, (Instant::now(), online));
@@ -262,7 +322,7 @@ impl Directory {
             ClusterMsg::Gone { node } => {
                 // Heard from long ago: dead from now on.
                 let long_ago = Instant::now()
-                    .checked_sub(NODE_TIMEOUT)
+                    .checked_sub(self.node_timeout)
                     .unwrap_or_else(Instant::now);
                 self.nodes.insert(node, (long_ago, 0));
             }
@@ -281,7 +341,7 @@ impl Directory {
                 self.link.presence_del(account, &name, conn);
                 return Some(conn);
             }
-            ClusterMsg::SignedIn { .. } => {}
+            ClusterMsg::SignedIn { .. } | ClusterMsg::Lobby { .. } => {}
         }
         None
     }
@@ -291,7 +351,7 @@ impl Directory {
         let alive = 1 + self
             .nodes
             .iter()
-            .filter(|n| n.0.elapsed() < NODE_TIMEOUT)
+            .filter(|n| n.0.elapsed() < self.node_timeout)
             .count();
         let gauges = [
             (
@@ -313,11 +373,6 @@ impl Directory {
                 "elementals_cluster_remote_games",
                 "Games other nodes run.",
                 self.remote.len() as u64,
-            ),
-            (
-                "elementals_cluster_games_asleep",
-                "Sleeping games of the cluster, as this node has heard.",
-                self.dormant.len() as u64,
             ),
             (
                 "elementals_cluster_bus_lag_ms",
@@ -344,16 +399,10 @@ impl Directory {
         self.reached.load(Ordering::Relaxed)
     }
 
-    /// Whether `node` has been heard from within `NODE_TIMEOUT` (this node always is; one
-    /// never heard from is, in this node's first `NODE_TIMEOUT`).
+    /// Whether `node` has been heard from within the node timeout (this node always is; one
+    /// never heard from is, in this node's first node timeout).
     pub fn is_alive(&self, node: u16) -> bool {
-        if node == self.node {
-            return true;
-        }
-        match self.nodes.get(&node) {
-            Some(n) => n.0.elapsed() < NODE_TIMEOUT,
-            None => self.joined.elapsed() < NODE_TIMEOUT,
-        }
+        self.silent_for(node) < self.node_timeout
     }
 
     // --- lookups (the registry's, for games of other nodes) ---
@@ -368,8 +417,17 @@ impl Directory {
         self.remote.get(&game).map(|e| (e.node, e.summary.clone()))
     }
 
+    /// `account`'s seats in the other nodes' games and in the sleeping games.
+    pub fn seats_of(&self, account: AccountId) -> Vec<SeatAt> {
+        let mut seats = self.seats.of(account);
+        seats.extend(self.sleepers.seats_of(account));
+        seats
+    }
+
+    /// `account`'s first seat (the mirror's tests seat each account once).
+    #[cfg(test)]
     pub fn seat_of(&self, account: AccountId) -> Option<(GameId, Seat)> {
-        self.seats.get(&account).map(|s| *s)
+        self.seats_of(account).first().map(|s| (s.game_id, s.seat))
     }
 
     /// The other nodes' live games, on nodes alive.
@@ -385,7 +443,7 @@ impl Directory {
     pub fn remote_online(&self) -> usize {
         self.nodes
             .iter()
-            .filter(|n| n.0.elapsed() < NODE_TIMEOUT)
+            .filter(|n| n.0.elapsed() < self.node_timeout)
             .map(|n| n.1 as usize)
             .sum()
     }
@@ -394,16 +452,20 @@ impl Directory {
         self.unconfirmed.remove(&game);
         self.drop_dormant(game);
         self.drop_remote(game);
-        self.seats.insert(entry.seats.one, (game, Seat::One));
-        self.seats.insert(entry.seats.two, (game, Seat::Two));
+        let live = !entry.summary.time_control.is_correspondence();
+        self.seats.sit(game, entry.seats, live);
         self.remote.insert(game, entry);
+        self.opened.send_modify(|n| *n += 1);
+    }
+
+    /// Bumped as each of the other nodes' games enters the mirror.
+    pub fn games_opened(&self) -> watch::Receiver<u64> {
+        self.opened.subscribe()
     }
 
     fn drop_remote(&self, game: GameId) {
         if let Some((_, entry)) = self.remote.remove(&game) {
-            for account in [entry.seats.one, entry.seats.two] {
-                self.seats.remove_if(&account, |_, (g, _)| *g == game);
-            }
+            self.seats.leave(game, [entry.seats.one, entry.seats.two]);
         }
     }
 }

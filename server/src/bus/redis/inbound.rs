@@ -1,7 +1,22 @@
 //! What this node hears from Redis: messages for its connections and games, the events
 //! of other nodes' games its spectators watch, and the cluster's news.
 
-use super::*;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use elementals_protocol::messages::GameId;
+use futures::{FutureExt, StreamExt};
+use tokio::sync::mpsc::{self, error::TrySendError};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::link::Unheard;
+use super::wire::{self, ClusterMsg, NodeMsg, TopicMsg};
+use super::{RedisBus, RESYNC_WINDOW};
+use crate::bus::Bus;
+use crate::msg::{ConnId, GameCmd, LobbyCmd, Notice, ReplyTo};
+use crate::outbox::Framed;
 
 impl RedisBus {
     /// A command for one of this node's games, from another node: queued in order
@@ -33,6 +48,9 @@ impl RedisBus {
                 frame,
                 kill_if_full,
             } => {
+                if self.is_late(conn, &frame) {
+                    return;
+                }
                 if kill_if_full {
                     self.local.send_or_kill(conn, frame);
                 } else {
@@ -41,9 +59,15 @@ impl RedisBus {
             }
             NodeMsg::SendFramed {
                 conn,
-                frames,
+                mut frames,
                 kill_if_full,
             } => {
+                if self.late.contains_key(&conn) {
+                    frames.retain(|frame| !self.is_late(conn, frame));
+                    if frames.is_empty() {
+                        return;
+                    }
+                }
                 let framed = Arc::new(Framed::new(frames.into()));
                 if kill_if_full {
                     self.local.send_framed_or_kill(conn, &framed, 0);
@@ -53,10 +77,24 @@ impl RedisBus {
             }
             NodeMsg::Kill { conn } => self.local.kill(conn),
             NodeMsg::Close { conn, code, reason } => self.local.close(conn, code, intern(reason)),
-            NodeMsg::Answered { conn, ok } => {
+            NodeMsg::Answered { conn, ok, request } => {
+                // The end of a late answer: nothing more of it comes (see `late`).
+                if request.is_some()
+                    && self
+                        .late
+                        .remove_if(&conn, |_, late| Some(late.0) == request)
+                        .is_some()
+                {
+                    return;
+                }
                 // Owed nothing: answered here already (see `owed`).
-                if self.owed.remove(&conn).is_some() {
-                    self.local.notify_session(conn, Notice::Answered { ok });
+                if self
+                    .owed
+                    .remove_if(&conn, |_, owed| owed.0.reply.request_id == request)
+                    .is_some()
+                {
+                    self.local
+                        .notify_session(conn, Notice::Answered { ok, request });
                 }
             }
             NodeMsg::ToGame { game, cmd } => self.take_cmd(game, cmd.into_cmd()),
@@ -78,8 +116,36 @@ impl RedisBus {
                     registry.follow_here(game, account, conn, tell_owed);
                 }
             }
-            NodeMsg::Rematch(offer) => self.take_rematch(offer),
+            NodeMsg::ToLobby(cmd) => {
+                // A node's `Restore` is its word that it is alive, taken before the lobby
+                // takes the entries it gives back: else the lobby's next tick, seeing the
+                // node still silent (its next `Alive` not yet here), drops them again.
+                if let LobbyCmd::Restore { node, .. } = &cmd {
+                    self.directory.heard_from(*node);
+                }
+                self.take_lobby_cmd(cmd)
+            }
+            NodeMsg::Hold { conn, holding } => self.local.hold(conn, holding),
+            NodeMsg::StartGame(game) => self.local.start_game(game),
         }
+    }
+
+    /// Whether `frame`, for connection `conn`, answers a request `unheard` answered
+    /// already: it is dropped, so that the client hears one answer a request.
+    fn is_late(&self, conn: ConnId, frame: &[u8]) -> bool {
+        let Some(late) = self.late.get(&conn).map(|late| late.0) else {
+            return false;
+        };
+        let answers = elementals_protocol::wire::decode_server(frame)
+            .is_ok_and(|msg| msg.reply_id() == Some(late));
+        if answers {
+            tracing::info!(
+                conn,
+                request = late,
+                "a late answer to a request answered already is dropped"
+            );
+        }
+        answers
     }
 
     /// Events of a remote game this node's spectators watch.
@@ -163,10 +229,7 @@ impl RedisBus {
                     .node_of(*game)
                     .is_some_and(|was| was != entry.node && self.watched.contains_key(game))
                     .then_some(*game),
-                ClusterMsg::Ended { game, node } => {
-                    if *node != self.node {
-                        self.ended.note(*game, *node);
-                    }
+                ClusterMsg::Ended { game, .. } => {
                     // A game watched here that ended with nobody here watching it any
                     // more (so its node sent no `Closed`): its channel is left too.
                     if self.watched.contains_key(game) {
@@ -179,8 +242,9 @@ impl RedisBus {
             if let ClusterMsg::Opened { game, entry } = &msg {
                 self.follow_there(*game, entry);
             }
+            self.lobby_news(&msg);
             if let Some(conn) = self.directory.heard(msg) {
-                crate::connection::supersede(&**self, conn);
+                crate::bus::supersede(&**self, conn);
             }
             if let Some(game) = moved {
                 self.resync_topic(game);
@@ -193,33 +257,73 @@ impl RedisBus {
     }
 }
 
-/// The node's listening task: messages from Redis, and commands no node heard.
+/// The node's listening task: messages from Redis, and commands no node heard. A
+/// subscription that closes, or that brings nothing for `silence` (the node hears its
+/// own heartbeat every second on the cluster's channel, so silence is a stalled link, not
+/// a quiet cluster), is given up and made again on a new connection (`rejoin`).
 pub(super) async fn listen(
     bus: Arc<RedisBus>,
     mut stream: ::redis::aio::PubSubStream,
-    mut unheard: mpsc::UnboundedReceiver<Owed>,
+    mut unheard: mpsc::UnboundedReceiver<Unheard>,
+    silence: Duration,
     stop: CancellationToken,
 ) {
+    let mut heard = Instant::now();
+    let mut check = tokio::time::interval(silence / 3);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tokio::select! {
+        let lost = tokio::select! {
             msg = stream.next() => match msg {
-                Some(msg) => bus.on_message(msg).await,
-                None => {
-                    tracing::error!("the subscription to Redis is lost: joining the cluster again");
-                    bus.directory.set_reaches_redis(false);
-                    match bus.rejoin(&stop).await {
-                        Some(again) => stream = again,
-                        None => return bus.leave(),
-                    }
+                Some(msg) => {
+                    heard = Instant::now();
+                    bus.on_message(msg).await;
+                    None
                 }
+                None => Some("the subscription to Redis is lost"),
             },
-            Some(o) = unheard.recv() => bus.unheard(o),
+            _ = check.tick() => match heard.elapsed() >= silence {
+                false => None,
+                // A message may be waiting behind a busy moment (the process starved of
+                // CPU, say): the subscription is silent only if it has none now either.
+                true => match stream.next().now_or_never() {
+                    Some(Some(msg)) => {
+                        heard = Instant::now();
+                        bus.on_message(msg).await;
+                        None
+                    }
+                    Some(None) => Some("the subscription to Redis is lost"),
+                    None => Some("the subscription to Redis brings nothing"),
+                },
+            },
+            Some(back) = unheard.recv() => {
+                match back {
+                    Unheard::Owed(o) => bus.unheard(o),
+                    Unheard::Start(payload) => bus.start_unheard(&payload),
+                }
+                None
+            }
             () = stop.cancelled() => {
                 bus.leave();
                 return;
             }
+        };
+        if let Some(why) = lost {
+            tracing::error!("{why}: joining the cluster again");
+            bus.directory.lost_redis(heard);
+            match bus.rejoin(&stop).await {
+                Some(again) => {
+                    stream = again;
+                    heard = Instant::now();
+                }
+                None => return bus.leave(),
+            }
         }
     }
+}
+
+/// A subscription attempt that took longer than `REJOIN_MAX`, as an error.
+fn timed_out() -> ::redis::RedisError {
+    ::redis::RedisError::from((::redis::ErrorKind::Io, "no answer from Redis in time"))
 }
 
 /// Between two attempts to reach Redis again: from `REJOIN_FIRST`, doubling to
@@ -235,9 +339,18 @@ impl RedisBus {
     async fn rejoin(&self, stop: &CancellationToken) -> Option<::redis::aio::PubSubStream> {
         let mut wait = REJOIN_FIRST;
         loop {
-            match self.subscribe_again().await {
+            // A stalled Redis may take the connection and answer nothing.
+            let again = tokio::time::timeout(REJOIN_MAX, self.subscribe_again()).await;
+            match again.unwrap_or_else(|_| Err(timed_out())) {
                 Ok(stream) => {
                     tracing::info!(node = self.node, "joined the cluster again");
+                    // Its word to the lobby may have been lost meanwhile, and the lobby
+                    // may have taken its connections for gone: it is told first, so that
+                    // its clients' requests, refused while the node is cut off
+                    // (`route_to_lobby`), come after.
+                    if let Some(lobby) = self.lobby_last_heard() {
+                        self.resubmit(lobby);
+                    }
                     self.directory.set_reaches_redis(true);
                     self.reload_directory().await;
                     self.directory.announce_all();

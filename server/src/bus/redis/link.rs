@@ -39,14 +39,10 @@ impl Keys {
         }
     }
 
-    /// Who holds node number `node` (its `--node-id`); expires unless refreshed.
+    /// Who runs as node number `node` (its `--node-id`), while it is alive: expires
+    /// unless refreshed. The number itself is the database's to give (`node_leases`).
     pub fn number_owner(prefix: &str, node: u16) -> String {
         format!("{prefix}:node-owner:{node}")
-    }
-
-    /// The counter that numbers the nodes as they start.
-    pub fn node_seq(prefix: &str) -> String {
-        format!("{prefix}:node-seq")
     }
 
     /// Node `node`'s channel: `NodeMsg`s for its connections and games.
@@ -87,6 +83,12 @@ impl Keys {
         format!("{}:online:{node}", self.prefix)
     }
 
+    /// Where the lobby runs: `node:generation`, written by its node as it starts (read by
+    /// a node as it joins; every node hears it move on the cluster's channel).
+    pub fn lobby(&self) -> String {
+        format!("{}:lobby", self.prefix)
+    }
+
     /// Every node's users online by name: lower-cased name → `name_entry` (whose node
     /// may have died since: its `number_owner` key has expired then).
     pub fn names_hash(&self) -> String {
@@ -95,6 +97,11 @@ impl Keys {
 
     pub fn names(prefix: &str) -> String {
         format!("{prefix}:names")
+    }
+
+    /// What a node's `number_owner` key is named, but for its number.
+    pub fn owner_prefix(&self) -> String {
+        format!("{}:node-owner:", self.prefix)
     }
 
     /// `node:account:conn:name` (the name as signed up), of this node.
@@ -115,14 +122,34 @@ pub struct Owed {
     pub resync: bool,
 }
 
+/// What no node heard, handed back to the bus (`RedisBus::unheard`).
+#[derive(Debug)]
+pub enum Unheard {
+    /// A command whose answer is owed: answered here.
+    Owed(Owed),
+    /// A game's start (an encoded `NodeMsg::StartGame`) that reached no subscriber of its
+    /// node's channel: started here instead. Only a PUBLISH that answered none: one whose
+    /// answer was lost may have started it there.
+    Start(Vec<u8>),
+}
+
+/// What a PUBLISH is to bring back if no node hears it.
+#[derive(Debug)]
+enum Heed {
+    Owed(Owed),
+    Start,
+}
+
 #[derive(Debug)]
 enum Out {
     Cmd(::redis::Cmd),
     Publish {
         channel: String,
         payload: Vec<u8>,
-        owed: Option<Owed>,
+        heed: Option<Heed>,
     },
+    /// Told once everything queued before it has been written (or has failed).
+    Written(tokio::sync::oneshot::Sender<()>),
 }
 
 /// The queue to the writing task, and the names it writes to.
@@ -139,7 +166,7 @@ impl Link {
         client: ::redis::Client,
         con: MultiplexedConnection,
         keys: Keys,
-        unheard: mpsc::UnboundedSender<Owed>,
+        unheard: mpsc::UnboundedSender<Unheard>,
     ) -> Link {
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(write(client, con, rx, unheard));
@@ -164,17 +191,44 @@ impl Link {
         let _ = self.tx.send(out);
     }
 
-    fn publish(&self, channel: String, payload: Vec<u8>, owed: Option<Owed>) {
+    /// Resolves once everything queued before this call has been written to Redis, or
+    /// has failed (the writer goes on to what follows either way).
+    pub fn written(&self) -> impl std::future::Future<Output = ()> + use<> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.out(Out::Written(tx));
+        async move {
+            let _ = rx.await;
+        }
+    }
+
+    fn publish(&self, channel: String, payload: Vec<u8>, heed: Option<Heed>) {
         self.out(Out::Publish {
             channel,
             payload,
-            owed,
+            heed,
         });
     }
 
     /// `msg` to node `node`; `owed`, if no node hears it.
     pub fn node(&self, node: u16, msg: &NodeMsg, owed: Option<Owed>) {
-        self.publish(self.keys.node_channel(node), wire::encode(msg), owed);
+        self.publish(
+            self.keys.node_channel(node),
+            wire::encode(msg),
+            owed.map(Heed::Owed),
+        );
+    }
+
+    /// `NodeMsg::StartGame` to node `node`; back (`Unheard::Start`) if no node hears it.
+    pub fn start_game(&self, node: u16, msg: &NodeMsg) {
+        #[cfg(feature = "test-hooks")]
+        if lose_a_start() {
+            return;
+        }
+        self.publish(
+            self.keys.node_channel(node),
+            wire::encode(msg),
+            Some(Heed::Start),
+        );
     }
 
     pub fn topic(&self, game: GameId, msg: &TopicMsg) {
@@ -190,6 +244,14 @@ impl Link {
         cmd.arg(self.keys.games_hash())
             .arg(game.to_string())
             .arg(wire::encode(entry));
+        self.out(Out::Cmd(cmd));
+    }
+
+    /// The lobby's generation `generation` runs on this node.
+    pub fn set_lobby(&self, generation: i64) {
+        let mut cmd = ::redis::cmd("SET");
+        cmd.arg(self.keys.lobby())
+            .arg(format!("{}:{generation}", self.keys.node));
         self.out(Out::Cmd(cmd));
     }
 
@@ -226,7 +288,8 @@ impl Link {
         self.out(Out::Cmd(cmd));
     }
 
-    /// Holds this node's number (see `claim_number`) for another `PRESENCE_TTL`.
+    /// Says this node is alive under its number (`number_owner`) for another
+    /// `PRESENCE_TTL`: a look-up of a player by name checks it.
     pub fn claim_number(&self) {
         let mut cmd = ::redis::cmd("SET");
         cmd.arg(Keys::number_owner(&self.keys.prefix, self.keys.node))
@@ -252,14 +315,22 @@ async fn write(
     client: ::redis::Client,
     mut con: MultiplexedConnection,
     mut rx: mpsc::UnboundedReceiver<Out>,
-    unheard: mpsc::UnboundedSender<Owed>,
+    unheard: mpsc::UnboundedSender<Unheard>,
 ) {
     let mut batch = Vec::with_capacity(PIPELINE);
     while rx.recv_many(&mut batch, PIPELINE).await > 0 {
+        #[cfg(feature = "test-hooks")]
+        if let Some(delay) = write_delay() {
+            tokio::time::sleep(delay).await;
+        }
         let mut pipe = ::redis::pipe();
         let mut owed = Vec::with_capacity(batch.len());
+        // Told once this pipeline is written (a marker's predecessors are in it, or in
+        // one written before).
+        let mut written = Vec::new();
         for out in batch.drain(..) {
             match out {
+                Out::Written(tx) => written.push(tx),
                 Out::Cmd(cmd) => {
                     pipe.add_command(cmd);
                     owed.push(None);
@@ -267,12 +338,22 @@ async fn write(
                 Out::Publish {
                     channel,
                     payload,
-                    owed: o,
+                    heed,
                 } => {
+                    let back = heed.map(|heed| match heed {
+                        Heed::Owed(o) => Unheard::Owed(o),
+                        Heed::Start => Unheard::Start(payload.clone()),
+                    });
                     pipe.cmd("PUBLISH").arg(channel).arg(payload);
-                    owed.push(o);
+                    owed.push(back);
                 }
             }
+        }
+        if owed.is_empty() {
+            for tx in written {
+                let _ = tx.send(());
+            }
+            continue;
         }
         let mut result = pipe.query_async::<Vec<::redis::Value>>(&mut con).await;
         if let Err(error) = &result {
@@ -297,13 +378,56 @@ async fn write(
             }
             Err(error) => {
                 tracing::error!(%error, "a write to Redis failed; its messages are lost");
-                for o in owed.into_iter().flatten() {
-                    let _ = unheard.send(o);
+                for back in owed.into_iter().flatten() {
+                    match back {
+                        Unheard::Owed(o) => {
+                            let _ = unheard.send(Unheard::Owed(o));
+                        }
+                        // It may have been heard (a reply lost, not the request): the
+                        // lobby sends it again if the game does not show, and a node
+                        // running it already ignores that (`lobby/actor/starting.rs`).
+                        Unheard::Start(_) => {
+                            tracing::warn!("a game's start may be lost with the write");
+                        }
+                    }
                 }
                 if let Ok(again) = client.get_multiplexed_async_connection().await {
                     con = again;
                 }
             }
         }
+        for tx in written {
+            let _ = tx.send(());
+        }
     }
+}
+
+/// A test hook: the first `ELEMENTALS_LOSE_GAME_STARTS` starts this node sends another node
+/// are lost, as with a write to Redis that failed after reaching it or not.
+#[cfg(feature = "test-hooks")]
+fn lose_a_start() -> bool {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static LEFT: std::sync::OnceLock<AtomicU32> = std::sync::OnceLock::new();
+    let left = LEFT.get_or_init(|| {
+        let n = std::env::var("ELEMENTALS_LOSE_GAME_STARTS").ok();
+        AtomicU32::new(n.and_then(|n| n.parse().ok()).unwrap_or(0))
+    });
+    let lost = left
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+        .is_ok();
+    if lost {
+        tracing::warn!("ELEMENTALS_LOSE_GAME_STARTS: a game's start is lost");
+    }
+    lost
+}
+
+/// A test hook: every write to Redis waits `ELEMENTALS_REDIS_WRITE_DELAY_MS` first, as on a
+/// slow link.
+#[cfg(feature = "test-hooks")]
+fn write_delay() -> Option<std::time::Duration> {
+    static DELAY: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+    *DELAY.get_or_init(|| {
+        let ms = std::env::var("ELEMENTALS_REDIS_WRITE_DELAY_MS").ok()?;
+        Some(std::time::Duration::from_millis(ms.parse().ok()?))
+    })
 }

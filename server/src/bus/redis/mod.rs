@@ -2,8 +2,8 @@
 //!
 //! It wraps a `LocalBus`, which does everything for this node's connections and topics;
 //! what is addressed elsewhere crosses Redis as plain data (`wire`), in order (`link`):
-//! - a connection's id carries its node's number (`NODE_SHIFT`), taken from Redis at
-//!   start, so frames, closes, kills and notices for another node's connection go to
+//! - a connection's id carries its node's number (`NODE_SHIFT`), taken with the node's
+//!   row in the database at start (`node_leases.number`), so frames, closes, kills and notices for another node's connection go to
 //!   that node's channel and its `LocalBus` applies them;
 //! - a game is found by the directory (`directory`): a command for a game another node
 //!   runs goes to that node's channel, where it is queued to the game; one for a game
@@ -14,12 +14,16 @@
 //!   its local topic, with the local topic's lag semantics (a spectator that lags there
 //!   watches again, so the game sends it a fresh snapshot, at most
 //!   `MAX_RESYNC_ATTEMPTS` times in `RESYNC_WINDOW`, then it is dropped: `fan_out`);
-//! - the lobby stays each node's own.
+//! - the lobby runs on one node (`ClusterMsg::Lobby`, and each `Alive` of its node, say
+//!   which): requests for it go to that node's channel, as a game's commands do, and
+//!   what a connection has open in it is kept by the connection's node (`Bus::hold`),
+//!   which gives it to a lobby that starts elsewhere (`lobby.rs`); a game it starts goes
+//!   to one of its players' nodes (`NodeMsg::StartGame`), which runs it.
 //!
 //! Where one process relies on a queue's drop to answer what a dead game owed, a remote
 //! game's node may die instead: a command no node heard (PUBLISH reached nobody) is
 //! answered at once, and one owed by a node that then falls silent for
-//! `directory::NODE_TIMEOUT` (or owed for `OWED_TIMEOUT`) is answered by `sweep`; all
+//! the node timeout (`--node-timeout-ms`) (or owed for `OWED_TIMEOUT`) is answered by `sweep`; all
 //! `unknown_game` ("the game's node is gone"): the client reconnects and resumes, and
 //! finds the game where another node took it over. A node that loses Redis joins again
 //! by itself (`inbound`).
@@ -29,7 +33,8 @@ mod bus_impl;
 mod directory;
 mod inbound;
 mod link;
-mod rematch;
+mod lobby;
+mod peers;
 mod wire;
 
 pub use directory::Directory;
@@ -40,20 +45,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ::redis::aio::PubSubSink;
-use futures::StreamExt;
+use dashmap::DashMap;
+use elementals_protocol::messages::{GameId, RequestId};
+use elementals_protocol::ErrorCode;
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::*;
+use super::{refused, topic, Bus, LocalBus};
 use crate::config::ClusterConfig;
+use crate::msg::{ConnId, GameCmd, GameError, ReplyTo};
 use link::{Link, Owed};
-use wire::{ClusterMsg, NodeMsg, TopicMsg, WireCmd};
+use wire::{ClusterMsg, NodeMsg, WireCmd};
 
 /// A connection id's bits from here up to `NODE_MASK` are its node's number; 0 is a
 /// connection of this process that no other node addresses (a bot's seat, whose id has
 /// bit 62 set: `bots::FIRST_BOT_CONN`).
 pub const NODE_SHIFT: u32 = 48;
 const NODE_MASK: u64 = (1 << 14) - 1;
+// The numbers the database gives out (`node_leases.number`) fit.
+const _: () = assert!(NODE_MASK == crate::db::NODE_NUMBERS as u64);
 
 /// How often the node says it is alive, flushes its games' summaries and sweeps for
 /// answers owed by nodes that died.
@@ -64,9 +75,41 @@ const TICK: Duration = directory::HEARTBEAT;
 /// only an answer lost on its way waits this long.
 const OWED_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// How long an answer `unheard` gave is remembered, to drop the node's own should it come
+/// after all (`late`): past any stall a node survives without stopping its games.
+const LATE_KEPT: Duration = Duration::from_secs(300);
+
 /// Consecutive resyncs a remote spectator may need within `RESYNC_WINDOW` before it is
 /// dropped (as `MAX_RESYNC_ATTEMPTS` in one process).
 const RESYNC_WINDOW: Duration = Duration::from_secs(10);
+
+/// TCP keepalive probes on every Redis connection: the first after this long idle, then
+/// `KEEPALIVE_INTERVAL` apart, `KEEPALIVE_RETRIES` unanswered and the kernel closes it; and
+/// data unacknowledged for `TCP_USER_TIMEOUT` closes it too. A Redis host that vanished
+/// without a word (powered off, a network cut) is then a closed connection within about
+/// 20 s, idle or not, as a reset is at once: the subscription is made again (`inbound`) and
+/// the writer reconnects (`link`). A stall of a connection still acknowledged is the
+/// silence check's (`--redis-silence-ms`), and each request's is redis-rs's response
+/// timeout (500 ms; 1 s to connect).
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(5);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+const KEEPALIVE_RETRIES: u32 = 3;
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A client for the Redis at `url`, its connections set up as `KEEPALIVE_IDLE` says.
+fn client(url: &str) -> ::redis::RedisResult<::redis::Client> {
+    use ::redis::io::tcp::{socket2::TcpKeepalive, TcpSettings};
+    use ::redis::IntoConnectionInfo;
+    let keepalive = TcpKeepalive::new()
+        .with_time(KEEPALIVE_IDLE)
+        .with_interval(KEEPALIVE_INTERVAL)
+        .with_retries(KEEPALIVE_RETRIES);
+    let tcp = TcpSettings::default()
+        .set_nodelay(true)
+        .set_keepalive(keepalive)
+        .set_user_timeout(TCP_USER_TIMEOUT);
+    ::redis::Client::open(url.into_connection_info()?.set_tcp_settings(tcp))
+}
 
 /// The node of connection `conn` (0: this process's own, see `NODE_SHIFT`).
 pub fn node_of(conn: ConnId) -> u16 {
@@ -77,6 +120,8 @@ pub fn node_of(conn: ConnId) -> u16 {
 pub struct RedisBus {
     local: LocalBus,
     client: ::redis::Client,
+    /// For look-ups (`find_online`); the writes go through `link`.
+    query: ::redis::aio::MultiplexedConnection,
     node: u16,
     link: Link,
     pub directory: Arc<Directory>,
@@ -93,14 +138,19 @@ pub struct RedisBus {
     /// `Answered` from another node for a connection owed nothing here has been
     /// answered already (`unheard`) and is dropped, so a session hears one per request.
     owed: DashMap<ConnId, (Owed, Instant)>,
+    /// Requests `unheard` answered here, by connection, and when: should their node answer
+    /// after all, that answer (its frame, then its `Answered`) is dropped, so that a
+    /// client hears one answer a request. Kept for `LATE_KEPT` at most.
+    late: DashMap<ConnId, (RequestId, Instant)>,
     /// Resyncs of this node's spectators of remote games: (count, first) by (game, conn).
     resyncs: DashMap<(GameId, ConnId), (u8, Instant)>,
     /// Spectators' fresh snapshots that no node heard, to ask again (`retry_resyncs`).
     resync_later: DashMap<(GameId, ConnId), ()>,
     /// `my_games` asked of other nodes (`asks.rs`).
     asks: asks::Asks,
-    /// Which node ran the games that ended elsewhere (`rematch.rs`).
-    ended: rematch::Ended,
+    /// Where the lobby runs, as this node last heard (node, generation), and whether it
+    /// is here (`lobby.rs`).
+    lobby: lobby::Whereabouts,
 }
 
 /// Why cluster mode could not start.
@@ -112,23 +162,21 @@ pub struct RedisError {
 }
 
 impl RedisBus {
-    /// Connects to the cluster's Redis, takes a node number, subscribes to this node's
-    /// and the cluster's channels, loads the directory, and starts listening until
-    /// `stop`.
+    /// Connects to the cluster's Redis as node `node` (its number, taken in the database:
+    /// `Db::node_number`), subscribes to this node's and the cluster's channels, loads
+    /// the directory, and starts listening until `stop`.
     pub async fn start(
         config: &ClusterConfig,
+        node: u16,
         stop: CancellationToken,
     ) -> Result<Arc<RedisBus>, RedisError> {
         let fail = |error| RedisError {
             url: config.redis_url.clone(),
             error,
         };
-        let client = ::redis::Client::open(config.redis_url.as_str()).map_err(fail)?;
+        let client = client(&config.redis_url).map_err(fail)?;
         let mut con = client
             .get_multiplexed_async_connection()
-            .await
-            .map_err(fail)?;
-        let node = claim_number(&mut con, &config.name, &config.node_id)
             .await
             .map_err(fail)?;
         let keys = Keys::new(&config.name, node, &config.node_id);
@@ -142,8 +190,19 @@ impl RedisBus {
             .await
             .map_err(fail)?;
         let (unheard_tx, unheard) = mpsc::unbounded_channel();
+        let lobby: Option<String> = ::redis::cmd("GET")
+            .arg(keys.lobby())
+            .query_async(&mut con)
+            .await
+            .map_err(fail)?;
+        let query = con.clone();
         let link = Link::start(client.clone(), con, keys, unheard_tx);
-        let directory = Arc::new(Directory::new(node, link.clone()));
+        let directory = Arc::new(Directory::new(
+            node,
+            link.clone(),
+            config.lease,
+            config.node_timeout,
+        ));
         directory.load(
             entries
                 .into_iter()
@@ -154,6 +213,7 @@ impl RedisBus {
         let bus = Arc::new(RedisBus {
             local: LocalBus::default(),
             client,
+            query,
             node,
             link,
             directory,
@@ -162,16 +222,18 @@ impl RedisBus {
             watched: DashMap::new(),
             sink: tokio::sync::Mutex::new(sink),
             owed: DashMap::new(),
+            late: DashMap::new(),
             resyncs: DashMap::new(),
             resync_later: DashMap::new(),
             asks: asks::Asks::default(),
-            ended: rematch::Ended::default(),
+            lobby: lobby::Whereabouts::joined(lobby),
         });
-        tokio::spawn(inbound::listen(bus.clone(), stream, unheard, stop));
+        let silence = config.silence;
+        tokio::spawn(inbound::listen(bus.clone(), stream, unheard, silence, stop));
         Ok(bus)
     }
 
-    /// The node's number, and the name that owns it: refreshed by `tick`.
+    /// The node's number, and the name that runs under it, said again: by `tick`.
     fn refresh_number(&self) {
         self.link.claim_number();
     }
@@ -193,6 +255,7 @@ impl RedisBus {
             sent_ms: crate::clock::unix_ms(),
             node: self.node,
             online: u32::try_from(online).unwrap_or(u32::MAX),
+            lobby: self.lobby_here(),
         });
         self.link.expire_presence();
         self.refresh_number();
@@ -221,7 +284,7 @@ impl RedisBus {
     /// Calls `tick` every `TICK` until `stop`.
     pub fn spawn_ticks(
         self: &Arc<Self>,
-        registry: Arc<crate::registry::Registry>,
+        registry: Arc<dyn crate::peers::Here>,
         stop: CancellationToken,
     ) {
         self.asks.answer_from(&registry);
@@ -231,7 +294,7 @@ impl RedisBus {
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
-                    _ = every.tick() => bus.tick(registry.online_count()),
+                    _ = every.tick() => bus.tick(registry.online_here()),
                     () = stop.cancelled() => return,
                 }
             }
@@ -260,6 +323,7 @@ impl RedisBus {
         for o in dead {
             self.unheard(o);
         }
+        self.late.retain(|_, late| late.1.elapsed() < LATE_KEPT);
     }
 
     /// A command `o` that no node will answer: answered here, once. A spectator's fresh
@@ -278,8 +342,34 @@ impl RedisBus {
         {
             return;
         }
+        if let Some(request) = o.reply.request_id {
+            self.late.insert(o.reply.conn, (request, Instant::now()));
+        }
+        if o.game == crate::msg::LOBBY_LEASE {
+            return refused(self, o.reply, ErrorCode::Internal, lobby::MOVING);
+        }
         let gone = GameError::new(ErrorCode::UnknownGame, "the game's node is gone");
         refused(self, o.reply, gone.code, &gone.message);
+    }
+
+    /// Notes that `o`'s session waits for another node's answer. A request that reuses
+    /// the id of one answered late is no longer told from it: its answer is let through.
+    fn owe(&self, o: Owed) {
+        if let Some(request) = o.reply.request_id {
+            self.late
+                .remove_if(&o.reply.conn, |_, late| late.0 == request);
+        }
+        self.owed.insert(o.reply.conn, (o, Instant::now()));
+    }
+
+    /// A game's start that no node heard (its node's channel had no subscriber: the node
+    /// lost Redis as the lobby chose it): the game starts here, so that its players find
+    /// it when they come back, rather than be forgotten by the pool.
+    fn start_unheard(&self, payload: &[u8]) {
+        if let Some(NodeMsg::StartGame(game)) = wire::decode::<NodeMsg>(payload) {
+            tracing::warn!(game = %game.setup.game_id, "a game's start reached no node: it starts here");
+            self.local.start_game(game);
+        }
     }
 
     fn queue_for(&self, game: GameId, cmd: &GameCmd) -> Option<mpsc::Sender<GameCmd>> {
@@ -320,7 +410,7 @@ impl RedisBus {
             resync,
         });
         if let Some(o) = owed.filter(|o| o.reply.settle) {
-            self.owed.insert(o.reply.conn, (o, Instant::now()));
+            self.owe(o);
         }
         self.link.node(node, &NodeMsg::ToGame { game, cmd }, owed);
     }
@@ -349,39 +439,6 @@ impl RedisBus {
             let _ = self.sink.lock().await.unsubscribe(&channel).await;
         }
     }
-}
-
-/// Takes the next free node number: `INCR` of the cluster's counter, then the number's
-/// owner key, set only if no live node holds it (a Redis restarted empty starts the
-/// counter over, while live nodes keep their numbers and set their keys again within a
-/// `TICK`).
-async fn claim_number(
-    con: &mut ::redis::aio::MultiplexedConnection,
-    cluster: &str,
-    node_id: &str,
-) -> ::redis::RedisResult<u16> {
-    for _ in 0..NODE_MASK {
-        let seq: u64 = ::redis::cmd("INCR")
-            .arg(Keys::node_seq(cluster))
-            .query_async(con)
-            .await?;
-        let node = (seq % NODE_MASK) as u16 + 1;
-        let taken: Option<String> = ::redis::cmd("SET")
-            .arg(Keys::number_owner(cluster, node))
-            .arg(node_id)
-            .arg("NX")
-            .arg("PX")
-            .arg(directory::PRESENCE_TTL.as_millis() as u64)
-            .query_async(con)
-            .await?;
-        if taken.is_some() {
-            return Ok(node);
-        }
-    }
-    Err(::redis::RedisError::from((
-        ::redis::ErrorKind::Client,
-        "every node number of the cluster is taken",
-    )))
 }
 
 #[cfg(test)]

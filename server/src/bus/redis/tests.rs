@@ -1,9 +1,10 @@
 use std::time::Duration;
 
 use super::topic::MAX_RESYNC_ATTEMPTS;
-use super::wire::{self, NodeMsg, WireCmd};
+use super::wire::{self, NodeMsg, TopicMsg, WireCmd};
 use super::*;
-use crate::game::SeatAction;
+use crate::msg::SeatAction;
+use bytes::Bytes;
 use elementals_protocol::rules::Seat;
 
 fn reply(conn: ConnId) -> ReplyTo {
@@ -124,9 +125,12 @@ async fn node_on_redis(name: &str) -> (Arc<RedisBus>, CancellationToken) {
         redis_url: REDIS.into(),
         name: name.into(),
         node_id: "unit".into(),
+        lease: crate::db::LEASE,
+        silence: std::time::Duration::from_secs(3),
+        node_timeout: directory::NODE_TIMEOUT,
     };
     let stop = CancellationToken::new();
-    let bus = RedisBus::start(&config, stop.clone())
+    let bus = RedisBus::start(&config, 1, stop.clone())
         .await
         .expect("this test needs Redis at 127.0.0.1:6379: start it with `bash .ci/services`");
     (bus, stop)
@@ -176,7 +180,12 @@ fn assert_watch_again(cmd: GameCmd, conn: ConnId) {
 
 /// A node's mirror of the cluster, with no Redis behind it.
 fn mirror() -> Directory {
-    Directory::new(1, Link::nowhere(Keys::new("t", 1, "n")))
+    Directory::new(
+        1,
+        Link::nowhere(Keys::new("t", 1, "n")),
+        crate::db::LEASE,
+        directory::NODE_TIMEOUT,
+    )
 }
 
 /// Game `game`'s directory entry, run by `node`.
@@ -202,6 +211,7 @@ fn dir_entry(game: GameId, node: u16) -> wire::DirEntry {
             round: 1,
             positions: vec![0; 5],
             spectators: 0,
+            correspondence: false,
         },
     }
 }
@@ -292,3 +302,100 @@ async fn a_fresh_snapshot_no_node_heard_is_asked_again_at_the_next_tick() {
 }
 
 mod mirror;
+
+/// A game's start for node `node` (its first seat's connection there).
+fn new_game(node: u16) -> crate::msg::NewGame {
+    use crate::msg::Member;
+    use crate::record::RecordPlayer;
+    use elementals_protocol::messages::{PlayerInfo, SeatPair};
+    use elementals_protocol::rules::Variant;
+    use elementals_protocol::TimeControl;
+    let member = |account: u64, conn: ConnId| Member {
+        account: account as _,
+        info: PlayerInfo {
+            name: format!("p{account}"),
+            rating: 1.0,
+            guest: false,
+            bot: false,
+        },
+        conn_id: conn,
+    };
+    let players = SeatPair::new(
+        member(1, (u64::from(node) << NODE_SHIFT) | 1),
+        member(2, (u64::from(node) << NODE_SHIFT) | 2),
+    );
+    crate::msg::NewGame {
+        setup: crate::record::GameSetup {
+            game_id: GameId(uuid::Uuid::new_v4()),
+            variant: Variant::CLASSIC,
+            time_control: TimeControl::BLITZ,
+            rated: true,
+            players: players.clone().map(|m| RecordPlayer {
+                account_id: m.account,
+                name: m.info.name,
+                guest: m.info.guest,
+                rating: m.info.rating,
+            }),
+        },
+        players,
+        bot: None,
+    }
+}
+
+/// The games started on this node, as its starter hears them.
+fn starts_here(bus: &RedisBus) -> mpsc::UnboundedReceiver<GameId> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    bus.set_starter(Some(Arc::new(move |game: crate::msg::NewGame| {
+        let _ = tx.send(game.setup.game_id);
+    })));
+    rx
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_start_no_node_hears_starts_here_and_one_heard_does_not() {
+    use futures::StreamExt;
+
+    let name = cluster_name();
+    let (bus, stop) = node_on_redis(&name).await;
+    let mut started = starts_here(&bus);
+    // Node `far` hears its channel (this test, in its place); node `gone`, alive a moment
+    // ago by the directory, hears nothing: its link to Redis was lost.
+    let (far, gone): (u16, u16) = (16_002, 16_003);
+    let mut heard = hear_node(&name, far).await;
+    bus.directory.heard_from(far);
+    bus.directory.heard_from(gone);
+
+    let there = new_game(far);
+    let there_id = there.setup.game_id;
+    bus.start_game(there);
+    let msg = tokio::time::timeout(Duration::from_secs(10), heard.next())
+        .await
+        .expect("the game's node hears its start")
+        .unwrap();
+    assert!(matches!(
+        wire::decode::<NodeMsg>(msg.get_payload_bytes()),
+        Some(NodeMsg::StartGame(game)) if game.setup.game_id == there_id
+    ));
+
+    // The start nobody hears comes back and starts here; the one heard before it (the
+    // link writes in order) did not.
+    let lost = new_game(gone);
+    let lost_id = lost.setup.game_id;
+    bus.start_game(lost);
+    let here = tokio::time::timeout(Duration::from_secs(10), started.recv())
+        .await
+        .expect("the unheard start comes back");
+    assert_eq!(here, Some(lost_id));
+    assert!(started.try_recv().is_err());
+    stop.cancel();
+    forget(&name);
+}
+
+#[test]
+fn every_redis_connection_probes_a_silent_peer_and_bounds_unacknowledged_data() {
+    let client = client(REDIS).unwrap();
+    let tcp = client.get_connection_info().tcp_settings();
+    assert!(tcp.nodelay());
+    assert!(tcp.keepalive().is_some());
+    assert_eq!(tcp.user_timeout(), Some(TCP_USER_TIMEOUT));
+}

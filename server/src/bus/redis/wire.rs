@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::bus::{ConnId, Notice, ReplyTo};
-use crate::game::{GameCmd, SeatAction};
+use crate::msg::{GameCmd, SeatAction};
+use crate::msg::{Holding, LobbyCmd, NewGame};
 use crate::record::AccountId;
 
 /// To one node: for its connections (applied by its `LocalBus`) or its games.
@@ -41,6 +42,7 @@ pub enum NodeMsg {
     Answered {
         conn: ConnId,
         ok: bool,
+        request: Option<RequestId>,
     },
     /// A command for a game this node runs.
     ToGame {
@@ -78,8 +80,15 @@ pub enum NodeMsg {
         conn: ConnId,
         tell_owed: bool,
     },
-    /// A rematch offer for a game this node ran (`rematch.rs`).
-    Rematch(super::rematch::WireRematch),
+    /// A request for the lobby, which runs on this node.
+    ToLobby(LobbyCmd),
+    /// What this node's connection `conn` has open in the lobby now (`Bus::hold`).
+    Hold {
+        conn: ConnId,
+        holding: Option<Holding>,
+    },
+    /// A game the lobby starts, to run here (`Bus::start_game`).
+    StartGame(NewGame),
 }
 
 /// A game's round, phase and outstanding actions (`OwedNow`), across nodes.
@@ -107,12 +116,17 @@ pub enum ClusterMsg {
         summaries: Vec<(GameId, LiveGame)>,
     },
     /// `node` is alive, with `online` users signed in (every `HEARTBEAT`), as of
-    /// `sent_ms` (Unix milliseconds: the bus's lag, where the nodes share a clock).
+    /// `sent_ms` (Unix milliseconds: the bus's lag, where the nodes share a clock); with
+    /// `lobby`, the generation of the lobby it runs.
     Alive {
         node: u16,
         online: u32,
         sent_ms: u64,
+        lobby: Option<i64>,
     },
+    /// The lobby (its `generation`, its lease's token) has started on `node`: every node
+    /// sends it again what its connections had open in the lobby before.
+    Lobby { node: u16, generation: i64 },
     /// `node` is stopping.
     Gone { node: u16 },
     /// `account` signed in on `node` at `at_ms` (Unix milliseconds): its connections on
@@ -122,11 +136,14 @@ pub enum ClusterMsg {
         node: u16,
         at_ms: u64,
     },
-    /// A game went to sleep (it runs on no node until a command or its deadline wakes it).
+    /// A game went to sleep (it runs on no node until a command or its deadline wakes it),
+    /// listed as `summary` meanwhile.
     Slept {
         game: GameId,
         seats: SeatPair<AccountId>,
         node: u16,
+        #[serde(default)]
+        summary: Option<LiveGame>,
     },
 }
 
@@ -212,6 +229,7 @@ pub enum WireAction {
     OfferDraw,
     DeclineDraw,
     ClaimWin,
+    Abort,
 }
 
 impl WireCmd {
@@ -311,6 +329,7 @@ impl WireAction {
                 nonce: nonce.into(),
             },
             SeatAction::Resign => WireAction::Resign,
+            SeatAction::Abort => WireAction::Abort,
             SeatAction::OfferDraw => WireAction::OfferDraw,
             SeatAction::DeclineDraw => WireAction::DeclineDraw,
             SeatAction::ClaimWin => WireAction::ClaimWin,
@@ -336,6 +355,7 @@ impl WireAction {
                 nonce: nonce.to_vec(),
             },
             WireAction::Resign => SeatAction::Resign,
+            WireAction::Abort => SeatAction::Abort,
             WireAction::OfferDraw => SeatAction::OfferDraw,
             WireAction::DeclineDraw => SeatAction::DeclineDraw,
             WireAction::ClaimWin => SeatAction::ClaimWin,
@@ -346,7 +366,7 @@ impl WireAction {
 /// A notice as a `NodeMsg` for connection `conn`.
 pub fn notice(conn: ConnId, notice: Notice) -> NodeMsg {
     match notice {
-        Notice::Answered { ok } => NodeMsg::Answered { conn, ok },
+        Notice::Answered { ok, request } => NodeMsg::Answered { conn, ok, request },
     }
 }
 

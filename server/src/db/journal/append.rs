@@ -1,7 +1,16 @@
 //! Appending: a batch's steps checked, written in one write and made durable with one
 //! `fdatasync`; a failed write cut off again, a failed sync the journal's end.
 
-use super::*;
+use std::io::{self, Seek, SeekFrom, Write};
+
+use elementals_protocol::messages::GameId;
+
+use super::file::{push_frame, PAYLOAD_PREFIX};
+use super::{
+    broken_error, index, io_error, Journal, LiveGame, LogHealth, Reply, Row, MAX_PAYLOAD_WRITTEN,
+    MAX_SCRATCH,
+};
+use crate::db::{DbError, DbResult};
 
 impl Journal {
     /// Appends a batch: one write and one `fdatasync` for all of them, then each is

@@ -4,7 +4,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::*;
+use super::{io_error, Journal, JournalStats, Request, MAX_BATCH_APPENDS, REQUEST_QUEUE};
+use crate::db::DbResult;
 
 /// Starts the journal's thread and returns the sender of its queue.
 pub(in crate::db) fn spawn(
@@ -91,6 +92,9 @@ pub(in crate::db) fn run(
             // A file serves one process: there are no leases to claim.
             Request::Claim { reply } => {
                 let _ = reply.send(Ok(Vec::new()));
+            }
+            Request::ClaimLobby { reply } => {
+                let _ = reply.send(Ok(None));
             }
         }
         if journal.wants_compaction() && journal.len >= retry_at {

@@ -8,7 +8,9 @@ use postgres::{GenericClient, Transaction};
 use super::store::in_savepoint;
 use super::{ms, Cache};
 use crate::db::writer::now_ms;
-use crate::db::{AccountRow, DbError, DbResult, GuestCursor, PruneBatch, Pruned, SessionRow};
+use crate::db::{
+    AccountRow, DbError, DbResult, GuestCursor, PruneBatch, Pruned, SessionRow, Slide,
+};
 use crate::record::AccountId;
 
 pub(super) const ACCOUNT_BY_ID: &str =
@@ -119,11 +121,13 @@ pub(super) fn insert_session(
     Ok(())
 }
 
+/// A use of the session: its row, its expiry moved as `slide` says.
 pub(super) fn session(
     c: &mut impl GenericClient,
     k: &mut Cache,
     token_hash: &[u8; 32],
     now: u64,
+    slide: Slide,
 ) -> DbResult<Option<SessionRow>> {
     let select = k.get(
         c,
@@ -132,11 +136,22 @@ pub(super) fn session(
          FROM sessions s JOIN accounts a ON a.id = s.account_id
          WHERE s.token_hash = $1 AND s.expires_at > $2",
     )?;
-    Ok(c.query_opt(&select, &[&&token_hash[..], &ms(now)])?
+    let row = c
+        .query_opt(&select, &[&&token_hash[..], &ms(now)])?
         .map(|row| SessionRow {
             account: account_row(&row),
             expires_at: row.get::<_, i64>(8).max(0) as u64,
-        }))
+        });
+    let Some(mut row) = row else { return Ok(None) };
+    if row.expires_at < slide.below {
+        let update = k.get(
+            c,
+            "UPDATE sessions SET expires_at = $2 WHERE token_hash = $1",
+        )?;
+        c.execute(&update, &[&&token_hash[..], &ms(slide.to)])?;
+        row.expires_at = slide.to;
+    }
+    Ok(Some(row))
 }
 
 pub(super) fn prune_sessions(

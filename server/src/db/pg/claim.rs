@@ -18,6 +18,62 @@ use crate::db::DbResult;
 /// Most games one claim takes, so that a claim's replay is bounded.
 pub(super) const CLAIM_LIMIT: usize = 5_000;
 
+/// The lobby's lease (`msg::LOBBY_LEASE`) as `game_leases` keys it: the ordinary claims
+/// (`LAPSED`, `CLAIM_OWN`) leave it to `claim_lobby`.
+pub(super) const LOBBY_ID: &str = "00000000-0000-0000-0000-000000000000";
+
+/// The statement of `claim_lobby`: `$1` the node, `$2` the lobby's key. The first node
+/// makes the row.
+pub(super) const MAKE_LOBBY: &str = "INSERT INTO game_leases (game_id, node_id, token, epoch)
+     SELECT $2, me.node_id, 1, me.epoch FROM node_leases me
+     WHERE me.node_id = $1 AND me.expires_at >= now()
+     ON CONFLICT (game_id) DO NOTHING
+     RETURNING token";
+
+/// The statement of `claim_lobby`: `$1` the lobby's key. Whether its lease has lapsed
+/// (read only: nearly always it has not, and nothing is locked).
+pub(super) const LOBBY_LAPSED: &str = "SELECT 1 FROM game_leases l
+     WHERE l.game_id = $1
+       AND NOT EXISTS (SELECT 1 FROM node_leases n WHERE n.node_id = l.node_id
+                       AND l.epoch >= n.epoch + (n.expires_at < now())::int)";
+
+/// The statement of `claim_lobby`: `$1` the node, `$2` the lobby's key. Taken as a lapsed
+/// game's lease is (`CLAIM_LAPSED`): checked again under its lock, and only while this
+/// node's own lease is live.
+pub(super) const CLAIM_LOBBY: &str = "WITH locked AS MATERIALIZED (
+         SELECT game_id FROM game_leases WHERE game_id = $2
+         FOR UPDATE SKIP LOCKED
+     )
+     UPDATE game_leases l
+     SET node_id = me.node_id, token = l.token + 1, epoch = me.epoch
+     FROM node_leases me
+     WHERE l.game_id = $2 AND l.game_id IN (SELECT game_id FROM locked)
+       AND me.node_id = $1 AND me.expires_at >= now()
+       AND NOT EXISTS (SELECT 1 FROM node_leases n WHERE n.node_id = l.node_id
+                       AND l.epoch >= n.epoch + (n.expires_at < now())::int)
+     RETURNING l.token";
+
+/// Takes the lobby's lease if nobody holds it (no row yet, or its node's lease lapsed):
+/// its new token, which the caller holds once committed.
+pub(super) fn claim_lobby(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    node: &str,
+) -> DbResult<Option<i64>> {
+    let make = cache.get(tx, MAKE_LOBBY)?;
+    if let Some(row) = tx.query_opt(&make, &[&node, &LOBBY_ID])? {
+        return Ok(Some(row.get(0)));
+    }
+    let lapsed = cache.get(tx, LOBBY_LAPSED)?;
+    if tx.query_opt(&lapsed, &[&LOBBY_ID])?.is_none() {
+        return Ok(None);
+    }
+    let claim = cache.get(tx, CLAIM_LOBBY)?;
+    Ok(tx
+        .query_opt(&claim, &[&node, &LOBBY_ID])?
+        .map(|row| row.get(0)))
+}
+
 /// Which leases a claim takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Claim {
@@ -48,6 +104,7 @@ pub(super) const LAPSED: &str = "WITH lapsed AS MATERIALIZED (
              SELECT game_id FROM game_leases l
              WHERE l.node_id = n.node_id
                AND l.epoch < n.epoch + (n.expires_at < now())::int
+               AND l.game_id <> '00000000-0000-0000-0000-000000000000'
              OFFSET 0) l
      ), forgotten AS (
          DELETE FROM node_leases WHERE node_id IN (
@@ -101,6 +158,7 @@ pub(super) const CLAIM_OWN: &str = "WITH locked AS MATERIALIZED (
          SELECT l.game_id FROM game_leases l
          WHERE l.node_id = $1
            AND l.epoch < (SELECT epoch FROM node_leases WHERE node_id = $1)
+           AND l.game_id <> '00000000-0000-0000-0000-000000000000'
          LIMIT $2
          FOR UPDATE SKIP LOCKED
      )

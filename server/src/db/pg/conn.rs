@@ -21,6 +21,15 @@ pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(2);
 const IDLE_CHECK: Duration = Duration::from_millis(50);
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The step log's and the lease renewal's set-up: a statement fails once it has waited
+/// this long for a lock, or run this long, and is tried again, instead of holding every
+/// game on the node behind one row that another session has locked
+/// (`step_write.rs`).
+pub(super) const BOUNDED: &str = "SET lock_timeout = '2s'; SET statement_timeout = '10s'";
+/// The writer's: a record waits no longer for its game's lease row. Its statements are
+/// not bounded, since pruning may run long.
+pub(super) const LOCK_BOUNDED: &str = "SET lock_timeout = '2s'";
+
 /// A connection, its prepared statements, and how it reconnects.
 pub(super) struct Conn {
     url: std::sync::Arc<str>,
@@ -105,6 +114,19 @@ impl Conn {
             }
             answer => answer,
         }
+    }
+
+    /// The session ended under a request (its socket failed): the next request
+    /// connects again at once, whether or not the client has noticed.
+    pub(super) fn ended(&mut self) {
+        if self.client.take().is_some() {
+            tracing::warn!(
+                connection = self.what,
+                "the database session ended; reconnecting"
+            );
+        }
+        self.cache = Cache::default();
+        self.down = None;
     }
 
     pub(super) fn close(self) -> DbResult<()> {

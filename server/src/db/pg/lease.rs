@@ -42,12 +42,21 @@ mod dormant;
 mod renewal;
 
 pub(super) use dormant::{go_dormant, wake};
-pub(super) use renewal::{give_up, renew, renew_node};
+pub use renewal::Renewed;
+pub(super) use renewal::{
+    give_up, others_alive, read_database_clock, renew, renew_node, take_number, Orphans,
+};
 // The statements whose plans `plan_tests.rs` reads.
 #[cfg(test)]
 pub(super) use dormant::{GO_DORMANT, WAKE};
 #[cfg(test)]
-pub(super) use renewal::{RENEW_CHECK, RENEW_NODE};
+pub(crate) use renewal::ORPHAN_SCAN_EVERY;
+#[cfg(test)]
+pub(super) use renewal::{OWN_LEASES, RENEW_CHECK, RENEW_NODE};
+
+/// How many node numbers a cluster has: as many as a connection id has room for
+/// (`bus::redis::NODE_SHIFT`). Numbers start at 1.
+pub const NODE_NUMBERS: u16 = (1 << 14) - 1;
 
 /// How long a lease lasts from its last renewal.
 pub const LEASE: Duration = Duration::from_secs(6);
@@ -64,6 +73,24 @@ pub const CLAIM: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(crate) struct Leases {
     pub node_id: String,
+    /// Whether another node's lease was live when this one first renewed its own: the
+    /// cluster was up, not coming back from being down (`Db::joined_running_cluster`).
+    pub others_up_at_start: std::sync::atomic::AtomicBool,
+    /// How long they last after a renewal (`LEASE` unless configured).
+    pub lease: Duration,
+    /// The database's clock, read as the node opened it: Unix milliseconds, and when on
+    /// this process's monotonic clock (`Db::database_clock_ms`).
+    pub database_clock: std::sync::OnceLock<(std::time::Instant, u64)>,
+    /// This node's number in the cluster, from its row in `node_leases` (0 until taken).
+    number: std::sync::atomic::AtomicU16,
+    /// Turns true if the node's row is found without that number (`renew_node`).
+    number_lost: tokio::sync::watch::Sender<bool>,
+    /// Counts the times the step log gave every lease up (`give_up_all`).
+    given_up: tokio::sync::watch::Sender<u64>,
+    /// Since when the step log has been writing a batch, if it is: a node whose step log
+    /// is stuck on its connection renews nothing, so that its games go to a node that can
+    /// write them (`renewer.rs`).
+    pub(in crate::db) appending: crate::db::journal::Busy,
     state: Mutex<Held>,
     /// Test hook: the next claim waits between its commit and holding what it took.
     #[cfg(test)]
@@ -98,9 +125,16 @@ struct Held {
 }
 
 impl Leases {
-    pub fn new(node_id: String) -> Leases {
+    pub fn new(node_id: String, lease: Duration) -> Leases {
         Leases {
             node_id,
+            others_up_at_start: std::sync::atomic::AtomicBool::new(false),
+            lease,
+            database_clock: std::sync::OnceLock::new(),
+            number: std::sync::atomic::AtomicU16::new(0),
+            number_lost: tokio::sync::watch::Sender::new(false),
+            given_up: tokio::sync::watch::Sender::new(0),
+            appending: crate::db::journal::Busy::default(),
             state: Mutex::default(),
             #[cfg(test)]
             pause: Mutex::default(),
@@ -111,10 +145,48 @@ impl Leases {
         }
     }
 
+    /// This node's number in the cluster (0 until taken).
+    pub fn number(&self) -> u16 {
+        self.number.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn set_number(&self, number: u16) {
+        self.number
+            .store(number, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn lose_number(&self) {
+        self.number_lost.send_replace(true);
+    }
+
+    /// Resolves once this node's number is found to be no longer its own.
+    pub async fn number_lost(&self) {
+        let mut lost = self.number_lost.subscribe();
+        if lost.wait_for(|lost| *lost).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, Held> {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether this process holds `game_id`'s lease, lost it while its actor may still run,
+    /// or is claiming it.
+    pub fn knows(&self, game_id: &GameId) -> bool {
+        let state = self.state();
+        state.tokens.contains_key(game_id)
+            || state.lost.contains(game_id)
+            || state.claiming.contains(game_id)
+    }
+
+    /// Whether this process holds `game_id`'s lease, or lost it while its actor may still
+    /// run.
+    pub fn has(&self, game_id: &GameId) -> bool {
+        let state = self.state();
+        state.tokens.contains_key(game_id) || state.lost.contains(game_id)
     }
 
     pub fn token(&self, game_id: &GameId) -> Option<i64> {
@@ -235,6 +307,19 @@ impl Leases {
         let held: Vec<GameId> = state.tokens.drain().map(|(game_id, _)| game_id).collect();
         state.lost.extend(&held);
         held.len()
+    }
+
+    /// The step log does not know whether a commit applied: every lease held is lost, and
+    /// the lease loop, watching (`watch_given_up`), stops every game here.
+    pub fn give_up_all(&self) -> usize {
+        let held = self.lose_all();
+        self.given_up.send_modify(|times| *times += 1);
+        held
+    }
+
+    /// Changes each time the step log gives every lease up.
+    pub fn watch_given_up(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.given_up.subscribe()
     }
 
     /// The game is recorded, or its actor has stopped: nothing of it is held.

@@ -72,7 +72,9 @@ mod embedded {
 }
 
 pub(crate) use lease::Leases;
-pub use lease::{CLAIM as LEASE_CLAIM, LEASE, RENEW as LEASE_RENEW};
+#[cfg(test)]
+pub(crate) use lease::ORPHAN_SCAN_EVERY;
+pub use lease::{Renewed, CLAIM as LEASE_CLAIM, LEASE, NODE_NUMBERS, RENEW as LEASE_RENEW};
 pub(crate) use renewer::Renewal;
 pub(crate) use transcript_key::shared_transcript_key;
 
@@ -169,6 +171,8 @@ pub(super) struct Opened {
     pub journal: mpsc::Sender<journal::Request>,
     pub reads: mpsc::Sender<Read>,
     pub log_health: watch::Receiver<LogHealth>,
+    /// Whether the step log's thread is in a request, and since when.
+    pub log_busy: Arc<journal::Busy>,
     /// Cluster mode: the lease renewer's queue.
     pub renewals: Option<mpsc::Sender<Renewal>>,
 }
@@ -218,7 +222,7 @@ pub(super) fn open(
 
     let writer_conn = on_thread("db-connect", {
         let url = Arc::clone(&url);
-        move || Conn::open(url, "writer", "")
+        move || Conn::open(url, "writer", conn::LOCK_BOUNDED)
     })?;
     let requests = writer::spawn(PgStore {
         conn: writer_conn,
@@ -230,13 +234,15 @@ pub(super) fn open(
     };
 
     let (health_tx, log_health) = watch::channel(LogHealth::Writable);
+    let log_busy = Arc::new(journal::Busy::default());
     let (journal, log_queue) = mpsc::channel(journal::REQUEST_QUEUE);
     let (ready, started) = std_mpsc::channel();
     let log_url = Arc::clone(&url);
+    let busy = Arc::clone(&log_busy);
     std::thread::Builder::new()
         .name("game-log".into())
         .spawn(
-            move || match StepLog::open(log_url, health_tx, leases, sync_interval) {
+            move || match StepLog::open(log_url, health_tx, busy, leases, sync_interval) {
                 Ok(log) => {
                     let _ = ready.send(Ok(()));
                     log.run(log_queue);
@@ -276,6 +282,7 @@ pub(super) fn open(
         journal,
         reads,
         log_health,
+        log_busy,
         renewals,
     })
 }

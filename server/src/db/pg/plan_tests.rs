@@ -139,8 +139,14 @@ fn hot_statements(ids: &Ids) -> Vec<Hot> {
         Hot {
             name: "renewal of the node's row (lease::RENEW_NODE)",
             sql: lease::RENEW_NODE,
-            args: "'node-1', 6000".into(),
+            args: "'node-1', 6000, 0".into(),
             lookup: Lookup::ByKey,
+        },
+        Hot {
+            name: "the orphan scan, every tenth renewal (lease::OWN_LEASES)",
+            sql: lease::OWN_LEASES,
+            args: "'node-1'".into(),
+            lookup: Lookup::ByNode,
         },
         Hot {
             name: "renewal's read of the held leases (lease::RENEW_CHECK)",
@@ -185,6 +191,24 @@ fn hot_statements(ids: &Ids) -> Vec<Hot> {
                 "'node-1', {}",
                 texts(ids.held[..10].iter().map(|(id, _)| id))
             ),
+            lookup: Lookup::ByKey,
+        },
+        Hot {
+            name: "the lobby's lease made (claim::MAKE_LOBBY)",
+            sql: claim::MAKE_LOBBY,
+            args: format!("'node-1', '{}'", claim::LOBBY_ID),
+            lookup: Lookup::ByKey,
+        },
+        Hot {
+            name: "whether the lobby's lease lapsed (claim::LOBBY_LAPSED)",
+            sql: claim::LOBBY_LAPSED,
+            args: format!("'{}'", claim::LOBBY_ID),
+            lookup: Lookup::ByKey,
+        },
+        Hot {
+            name: "the lobby's lease claimed (claim::CLAIM_LOBBY)",
+            sql: claim::CLAIM_LOBBY,
+            args: format!("'node-1', '{}'", claim::LOBBY_ID),
             lookup: Lookup::ByKey,
         },
         Hot {

@@ -7,13 +7,15 @@
 //! The read goes in chunks of `CHUNK` leases a statement, so that no one statement's
 //! arrays grow with the node's games.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use elementals_protocol::messages::GameId;
+use std::time::Duration;
+
 use tokio::sync::mpsc;
 
 use super::conn::Conn;
-use super::lease::{self, Leases};
+use super::lease::{self, Leases, Renewed};
 use crate::db::writer::Reply;
 use crate::db::{DbError, DbResult};
 
@@ -22,8 +24,12 @@ const CHUNK: usize = 1_000;
 
 /// What the renewer's thread is asked.
 pub(crate) enum Renewal {
-    /// Renew every lease held; answered with the games whose lease is lost.
-    Renew(Reply<Vec<GameId>>),
+    /// Renew every lease held (the node cut off from Redis for this long, if it is);
+    /// answered with the games whose lease is lost, or that all were given up.
+    Renew {
+        cut_off_for: Option<Duration>,
+        reply: Reply<Renewed>,
+    },
     /// At shutdown, once the games have stopped and their steps are committed: every
     /// lease held lapses now, for other nodes to claim at once, and the thread stops.
     /// After any renewal under way, which would otherwise push the leases out again.
@@ -33,14 +39,20 @@ pub(crate) enum Renewal {
 /// Connects, then starts the renewer's thread.
 pub(super) fn spawn(url: Arc<str>, leases: Arc<Leases>) -> DbResult<mpsc::Sender<Renewal>> {
     // The node's row is made (or renewed) before the node takes any game, so that each
-    // game's row names an epoch of a row that exists.
+    // game's row names an epoch of a row that exists; with it the node takes its number.
     let conn = super::on_thread("db-connect", {
         let url = Arc::clone(&url);
-        let node = leases.node_id.clone();
+        let leases = Arc::clone(&leases);
         move || {
-            let mut conn = Conn::open(url, "lease renewal", "")?;
+            let mut conn = Conn::open(url, "lease renewal", super::conn::BOUNDED)?;
             let (client, cache) = conn.get()?;
-            lease::renew_node(client, cache, &node)?;
+            let others = lease::others_alive(client, cache, &leases.node_id)?;
+            leases.others_up_at_start.store(others, Ordering::Relaxed);
+            let _ = leases
+                .database_clock
+                .set(lease::read_database_clock(client)?);
+            lease::renew_node(client, cache, &leases, None)?;
+            lease::take_number(client, cache, &leases)?;
             Ok(conn)
         }
     })?;
@@ -53,12 +65,21 @@ pub(super) fn spawn(url: Arc<str>, leases: Arc<Leases>) -> DbResult<mpsc::Sender
 }
 
 fn run(mut conn: Conn, leases: &Leases, mut queue: mpsc::Receiver<Renewal>) {
+    let mut orphans = lease::Orphans::default();
     while let Some(request) = queue.blocking_recv() {
         match request {
-            Renewal::Renew(reply) => {
-                let renewed = conn
-                    .get()
-                    .and_then(|(client, cache)| lease::renew(client, cache, leases, CHUNK));
+            Renewal::Renew { cut_off_for, reply } => {
+                // Leases are held for writing: a step log stuck in one batch for half a
+                // lease (its own connection stalled, say, while this one works) renews
+                // none, and its games lapse to a node that can write them.
+                if leases.appending.longer_than(leases.lease / 2) {
+                    let stuck = "the step log is stuck in a write: no lease is renewed";
+                    let _ = reply.send(Err(DbError::Unavailable(stuck.into())));
+                    continue;
+                }
+                let renewed = conn.get().and_then(|(client, cache)| {
+                    lease::renew(client, cache, leases, CHUNK, cut_off_for, &mut orphans)
+                });
                 let _ = reply.send(conn.settle(renewed));
             }
             Renewal::GiveUp(reply) => {

@@ -26,26 +26,43 @@ pub(super) struct StepLog {
     /// Each live game's next step.
     next: HashMap<GameId, u64>,
     health: watch::Sender<LogHealth>,
+    /// Set while a request is handled: a stalled database shows as time (`/healthz`).
+    busy: Arc<journal::Busy>,
     broken: Option<DbError>,
+    /// Games whose steps waited past the lock timeout (their lease row locked by another
+    /// session): written alone, with a short lock wait, so that they hold up no batch.
+    waiting: HashSet<GameId>,
     /// Cluster mode: the leases this process holds; every batch is fenced by them.
     leases: Option<Arc<Leases>>,
     /// The shortest time from the start of one batch to the start of the next
     /// (`--game-log-sync-us`).
     sync_interval: Duration,
+    /// Cluster mode: the node's epoch is to start again before anything more is written
+    /// (`give_up_all`).
+    epoch_owed: bool,
     /// Makes every commit's answer lost (the commit done), for the tests of a broken log (with the
     /// `test-hooks` feature, set by the `ELEMENTALS_FAIL_SYNC` environment variable).
     #[cfg(any(test, feature = "test-hooks"))]
     fail_commits: bool,
+    /// Makes the next commit's answer lost once this file exists, which it removes (with
+    /// the `test-hooks` feature, the `ELEMENTALS_FAIL_SYNC_WHEN` environment variable).
+    #[cfg(any(test, feature = "test-hooks"))]
+    fail_when: Option<std::path::PathBuf>,
+    /// Holds every batch, as a stalled connection would, while this file exists (with the
+    /// `test-hooks` feature, the `ELEMENTALS_STALL_LOG_WHEN` environment variable).
+    #[cfg(any(test, feature = "test-hooks"))]
+    stall_when: Option<std::path::PathBuf>,
 }
 
 impl StepLog {
     pub(super) fn open(
         url: Arc<str>,
         health: watch::Sender<LogHealth>,
+        busy: Arc<journal::Busy>,
         leases: Option<Arc<Leases>>,
         sync_interval: Duration,
     ) -> DbResult<StepLog> {
-        let mut conn = Conn::open(url, "game log", "")?;
+        let mut conn = Conn::open(url, "game log", super::conn::BOUNDED)?;
         let next = conn
             .get()?
             .0
@@ -64,11 +81,18 @@ impl StepLog {
             conn,
             next,
             health,
+            busy,
             broken: None,
+            waiting: HashSet::new(),
             leases,
             sync_interval,
+            epoch_owed: false,
             #[cfg(any(test, feature = "test-hooks"))]
             fail_commits: std::env::var_os("ELEMENTALS_FAIL_SYNC").is_some(),
+            #[cfg(any(test, feature = "test-hooks"))]
+            fail_when: std::env::var_os("ELEMENTALS_FAIL_SYNC_WHEN").map(Into::into),
+            #[cfg(any(test, feature = "test-hooks"))]
+            stall_when: std::env::var_os("ELEMENTALS_STALL_LOG_WHEN").map(Into::into),
         })
     }
 
@@ -80,6 +104,8 @@ impl StepLog {
             let Some(request) = held.take().or_else(|| queue.blocking_recv()) else {
                 break;
             };
+            self.busy.start();
+            let stop = matches!(request, journal::Request::Shutdown { .. });
             match request {
                 journal::Request::Append {
                     game_id,
@@ -111,7 +137,13 @@ impl StepLog {
                         }
                     }
                     last_batch = Some(Instant::now());
+                    if let Some(leases) = &self.leases {
+                        leases.appending.start();
+                    }
                     self.append(batch);
+                    if let Some(leases) = &self.leases {
+                        leases.appending.stop();
+                    }
                 }
                 journal::Request::Forget { game_id } => self.forget(&game_id),
                 journal::Request::LoadSome { games, reply } => {
@@ -128,6 +160,9 @@ impl StepLog {
                     };
                     let _ = reply.send(loaded);
                 }
+                journal::Request::ClaimLobby { reply } => {
+                    let _ = reply.send(self.claim_lobby());
+                }
                 journal::Request::Claim { reply } => {
                     let claimed = self.claim(Claim::Lapsed);
                     // Every second, whether or not a game moves: in cluster mode the log's
@@ -141,8 +176,11 @@ impl StepLog {
                 }
                 journal::Request::Shutdown { reply } => {
                     let _ = reply.send(Ok(()));
-                    break;
                 }
+            }
+            self.busy.stop();
+            if stop {
+                break;
             }
         }
         let _ = self.conn.close();
@@ -152,6 +190,7 @@ impl StepLog {
     /// lease was lost, they are another node's now).
     fn forget(&mut self, game_id: &GameId) {
         self.next.remove(game_id);
+        self.waiting.remove(game_id);
         if let Some(leases) = &self.leases {
             leases.forget(game_id);
         }
@@ -176,6 +215,10 @@ impl StepLog {
     /// One transaction for every append of the batch that is in order (and, in cluster
     /// mode, whose game's lease this process holds).
     fn append(&mut self, batch: Vec<(GameId, Vec<Row>, writer::Reply<()>)>) {
+        #[cfg(any(test, feature = "test-hooks"))]
+        while self.stall_when.as_ref().is_some_and(|file| file.exists()) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let mut next = HashMap::new();
         let mut accepted = Vec::with_capacity(batch.len());
         let mut games = Vec::with_capacity(batch.len());
@@ -208,8 +251,10 @@ impl StepLog {
             outcome => outcome,
         };
         match &outcome {
-            Ok(refused) => {
-                next.retain(|game_id, _| !refused.contains(game_id));
+            Ok(written) => {
+                next.retain(|game_id, _| {
+                    !written.refused.contains(game_id) && !written.failed.contains_key(game_id)
+                });
                 self.next.extend(next);
                 self.note_health(true);
             }
@@ -218,8 +263,15 @@ impl StepLog {
         }
         for (game_id, reply) in accepted {
             let answer = match &outcome {
-                Ok(refused) if refused.contains(&game_id) => Err(DbError::LeaseLost { game_id }),
-                Ok(_) => Ok(()),
+                Ok(written) if written.refused.contains(&game_id) => {
+                    Err(DbError::LeaseLost { game_id })
+                }
+                Ok(written) => match written.failed.get(&game_id) {
+                    Some(error) => Err(error.clone()),
+                    None => Ok(()),
+                },
+                // Every lease given up (`break_log`): this game's too.
+                Err(DbError::LeaseLost { .. }) => Err(DbError::LeaseLost { game_id }),
                 Err(error) => Err(error.clone()),
             };
             let _ = reply.send(answer);
@@ -227,44 +279,109 @@ impl StepLog {
     }
 
     /// Writes the games' rows as one statement, its own transaction; returns the games
-    /// refused for want of their lease (cluster mode), of which nothing is written.
-    fn write(&mut self, games: Vec<(GameId, Vec<Row>)>) -> DbResult<HashSet<GameId>> {
-        let rows = step_write::Rows::of(games);
+    /// refused for want of their lease (cluster mode), of which nothing is written. A
+    /// batch that waited past its lock timeout is written again one game at
+    /// a time (`step_write.rs`): a game that still cannot be written is returned, with
+    /// why, and is written alone from then on (`waiting`) until it is written.
+    fn write(&mut self, games: Vec<(GameId, Vec<Row>)>) -> DbResult<Written> {
+        let (alone, together): (Vec<_>, Vec<_>) = games
+            .into_iter()
+            .partition(|(game_id, _)| self.waiting.contains(game_id));
+        let mut written = Written::default();
+        if !together.is_empty() {
+            let rows = step_write::Rows::of(together);
+            let mut outcome = self.write_rows(&rows, false);
+            if matches!(outcome, Err(Failed::Ended(_))) {
+                // The session ended between two batches (PostgreSQL restarted, an
+                // operator's `pg_terminate_backend`): nothing was written, and a new
+                // connection takes the batch at once rather than answer `unavailable`.
+                self.conn.ended();
+                outcome = self.write_rows(&rows, false);
+            }
+            match outcome {
+                Ok(refused) => written.refused = refused,
+                Err(Failed::Waited(error)) => {
+                    let games = rows.games().len();
+                    tracing::warn!(%error, games, "a step batch waited too long: its games are written one at a time");
+                    self.write_alone(rows.split(), &mut written)?;
+                }
+                Err(Failed::NotWritten(error) | Failed::Ended(error)) => return Err(error),
+                Err(Failed::Unknown(message)) => return Err(self.break_log(message)),
+            }
+        }
+        let alone = alone
+            .into_iter()
+            .map(|game| step_write::Rows::of(vec![game]));
+        self.write_alone(alone, &mut written)?;
+        Ok(written)
+    }
+
+    /// Writes each of `games` (a game's rows) in a transaction of its own, with a short
+    /// lock wait, into `written`.
+    fn write_alone(
+        &mut self,
+        games: impl IntoIterator<Item = step_write::Rows>,
+        written: &mut Written,
+    ) -> DbResult<()> {
+        for one in games {
+            let game_id = one.games()[0];
+            match self.write_rows(&one, true) {
+                Ok(refused) => {
+                    if self.waiting.remove(&game_id) {
+                        tracing::info!(%game_id, "the game's steps are written again");
+                    }
+                    written.refused.extend(refused);
+                }
+                Err(Failed::Waited(error)) => {
+                    if self.waiting.insert(game_id) {
+                        tracing::warn!(%game_id, %error, "the game's lease row is locked: the game waits, alone");
+                    }
+                    written.failed.insert(game_id, self.settled(error));
+                }
+                Err(Failed::NotWritten(error) | Failed::Ended(error)) => {
+                    written.failed.insert(game_id, self.settled(error));
+                }
+                Err(Failed::Unknown(message)) => return Err(self.break_log(message)),
+            }
+        }
+        Ok(())
+    }
+
+    /// One transaction of `rows` (`quick`: with a short lock wait); the games refused for
+    /// want of their lease.
+    fn write_rows(
+        &mut self,
+        rows: &step_write::Rows,
+        quick: bool,
+    ) -> Result<HashSet<GameId>, Failed> {
+        self.new_epoch().map_err(Failed::NotWritten)?;
         let written = match self.conn.get() {
             // Not sent: nothing written; the batch is refused and its games retry.
-            Err(error) => return Err(error),
+            Err(error) => return Err(Failed::NotWritten(error)),
             Ok((client, cache)) => match &self.leases {
-                Some(leases) => step_write::write_fenced(client, cache, leases, rows),
-                None => step_write::write_unfenced(client, cache, rows),
+                Some(leases) => step_write::write_fenced(client, cache, leases, rows, quick),
+                None => step_write::write_unfenced(client, cache, rows, quick),
             },
         };
         #[cfg(any(test, feature = "test-hooks"))]
-        let fail = self.fail_commits;
+        let fail = self.fail_commits
+            || (written.is_ok()
+                && self
+                    .fail_when
+                    .as_ref()
+                    .is_some_and(|file| std::fs::remove_file(file).is_ok()));
         #[cfg(not(any(test, feature = "test-hooks")))]
         let fail = false;
         let fenced = match written {
             // The test hook: the statement committed, its answer is lost (as when the
             // connection drops during it).
-            Ok(_) if fail => Err("the commit's answer was lost (test hook)".to_owned()),
-            Ok(fenced) => Ok(fenced),
-            Err(Failed::NotWritten(error)) => return Err(error),
-            Err(Failed::Unknown(message)) => Err(message),
-        };
-        let fenced = match fenced {
-            Ok(fenced) => fenced,
-            Err(message) => {
-                // It may or may not have committed: nothing after it is trusted.
-                let error = DbError::LogBroken {
-                    what: "cannot commit",
-                    path: "postgresql game_log".into(),
-                    kind: std::io::ErrorKind::Other,
-                    message,
-                };
-                tracing::error!(%error, "the game log is broken: no more moves can be made durable; the server stops");
-                self.broken = Some(error.clone());
-                self.health.send_replace(LogHealth::Broken);
-                return Err(error);
+            Ok(_) if fail => {
+                return Err(Failed::Unknown(
+                    "the commit's answer was lost (test hook)".to_owned(),
+                ))
             }
+            Ok(fenced) => fenced,
+            Err(failed) => return Err(failed),
         };
         if let Some(leases) = &self.leases {
             // Held from the commit on: a batch rolled back takes them again at its retry.
@@ -279,12 +396,95 @@ impl StepLog {
         Ok(fenced.refused)
     }
 
+    /// `error`, or `Unavailable` if it came of a lost connection (`Conn::settle`).
+    fn settled(&self, error: DbError) -> DbError {
+        self.conn
+            .settle::<()>(Err(error))
+            .err()
+            .unwrap_or_else(|| DbError::Unavailable("the game log's connection".to_owned()))
+    }
+
+    /// A commit whose outcome is unknown. In cluster mode the node gives every lease up:
+    /// its games stop here (the lease loop sounds their alarms) and the node's epoch starts
+    /// again, so that they lapse at once and are claimed, here or elsewhere, from their
+    /// logs, which say what the commit did; the answer is `LeaseLost` (for every game of
+    /// the batch). Otherwise nothing after it is trusted, and the log is broken for good.
+    fn break_log(&mut self, message: String) -> DbError {
+        if let Some(leases) = &self.leases {
+            let games = leases.give_up_all();
+            tracing::error!(%message, games, "a commit's outcome is unknown: this node gives up every lease; its games are claimed again from their logs");
+            self.next.clear();
+            self.waiting.clear();
+            self.epoch_owed = true;
+            // The session the commit was lost on is not to be trusted with the next one.
+            self.conn.ended();
+            if let Err(error) = self.new_epoch() {
+                tracing::warn!(%error, "cannot start a new epoch yet; trying again before the next write or claim");
+            }
+            return DbError::LeaseLost {
+                game_id: crate::msg::LOBBY_LEASE,
+            };
+        }
+        let error = DbError::LogBroken {
+            what: "cannot commit",
+            path: "postgresql game_log".into(),
+            kind: std::io::ErrorKind::Other,
+            message,
+        };
+        tracing::error!(%error, "the game log is broken: no more moves can be made durable; the server stops");
+        self.broken = Some(error.clone());
+        self.health.send_replace(LogHealth::Broken);
+        error
+    }
+
+    /// Starts the node's next epoch if one is owed (`break_log`): every lease of the last
+    /// one lapses at once.
+    fn new_epoch(&mut self) -> DbResult<()> {
+        let Some(leases) = self.leases.clone().filter(|_| self.epoch_owed) else {
+            return Ok(());
+        };
+        let started = (|| {
+            let (client, cache) = self.conn.get()?;
+            let statement = cache.get(client, claim::NEW_EPOCH)?;
+            client.execute(&statement, &[&leases.node_id])?;
+            Ok(())
+        })();
+        self.conn.settle(started)?;
+        self.epoch_owed = false;
+        tracing::info!("a new epoch: the games of the last one have lapsed");
+        Ok(())
+    }
+
+    /// Claims the lobby's lease if it is free and this process neither holds it nor still
+    /// runs the lobby it lost; its token (the lobby's generation) once held.
+    fn claim_lobby(&mut self) -> DbResult<Option<i64>> {
+        let Some(leases) = self.leases.clone() else {
+            return Ok(None);
+        };
+        if leases.has(&crate::msg::LOBBY_LEASE) {
+            return Ok(None);
+        }
+        let claimed = (|| {
+            let (client, cache) = self.conn.get()?;
+            let mut tx = client.transaction()?;
+            let token = claim::claim_lobby(&mut tx, cache, &leases.node_id)?;
+            tx.commit()?;
+            Ok(token)
+        })();
+        let token = self.conn.settle(claimed)?;
+        if let Some(token) = token {
+            leases.hold(crate::msg::LOBBY_LEASE, token);
+        }
+        Ok(token)
+    }
+
     /// Claims leases (`which`) and reads the claimed games' logs in the same transaction:
     /// whatever their last node committed is in them, and it can commit nothing more.
     fn claim(&mut self, which: Claim) -> DbResult<Vec<GameLog>> {
         let Some(leases) = self.leases.clone() else {
             return Ok(Vec::new());
         };
+        self.new_epoch()?;
         let claimed = (|| {
             let (client, cache) = self.conn.get()?;
             let mut tx = client.transaction()?;
@@ -320,10 +520,7 @@ impl StepLog {
             }
         };
         leases.claimed(taken);
-        for log in &logs {
-            let after = log.steps.last().map_or(0, |s| s.step + 1);
-            self.next.insert(log.game_id, after);
-        }
+        self.learn_next(&logs);
         Ok(logs)
     }
 
@@ -339,7 +536,8 @@ impl StepLog {
         Ok(decode_logs(rows))
     }
 
-    /// The logs of `games` (hibernated ones being woken), in step order.
+    /// The logs of `games` (hibernated ones being woken), in step order; each game's next
+    /// step is where its log ends (the step log forgot it as it went to sleep).
     fn load_some(&mut self, games: &[GameId]) -> DbResult<Vec<GameLog>> {
         let ids: Vec<String> = games.iter().map(ToString::to_string).collect();
         let rows = self.conn.get()?.0.query(
@@ -347,8 +545,26 @@ impl StepLog {
              ORDER BY game_id, step",
             &[&ids],
         )?;
-        Ok(decode_logs(rows))
+        let logs = decode_logs(rows);
+        self.learn_next(&logs);
+        Ok(logs)
     }
+
+    /// Each of `logs`' games runs here from now on: its next step is where its log ends.
+    fn learn_next(&mut self, logs: &[GameLog]) {
+        for log in logs {
+            let after = log.steps.last().map_or(0, |s| s.step + 1);
+            self.next.insert(log.game_id, after);
+        }
+    }
+}
+
+/// What became of a batch: the games refused for want of their lease, and those not
+/// written (after a lock wait), to retry.
+#[derive(Default)]
+struct Written {
+    refused: HashSet<GameId>,
+    failed: HashMap<GameId, DbError>,
 }
 
 /// The statement of `logs_in`: `$1` the games.

@@ -9,12 +9,18 @@
 //! connection lost while it is out, commits nothing, the batch is refused and its games
 //! retry (a restarted PostgreSQL costs a moment of `unavailable`, not the server). Only a
 //! `COMMIT` whose answer is lost leaves it unknown whether the batch committed, and then
-//! the step log is broken (`step_log.rs`).
+//! the step log is broken, or, in cluster mode, gives every lease up (`step_log.rs`).
+//!
+//! The step log's connection bounds every lock wait and statement (`conn::BOUNDED`), so
+//! that a lease row locked by another session (an operator's open transaction) costs a
+//! refused batch, not a frozen log: after a lock wait the step log writes the batch's
+//! games one at a time (`Rows::split`) with a short lock wait (`quick`), and only the
+//! locked game waits. A statement that runs too long is refused whole and tried again.
 
 use std::collections::HashSet;
 
 use elementals_protocol::messages::GameId;
-use postgres::error::Severity;
+use postgres::error::{Severity, SqlState};
 use postgres::Client;
 
 use super::lease::Leases;
@@ -33,6 +39,40 @@ pub(super) struct Rows {
 }
 
 impl Rows {
+    /// The batch's games.
+    pub(super) fn games(&self) -> &[GameId] {
+        &self.games
+    }
+
+    /// The batch as one batch a game.
+    pub(super) fn split(self) -> Vec<Rows> {
+        let mut one = Vec::with_capacity(self.games.len());
+        let mut rows = self.ids.into_iter().zip(self.steps).zip(self.entries);
+        let mut ahead = None;
+        for (game_id, starts) in self.games.into_iter().zip(self.starts) {
+            let id = game_id.to_string();
+            let mut game = Rows {
+                games: vec![game_id],
+                starts: vec![starts],
+                ids: Vec::new(),
+                steps: Vec::new(),
+                entries: Vec::new(),
+            };
+            // A game's rows follow each other (`of`).
+            while let Some(((row_id, step), entry)) = ahead.take().or_else(|| rows.next()) {
+                if row_id != id {
+                    ahead = Some(((row_id, step), entry));
+                    break;
+                }
+                game.ids.push(row_id);
+                game.steps.push(step);
+                game.entries.push(entry);
+            }
+            one.push(game);
+        }
+        one
+    }
+
     pub(super) fn of(batch: Vec<(GameId, Vec<Row>)>) -> Rows {
         let mut rows = Rows {
             games: Vec::with_capacity(batch.len()),
@@ -69,14 +109,38 @@ pub(super) struct Fenced {
 pub(super) enum Failed {
     /// Nothing of it was written.
     NotWritten(DbError),
+    /// Nothing of it was written: it waited past the lock timeout.
+    Waited(DbError),
+    /// Nothing of it was written: the session ended before `COMMIT` (PostgreSQL
+    /// restarted, or `pg_terminate_backend`), and a new one may take it at once.
+    Ended(DbError),
     /// It may or may not have committed.
     Unknown(String),
 }
 
 /// A failure before `COMMIT` was sent: the transaction did not commit.
 fn not_written(error: postgres::Error) -> Failed {
-    Failed::NotWritten(error.into())
+    let severity = error.as_db_error().and_then(|e| e.parsed_severity());
+    match error.code() {
+        Some(&SqlState::LOCK_NOT_AVAILABLE) => Failed::Waited(error.into()),
+        _ if error.is_closed()
+            || io_failed(&error)
+            || matches!(severity, Some(Severity::Fatal | Severity::Panic)) =>
+        {
+            Failed::Ended(error.into())
+        }
+        _ => Failed::NotWritten(error.into()),
+    }
 }
+
+/// Whether `error` came of the connection's socket (reset, broken pipe).
+fn io_failed(error: &postgres::Error) -> bool {
+    std::error::Error::source(error).is_some_and(|source| source.is::<std::io::Error>())
+}
+
+/// The lock wait of a game written alone after its batch waited too long (`Rows::split`):
+/// a row that is free is taken at once, so one still locked is the game to hold back.
+const QUICK: &str = "SET LOCAL lock_timeout = '100ms'";
 
 /// A failed `COMMIT`: an `ERROR` rolled it back; anything else may have come after it
 /// committed.
@@ -93,7 +157,8 @@ impl From<postgres::Error> for Failed {
 pub(super) fn write_unfenced(
     c: &mut Client,
     cache: &mut Cache,
-    rows: Rows,
+    rows: &Rows,
+    quick: bool,
 ) -> Result<Fenced, Failed> {
     let insert = cache
         .get(
@@ -103,6 +168,9 @@ pub(super) fn write_unfenced(
         )
         .map_err(Failed::NotWritten)?;
     let mut tx = c.transaction().map_err(not_written)?;
+    if quick {
+        tx.batch_execute(QUICK).map_err(not_written)?;
+    }
     tx.execute(&insert, &[&rows.ids, &rows.steps, &rows.entries])
         .map_err(not_written)?;
     tx.commit()?;
@@ -152,7 +220,8 @@ pub(super) fn write_fenced(
     c: &mut Client,
     cache: &mut Cache,
     leases: &Leases,
-    rows: Rows,
+    rows: &Rows,
+    quick: bool,
 ) -> Result<Fenced, Failed> {
     let write = cache.get(c, WRITE_FENCED).map_err(Failed::NotWritten)?;
     let (mut new, mut held, mut tokens) = (Vec::new(), Vec::new(), Vec::new());
@@ -168,6 +237,9 @@ pub(super) fn write_fenced(
         }
     }
     let mut tx = c.transaction().map_err(not_written)?;
+    if quick {
+        tx.batch_execute(QUICK).map_err(not_written)?;
+    }
     let passed = tx
         .query(
             &write,
@@ -196,8 +268,51 @@ pub(super) fn write_fenced(
     }
     fenced.refused = rows
         .games
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|game_id| !passing.contains(game_id))
         .collect();
     Ok(fenced)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_split_gives_each_game_its_own_rows_in_order() {
+        let games: Vec<GameId> = (1..=3u8)
+            .map(|n| GameId::new_random_from([n; 16]))
+            .collect();
+        let batch = vec![
+            (games[0], vec![(0, vec![1]), (1, vec![2])]),
+            (games[1], vec![(7, vec![3])]),
+            (games[2], vec![(0, vec![4]), (1, vec![5]), (2, vec![6])]),
+        ];
+        let split = Rows::of(batch).split();
+        assert_eq!(split.len(), 3);
+        type Seen = (Vec<GameId>, Vec<bool>, Vec<i64>, Vec<Vec<u8>>);
+        let seen: Vec<Seen> = split
+            .into_iter()
+            .map(|r| (r.games, r.starts, r.steps, r.entries))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (
+                    vec![games[0]],
+                    vec![true],
+                    vec![0, 1],
+                    vec![vec![1], vec![2]]
+                ),
+                (vec![games[1]], vec![false], vec![7], vec![vec![3]]),
+                (
+                    vec![games[2]],
+                    vec![true],
+                    vec![0, 1, 2],
+                    vec![vec![4], vec![5], vec![6]]
+                ),
+            ]
+        );
+    }
 }

@@ -92,7 +92,7 @@ impl Store for PgStore {
             }
             record_run(&mut tx, cache, &mut ratings, run, &mut answers);
             if records {
-                crate::game::crash_point("record_uncommitted");
+                crate::db::crash_point("record_uncommitted");
             }
             tx.commit()?;
             Ok(())
@@ -226,8 +226,12 @@ pub(super) fn execute(
         Request::Session {
             token_hash,
             now,
+            slide,
             reply,
-        } => pending(reply, session(tx, cache, &token_hash, now)),
+        } => pending(
+            reply,
+            in_savepoint(tx, cache, |c, k| session(c, k, &token_hash, now, slide)),
+        ),
         Request::RevokeSession { token_hash, reply } => pending(
             reply,
             in_savepoint(tx, cache, |c, k| {

@@ -5,7 +5,7 @@ use elementals_protocol::messages::{GameId, SeatPair};
 use postgres::GenericClient;
 
 use super::Cache;
-use crate::db::wakeups::{ms_sql, DueWakeups, Sleeper};
+use crate::db::wakeups::{ms_sql, summary_from_sql, summary_sql, DueWakeups, Sleeper};
 use crate::db::DbResult;
 
 pub(super) fn hibernate(
@@ -15,8 +15,9 @@ pub(super) fn hibernate(
 ) -> DbResult<()> {
     let upsert = k.get(
         c,
-        "INSERT INTO game_wakeups (game_id, due_ms, one_id, two_id) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (game_id) DO UPDATE SET due_ms = excluded.due_ms",
+        "INSERT INTO game_wakeups (game_id, due_ms, one_id, two_id, summary)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (game_id) DO UPDATE SET due_ms = excluded.due_ms, summary = excluded.summary",
     )?;
     c.execute(
         &upsert,
@@ -25,6 +26,7 @@ pub(super) fn hibernate(
             &ms_sql(sleeper.due_ms),
             &sleeper.seats.one,
             &sleeper.seats.two,
+            &summary_sql(&sleeper.summary),
         ],
     )?;
     Ok(())
@@ -64,7 +66,7 @@ pub(super) fn due(
 pub(super) fn sleepers(c: &mut impl GenericClient, k: &mut Cache) -> DbResult<Vec<Sleeper>> {
     let select = k.get(
         c,
-        "SELECT game_id, due_ms, one_id, two_id FROM game_wakeups",
+        "SELECT game_id, due_ms, one_id, two_id, summary FROM game_wakeups",
     )?;
     Ok(c.query(&select, &[])?
         .iter()
@@ -73,6 +75,7 @@ pub(super) fn sleepers(c: &mut impl GenericClient, k: &mut Cache) -> DbResult<Ve
                 game_id: row.get::<_, &str>(0).parse().ok()?,
                 due_ms: u64::try_from(row.get::<_, i64>(1)).unwrap_or(0),
                 seats: SeatPair::new(row.get(2), row.get(3)),
+                summary: summary_from_sql(row.get(4)),
             })
         })
         .collect())

@@ -2,8 +2,8 @@
 //! recorded, surviving torn writes and compaction.
 //!
 //! SQLite's log file alone (its frames, torn tails and compaction): PostgreSQL's steps are
-//! rows of a table, whose writes and recovery the tests in `tests/recovery*.rs` and
-//! `tests/disk_faults.rs` run on both backends.
+//! rows of a table, whose writes and recovery the tests in `tests/it/recovery*.rs` and
+//! `tests/it/disk_faults.rs` run on both backends.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::super::journal::{self, Compaction, Journal, JournalStats, Request, MAX_BATCH_APPENDS};
 use super::*;
-use crate::game::GameSetup;
+use crate::record::GameSetup;
 use crate::record::{Hash32, LogEntry, LogStep, RoundLog};
 use elementals_protocol::rules::{Move, Outcome};
 

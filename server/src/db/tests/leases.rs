@@ -4,7 +4,7 @@
 //! the game, neither steps nor record. A node's lease lapses by hand (the database's clock
 //! decides it, not the test's).
 
-use crate::game::GameSetup;
+use crate::record::GameSetup;
 use crate::record::{LogEntry, LogStep};
 
 use super::*;
@@ -24,7 +24,7 @@ impl Cluster {
     }
 
     fn node(&self, id: &str) -> Db {
-        Db::open_leased(&self.path, DEFAULT_GAME_LOG_SYNC_INTERVAL, id.into()).unwrap()
+        Db::open_leased(&self.path, DEFAULT_GAME_LOG_SYNC_INTERVAL, id.into(), LEASE).unwrap()
     }
 
     /// Every lease as (node, token).
@@ -114,7 +114,7 @@ async fn a_games_first_step_takes_its_lease_and_its_record_lets_it_go() {
     let a = cluster.node("a");
     let (setup, one, two) = game_on(&a).await;
     assert_eq!(cluster.lease(setup.game_id), Some(("a".into(), 1)));
-    assert_eq!(a.renew_leases().await.unwrap(), []);
+    assert_eq!(a.renew_leases(None).await.unwrap().lost, []);
 
     assert!(a
         .record_game(record_of(&setup, &one, &two))
@@ -124,7 +124,7 @@ async fn a_games_first_step_takes_its_lease_and_its_record_lets_it_go() {
     assert_eq!(cluster.lease(setup.game_id), None);
     assert_eq!(cluster.steps_of(setup.game_id), 0);
     // Recorded, so no longer held: not reported lost by the next renewal.
-    assert_eq!(a.renew_leases().await.unwrap(), []);
+    assert_eq!(a.renew_leases(None).await.unwrap().lost, []);
     a.shutdown().await.unwrap();
 }
 
@@ -166,7 +166,7 @@ async fn a_lapsed_lease_is_claimed_once_with_the_next_token_and_the_games_log() 
         Err(DbError::LeaseLost { game_id }) if game_id == setup.game_id
     ));
     assert_eq!(cluster.steps_of(setup.game_id), 4);
-    assert_eq!(b.renew_leases().await.unwrap(), []);
+    assert_eq!(b.renew_leases(None).await.unwrap().lost, []);
     assert_eq!(cluster.lease(setup.game_id), Some(("b".into(), 2)));
     for db in [a, b, c] {
         db.shutdown().await.unwrap();
@@ -179,12 +179,12 @@ async fn a_node_renewing_after_its_lease_lapsed_starts_a_new_epoch_and_its_games
     let (a, b) = (cluster.node("a"), cluster.node("b"));
     let (setup, _, _) = game_on(&a).await;
     let renewed_once = cluster.lease(setup.game_id);
-    assert_eq!(a.renew_leases().await.unwrap(), []);
+    assert_eq!(a.renew_leases(None).await.unwrap().lost, []);
     assert_eq!(cluster.lease(setup.game_id), renewed_once);
     // A's lease lapses (on its own clock it has stopped its games by then); its renewal
     // comes back, but the game it held is lost to it and still lapsed for every node.
     cluster.lapse("a");
-    assert_eq!(a.renew_leases().await.unwrap(), [setup.game_id]);
+    assert_eq!(a.renew_leases(None).await.unwrap().lost, [setup.game_id]);
     let claimed = b.claim_lapsed().await.unwrap();
     assert_eq!(
         claimed.len(),
@@ -196,7 +196,7 @@ async fn a_node_renewing_after_its_lease_lapsed_starts_a_new_epoch_and_its_games
     let (other, _, _) = game_on(&a).await;
     assert!(b.claim_lapsed().await.unwrap().is_empty());
     assert_eq!(cluster.lease(other.game_id), Some(("a".into(), 1)));
-    assert_eq!(a.renew_leases().await.unwrap(), []);
+    assert_eq!(a.renew_leases(None).await.unwrap().lost, []);
     for db in [a, b] {
         db.shutdown().await.unwrap();
     }
@@ -208,9 +208,9 @@ async fn a_token_moved_on_refuses_the_next_step_and_renewal_reports_it() {
     let a = cluster.node("a");
     let (setup, _, _) = game_on(&a).await;
     execute(&cluster.path, "UPDATE game_leases SET token = token + 1");
-    assert_eq!(a.renew_leases().await.unwrap(), [setup.game_id]);
+    assert_eq!(a.renew_leases(None).await.unwrap().lost, [setup.game_id]);
     // Reported once: the game is no longer this node's.
-    assert_eq!(a.renew_leases().await.unwrap(), []);
+    assert_eq!(a.renew_leases(None).await.unwrap().lost, []);
     assert!(matches!(
         a.append_log(setup.game_id, &steps(&setup, 3, 4)).await,
         Err(DbError::LeaseLost { .. })
@@ -231,7 +231,7 @@ async fn a_token_moved_on_refuses_the_next_step_and_renewal_reports_it() {
         Err(DbError::LeaseLost { .. })
     ));
     assert_eq!(cluster.steps_of(other.game_id), 3);
-    assert_eq!(a.renew_leases().await.unwrap(), []);
+    assert_eq!(a.renew_leases(None).await.unwrap().lost, []);
     a.shutdown().await.unwrap();
 }
 
@@ -244,7 +244,7 @@ async fn a_node_whose_record_was_refused_may_claim_the_game_again_later() {
     assert_eq!(b.claim_lapsed().await.unwrap().len(), 1);
     // A finds the lease lost at its renewal (not to be claimed back while its actor
     // runs), and its finished game's record is refused: the actor is done with it.
-    assert_eq!(a.renew_leases().await.unwrap(), [setup.game_id]);
+    assert_eq!(a.renew_leases(None).await.unwrap().lost, [setup.game_id]);
     assert!(matches!(
         a.record_game(record_of(&setup, &one, &two)).await,
         Err(DbError::LeaseLost { .. })
@@ -342,12 +342,13 @@ async fn a_sleeping_games_lease_is_no_nodes_and_one_of_two_waking_nodes_takes_it
         game_id,
         due_ms: 1,
         seats: SeatPair::new(one.id, two.id),
+        summary: None,
     };
-    a.hibernate(sleeper).await.unwrap();
-    a.forget_moved(game_id).await;
+    // Committed, the step log forgets it: the next append finds no lease held.
+    a.hibernate(sleeper.clone()).await.unwrap();
     assert_eq!(cluster.lease(game_id), Some((String::new(), 1)));
     // Neither renewed (it is not lost) nor claimed, however long it sleeps.
-    assert_eq!(a.renew_leases().await.unwrap(), []);
+    assert_eq!(a.renew_leases(None).await.unwrap().lost, []);
     assert!(b.claim_lapsed().await.unwrap().is_empty());
     assert!(a.append_log(game_id, &steps(&setup, 3, 4)).await.is_err());
 
@@ -382,11 +383,15 @@ async fn a_sleeping_games_lease_is_no_nodes_and_one_of_two_waking_nodes_takes_it
         Err(DbError::LeaseLost { .. })
     ));
     assert_eq!(count(&cluster.path, "game_wakeups"), 0);
-    assert_eq!(winner.renew_leases().await.unwrap(), []);
+    assert_eq!(winner.renew_leases(None).await.unwrap().lost, []);
     for db in [a, b, c] {
         db.shutdown().await.unwrap();
     }
 }
 
 mod claims;
+mod cut_off;
 mod in_flight;
+mod lobby;
+mod numbers;
+mod orphans;

@@ -1,7 +1,7 @@
 //! Hibernated games' logs on SQLite (`db/hibernation.rs`): moved out of the step-log file
 //! into the database when a game sleeps, read by key and put back when it wakes, with one
 //! copy winning after a crash at any point of either move. (Both backends' wakes over the
-//! real server: `tests/hibernation.rs`.)
+//! real server: `tests/it/hibernation.rs`.)
 
 use std::time::Duration;
 
@@ -12,11 +12,30 @@ use super::journal::{commit, logs, start};
 use super::*;
 use crate::record::{GameLog, LogStep};
 
+/// A sleeping game's row, with the summary it is listed by.
 fn sleeper(game_id: GameId) -> Sleeper {
+    use elementals_protocol::messages::{LiveGame, PlayerInfo};
+    let player = |name: &str| PlayerInfo {
+        name: name.into(),
+        rating: 1.5,
+        guest: false,
+        bot: false,
+    };
     Sleeper {
         game_id,
         due_ms: 1_000_000,
         seats: SeatPair::new(1, 2),
+        summary: Some(LiveGame {
+            game_id,
+            variant: Variant::CLASSIC,
+            time_control: TimeControl::CORR_1D,
+            rated: true,
+            players: SeatPair::new(player("ann"), player("bob")),
+            round: 2,
+            positions: vec![0, 1, 0, -1, 0],
+            spectators: 0,
+            correspondence: true,
+        }),
     }
 }
 

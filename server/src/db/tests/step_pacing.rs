@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::game::GameSetup;
+use crate::record::GameSetup;
 use crate::record::{LogEntry, LogStep};
 
 use super::*;

@@ -2,7 +2,11 @@
 //! connection that changes the file, a savepoint per request, and the checkpointer nudged
 //! after each commit.
 
-use super::*;
+use rusqlite::Connection;
+
+use super::{pending, refuse, Pending, Request, Store};
+use crate::db::{accounts, checkpoint, games, wakeups};
+use crate::db::{DbError, DbResult, PruneBatch, Pruned};
 
 /// The SQLite writer: the only connection that changes the file, and the checkpointer it
 /// nudges after each commit, if there is one.
@@ -85,7 +89,7 @@ fn run_batch(conn: &mut Connection, batch: Vec<Request>, records: bool) -> bool 
         answers.push(execute(&mut tx, request));
     }
     if records {
-        crate::game::crash_point("record_uncommitted");
+        crate::db::crash_point("record_uncommitted");
     }
     let committed = tx.commit().map_err(|e| e.to_string());
     for answer in answers {
@@ -123,8 +127,12 @@ fn execute(tx: &mut rusqlite::Transaction<'_>, request: Request) -> Pending {
         Request::Session {
             token_hash,
             now,
+            slide,
             reply,
-        } => pending(reply, accounts::session(tx, &token_hash, now)),
+        } => pending(
+            reply,
+            in_savepoint(tx, |c| accounts::session(c, &token_hash, now, slide)),
+        ),
         Request::RevokeSession { token_hash, reply } => pending(
             reply,
             in_savepoint(tx, |c| accounts::revoke_session(c, &token_hash)),
@@ -143,23 +151,20 @@ fn execute(tx: &mut rusqlite::Transaction<'_>, request: Request) -> Pending {
             reply,
         } => pending(
             reply,
-            in_savepoint(tx, |c| {
-                super::super::wakeups::hibernate(c, &sleeper, log.as_deref())
-            }),
+            in_savepoint(tx, |c| wakeups::hibernate(c, &sleeper, log.as_deref())),
         ),
         Request::SleepingLogs { games, reply } => {
-            pending(reply, super::super::wakeups::sleeping_logs(tx, &games))
+            pending(reply, wakeups::sleeping_logs(tx, &games))
         }
-        Request::Woken { game_id, reply } => pending(
-            reply,
-            in_savepoint(tx, |c| super::super::wakeups::woken(c, &game_id)),
-        ),
+        Request::Woken { game_id, reply } => {
+            pending(reply, in_savepoint(tx, |c| wakeups::woken(c, &game_id)))
+        }
         Request::DueWakeups {
             now_ms,
             limit,
             reply,
-        } => pending(reply, super::super::wakeups::due(tx, now_ms, limit)),
-        Request::Sleepers { reply } => pending(reply, super::super::wakeups::sleepers(tx)),
+        } => pending(reply, wakeups::due(tx, now_ms, limit)),
+        Request::Sleepers { reply } => pending(reply, wakeups::sleepers(tx)),
         // Taken out of batches by `run`.
         Request::Flush { reply } | Request::Shutdown { reply } => pending(reply, Ok(())),
         Request::Prune { reply, .. } => pending(reply, Err(DbError::Closed)),

@@ -12,8 +12,9 @@ use tokio::time::Instant;
 use super::players::Answer;
 use super::supervisor::lock;
 use super::Actor;
+use crate::db::crash_point;
 use crate::db::DbError;
-use crate::game::{crash_point, GameCmd};
+use crate::game::GameCmd;
 use crate::record::LogStep;
 
 /// The first pause before a refused append is tried again; each failure doubles it, up to
@@ -78,7 +79,7 @@ impl Actor {
             if ends {
                 crash_point("end_unlogged");
             }
-            if let Err(error) = self.services.log.append(self.game_id, &steps).await {
+            if let Err(error) = self.append(&steps).await {
                 if matches!(error, DbError::LeaseLost { .. }) {
                     self.moved = true;
                 } else {
@@ -117,6 +118,20 @@ impl Actor {
         }
     }
 
+    /// Appends `steps` to the game's log, unless the game's lease is lost first (its alarm
+    /// sounds: the node's leases lapsed while the database stalled, say): then waiting is
+    /// given up and the answer is `LeaseLost`, so that the players hear `game_moved` now,
+    /// not once the database answers. Whatever becomes of the append, the fence keeps it
+    /// from any node that claims the game meanwhile.
+    async fn append(&self, steps: &[LogStep]) -> Result<(), DbError> {
+        tokio::select! {
+            appended = self.services.log.append(self.game_id, steps) => appended,
+            () = self.lease_alarm.sounded() => Err(DbError::LeaseLost {
+                game_id: self.game_id,
+            }),
+        }
+    }
+
     /// The log refused `steps`: hold the clocks and keep them, with `events`, for a retry.
     pub(super) fn stall(
         &mut self,
@@ -148,7 +163,13 @@ impl Actor {
         let Some(stalled) = &mut self.stalled else {
             return;
         };
-        if let Err(error) = self.services.log.append(self.game_id, &stalled.steps).await {
+        let steps = std::mem::take(&mut stalled.steps);
+        let appended = self.append(&steps).await;
+        let Some(stalled) = &mut self.stalled else {
+            return;
+        };
+        stalled.steps = steps;
+        if let Err(error) = appended {
             if matches!(error, DbError::LeaseLost { .. }) {
                 self.stalled = None;
                 self.moved = true;

@@ -15,7 +15,7 @@ use elementals_protocol::wire;
 use super::supervisor::lock;
 use super::{spectators_left, Actor};
 use crate::bus;
-use crate::connection::close;
+use crate::msg::close;
 
 impl Actor {
     pub(super) async fn move_away(self) {

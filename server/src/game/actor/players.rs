@@ -4,7 +4,7 @@
 //!
 //! Every frame is encoded once by the caller, and each batch framed once (`Framed`) for
 //! both players (the reply to a move goes to its player in the same item). Nothing here
-//! waits: the bus queues each player's frames for its connection's writer task, and a
+//! waits: the bus sends each player's frames to its connection's outbox, and a
 //! player whose queue is full has its connection killed (it gets a snapshot when it comes
 //! back).
 

@@ -33,8 +33,9 @@ pub(super) const SPECTATOR_COALESCE: Duration = Duration::from_millis(50);
 pub(super) const SPECTATOR_REVEAL_WAIT: Duration = Duration::from_millis(300);
 
 /// Spectators' sends this task makes between two looks at the game's commands. Each is a
-/// push onto the spectator's queue (its writer task writes to the socket), so a chunk
-/// costs the players' next command little waiting.
+/// write to the spectator's socket that never waits (or a push onto its queue, for its
+/// writer task, when the socket is busy), so a chunk costs the players' next command
+/// little waiting.
 pub(super) const SPECTATOR_CHUNK: usize = 64;
 
 impl Actor {

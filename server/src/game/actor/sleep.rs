@@ -49,17 +49,13 @@ impl Actor {
             game_id: self.game_id,
             due_ms,
             seats,
+            summary: Some(self.state.summary(0)),
         };
         if let Err(error) = self.services.db.hibernate(sleeper).await {
             // It stays awake; its `Hibernated` step replays as nothing.
             let game_id = self.game_id;
             tracing::warn!(%game_id, %error, "cannot write the game's wake-up; it stays awake");
             return false;
-        }
-        if self.services.lease_alarms.is_some() {
-            // Cluster mode: the row's transaction let its lease go (no node's now); the
-            // step log forgets the game, which any node may wake.
-            self.services.db.forget_moved(self.game_id).await;
         }
         // From here a command finds the game asleep and wakes it from storage.
         self.services.registry.go_dormant(self.game_id, seats);
@@ -68,7 +64,6 @@ impl Actor {
         self.asleep = true;
         self.services.wakeups.due(due_ms);
         self.services.metrics.live_games.fetch_sub(1, Relaxed);
-        self.services.metrics.note_slept();
         true
     }
 

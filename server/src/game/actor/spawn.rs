@@ -10,8 +10,8 @@ use tokio::time::Instant;
 
 use super::supervisor::{self, Shared};
 use super::{finished_game, Actor};
+use crate::alarms::Alarm;
 use crate::bus::GameInbox;
-use crate::cluster::Alarm;
 use crate::game::state::{GameState, Timing};
 use crate::game::{GameHandle, GameServices, GameSetup};
 

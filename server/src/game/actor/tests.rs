@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use elementals_protocol::commitment::{self, NONCE_LEN};
-use elementals_protocol::messages::{GameId, GameSnapshot, SeatPair, ServerMsg};
+use elementals_protocol::messages::{GameId, GameSnapshot, Phase, SeatPair, ServerMsg};
 use elementals_protocol::rules::{Element, Seat, Variant};
 use elementals_protocol::{wire, ErrorCode, TimeControl};
 use tempfile::TempDir;
@@ -327,6 +327,15 @@ impl Game {
 
     async fn snapshot(&self) -> GameSnapshot {
         self.handle.snapshot().await.unwrap()
+    }
+
+    /// The game is over: its snapshot says so, or its actor has already stopped, as it does
+    /// once the end is recorded (`after_game`), which may come before the snapshot is asked.
+    async fn assert_over(&self) {
+        match self.handle.snapshot().await {
+            Ok(snapshot) => assert_eq!(snapshot.phase, Phase::Over),
+            Err(e) => assert_eq!(e.code, ErrorCode::UnknownGame, "{e:?}"),
+        }
     }
 
     /// Watches the game with `inbox`'s connection; the game as it is once watched.

@@ -5,11 +5,15 @@
 //! Unlike a restart, a wake-up keeps the round under way (commits made days ago stay
 //! valid) and the clocks ran on meanwhile: the `Hibernated` step holds what runs on time
 //! besides the banks, and `woken` sets it all back relative to the instant the game went
-//! to sleep, so a deadline that passed meanwhile is settled at its own instant.
+//! to sleep, so a deadline that passed meanwhile is settled at its own instant. Except
+//! one that passed while the server was down, or falls within a grace period of its
+//! restart: as in a game awake at a restart (`hold.rs`), nobody could act meanwhile, so it
+//! moves to a grace period after the restart.
 
 use std::time::{Duration, Instant};
 
 use elementals_protocol::messages::{Phase, SeatPair};
+use elementals_protocol::rules::Seat;
 
 use super::{duration_ms, Banks, GameState};
 use crate::record::{AccountId, LogEntry, LogStep};
@@ -61,8 +65,10 @@ impl GameState {
 
     /// Takes up a game replayed (at `base`) from a log whose last step, `slept`, is its
     /// hibernation: `base` is that step's instant by the server's clock. Everything that
-    /// runs on time runs from there, so the caller's next `tick` settles what passed since.
-    pub fn woken(&mut self, slept: &LogStep, base: Instant) {
+    /// runs on time runs from there, so the caller's next `tick` settles what passed since,
+    /// but nothing falls due before a grace period after `restarted`: the instant the
+    /// server started after being down, if the game slept across it.
+    pub fn woken(&mut self, slept: &LogStep, base: Instant, restarted: Option<Instant>) {
         let LogEntry::Hibernated {
             reveal_left_ms,
             first_commit_left_ms,
@@ -92,5 +98,23 @@ impl GameState {
         };
         self.banks = Banks::restored(slept.banks_us.map(Duration::from_micros), base);
         self.banks.set_running(self.outstanding(), base);
+        if let Some(restarted) = restarted {
+            self.due_no_sooner_than(restarted.max(base) + self.timing.grace, base);
+        }
+    }
+
+    /// Moves every deadline of a game just woken at `base` that falls before `floor` to
+    /// `floor`: the banks that run, the reveal window, round 1's first-commit window.
+    fn due_no_sooner_than(&mut self, floor: Instant, base: Instant) {
+        for seat in Seat::BOTH {
+            if self.banks.expiry(seat).is_some_and(|due| due < floor) {
+                self.banks.set_left(seat, floor - base, base);
+            }
+        }
+        self.reveal_by = self.reveal_by.map(|by| by.max(floor));
+        if self.first_commit_deadline().is_some_and(|due| due < floor) {
+            let window = self.timing.first_commit_window;
+            self.started = floor.checked_sub(window).unwrap_or(self.started);
+        }
     }
 }

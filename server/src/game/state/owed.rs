@@ -4,14 +4,7 @@ use elementals_protocol::messages::{Owed, OwedAction, Phase};
 use elementals_protocol::rules::Seat;
 
 use super::GameState;
-
-/// A live game's round, phase and outstanding actions, as the registry keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwedNow {
-    pub round: u32,
-    pub phase: Phase,
-    pub owed: Vec<Owed>,
-}
+use crate::msg::OwedNow;
 
 impl GameState {
     /// The actions outstanding now, seat one first, each with its deadline in Unix

@@ -66,6 +66,23 @@ impl GameState {
         Ok(())
     }
 
+    /// Either player may call the game off until both have committed in round 1, as the
+    /// first-commit window does when it runs out: no winner, no rating change.
+    pub(super) fn abort(
+        &mut self,
+        now: Instant,
+        out: &mut Vec<ServerMsg>,
+    ) -> Result<(), GameError> {
+        if !self.in_first_commit_window() {
+            return refuse(
+                ErrorCode::AbortNotAllowed,
+                "both players have committed in round 1: resign instead",
+            );
+        }
+        self.finish(now, None, EndReason::Aborted, out);
+        Ok(())
+    }
+
     pub(super) fn claim_win(
         &mut self,
         seat: Seat,

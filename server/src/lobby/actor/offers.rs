@@ -1,15 +1,15 @@
 //! Seeks, challenges and rematch offers: what one player opens and another accepts.
 
-use elementals_protocol::messages::{Challenge, GameId, PlayerInfo, Seek, ServerMsg};
+use elementals_protocol::messages::{Challenge, GameId, PlayerInfo, SeatPair, Seek, ServerMsg};
 use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::{ErrorCode, TimeControl};
 
+use super::rematches::Rematchable;
 use super::start::new_game_id;
 use super::{Lobby, OpenChallenge, OpenSeek, Result, MAX_OPEN_PER_ACCOUNT};
 use crate::bus::ConnId;
 use crate::lobby::{LobbyError, Member};
 use crate::record::AccountId;
-use crate::registry::FinishedGame;
 
 impl Lobby {
     pub(super) fn create_seek(
@@ -44,6 +44,7 @@ impl Lobby {
             time_control: tc,
             rated,
         };
+        self.touch(&member);
         self.seeks.insert(
             seek.seek_id,
             OpenSeek {
@@ -56,7 +57,7 @@ impl Lobby {
 
     pub(super) fn cancel_seek(&mut self, account: AccountId, seek_id: u64) -> Result<()> {
         self.own_seek(account, seek_id)?;
-        self.seeks.remove(&seek_id);
+        self.drop_seeks(|s| s.seek.seek_id == seek_id);
         Ok(())
     }
 
@@ -87,12 +88,13 @@ impl Lobby {
                 "guests cannot accept rated seeks",
             ));
         }
-        self.ready_for_new_game(member.account)?;
-        if !self.maker_free(&open.member) {
-            self.seeks.remove(&seek_id);
+        self.ready_for_new_game(member.account, &open.seek.time_control)?;
+        if !self.maker_free(&open.member, &open.seek.time_control) {
+            self.drop_seeks(|s| s.seek.seek_id == seek_id);
             return Err(seek_gone());
         }
         let open = self.seeks.remove(&seek_id).expect("checked above");
+        self.touch(&open.member);
         let _ = self
             .bus
             .send_msg(open.member.conn_id, &ServerMsg::SeekRemoved { seek_id });
@@ -106,25 +108,26 @@ impl Lobby {
         )
     }
 
+    /// Challenges `opponent`, online as `found` (account, connection, name) on any node.
     pub(super) fn challenge(
         &mut self,
         member: Member,
-        opponent: String,
+        opponent: &str,
+        found: Option<(AccountId, ConnId, String)>,
         variant: Variant,
         tc: TimeControl,
         rated: bool,
     ) -> Result<Challenge> {
         self.check_new_offer(&member, &variant, &tc, rated)?;
-        let Some((to, user)) = self.services.registry.online_by_name(&opponent) else {
+        let Some((to, to_conn, to_name)) = found else {
             return Err(LobbyError::new(
                 ErrorCode::UnknownPlayer,
                 format!("{opponent} is not online"),
             ));
         };
-        let challenge =
-            self.open_challenge(member, (to, user.conn_id, user.name), variant, tc, rated)?;
+        let challenge = self.open_challenge(member, (to, to_conn, to_name), variant, tc, rated)?;
         let _ = self.bus.send_msg(
-            user.conn_id,
+            to_conn,
             &ServerMsg::ChallengeReceived {
                 challenge: challenge.clone(),
             },
@@ -167,6 +170,7 @@ impl Lobby {
             time_control: tc,
             rated,
         };
+        self.touch(&member);
         self.challenges.insert(
             challenge.challenge_id,
             OpenChallenge {
@@ -187,12 +191,14 @@ impl Lobby {
         else {
             return Err(no_such_challenge());
         };
-        self.check_challenged(&member, open.challenge.rated)?;
+        let tc = open.challenge.time_control;
+        self.check_challenged(&member, open.challenge.rated, &tc)?;
         let open = self
             .challenges
             .remove(&challenge_id)
             .expect("checked above");
-        if !self.maker_free(&open.from) {
+        self.touch(&open.from);
+        if !self.maker_free(&open.from, &tc) {
             return Err(challenger_gone());
         }
         let c = open.challenge;
@@ -217,6 +223,7 @@ impl Lobby {
                     .challenges
                     .remove(&challenge_id)
                     .expect("checked above");
+                self.touch(&c.from);
                 let _ = self.bus.send_msg(
                     c.from.conn_id,
                     &ServerMsg::ChallengeDeclined { challenge_id },
@@ -240,105 +247,162 @@ impl Lobby {
         }
     }
 
-    pub(super) fn offer_rematch(&mut self, member: Member, game_id: GameId) -> Result<()> {
+    /// A rematch offer for an ended game (on any node: its node told the lobby); the
+    /// opponent is found by name on any node.
+    pub(super) async fn offer_rematch(&mut self, member: Member, game_id: GameId) -> Result<()> {
         let (seat, now) = self.note_rematch_offer(&member, game_id)?;
-        let opponent = *now.players.get(seat.other());
-        let Some(user) = self.services.registry.online(opponent) else {
+        let opponent = *now.game.players.get(seat.other());
+        let name = &now.game.infos.get(seat.other()).name;
+        let Some((account, conn, _)) = self.services.registry.find_online(name).await else {
             return Err(opponent_offline());
         };
-        let opponent = (user.conn_id, user.info);
-        self.rematch(member, (game_id, new_game_id()), seat, &now, opponent)
+        if account != opponent {
+            return Err(opponent_offline());
+        }
+        let info = now.game.infos.get(seat.other()).clone();
+        self.rematch(member, new_game_id(), seat, &now, (conn, info))
     }
 
-    /// Records `member`'s offer of a rematch of finished game `game_id`; returns their
-    /// seat in it and the game as it now stands.
+    /// `member`'s seat in ended game `game_id`, as the lobby remembers it.
+    fn seat_in_ended(&self, member: &Member, game_id: GameId) -> Option<Seat> {
+        let players = self.ended.get(&game_id)?.game.players;
+        if players.one == member.account {
+            Some(Seat::One)
+        } else if players.two == member.account {
+            Some(Seat::Two)
+        } else {
+            None
+        }
+    }
+
+    /// Records `member`'s offer of a rematch of ended game `game_id`; returns their seat
+    /// in it and the game as it now stands.
     pub(super) fn note_rematch_offer(
         &mut self,
         member: &Member,
         game_id: GameId,
-    ) -> Result<(Seat, FinishedGame)> {
-        let registry = self.services.registry.clone();
+    ) -> Result<(Seat, Rematchable)> {
         let no = || {
             LobbyError::new(
                 ErrorCode::NoRematch,
                 "no finished game of yours with that id",
             )
         };
-        let finished = registry.finished_game(&game_id).ok_or_else(no)?;
-        let seat = if finished.players.one == member.account {
-            Seat::One
-        } else if finished.players.two == member.account {
-            Seat::Two
-        } else {
-            return Err(no());
+        let seat = self.seat_in_ended(member, game_id).ok_or_else(no)?;
+        let tc = self.ended.get(&game_id).ok_or_else(no)?.game.time_control;
+        self.ready_for_new_game(member.account, &tc)?;
+        let now = self.ended.set_offer(&game_id, seat, true).ok_or_else(no)?;
+        Ok((seat, now))
+    }
+
+    /// `decline_rematch`: withdraws the opponent's offer of a rematch of `game_id`, and
+    /// tells them wherever they are connected (found as an offer finds them). An offerer
+    /// who has left is told nothing: the offer is withdrawn all the same.
+    pub(super) async fn decline_rematch(&mut self, member: Member, game_id: GameId) -> Result<()> {
+        let (seat, now) = self.note_rematch_declined(&member, game_id)?;
+        let opponent = *now.game.players.get(seat.other());
+        let name = &now.game.infos.get(seat.other()).name;
+        if let Some((account, conn, _)) = self.services.registry.find_online(name).await {
+            if account == opponent {
+                let declined = ServerMsg::RematchDeclined { game_id, by: seat };
+                let _ = self.bus.send_msg(conn, &declined);
+            }
+        }
+        Ok(())
+    }
+
+    /// Withdraws the standing rematch offer of `member`'s opponent in ended game
+    /// `game_id`; returns `member`'s seat and the game as it now stands.
+    pub(super) fn note_rematch_declined(
+        &mut self,
+        member: &Member,
+        game_id: GameId,
+    ) -> Result<(Seat, Rematchable)> {
+        let no = || {
+            LobbyError::new(
+                ErrorCode::NoRematch,
+                "no rematch offer from your opponent in that game",
+            )
         };
-        self.ready_for_new_game(member.account)?;
-        let now = registry.offer_rematch(&game_id, seat).ok_or_else(no)?;
+        let seat = self.seat_in_ended(member, game_id).ok_or_else(no)?;
+        let offered = self.ended.get(&game_id).ok_or_else(no)?.offers;
+        if !*offered.get(seat.other()) {
+            return Err(no());
+        }
+        let now = self
+            .ended
+            .set_offer(&game_id, seat.other(), false)
+            .ok_or_else(no)?;
         Ok((seat, now))
     }
 
     /// Tells the opponent (connected at `opponent.0`, as `opponent.1`) of the offer from
-    /// `seat` in finished game `game_id`, or, if they have offered too, starts the rematch
-    /// as game `rematch`.
+    /// `seat` in ended game `now`, or, if they have offered too, starts the rematch as
+    /// game `rematch`.
     pub(super) fn rematch(
         &mut self,
         member: Member,
-        (game_id, rematch): (GameId, GameId),
+        rematch: GameId,
         seat: Seat,
-        now: &FinishedGame,
+        now: &Rematchable,
         (opponent_conn, opponent_info): (ConnId, PlayerInfo),
     ) -> Result<()> {
-        let registry = self.services.registry.clone();
-        let opponent = *now.players.get(seat.other());
-        if !*now.rematch_offers.get(seat.other()) {
+        let ended = &now.game;
+        let game_id = ended.game_id;
+        let opponent = *ended.players.get(seat.other());
+        if !*now.offers.get(seat.other()) {
             let _ = self.bus.send_msg(
                 opponent_conn,
                 &ServerMsg::RematchOffered { game_id, by: seat },
             );
             return Ok(());
         }
-        if registry.is_seated(opponent) {
+        if self.has_room(opponent, &ended.time_control).is_err() {
             return Err(opponent_in_game());
         }
-        registry.forget_finished(&game_id);
+        self.ended.forget(&game_id);
         // Both carry their ratings as the game left them (the connection's own are as of
         // its sign-in).
         let mut member = member;
-        member.info.rating = *now.ratings.get(seat);
+        member.info.rating = *ended.ratings.get(seat);
         let mut info = opponent_info;
-        info.rating = *now.ratings.get(seat.other());
+        info.rating = *ended.ratings.get(seat.other());
         let opp = Member {
             account: opponent,
             info,
             conn_id: opponent_conn,
         };
         // Seats swap: the old seat two now plays seat one.
-        let (one, two) = match seat {
-            Seat::One => (opp, member),
-            Seat::Two => (member, opp),
+        let players = match seat {
+            Seat::One => SeatPair::new(opp, member),
+            Seat::Two => SeatPair::new(member, opp),
         };
-        let (variant, tc) = (now.variant, now.time_control);
-        self.start_game_seated(rematch, one, two, variant, tc, now.rated)
-            .map(drop)
+        let settings = (ended.variant, ended.time_control, ended.rated);
+        self.start_game_seated(rematch, players, None, settings)
     }
 }
 
 impl Lobby {
     /// What accepting a challenge requires of the challenged `member`, here or on any node.
-    pub(super) fn check_challenged(&self, member: &Member, rated: bool) -> Result<()> {
+    pub(super) fn check_challenged(
+        &self,
+        member: &Member,
+        rated: bool,
+        tc: &TimeControl,
+    ) -> Result<()> {
         if rated && member.info.guest {
             return Err(LobbyError::new(
                 ErrorCode::GuestNotAllowed,
                 "guests cannot play rated games",
             ));
         }
-        self.ready_for_new_game(member.account)
+        self.ready_for_new_game(member.account, tc)
     }
 
-    /// Whether the maker of a seek or challenge, as this node sees them, can still play
-    /// it (not seated in a game, still connected).
-    pub(super) fn maker_free(&self, maker: &Member) -> bool {
-        !self.services.registry.is_seated(maker.account) && !self.bus.is_closed(maker.conn_id)
+    /// Whether the maker of a seek or challenge of time control `tc`, as this node sees
+    /// them, can still play it (room for it, still connected).
+    pub(super) fn maker_free(&self, maker: &Member, tc: &TimeControl) -> bool {
+        self.has_room(maker.account, tc).is_ok() && !self.bus.is_closed(maker.conn_id)
     }
 }
 

@@ -1,7 +1,18 @@
 //! The lobby's pools: joining and leaving one, and the tick that widens each waiting
 //! player's window, pairs and starts games, and reports the queues.
 
-use super::*;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use elementals_protocol::messages::ServerMsg;
+use elementals_protocol::rules::Variant;
+use elementals_protocol::{ErrorCode, TimeControl};
+use tokio::time::Instant;
+
+use super::{Lobby, PoolKey, Result};
+use crate::lobby::{LobbyError, Member};
+use crate::msg::ReplyTo;
+use crate::record::AccountId;
 
 impl Lobby {
     /// What joining a pool requires; the pool and its time control.
@@ -17,7 +28,7 @@ impl Lobby {
             .map_err(|e| LobbyError::new(ErrorCode::InvalidVariant, e.to_string()))?;
         let tc = TimeControl::preset(&preset)
             .map_err(|e| LobbyError::new(ErrorCode::InvalidTimeControl, e.to_string()))?;
-        self.ready_for_new_game(member.account)?;
+        self.ready_for_new_game(member.account, &tc)?;
         if self.queued.contains_key(&member.account) {
             return Err(LobbyError::new(
                 ErrorCode::AlreadyQueued,
@@ -62,16 +73,23 @@ impl Lobby {
                 rated: key.rated,
             },
         );
+        self.enter_pool(member, key, tc);
+        Ok(())
+    }
+
+    /// Puts `member` in pool `key` (its time control `tc`), paired at once if someone
+    /// waits in range.
+    pub(super) fn enter_pool(&mut self, member: Member, key: PoolKey, tc: TimeControl) {
         let now = Instant::now().into_std();
         let account = member.account;
         let pool = self.pools.entry(key.clone()).or_default();
         let paired = pool.join(account as u64, member.info.rating, now);
+        self.touch(&member);
         self.queued.insert(account, (key.clone(), member));
         if let Some(other) = paired {
             self.start_pool_game(&key, account, other as AccountId, tc);
         }
         self.update_queued_metric();
-        Ok(())
     }
 
     pub(super) fn has_open_seek(&self, account: AccountId) -> bool {
@@ -82,12 +100,7 @@ impl Lobby {
         let Some((key, member)) = self.queued.remove(&account) else {
             return false;
         };
-        if self.shared.is_some() {
-            self.shared_since.remove(&account);
-            self.leave_later(key, account);
-            self.update_queued_metric();
-            return true;
-        }
+        self.touch(&member);
         if let Some(pool) = self.pools.get_mut(&key) {
             pool.remove(account as u64, member.info.rating);
             if pool.is_empty() {
@@ -116,6 +129,8 @@ impl Lobby {
         else {
             return;
         };
+        self.touch(&ma);
+        self.touch(&mb);
         let game = super::start::new_game_id();
         if let Err(error) = self.start_game(game, ma, mb, key.variant, tc, key.rated) {
             tracing::error!(account = a, message = %error.message, "a pool paired an account with itself");
@@ -124,6 +139,10 @@ impl Lobby {
 
     pub(super) fn tick(&mut self) {
         let now = Instant::now().into_std();
+        // Starts that have not shown go again (`starting.rs`).
+        for game in self.starting.prune(&self.services.registry) {
+            self.bus.start_game(game);
+        }
         // Drop members whose connection is gone (missed `Gone` notices).
         let dead: Vec<AccountId> = self
             .queued
@@ -133,6 +152,18 @@ impl Lobby {
             .collect();
         for account in dead {
             self.leave_pool(account);
+        }
+        // Likewise seeks and challenges (a connection on a node that died says no `Gone`).
+        let bus = Arc::clone(&self.bus);
+        self.drop_seeks(|s| bus.is_closed(s.member.conn_id));
+        let dead: Vec<u64> = self
+            .challenges
+            .iter()
+            .filter(|(_, c)| bus.is_closed(c.from.conn_id))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in dead {
+            self.withdraw_challenge(id);
         }
         let keys: Vec<PoolKey> = self.pools.keys().cloned().collect();
         for key in keys {

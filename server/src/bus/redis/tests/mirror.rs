@@ -74,6 +74,7 @@ async fn the_time_cut_off_from_redis_does_not_count_against_the_other_nodes() {
         node,
         online: 0,
         sent_ms: 0,
+        lobby: None,
     };
     dir.heard(alive(2));
     dir.heard(alive(3));
@@ -97,6 +98,68 @@ async fn the_time_cut_off_from_redis_does_not_count_against_the_other_nodes() {
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_node_taken_for_dead_is_alive_again_once_heard_from_by_any_word() {
+    let dir = mirror();
+    dir.heard(ClusterMsg::Alive {
+        node: 2,
+        online: 4,
+        sent_ms: 0,
+        lobby: None,
+    });
+    tokio::time::advance(directory::NODE_TIMEOUT).await;
+    assert!(!dir.is_alive(2), "silent a whole NODE_TIMEOUT: dead");
+    // Its `Restore` to the lobby here, say, before its next `Alive`.
+    dir.heard_from(2);
+    assert!(dir.is_alive(2));
+    dir.heard_from(1);
+    assert!(dir.is_alive(1), "this node itself is always alive");
+    tokio::time::advance(directory::NODE_TIMEOUT).await;
+    assert!(!dir.is_alive(2), "silent again a whole NODE_TIMEOUT: dead");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_silent_nodes_games_and_seats_are_forgotten_unless_claimed_elsewhere() {
+    let dir = mirror();
+    let alive = |node| ClusterMsg::Alive {
+        node,
+        online: 0,
+        sent_ms: 0,
+        lobby: None,
+    };
+    let (ended, claimed) = (GameId(uuid::Uuid::new_v4()), GameId(uuid::Uuid::new_v4()));
+    for game in [ended, claimed] {
+        let entry = dir_entry(game, 2);
+        dir.heard(ClusterMsg::Opened { game, entry });
+    }
+    dir.heard(alive(2));
+    dir.heard(alive(3));
+    // Node 2 dies. Dead, but within the claim's time, its games and seats stay: their
+    // players are told the game's node is gone, not that they sit nowhere.
+    tokio::time::advance(directory::NODE_TIMEOUT + crate::db::LEASE).await;
+    dir.heard(alive(3));
+    dir.flush();
+    assert!(!dir.is_alive(2));
+    assert_eq!(dir.node_of(ended), Some(2));
+    assert_eq!(dir.seats_of(1).len(), 2);
+    // Node 3 claims one of them.
+    let entry = dir_entry(claimed, 3);
+    dir.heard(ClusterMsg::Opened {
+        game: claimed,
+        entry,
+    });
+    // Past the claim's time: the game nobody claimed (it ended with its node) goes, and
+    // its seats with it; the claimed one stays.
+    tokio::time::advance(crate::db::LEASE).await;
+    dir.heard(alive(3));
+    dir.flush();
+    assert_eq!(dir.node_of(ended), None);
+    assert_eq!(dir.node_of(claimed), Some(3));
+    let seats = dir.seats_of(1);
+    assert_eq!(seats.len(), 1, "{seats:?}");
+    assert_eq!(seats[0].game_id, claimed);
+}
+
 #[tokio::test]
 async fn sleeping_games_are_mirrored_seated_woken_elsewhere_and_mended_from_storage() {
     use elementals_protocol::messages::SeatPair;
@@ -111,9 +174,18 @@ async fn sleeping_games_are_mirrored_seated_woken_elsewhere_and_mended_from_stor
             game,
             seats,
             node: 2,
+            summary: Some(dir_entry(game, 2).summary),
         });
     }
     assert!(dir.dormant(slept).is_some());
+    let listed = |dir: &Directory| {
+        let mut games: Vec<GameId> = dir.dormant_games().iter().map(|g| g.game_id).collect();
+        games.sort();
+        games
+    };
+    let mut both = vec![slept, woke];
+    both.sort();
+    assert_eq!(listed(&dir), both);
     assert_eq!(dir.seat_of(2), Some((slept, Seat::Two)));
     assert_eq!(dir.node_of(slept), None);
     // A node wakes `woke`: it runs there, and sleeps no more.
@@ -123,19 +195,27 @@ async fn sleeping_games_are_mirrored_seated_woken_elsewhere_and_mended_from_stor
     };
     dir.heard(wire::ClusterMsg::Opened { game: woke, entry });
     assert_eq!((dir.node_of(woke), dir.dormant(woke)), (Some(3), None));
+    assert_eq!(listed(&dir), [slept]);
     assert_eq!(dir.seat_of(3), Some((woke, Seat::One)));
     // This node's own word, heard back, changes nothing.
     dir.heard(wire::ClusterMsg::Slept {
         game: woke,
         seats: SeatPair::new(3, 4),
         node: 1,
+        summary: None,
     });
     assert_eq!(dir.node_of(woke), Some(3));
     // Back from a Redis outage: storage lists `missed` asleep and `slept` no longer (it
     // woke and ended meanwhile): the mirror follows, its seats freed.
     let mark = dir.dormant_mark();
-    dir.sleepers_read(&[(missed, SeatPair::new(5, 6))], mark);
+    let row = (
+        missed,
+        SeatPair::new(5, 6),
+        Some(dir_entry(missed, 2).summary),
+    );
+    dir.sleepers_read(vec![row], mark);
     assert!(dir.dormant(missed).is_some());
+    assert_eq!(listed(&dir), [missed]);
     assert_eq!(dir.seat_of(5), Some((missed, Seat::One)));
     assert!(dir.dormant(slept).is_none());
     assert_eq!(dir.seat_of(1), None);

@@ -34,10 +34,7 @@ impl StepLog {
                 leases.woke(game_id, token);
             }
         }
-        for log in &logs {
-            let after = log.steps.last().map_or(0, |s| s.step + 1);
-            self.next.insert(log.game_id, after);
-        }
+        self.learn_next(&logs);
         Ok(logs)
     }
 }

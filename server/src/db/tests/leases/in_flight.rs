@@ -114,10 +114,10 @@ async fn a_renewal_in_flight_delays_no_step_and_a_step_in_flight_no_renewal() {
         "SELECT game_id FROM game_leases WHERE game_id = $1 FOR KEY SHARE",
     )
     .await;
-    let renewed = tokio::time::timeout(bound, a.renew_leases())
+    let renewed = tokio::time::timeout(bound, a.renew_leases(None))
         .await
         .expect("the renewal does not wait for the step batch");
-    assert_eq!(renewed.unwrap(), []);
+    assert_eq!(renewed.unwrap().lost, []);
     drop(go);
     tokio::task::spawn_blocking(move || batch.join().unwrap())
         .await
@@ -148,12 +148,12 @@ async fn a_renewal_while_this_node_claims_its_own_lapsed_lease_back_loses_no_gam
         .unwrap()
         .expect("the claim commits");
     assert_eq!(cluster.lease(setup.game_id), Some(("a".into(), 2)));
-    let renewed = a.renew_leases().await.unwrap();
+    let renewed = a.renew_leases(None).await.unwrap();
     drop(go);
     let claimed = claim.await.unwrap().unwrap();
     assert!(claimed.is_empty(), "a game running here is not restored");
     assert_eq!(
-        renewed,
+        renewed.lost,
         [],
         "a game claimed back by its own node is not lost"
     );
@@ -162,7 +162,7 @@ async fn a_renewal_while_this_node_claims_its_own_lapsed_lease_back_loses_no_gam
     a.append_log(setup.game_id, &steps(&setup, 3, 4))
         .await
         .unwrap();
-    assert_eq!(a.renew_leases().await.unwrap(), []);
+    assert_eq!(a.renew_leases(None).await.unwrap().lost, []);
     assert_eq!(cluster.lease(setup.game_id), Some(("a".into(), 2)));
     a.shutdown().await.unwrap();
 }

@@ -135,7 +135,7 @@ async fn presence_is_announced_and_a_win_claimable_after_the_grace_period() {
     game.one.act(SeatAction::ClaimWin).await.unwrap();
     let msg = game.one.inbox.until_game_over().await.pop().unwrap();
     assert_eq!(over(&msg), (Some(Seat::One), EndReason::Abandoned, true));
-    assert_eq!(game.snapshot().await.phase, Phase::Over);
+    game.assert_over().await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,5 +1,5 @@
 //! Cluster mode: a game whose lease this node has lost stops as soon as its alarm sounds
-//! (`cluster/alarms.rs`), not at its next step: its players hear `game_moved` and are
+//! (`alarms.rs`), not at its next step: its players hear `game_moved` and are
 //! closed 1012, and the registry forgets it. Other games play on.
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -9,8 +9,8 @@ use std::time::Duration;
 use elementals_protocol::messages::ServerMsg;
 
 use super::{decode, Harness, Inbox, TC};
-use crate::cluster::LeaseAlarms;
-use crate::connection::close;
+use crate::alarms::LeaseAlarms;
+use crate::msg::close;
 
 impl Inbox {
     /// Every frame up to the connection's close, and the close, waiting for it.

@@ -204,7 +204,7 @@ async fn a_draw_offered_and_accepted_ends_the_game_unrated() {
         over(msgs.last().unwrap()),
         (None, EndReason::DrawAgreed, false)
     );
-    assert_eq!(game.snapshot().await.phase, Phase::Over);
+    game.assert_over().await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -7,7 +7,7 @@ use crate::record::{LogEntry, LogStep};
 /// The game woken from its log at `base`, the instant it went to sleep.
 fn woken(log: &[LogStep], base: Instant) -> GameState {
     let mut state = GameState::replay(log, TIMING, base).unwrap();
-    state.woken(log.last().unwrap(), base);
+    state.woken(log.last().unwrap(), base, None);
     state
 }
 
@@ -65,6 +65,57 @@ fn a_deadline_that_passed_while_asleep_is_settled_at_its_own_instant() {
     let record = game.state.record().unwrap();
     assert_eq!(record.ended_at, 1_700_000_000_000 + 63_000);
     assert!(record.changes_ratings());
+}
+
+/// The server was down from before seat two's deadline (63 s) until 100 s: woken by the
+/// restarted server, the game gives seat two a grace period (40 s) from the restart, and
+/// only then loses it on time. Seat one's bank, stopped, is untouched.
+#[test]
+fn a_deadline_that_passed_while_the_server_was_down_moves_to_a_grace_period_after_it() {
+    let (awake, log, _) = asleep_in_round_two();
+    let mut state = GameState::replay(&log, TIMING, awake.at(10 * SEC)).unwrap();
+    state.woken(
+        log.last().unwrap(),
+        awake.at(10 * SEC),
+        Some(awake.at(100 * SEC)),
+    );
+    let mut game = Game {
+        state,
+        t0: awake.t0,
+        events: Vec::new(),
+    };
+    game.tick(100 * SEC);
+    assert_eq!(game.result(), None);
+    assert_eq!(game.bank_ms(100 * SEC), SeatPair::new(60_000, 40_000));
+    game.tick(140 * SEC - MS);
+    assert_eq!(game.result(), None);
+    game.tick(140 * SEC);
+    assert_eq!(game.result(), Some((Some(Seat::One), EndReason::Time)));
+    assert_eq!(
+        game.state.record().unwrap().ended_at,
+        1_700_000_000_000 + 140_000
+    );
+}
+
+/// A deadline more than a grace period after the restart stays where it was.
+#[test]
+fn a_deadline_after_the_restart_and_its_grace_period_stays() {
+    let (awake, log, _) = asleep_in_round_two();
+    let mut state = GameState::replay(&log, TIMING, awake.at(10 * SEC)).unwrap();
+    state.woken(
+        log.last().unwrap(),
+        awake.at(10 * SEC),
+        Some(awake.at(20 * SEC)),
+    );
+    let mut game = Game {
+        state,
+        t0: awake.t0,
+        events: Vec::new(),
+    };
+    game.tick(63 * SEC - MS);
+    assert_eq!(game.result(), None);
+    game.tick(63 * SEC);
+    assert_eq!(game.result(), Some((Some(Seat::One), EndReason::Time)));
 }
 
 #[test]
