@@ -7,8 +7,18 @@ import { readFileSync } from 'node:fs';
 import { launchBrowser } from './browser.mjs';
 import { startServer } from './server.mjs';
 
+/**
+ * Round 1's call-off (30 s in production) would end a scenario that runs slowly on a loaded
+ * machine before its players act in round 1 (an Abort, a second pick). Every server the
+ * harness starts gives round 1 ten minutes, unless the test file sets its own window
+ * (timers.test.mjs tests the call-off with a short one).
+ */
+const ROUND_ONE_WINDOW = ['--first-commit-secs', '600'];
+
 /** `serverOptions` goes to startServer (extra arguments, say). */
 export function harness(serverOptions = {}) {
+  const extraArgs = serverOptions.extraArgs ?? [];
+  if (!extraArgs.includes('--first-commit-secs')) serverOptions = { ...serverOptions, extraArgs: [...ROUND_ONE_WINDOW, ...extraArgs] };
   const h = {
     server: null,
     browser: null,
