@@ -102,6 +102,30 @@ pub(crate) fn crash_point(step: &str) {
 #[inline(always)]
 pub(crate) fn crash_point(_step: &str) {}
 
+/// A test hook that holds a race open: with the `test-hooks` feature, the calling task
+/// waits at the step named by the `ELEMENTALS_HOLD_AT` environment variable (`step:ms`),
+/// so that a test can act inside a window that is otherwise microseconds wide. The step:
+/// `game_over_published` (the game's end logged and published, the game not yet forgotten
+/// by the registry nor recorded).
+#[cfg(feature = "test-hooks")]
+pub(crate) async fn hold_point(step: &str) {
+    static HOLD_AT: std::sync::OnceLock<Option<(String, u64)>> = std::sync::OnceLock::new();
+    let at = HOLD_AT.get_or_init(|| {
+        let var = std::env::var("ELEMENTALS_HOLD_AT").ok()?;
+        let (step, ms) = var.split_once(':')?;
+        Some((step.to_owned(), ms.parse().ok()?))
+    });
+    if let Some((at, ms)) = at {
+        if at == step {
+            tokio::time::sleep(std::time::Duration::from_millis(*ms)).await;
+        }
+    }
+}
+
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub(crate) async fn hold_point(_step: &str) {}
+
 #[cfg(test)]
 mod tests;
 

@@ -52,8 +52,8 @@ use super::state::GameState;
 use super::{GameCmd, GameServices, GameSetup};
 use crate::alarms::Alarm;
 use crate::bus::Bus;
-use crate::db::crash_point;
 use crate::db::DbResult;
+use crate::db::{crash_point, hold_point};
 use crate::registry::FinishedGame;
 pub(in crate::game) use commands::AnswerTo;
 use durable::Stalled;
@@ -200,6 +200,7 @@ impl Actor {
     /// task is answered `unknown_game` by the bus, or by the actor's `Drop` if queued
     /// meanwhile; an attach at sign-in so answered makes the session say `game_id: nil`.
     async fn after_game(mut self) {
+        hold_point("game_over_published").await;
         self.services
             .registry
             .finish_game(self.game_id, self.finished.clone());

@@ -336,3 +336,24 @@ async fn your_move_goes_once_per_owed_change_to_the_accounts_connection_that_ask
     // Bobby, who never asked, was pushed nothing.
     assert_eq!(your_moves(&mut two).await.0, []);
 }
+
+/// A player who hears `game_over` and asks `my_games` at once is answered without the game,
+/// though the game is still being recorded: the server holds the game there for 3 s
+/// (`ELEMENTALS_HOLD_AT`), a window that is otherwise microseconds wide, and which a loaded
+/// machine once widened enough for the browser's "My games" to keep listing an aborted game.
+#[tokio::test]
+async fn a_game_that_has_ended_leaves_my_games_before_its_players_hear_it_ended() {
+    use crate::recovery_support::{Database, ServerProcess};
+    let db = Database::new();
+    let server = ServerProcess::start_holding_at(&db, "game_over_published:3000").await;
+    let (mut one, mut two, info) = paired_at(server.addr, "mg_hold_a", "mg_hold_b").await;
+    let g = info.game_id;
+    assert_eq!(ws_my_games(&mut one).await.len(), 1);
+    one.resign(g).await;
+    for client in [&mut one, &mut two] {
+        client
+            .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
+            .await;
+        assert_eq!(ws_my_games(client).await, []);
+    }
+}

@@ -110,11 +110,12 @@ impl Actor {
 
     /// Tells the registry what the game waits for now (`my_games`), if it has changed.
     /// Every change of phase, commitment, reveal, hold or stall comes with events or a
-    /// stall, which all pass here. An ended game is the registry's to forget.
+    /// stall, which all pass here; so does the end, after which nothing is owed.
     pub(super) fn note_owed(&self) {
-        if self.state.result().is_none() {
-            let owed = self.state.owed();
-            self.services.registry.set_owed(self.game_id, owed);
+        let registry = &self.services.registry;
+        match self.state.result() {
+            None => registry.set_owed(self.game_id, self.state.owed()),
+            Some(_) => registry.game_over(self.game_id),
         }
     }
 

@@ -190,6 +190,12 @@ impl ServerProcess {
         Self::spawn(db, &env, |status| status == 200).await
     }
 
+    /// Starts the server with `ELEMENTALS_HOLD_AT` set to `hold` (`step:ms`, see
+    /// `db::hold_point`).
+    pub async fn start_holding_at(db: &Database, hold: &str) -> ServerProcess {
+        Self::spawn(db, &[("ELEMENTALS_HOLD_AT", hold)], |status| status == 200).await
+    }
+
     /// Starts the server on `db` and waits until `/healthz` answers at all: 200, or 503
     /// while the server cannot write its games' log.
     pub async fn start_answering(db: &Database) -> ServerProcess {
@@ -208,6 +214,7 @@ impl ServerProcess {
         command
             .env_remove("ELEMENTALS_CRASH_AT")
             .env_remove("ELEMENTALS_FAIL_SYNC")
+            .env_remove("ELEMENTALS_HOLD_AT")
             .env_remove("ELEMENTALS_REDIS")
             .env_remove("ELEMENTALS_CLUSTER")
             .env_remove("ELEMENTALS_NODE_ID")
