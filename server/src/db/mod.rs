@@ -452,10 +452,11 @@ impl Db {
     }
 
     /// Cluster mode: the leases lapsed unrenewed; every game this process holds is lost
-    /// to it (its next step refused, and not claimed back here before its actor stops).
-    /// Returns how many. Without leases, none.
+    /// to it (its next step refused, and not claimed back here before its actor stops),
+    /// and its next renewal starts a new epoch (`Leases::lapse_all`). Returns how many.
+    /// Without leases, none.
     pub fn lose_all_leases(&self) -> usize {
-        self.leases.as_ref().map_or(0, |leases| leases.lose_all())
+        self.leases.as_ref().map_or(0, |leases| leases.lapse_all())
     }
 
     /// Cluster mode: game `game_id`'s actor has stopped here, its lease lost: this process

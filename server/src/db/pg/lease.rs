@@ -91,6 +91,9 @@ pub(crate) struct Leases {
     /// is stuck on its connection renews nothing, so that its games go to a node that can
     /// write them (`renewer.rs`).
     pub(in crate::db) appending: crate::db::journal::Busy,
+    /// The leases lapsed on this node's clock (`lapse_all`): its next renewal starts a new
+    /// epoch (`renewal::renew`), whatever the database's clock says of its row by then.
+    epoch_owed: std::sync::atomic::AtomicBool,
     state: Mutex<Held>,
     /// Test hook: the next claim waits between its commit and holding what it took.
     #[cfg(test)]
@@ -135,6 +138,7 @@ impl Leases {
             number_lost: tokio::sync::watch::Sender::new(false),
             given_up: tokio::sync::watch::Sender::new(0),
             appending: crate::db::journal::Busy::default(),
+            epoch_owed: std::sync::atomic::AtomicBool::new(false),
             state: Mutex::default(),
             #[cfg(test)]
             pause: Mutex::default(),
@@ -307,6 +311,31 @@ impl Leases {
         let held: Vec<GameId> = state.tokens.drain().map(|(game_id, _)| game_id).collect();
         state.lost.extend(&held);
         held.len()
+    }
+
+    /// The leases lapsed unrenewed on this node's clock, which counts from when the last
+    /// renewal was sent: every one held is lost, and every game here stops. The database
+    /// counts from when it applied that renewal, a moment later, so a renewal sent now could
+    /// find the row not yet expired and keep the old epoch, and with it the leases of the
+    /// stopped games, alive: nobody would run them, and nobody could claim them until the
+    /// orphan scan (`renewal::Orphans`). So the next renewal starts a new epoch.
+    pub fn lapse_all(&self) -> usize {
+        let held = self.lose_all();
+        self.epoch_owed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        held
+    }
+
+    /// Whether a new epoch is owed (`lapse_all`); it is owed no more.
+    fn take_epoch_owed(&self) -> bool {
+        self.epoch_owed
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A new epoch was owed and could not be started: it is owed still.
+    fn owe_epoch(&self) {
+        self.epoch_owed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// The step log does not know whether a commit applied: every lease held is lost, and

@@ -202,6 +202,30 @@ async fn a_node_renewing_after_its_lease_lapsed_starts_a_new_epoch_and_its_games
     }
 }
 
+/// The lease loop's clock counts a lapse from when the last renewal was sent, the
+/// database's from when it applied it: a renewal sent just after the node's own lapse (its
+/// games stopped) can find its row not yet expired. It starts a new epoch all the same, so
+/// the stopped game's lease lapses and is claimed at once (here by the node itself, once
+/// its actor has stopped), not left alive with nobody running the game.
+#[tokio::test]
+async fn a_renewal_after_the_nodes_own_lapse_starts_a_new_epoch_though_its_row_is_live() {
+    let cluster = Cluster::new();
+    let a = cluster.node("a");
+    let (setup, _, _) = game_on(&a).await;
+    assert_eq!(a.lose_all_leases(), 1);
+    assert_eq!(a.renew_leases(None).await.unwrap().lost, []);
+    a.forget_moved(setup.game_id).await;
+    let claimed = a.claim_lapsed().await.unwrap();
+    assert_eq!(
+        claimed.iter().map(|log| log.game_id).collect::<Vec<_>>(),
+        [setup.game_id]
+    );
+    assert_eq!(cluster.lease(setup.game_id), Some(("a".into(), 2)));
+    // Held again under the new epoch: renewed, not lost.
+    assert_eq!(a.renew_leases(None).await.unwrap().lost, []);
+    a.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_token_moved_on_refuses_the_next_step_and_renewal_reports_it() {
     let cluster = Cluster::new();
