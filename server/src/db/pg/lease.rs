@@ -91,8 +91,8 @@ pub(crate) struct Leases {
     /// is stuck on its connection renews nothing, so that its games go to a node that can
     /// write them (`renewer.rs`).
     pub(in crate::db) appending: crate::db::journal::Busy,
-    /// The leases lapsed on this node's clock (`lapse_all`): its next renewal starts a new
-    /// epoch (`renewal::renew`), whatever the database's clock says of its row by then.
+    /// The node's epoch is to start again before the step log writes or claims anything
+    /// more (`lapse_all`, `give_up_all`; `StepLog::new_epoch`).
     epoch_owed: std::sync::atomic::AtomicBool,
     state: Mutex<Held>,
     /// Test hook: the next claim waits between its commit and holding what it took.
@@ -318,7 +318,8 @@ impl Leases {
     /// counts from when it applied that renewal, a moment later, so a renewal sent now could
     /// find the row not yet expired and keep the old epoch, and with it the leases of the
     /// stopped games, alive: nobody would run them, and nobody could claim them until the
-    /// orphan scan (`renewal::Orphans`). So the next renewal starts a new epoch.
+    /// orphan scan (`renewal::Orphans`). So a new epoch is owed, which the step log starts
+    /// before its next write or claim.
     pub fn lapse_all(&self) -> usize {
         let held = self.lose_all();
         self.epoch_owed
@@ -326,22 +327,23 @@ impl Leases {
         held
     }
 
-    /// Whether a new epoch is owed (`lapse_all`); it is owed no more.
-    fn take_epoch_owed(&self) -> bool {
+    /// Whether a new epoch is owed; it is owed no more.
+    pub(super) fn take_epoch_owed(&self) -> bool {
         self.epoch_owed
             .swap(false, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// A new epoch was owed and could not be started: it is owed still.
-    fn owe_epoch(&self) {
+    pub(super) fn owe_epoch(&self) {
         self.epoch_owed
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
-    /// The step log does not know whether a commit applied: every lease held is lost, and
-    /// the lease loop, watching (`watch_given_up`), stops every game here.
+    /// The step log does not know whether a commit applied: every lease held is lost, a
+    /// new epoch is owed, and the lease loop, watching (`watch_given_up`), stops every game
+    /// here.
     pub fn give_up_all(&self) -> usize {
-        let held = self.lose_all();
+        let held = self.lapse_all();
         self.given_up.send_modify(|times| *times += 1);
         held
     }

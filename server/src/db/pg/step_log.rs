@@ -37,9 +37,6 @@ pub(super) struct StepLog {
     /// The shortest time from the start of one batch to the start of the next
     /// (`--game-log-sync-us`).
     sync_interval: Duration,
-    /// Cluster mode: the node's epoch is to start again before anything more is written
-    /// (`give_up_all`).
-    epoch_owed: bool,
     /// Makes every commit's answer lost (the commit done), for the tests of a broken log (with the
     /// `test-hooks` feature, set by the `ELEMENTALS_FAIL_SYNC` environment variable).
     #[cfg(any(test, feature = "test-hooks"))]
@@ -86,7 +83,6 @@ impl StepLog {
             waiting: HashSet::new(),
             leases,
             sync_interval,
-            epoch_owed: false,
             #[cfg(any(test, feature = "test-hooks"))]
             fail_commits: std::env::var_os("ELEMENTALS_FAIL_SYNC").is_some(),
             #[cfg(any(test, feature = "test-hooks"))]
@@ -415,7 +411,6 @@ impl StepLog {
             tracing::error!(%message, games, "a commit's outcome is unknown: this node gives up every lease; its games are claimed again from their logs");
             self.next.clear();
             self.waiting.clear();
-            self.epoch_owed = true;
             // The session the commit was lost on is not to be trusted with the next one.
             self.conn.ended();
             if let Err(error) = self.new_epoch() {
@@ -437,10 +432,12 @@ impl StepLog {
         error
     }
 
-    /// Starts the node's next epoch if one is owed (`break_log`): every lease of the last
-    /// one lapses at once.
+    /// Starts the node's next epoch if one is owed (`Leases::lapse_all`: the leases lapsed
+    /// on the node's clock, or `break_log` gave them up): every lease of the last one
+    /// lapses at once. Before every write and claim, so nothing is written or claimed
+    /// under the old epoch.
     fn new_epoch(&mut self) -> DbResult<()> {
-        let Some(leases) = self.leases.clone().filter(|_| self.epoch_owed) else {
+        let Some(leases) = self.leases.clone().filter(|l| l.take_epoch_owed()) else {
             return Ok(());
         };
         let started = (|| {
@@ -449,8 +446,10 @@ impl StepLog {
             client.execute(&statement, &[&leases.node_id])?;
             Ok(())
         })();
-        self.conn.settle(started)?;
-        self.epoch_owed = false;
+        if let Err(error) = self.conn.settle(started) {
+            leases.owe_epoch();
+            return Err(error);
+        }
         tracing::info!("a new epoch: the games of the last one have lapsed");
         Ok(())
     }

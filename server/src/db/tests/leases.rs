@@ -204,11 +204,12 @@ async fn a_node_renewing_after_its_lease_lapsed_starts_a_new_epoch_and_its_games
 
 /// The lease loop's clock counts a lapse from when the last renewal was sent, the
 /// database's from when it applied it: a renewal sent just after the node's own lapse (its
-/// games stopped) can find its row not yet expired. It starts a new epoch all the same, so
-/// the stopped game's lease lapses and is claimed at once (here by the node itself, once
-/// its actor has stopped), not left alive with nobody running the game.
+/// games stopped) can find its row not yet expired, and renew the old epoch. The node starts
+/// a new epoch all the same before its next claim, so the stopped game's lease lapses and is
+/// claimed (here by the node itself, once its actor has stopped), not left alive with
+/// nobody running the game.
 #[tokio::test]
-async fn a_renewal_after_the_nodes_own_lapse_starts_a_new_epoch_though_its_row_is_live() {
+async fn a_node_whose_leases_lapsed_on_its_own_clock_starts_a_new_epoch_though_its_row_is_live() {
     let cluster = Cluster::new();
     let a = cluster.node("a");
     let (setup, _, _) = game_on(&a).await;

@@ -10,7 +10,6 @@ use postgres::GenericClient;
 use postgres::error::SqlState;
 
 use super::{Leases, NODE_NUMBERS};
-use crate::db::pg::claim::NEW_EPOCH;
 use crate::db::pg::Cache;
 use crate::db::{DbError, DbResult};
 
@@ -257,17 +256,6 @@ pub(in crate::db::pg) fn renew(
     orphans: &mut Orphans,
 ) -> DbResult<Renewed> {
     let (ids, tokens) = leases.columns();
-    if leases.take_epoch_owed() {
-        let started = (|| {
-            let statement = cache.get(c, NEW_EPOCH)?;
-            c.execute(&statement, &[&leases.node_id])?;
-            DbResult::Ok(())
-        })();
-        if let Err(error) = started {
-            leases.owe_epoch();
-            return Err(error);
-        }
-    }
     renew_node(c, cache, leases, Some(cut_off_for.unwrap_or_default()))?;
     orphans.scan(c, cache, leases)?;
     if let Some(cut_off_for) = cut_off_for {
