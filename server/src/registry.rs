@@ -145,15 +145,49 @@ impl Registry {
         }
     }
 
-    /// Called by a game actor once its game has ended: frees both seats, and tells the
-    /// lobby (wherever it runs), which keeps its rematch offers.
+    /// Game `game_id` of this node has ended: its end is logged, and its players are about
+    /// to hear it. To them it is a finished game from now on, before they hear it ended and
+    /// while its actor still records it: it owes nothing (`my_games`, here or asked from
+    /// another node, leaves it out), their seats here are free for their next game, and a
+    /// move in it is answered `game_over`. The lobby (wherever it runs) is told, so that it
+    /// counts their seats free too and keeps its rematch offers. The rest of forgetting the
+    /// game is `finish_game`'s; in a cluster the other nodes' directories hear of the end
+    /// from there.
+    pub fn game_over(&self, game_id: GameId, finished: &FinishedGame) {
+        if !self.games.contains_key(&game_id) {
+            return;
+        }
+        self.owed.remove(&game_id);
+        // Remembered before the seats go, so that a look-up in between finds one or the other.
+        let first = self.remember_finished(game_id, finished);
+        self.seated
+            .leave(game_id, [finished.players.one, finished.players.two]);
+        if first {
+            self.bus
+                .notify_lobby(LobbyCmd::Ended(finished.ended(game_id)));
+        }
+    }
+
+    /// Called by a game actor once its game has ended and it stops answering (or by its
+    /// supervisor): forgets the game, and does what `game_over` does if it has not (frees
+    /// both seats, tells the lobby).
     pub fn finish_game(&self, game_id: GameId, finished: FinishedGame) {
+        let first = self.remember_finished(game_id, &finished);
         self.games.remove(&game_id);
         self.owed.remove(&game_id);
         self.unfollow_remote(game_id, finished.players);
         self.peers.game_ended(game_id);
         self.seated
             .leave(game_id, [finished.players.one, finished.players.two]);
+        if first {
+            self.bus
+                .notify_lobby(LobbyCmd::Ended(finished.ended(game_id)));
+        }
+    }
+
+    /// Remembers finished game `game_id`, forgetting the oldest beyond `FINISHED_MEMORY`;
+    /// whether it was not remembered already.
+    fn remember_finished(&self, game_id: GameId, finished: &FinishedGame) -> bool {
         // The oldest go first. (No guard into `finished` may be alive across its own
         // `remove`: a shard's read guard held while the same thread takes its write lock
         // deadlocks the worker thread, which once froze the server at its 10,000th game.)
@@ -161,6 +195,9 @@ impl Registry {
             .finished_order
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        if self.finished.contains_key(&game_id) {
+            return false;
+        }
         while self.finished.len() >= FINISHED_MEMORY {
             let Some(oldest) = order.pop_front() else {
                 break;
@@ -168,9 +205,8 @@ impl Registry {
             self.finished.remove(&oldest);
         }
         order.push_back(game_id);
-        self.bus
-            .notify_lobby(LobbyCmd::Ended(finished.ended(game_id)));
-        self.finished.insert(game_id, finished);
+        self.finished.insert(game_id, finished.clone());
+        true
     }
 
     /// Cluster mode: the game runs on another node now; it is forgotten here, its seats

@@ -191,8 +191,9 @@ impl Actor {
         !self.moved
     }
 
-    /// The game is over: free the seats now, then record it while still answering, and
-    /// end once it is recorded and nothing waits in its queues.
+    /// The game is over (its players' seats were freed as its end went out,
+    /// `Registry::game_over`): have the registry forget it now, then record it while still
+    /// answering, and end once it is recorded and nothing waits in its queues.
     ///
     /// It need not wait longer: the registry forgot the game as it ended, so no session
     /// sends it anything new (`sync` and `watch` of an ended game are answered by the

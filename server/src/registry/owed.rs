@@ -159,14 +159,6 @@ impl Registry {
         let _ = self.bus.send(conn, frame);
     }
 
-    /// Game `game_id` of this node has ended: its end is logged, and its players are about
-    /// to hear it. It owes nobody anything, so `my_games` (here, or asked from another node)
-    /// leaves it out from now on, even while its actor records it and before `finish_game`
-    /// forgets it: a player who hears `game_over` and asks is answered as it left the game.
-    pub fn game_over(&self, game_id: GameId) {
-        self.owed.remove(&game_id);
-    }
-
     /// What this node's live game `game_id` waits for now.
     pub fn owed_of(&self, game_id: &GameId) -> Option<OwedNow> {
         self.owed.get(game_id).map(|e| e.clone())

@@ -47,7 +47,9 @@ impl Session {
         if let Some((game, seat)) = registry.seat_in(user.account, game_id) {
             return Ok(game.player(seat));
         }
-        if registry.game(&game_id).is_some() {
+        // A game that has ended (its seats freed as it ended) may still run while it is
+        // recorded: its players are told it ended.
+        if registry.finished_game(&game_id).is_none() && registry.game(&game_id).is_some() {
             return Err(err(ErrorCode::NotSeated, "you have no seat in that game"));
         }
         Err(self.not_live(game_id))

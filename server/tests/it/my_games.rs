@@ -4,7 +4,7 @@
 
 use crate::common::*;
 use elementals_protocol::messages::{GameInfo, MyGame, Owed, OwedAction, Phase, ServerMsg};
-use elementals_protocol::rules::Seat;
+use elementals_protocol::rules::{Seat, Variant};
 use elementals_protocol::{ClientMsg, TimeControl};
 
 /// `GET path` with `Authorization: <auth>` (if any), over loopback; status and body.
@@ -337,12 +337,14 @@ async fn your_move_goes_once_per_owed_change_to_the_accounts_connection_that_ask
     assert_eq!(your_moves(&mut two).await.0, []);
 }
 
-/// A player who hears `game_over` and asks `my_games` at once is answered without the game,
-/// though the game is still being recorded: the server holds the game there for 3 s
-/// (`ELEMENTALS_HOLD_AT`), a window that is otherwise microseconds wide, and which a loaded
-/// machine once widened enough for the browser's "My games" to keep listing an aborted game.
+/// A player who hears `game_over` is done with the game at once, though the game is still
+/// being recorded: the server holds the game there for 3 s (`ELEMENTALS_HOLD_AT`), a window
+/// that is otherwise microseconds wide, and which a loaded machine once widened enough for
+/// the browser's "My games" to keep listing an aborted game. In it, `my_games` leaves the
+/// game out, a move in it is answered `game_over`, and a new game may be sought
+/// (`already_in_game` is for a live game that has not ended).
 #[tokio::test]
-async fn a_game_that_has_ended_leaves_my_games_before_its_players_hear_it_ended() {
+async fn a_game_that_has_ended_is_over_for_its_players_as_soon_as_they_hear_it_ended() {
     use crate::recovery_support::{Database, ServerProcess};
     let db = Database::new();
     let server = ServerProcess::start_holding_at(&db, "game_over_published:3000").await;
@@ -355,5 +357,17 @@ async fn a_game_that_has_ended_leaves_my_games_before_its_players_hear_it_ended(
             .expect("game_over", |m| matches!(m, ServerMsg::GameOver { .. }))
             .await;
         assert_eq!(ws_my_games(client).await, []);
+        let id = client.id();
+        let late = client.request(ClientMsg::Resign { id, game_id: g }).await;
+        assert_error(&late, elementals_protocol::ErrorCode::GameOver);
+        client.join_pool(Variant::CLASSIC, "blitz").await;
     }
+    // Paired again, into a new game.
+    let next = one
+        .expect("game_start", |m| matches!(m, ServerMsg::GameStart { .. }))
+        .await;
+    let ServerMsg::GameStart { game, .. } = next else {
+        unreachable!()
+    };
+    assert_ne!(game.game_id, g);
 }

@@ -115,7 +115,7 @@ impl Actor {
         let registry = &self.services.registry;
         match self.state.result() {
             None => registry.set_owed(self.game_id, self.state.owed()),
-            Some(_) => registry.game_over(self.game_id),
+            Some(_) => registry.game_over(self.game_id, &self.finished),
         }
     }
 
