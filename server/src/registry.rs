@@ -158,25 +158,25 @@ impl Registry {
             return;
         }
         self.owed.remove(&game_id);
-        // Remembered before the seats go, so that a look-up in between finds one or the other.
-        let first = self.remember_finished(game_id, finished);
-        self.seated
-            .leave(game_id, [finished.players.one, finished.players.two]);
-        if first {
-            self.bus
-                .notify_lobby(LobbyCmd::Ended(finished.ended(game_id)));
-        }
+        self.release(game_id, finished);
     }
 
     /// Called by a game actor once its game has ended and it stops answering (or by its
     /// supervisor): forgets the game, and does what `game_over` does if it has not (frees
     /// both seats, tells the lobby).
     pub fn finish_game(&self, game_id: GameId, finished: FinishedGame) {
-        let first = self.remember_finished(game_id, &finished);
+        self.release(game_id, &finished);
         self.games.remove(&game_id);
         self.owed.remove(&game_id);
         self.unfollow_remote(game_id, finished.players);
         self.peers.game_ended(game_id);
+    }
+
+    /// Remembers finished game `game_id` and frees its players' seats here; the first time,
+    /// tells the lobby.
+    fn release(&self, game_id: GameId, finished: &FinishedGame) {
+        // Remembered before the seats go, so that a look-up in between finds one or the other.
+        let first = self.remember_finished(game_id, finished);
         self.seated
             .leave(game_id, [finished.players.one, finished.players.two]);
         if first {
