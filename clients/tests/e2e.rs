@@ -3,7 +3,6 @@
 //! the same from the command line; a game aborted, and a rematch offered and declined.
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use elementals_client::protocol::messages::EndReason;
 use elementals_client::protocol::{ErrorCode, Seat, ServerMsg, Variant};
@@ -14,10 +13,7 @@ use elementals_client::{
 use tokio::io::{AsyncBufReadExt, BufReader};
 mod real_server;
 
-use real_server::{elementals, queued_bot, start_server, TestServer};
-
-/// How long any step may take before the test fails (a guard, not a synchronisation).
-const WAIT: Duration = Duration::from_secs(30);
+use real_server::{elementals, queued_bot, start_server, TestServer, WAIT};
 
 async fn paired(
     server: &TestServer,

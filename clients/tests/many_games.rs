@@ -4,36 +4,18 @@
 //! directory, it comes back into both games and reveals each one's kept pick. Sitting in a
 //! correspondence game, it plays a blitz game from the pool beside it.
 
-use std::time::Duration;
-
 use elementals_client::protocol::messages::GameId;
 use elementals_client::protocol::rules::{Element, Seat};
 use elementals_client::protocol::Variant;
 use elementals_client::render::seat_name;
 use elementals_client::{
-    apply_or_resync, play_game, wait_for_game_start, Client, GameStart, GameState, NonceStore,
-    Random, SealedPick,
+    play_game, wait_for_game_start, Client, GameStart, GameState, NonceStore, Random, SealedPick,
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 mod real_server;
 
-use real_server::{elementals, queued_bot, start_server};
-
-/// How long any step may take before the test fails (a guard, not a synchronisation).
-const WAIT: Duration = Duration::from_secs(30);
-
-/// Applies `client`'s events to `state` until `done` holds.
-async fn until(client: &Client, state: &mut GameState, done: impl Fn(&GameState) -> bool) {
-    tokio::time::timeout(WAIT, async {
-        while !done(state) {
-            let event = client.next_event().await.expect("connected");
-            apply_or_resync(client, state, &event).await.unwrap();
-        }
-    })
-    .await
-    .expect("the game gets there in time");
-}
+use real_server::{elementals, queued_bot, start_server, until, WAIT};
 
 /// `client`, seated as `seat`, commits to `pick` in round 1 and reveals it at once.
 async fn commit_and_reveal(client: &Client, game: GameId, seat: Seat, pick: Element) {

@@ -4,7 +4,6 @@
 //! its own message and a non-zero exit.
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
@@ -18,9 +17,7 @@ use elementals_client::{
 };
 mod real_server;
 
-use real_server::{queued_bot, start_server, TestServer};
-
-const WAIT: Duration = Duration::from_secs(30);
+use real_server::{queued_bot, start_server, TestServer, WAIT};
 
 /// Two bots play a rated game to its end; returns its id once its ratings are stored.
 async fn rated_game(server: &TestServer) -> GameId {

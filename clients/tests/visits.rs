@@ -3,34 +3,17 @@
 //! again on the same state directory, comes back into its game and reveals the pick it
 //! committed to; and a client that asked `my_games` hears `your_move` when its move is owed.
 
-use std::time::Duration;
-
 use elementals_client::protocol::messages::{GameId, OwedAction};
 use elementals_client::protocol::rules::{Element, Seat};
 use elementals_client::protocol::ServerMsg;
 use elementals_client::render::seat_name;
 use elementals_client::{
-    apply_or_resync, wait_for_game_start, Client, GameStart, GameState, NonceStore, SealedPick,
+    wait_for_game_start, Client, GameStart, GameState, NonceStore, SealedPick,
 };
 
 mod real_server;
 
-use real_server::{elementals, queued_bot, start_server};
-
-/// How long any step may take before the test fails (a guard, not a synchronisation).
-const WAIT: Duration = Duration::from_secs(30);
-
-/// Applies `client`'s events to `state` until `done` holds.
-async fn until(client: &Client, state: &mut GameState, done: impl Fn(&GameState) -> bool) {
-    tokio::time::timeout(WAIT, async {
-        while !done(state) {
-            let event = client.next_event().await.expect("connected");
-            apply_or_resync(client, state, &event).await.unwrap();
-        }
-    })
-    .await
-    .expect("the game gets there in time");
-}
+use real_server::{elementals, queued_bot, start_server, until, WAIT};
 
 /// Waits until the pool pairs `client`'s queued player with another.
 async fn paired(client: &Client) -> GameStart {

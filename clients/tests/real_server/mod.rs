@@ -3,10 +3,27 @@
 
 #![allow(dead_code)]
 
+use std::time::Duration;
+
 use elementals_client::protocol::Variant;
-use elementals_client::{Client, ServerUrl};
+use elementals_client::{apply_or_resync, Client, GameState, ServerUrl};
 use elementals_server::Config;
 use tokio::sync::oneshot;
+
+/// How long any step may take before the test fails (a guard, not a synchronisation).
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// Applies `client`'s events to `state` until `done` holds.
+pub async fn until(client: &Client, state: &mut GameState, done: impl Fn(&GameState) -> bool) {
+    tokio::time::timeout(WAIT, async {
+        while !done(state) {
+            let event = client.next_event().await.expect("connected");
+            apply_or_resync(client, state, &event).await.unwrap();
+        }
+    })
+    .await
+    .expect("the game gets there in time");
+}
 
 pub struct TestServer {
     /// `ws://127.0.0.1:PORT/ws`.
